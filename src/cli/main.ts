@@ -1,0 +1,51 @@
+import { Command, CommanderError } from "commander";
+import { describeError } from "../errors.js";
+import { registerSchema } from "./commands/schema.js";
+import { registerValidate } from "./commands/validate.js";
+
+/** Exit codes of PRODUCT.md section 3. */
+export const EXIT = { OK: 0, RUN_ERROR: 1, USAGE: 2, INTERRUPTED: 130 } as const;
+
+/**
+ * Run the CLI and resolve to its exit status. Commands set the status through
+ * the `setExit` they are given; nothing here calls process.exit, so pending
+ * writes (traces, stdout) are flushed by Node's normal shutdown.
+ */
+export async function main(argv: string[]): Promise<number> {
+  let status: number = EXIT.OK;
+  const setExit = (code: number) => {
+    status = code;
+  };
+  const program = new Command()
+    .name("runtime")
+    .description("A declarative, YAML-driven LLM agent runtime.")
+    .version(await packageVersion(), "-V, --version")
+    .showHelpAfterError()
+    .exitOverride();
+
+  registerValidate(program, setExit);
+  registerSchema(program, setExit);
+
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end with exit code 0; usage mistakes with 2.
+      return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+    }
+    process.stderr.write(`runtime: ${describeError(err)}\n`);
+    return EXIT.RUN_ERROR;
+  }
+  return status;
+}
+
+/** Signature every command module exports: `register<Name>(program, setExit)`. */
+export type SetExit = (code: number) => void;
+
+async function packageVersion(): Promise<string> {
+  const { readFile } = await import("node:fs/promises");
+  const pkg = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  return pkg.version;
+}

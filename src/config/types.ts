@@ -1,0 +1,180 @@
+/**
+ * The resolved team: what `loadTeam` returns. Every default is already
+ * applied here, every path is absolute, every reference has been checked;
+ * nothing downstream applies a default again.
+ */
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface OpenAIModelConfig {
+  name: string;
+  provider: "openai";
+  model: string;
+  /** Undefined: the openai client's own OPENAI_BASE_URL / default. */
+  base_url?: string;
+  /** Undefined: the openai client's own OPENAI_API_KEY. Never logged. */
+  api_key?: string;
+  temperature?: number;
+  max_tokens?: number;
+  /** @default 60000 */
+  timeout_ms: number;
+  /** @default 2 */
+  max_retries: number;
+  /** @default false */
+  stream: boolean;
+}
+
+export interface ScriptedModelConfig {
+  name: string;
+  provider: "scripted";
+  /** The model name reported in events. @default "scripted" */
+  model: string;
+  /** Absolute path of the YAML script. */
+  script: string;
+}
+
+export type ModelConfig = OpenAIModelConfig | ScriptedModelConfig;
+
+interface ToolConfigBase {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  parameters: JsonSchema;
+  /** @default 30000 */
+  timeout_ms: number;
+  /** Cap on a tool's output, in bytes. @default 65536 */
+  max_output_bytes: number;
+}
+
+export interface BuiltinToolConfig extends ToolConfigBase {
+  type: "builtin";
+  builtin: string;
+}
+
+export interface CommandToolConfig extends ToolConfigBase {
+  type: "command";
+  /** Argument vector; argv[0] is resolved like a path if it starts with `.`. Never a shell. */
+  command: string[];
+  /** Working directory (absolute). @default the team file's directory */
+  cwd: string;
+  env: Record<string, string>;
+}
+
+export interface HttpToolConfig extends ToolConfigBase {
+  type: "http";
+  url: string;
+  method: "GET" | "POST";
+  headers: Record<string, string>;
+}
+
+export interface McpToolConfig extends ToolConfigBase {
+  type: "mcp";
+  server: string[];
+  tool: string;
+}
+
+export type ToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig | McpToolConfig;
+
+export type AgentKind = "react" | "plan_and_solve" | "plan_and_solve_flow" | "plan_solver" | "sop";
+
+interface AgentConfigBase {
+  name: string;
+  kind: AgentKind;
+  description: string;
+  /** Resolved model name (an agent without `model:` gets `default`). */
+  model: string;
+  /** @default 30 */
+  max_iteration: number;
+  /** Absolute path of the Handlebars system prompt, or undefined when `prompt` is inline. */
+  system_prompt_file?: string;
+  /** Inline Handlebars template text (from `prompt:`), or the text of system_prompt_file. */
+  prompt?: string;
+  /** The allow-list: names of tools, built-ins and agents. */
+  tools: string[];
+}
+
+export interface ReactAgentConfig extends AgentConfigBase {
+  kind: "react";
+}
+
+export interface PlanAndSolveAgentConfig extends AgentConfigBase {
+  kind: "plan_and_solve";
+  /** Successful tool calls after which the active todo item is completed. @default 3 */
+  todo_complete_after: number;
+  /** Recent failures after which the active todo item is blocked. @default 2 */
+  todo_block_after: number;
+}
+
+export interface PlanAndSolveFlowConfig extends AgentConfigBase {
+  kind: "plan_and_solve_flow";
+  planner: string;
+  executor: string;
+  replanner?: string;
+  /** @default false */
+  enable_replanner: boolean;
+  /** @default 30 */
+  max_replan_rounds: number;
+  pre_plan_steps?: string[];
+}
+
+export interface PlanSolverConfig extends AgentConfigBase {
+  kind: "plan_solver";
+  planner: string;
+  solver: string;
+  aggregator?: string;
+  /** @default 4 */
+  concurrency: number;
+}
+
+export interface SopAgentConfig extends AgentConfigBase {
+  kind: "sop";
+  workflow: string;
+  strategist: string;
+}
+
+export type AgentConfig =
+  | ReactAgentConfig
+  | PlanAndSolveAgentConfig
+  | PlanAndSolveFlowConfig
+  | PlanSolverConfig
+  | SopAgentConfig;
+
+export interface WorkflowTask {
+  task_id: string;
+  name: string;
+  assignee: string;
+  description: string;
+  /** @default false */
+  optional: boolean;
+}
+
+export interface WorkflowStep {
+  step_id: string;
+  name: string;
+  description: string;
+  tasks: WorkflowTask[];
+}
+
+export interface Workflow {
+  /** Key under `workflows:` (the template source, e.g. SAFE_SOP_v9). */
+  id: string;
+  name: string;
+  description: string;
+  steps: WorkflowStep[];
+}
+
+export interface ResolvedTeam {
+  version: 1;
+  name: string;
+  description: string;
+  /** Absolute path of the team file. */
+  file: string;
+  /** Directory of the team file; relative paths resolve against it. */
+  dir: string;
+  /** The agent `runtime exec` runs when --agent is not given. */
+  entry: string;
+  models: Record<string, ModelConfig>;
+  tools: Record<string, ToolConfig>;
+  agents: Record<string, AgentConfig>;
+  workflows: Record<string, Workflow>;
+}

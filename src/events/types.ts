@@ -1,0 +1,119 @@
+/**
+ * The one event vocabulary of the runtime (PRODUCT.md section 4). NDJSON, SSE,
+ * the terminal view and the trace store all consume `RunEvent`; there is no
+ * second, parallel set of events.
+ */
+
+/** Token accounting, summed over every model call of a run. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export type TodoStatus = "pending" | "in_progress" | "completed" | "failed" | "skipped" | "blocked";
+
+export interface TodoItem {
+  /** 1-based position in the list. */
+  index: number;
+  content: string;
+  status: TodoStatus;
+  tool_calls_count: number;
+  notes?: string;
+}
+
+export type PlanTaskStatus = "ready" | "inprogress" | "completed" | "error" | "skipped";
+
+/** Fields every event carries. `seq` strictly increases within a task. */
+export interface EventBase {
+  seq: number;
+  ts: string;
+  task_id: string;
+  agent_id: string;
+  /** One agent invocation (the entry agent, or an agent called as a tool). */
+  step_id?: string;
+  /** The step that called this one, for nested agents. */
+  parent_step_id?: string;
+  /** One recursion / model round. */
+  trace_id?: string;
+}
+
+export type RunEventBody =
+  | { type: "run.started"; input: string }
+  | { type: "agent.started"; kind: string; input: string }
+  | { type: "agent.finished"; result_type: "answer" | "error"; answer?: string; error?: string; usage: Usage }
+  | { type: "state.changed"; machine: string; from: string; to: string }
+  | { type: "recursion.started"; iteration: number }
+  | { type: "llm.request"; model: string; messages: number }
+  | {
+      type: "llm.response";
+      model: string;
+      usage: Usage;
+      duration_ms: number;
+      action_type?: string;
+      observe?: string;
+      thought?: string;
+      content?: string;
+      tool_calls?: { id: string; name: string; arguments: string }[];
+    }
+  | { type: "llm.delta"; text: string }
+  | { type: "llm.error"; model: string; error: string }
+  | { type: "tool.started"; tool: string; call_id: string; arguments: unknown }
+  | {
+      type: "tool.finished";
+      tool: string;
+      call_id: string;
+      arguments: unknown;
+      ok: boolean;
+      result?: unknown;
+      error?: string;
+      duration_ms: number;
+    }
+  | { type: "plan.created"; steps: string[] }
+  | { type: "plan.updated"; steps: string[]; finished?: number }
+  | { type: "todo.updated"; session_id: string; version: number; todos: TodoItem[] }
+  | { type: "todo.item_progress"; session_id: string; version: number; item: TodoItem }
+  | { type: "todo.completed"; session_id: string; version: number; todos: TodoItem[] }
+  | {
+      type: "task.status";
+      plan_id: string;
+      /** The plan's task id (the run's own id is `task_id`, as on every event). */
+      plan_task_id: string;
+      status: PlanTaskStatus;
+      plan_status: "running" | "completed" | "error";
+    }
+  | {
+      type: "run.finished";
+      result_type: "answer" | "error";
+      answer?: string;
+      error?: string;
+      usage: Usage;
+    };
+
+export type RunEventType = RunEventBody["type"];
+
+export type RunEvent = RunEventBody & EventBase;
+
+/** Narrow a RunEvent to one type. */
+export type EventOf<T extends RunEventType> = Extract<RunEventBody, { type: T }> & EventBase;
+
+/** Where an event comes from inside a run; the bus adds seq, ts and task_id. */
+export interface EventScope {
+  agent_id: string;
+  step_id?: string;
+  parent_step_id?: string;
+  trace_id?: string;
+}
+
+/** Emit an event from a scope. */
+export type Emit = (body: RunEventBody, scope: EventScope) => void;
+
+export const ZERO_USAGE: Usage = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+    completion_tokens: a.completion_tokens + b.completion_tokens,
+    total_tokens: a.total_tokens + b.total_tokens,
+  };
+}

@@ -1,0 +1,54 @@
+import type { Usage } from "../events/types.js";
+import type { JsonSchema } from "../config/types.js";
+
+/** A tool call as the model asked for it; `arguments` is the raw JSON text. */
+export interface ToolCallRequest {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** Chat Completions messages, the subset the runtime sends. */
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCallRequest[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+/** What the model is offered as a function tool. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  signal?: AbortSignal;
+  /** Called with each streamed text delta, when the model streams. */
+  onDelta?: (text: string) => void;
+  /** The agent asking; the scripted model uses it to pick replies. */
+  agent_id?: string;
+}
+
+export interface ChatResponse {
+  content: string | null;
+  tool_calls: ToolCallRequest[];
+  usage: Usage;
+  finish_reason: string;
+  /** The provider's request id, when it sends one (for error reports). */
+  request_id?: string;
+}
+
+/**
+ * The one interface every model sits behind: the `openai`-backed client and
+ * the scripted client alike. Failures throw a `RuntimeError` with code
+ * MODEL_UNAVAILABLE or MODEL_BAD_REPLY and a one-line message (status,
+ * provider message, request id), never a key.
+ */
+export interface ChatClient {
+  /** Model name, as reported in events. */
+  readonly model: string;
+  chat(request: ChatRequest): Promise<ChatResponse>;
+}
