@@ -1,0 +1,197 @@
+/**
+ * Structured output for the flows (seed 001's PydanticOutputParser): format
+ * instructions generated from a JSON Schema, a tolerant JSON extractor, and
+ * ajv validation with readable errors that can go back to the model for repair.
+ */
+import { readFileSync } from "node:fs";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import type { JsonSchema } from "../config/types.js";
+import { addUsage, type Usage } from "../events/types.js";
+import type { AgentContext } from "../runtime/types.js";
+
+/** The planner's answer: the steps to follow, in order. */
+export interface Plan {
+  steps: string[];
+}
+
+/** The replanner's answer: a final response to the user, or the steps still to do. */
+export interface Action {
+  action: { response: string } | { steps: string[] };
+}
+
+/** A parsed and validated value, or a readable reason it was not usable. */
+export type Structured<T> = { ok: true; value: T } | { ok: false; errors: string };
+
+/** Directory of the JSON Schemas shipped with the package. */
+const SCHEMAS_DIR = new URL("../../schemas/", import.meta.url);
+
+const schemaCache = new Map<string, JsonSchema>();
+
+/** A schema of `schemas/`, by file stem (`plan`, `action`); read once. */
+export function loadSchema(name: "plan" | "action"): JsonSchema {
+  let schema = schemaCache.get(name);
+  if (!schema) {
+    schema = JSON.parse(readFileSync(new URL(`${name}.schema.json`, SCHEMAS_DIR), "utf8")) as JsonSchema;
+    schemaCache.set(name, schema);
+  }
+  return schema;
+}
+
+// One ajv instance and one compiled validator per schema object: compiling is
+// the expensive part, and every flow step validates against the same two schemas.
+let ajv: Ajv2020 | undefined;
+const validators = new WeakMap<JsonSchema, ValidateFunction>();
+
+function validatorFor(schema: JsonSchema): ValidateFunction {
+  let validate = validators.get(schema);
+  if (!validate) {
+    ajv ??= new Ajv2020({ strict: true, allErrors: true, $data: false, validateFormats: false });
+    const { $id: _id, ...anonymous } = schema;
+    validate = ajv.compile(anonymous);
+    validators.set(schema, validate);
+  }
+  return validate;
+}
+
+/**
+ * Text telling the model to answer with one JSON object matching `schema`,
+ * generated from the schema itself (title, description and the schema).
+ */
+export function formatInstructions(schema: JsonSchema): string {
+  const { $schema: _s, $id: _i, ...shown } = schema;
+  const title = typeof schema.title === "string" ? schema.title : "object";
+  const about = typeof schema.description === "string" ? ` (${schema.description})` : "";
+  return [
+    `Answer with a single JSON object, a ${title}${about}, that conforms to this JSON Schema:`,
+    "```json",
+    JSON.stringify(shown, null, 2),
+    "```",
+    "Output only a valid JSON instance of the schema, not the schema itself, with no other text.",
+  ].join("\n");
+}
+
+/** `query` followed by the format instructions of `schema`, as seed 001's `parser.format(query)`. */
+export function withFormatInstructions(query: string, schema: JsonSchema): string {
+  return `${query}\n\n${formatInstructions(schema)}`;
+}
+
+/**
+ * Parse a model's answer against `schema`. Tolerates a fenced ```json block
+ * and text around the JSON; the first candidate that validates wins, else the
+ * errors of the first candidate that parsed are reported.
+ */
+export function parseStructured<T>(text: string, schema: JsonSchema): Structured<T> {
+  const validate = validatorFor(schema);
+  let firstErrors: string | undefined;
+  for (const candidate of jsonCandidates(text)) {
+    let value: unknown;
+    try {
+      value = JSON.parse(candidate);
+    } catch {
+      continue;
+    }
+    if (validate(value)) return { ok: true, value: value as T };
+    firstErrors ??= formatErrors(validate.errors ?? []);
+  }
+  if (firstErrors !== undefined) return { ok: false, errors: `the JSON does not match the schema: ${firstErrors}` };
+  return { ok: false, errors: text.trim() === "" ? "the answer is empty" : "no JSON object found in the answer" };
+}
+
+/** ajv errors as one readable line: `/steps must NOT have fewer than 1 items; ...`. */
+export function formatErrors(errors: ErrorObject[]): string {
+  const lines = errors.map((e) => {
+    const where = e.instancePath || "/";
+    const extra =
+      e.keyword === "additionalProperties"
+        ? ` ('${String((e.params as { additionalProperty?: string }).additionalProperty)}')`
+        : "";
+    return `${where} ${e.message ?? "is invalid"}${extra}`;
+  });
+  return [...new Set(lines)].join("; ");
+}
+
+const MAX_OBJECT_STARTS = 32;
+
+/** Texts that may hold the JSON: the whole answer, fenced blocks, balanced `{...}` spans. */
+function* jsonCandidates(text: string): Generator<string> {
+  const trimmed = text.trim();
+  if (trimmed) yield trimmed;
+  for (const match of trimmed.matchAll(/```[\w-]*[ \t]*\r?\n?([\s\S]*?)```/g)) {
+    const body = match[1]?.trim();
+    if (body) yield body;
+  }
+  let starts = 0;
+  for (let i = trimmed.indexOf("{"); i >= 0 && starts < MAX_OBJECT_STARTS; i = trimmed.indexOf("{", i + 1)) {
+    starts++;
+    const end = balancedEnd(trimmed, i);
+    if (end > i) yield trimmed.slice(i, end + 1);
+  }
+}
+
+/** Index of the `}` closing the object opened at `start`, honouring strings; -1 if unbalanced. */
+function balancedEnd(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const ch = text[i];
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') inString = true;
+    else if (ch === "{" || ch === "[") depth++;
+    else if (ch === "}" || ch === "]") {
+      depth--;
+      if (depth === 0) return ch === "}" ? i : -1;
+      if (depth < 0) return -1;
+    }
+  }
+  return -1;
+}
+
+/** A structured answer obtained from an agent, with the usage it cost. */
+export type Asked<T> = { ok: true; value: T; usage: Usage } | { ok: false; error: string; usage: Usage };
+
+/**
+ * Ask agent `agent` for an answer matching `schema`: the query plus the
+ * schema's format instructions; an answer that does not parse or validate
+ * goes back ONCE with the errors for repair. `role` names the agent in errors.
+ */
+export async function askStructured<T>(
+  ctx: AgentContext,
+  role: string,
+  agent: string,
+  query: string,
+  schema: JsonSchema,
+): Promise<Asked<T>> {
+  const title = typeof schema.title === "string" ? schema.title : "answer";
+  const first = await ctx.callAgent(agent, withFormatInstructions(query, schema));
+  let usage = first.usage;
+  if (first.result_type === "error") return { ok: false, error: `${role} '${agent}' failed: ${first.error ?? "unknown error"}`, usage };
+  const parsed = parseStructured<T>(first.answer ?? "", schema);
+  if (parsed.ok) return { ok: true, value: parsed.value, usage };
+  if (ctx.signal.aborted) return { ok: false, error: "interrupted", usage };
+
+  const repair = await ctx.callAgent(agent, repairQuery(query, first.answer ?? "", parsed.errors, schema));
+  usage = addUsage(usage, repair.usage);
+  if (repair.result_type === "error") {
+    return { ok: false, error: `${role} '${agent}' failed while repairing its ${title}: ${repair.error ?? "unknown error"}`, usage };
+  }
+  const repaired = parseStructured<T>(repair.answer ?? "", schema);
+  if (repaired.ok) return { ok: true, value: repaired.value, usage };
+  return { ok: false, error: `${role} '${agent}' gave no valid ${title}, even after one repair: ${repaired.errors}`, usage };
+}
+
+/** The repair round-trip: the agent starts afresh, so the query carries everything. */
+function repairQuery(query: string, answer: string, errors: string, schema: JsonSchema): string {
+  return [
+    query,
+    "",
+    "Your previous answer was:",
+    answer,
+    "",
+    `It cannot be used: ${errors}.`,
+    "Answer again, correcting these problems.",
+    "",
+    formatInstructions(schema),
+  ].join("\n");
+}
