@@ -1,0 +1,184 @@
+/**
+ * The Plan Tool (seed 003 v1.2): a passive, durable state manager for
+ * top-level plans instantiated from a team's `workflows`. It drives nothing;
+ * agents read and update it. Method names and return contracts are the
+ * spec's: false or null for unknown plans and tasks, false for an existing
+ * plan_id, invalid structure data or an invalid transition.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { RunEventBody } from "../events/types.js";
+import { KeyedMutex } from "./mutex.js";
+import { PlanStore, type UpdateOutcome } from "./store.js";
+import { isValidPlanId, parseStructure } from "./structure.js";
+import { TASK_STATUSES } from "./types.js";
+import type { PlanInstance, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";
+
+/** The `task.status` event body a change produces. */
+export type TaskStatusEvent = Extract<RunEventBody, { type: "task.status" }>;
+
+export interface PlanToolOptions {
+  /** Called after every accepted change (creation: once per task, `ready`). */
+  emit?: (body: TaskStatusEvent) => void;
+  /** @default () => new Date() */
+  now?: () => Date;
+}
+
+/** Per-call options: where this call's `task.status` events go (a tool passes its run's emitter). */
+export interface CallOptions {
+  emit?: (body: TaskStatusEvent) => void;
+}
+
+/** The result of a write, with the reason when it was refused; the tools report it to the model. */
+export type WriteOutcome = { ok: true; plan_status: PlanStatus } | { ok: false; error: string };
+
+export class PlanTool {
+  private readonly mutex = new KeyedMutex();
+  private readonly emit: ((body: TaskStatusEvent) => void) | undefined;
+
+  constructor(
+    readonly store: PlanStore,
+    options: PlanToolOptions = {},
+  ) {
+    this.emit = options.emit;
+  }
+
+  /** A PlanTool over a database file, or `:memory:`. */
+  static open(file: string, options: PlanToolOptions = {}): PlanTool {
+    return new PlanTool(new PlanStore(file, options.now), options);
+  }
+
+  /** Create a plan with every task `ready`; false when plan_id exists or structure_data is invalid. */
+  async create_plan_from_structure(plan_id: string, structure_data: unknown, options?: CallOptions): Promise<boolean> {
+    return (await this.createPlan(plan_id, structure_data, options)).ok;
+  }
+
+  /** create_plan_from_structure, saying why when it refuses. */
+  createPlan(plan_id: string, structure_data: unknown, options: CallOptions = {}): Promise<WriteOutcome> {
+    if (!isValidPlanId(plan_id)) return Promise.resolve({ ok: false, error: `invalid plan_id ${JSON.stringify(plan_id)}` });
+    const parsed = parseStructure(structure_data);
+    if (!parsed.ok) return Promise.resolve({ ok: false, error: parsed.error });
+    return this.mutex.run(plan_id, (): WriteOutcome => {
+      if (!this.store.insertPlan(plan_id, parsed.template)) return { ok: false, error: `plan ${plan_id} already exists` };
+      for (const step of parsed.template.steps) {
+        for (const task of step.tasks) {
+          this.notify(options, { type: "task.status", plan_id, plan_task_id: task.task_id, status: "ready", plan_status: "running" });
+        }
+      }
+      return { ok: true, plan_status: "running" };
+    });
+  }
+
+  async get_task(plan_id: string, task_id: string): Promise<TaskInfo | null> {
+    return this.store.getTask(plan_id, task_id);
+  }
+
+  /** Move a task to `status`; false for an unknown plan or task or an invalid transition. */
+  async update_task_status(
+    plan_id: string,
+    task_id: string,
+    status: TaskStatus,
+    result_summary?: string | null,
+    options?: CallOptions,
+  ): Promise<boolean> {
+    return (await this.updateTask(plan_id, task_id, status, result_summary, options)).ok;
+  }
+
+  /** update_task_status, saying why when it refuses. */
+  updateTask(
+    plan_id: string,
+    task_id: string,
+    status: TaskStatus,
+    result_summary?: string | null,
+    options: CallOptions = {},
+  ): Promise<WriteOutcome> {
+    if (!TASK_STATUSES.includes(status)) return Promise.resolve({ ok: false, error: `invalid status ${JSON.stringify(status)}` });
+    return this.mutex.run(plan_id, (): WriteOutcome => {
+      const outcome: UpdateOutcome = this.store.updateTaskStatus(plan_id, task_id, status, result_summary ?? undefined);
+      if (!outcome.ok) return outcome;
+      const { change } = outcome;
+      this.notify(options, {
+        type: "task.status",
+        plan_id,
+        plan_task_id: task_id,
+        status: change.status,
+        plan_status: change.plan_status,
+      });
+      return { ok: true, plan_status: change.plan_status };
+    });
+  }
+
+  /** Tasks `ready` now, in workflow order (which the spec does not promise; callers follow the workflow). */
+  async get_ready_tasks(plan_id: string): Promise<TaskInfo[]> {
+    return this.store.listTasks(plan_id, { status: "ready" }) ?? [];
+  }
+
+  /** Tasks assigned to `role_id` in `status` (default `ready`). */
+  async get_tasks_for_role(plan_id: string, role_id: string, status: TaskStatus = "ready"): Promise<TaskInfo[]> {
+    return this.store.listTasks(plan_id, { assignee: role_id, status }) ?? [];
+  }
+
+  async get_plan_status(plan_id: string): Promise<PlanStatus | null> {
+    return this.store.getPlanStatus(plan_id);
+  }
+
+  async get_plan_structure(plan_id: string): Promise<PlanInstance | null> {
+    return this.store.getPlan(plan_id);
+  }
+
+  /** Delete a plan; false when it does not exist. Queued behind the plan's pending updates. */
+  delete_plan(plan_id: string): Promise<boolean> {
+    return this.mutex.run(plan_id, () => this.store.deletePlan(plan_id));
+  }
+
+  /** Every stored plan, newest first (for `runtime plan list`). */
+  async list_plans(): Promise<PlanSummary[]> {
+    return this.store.listPlans();
+  }
+
+  close(): void {
+    this.store.close();
+  }
+
+  private notify(options: CallOptions, body: TaskStatusEvent): void {
+    (options.emit ?? this.emit)?.(body);
+  }
+}
+
+/**
+ * A fresh plan_id that cannot collide: the workflow key, a UTC timestamp and
+ * a random UUID fragment, e.g. `SAFE_SOP_v9-20250101T120000Z-1f3a9c2e`.
+ */
+export function newPlanId(workflowId: string, now: Date = new Date(), random: () => string = randomUUID): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const prefix = workflowId.replace(/[^A-Za-z0-9_.:-]/g, "_").slice(0, 80) || "plan";
+  return `${prefix}-${stamp}-${random().replace(/-/g, "").slice(0, 12)}`;
+}
+
+/** File name of the plan database inside a trace directory. */
+export const PLANS_DB = "plans.db";
+
+const openTools = new Map<string, PlanTool>();
+
+/**
+ * The PlanTool of a trace directory (`<traceDir>/plans.db`), one per
+ * directory per process so every run in the process shares its lock.
+ */
+export function openPlanTool(traceDir: string): PlanTool {
+  const dir = resolve(traceDir);
+  let tool = openTools.get(dir);
+  if (!tool) {
+    mkdirSync(dir, { recursive: true });
+    tool = PlanTool.open(join(dir, PLANS_DB));
+    openTools.set(dir, tool);
+  }
+  return tool;
+}
+
+/** Close and forget a cached PlanTool (tests, shutdown). */
+export function closePlanTool(traceDir: string): void {
+  const dir = resolve(traceDir);
+  openTools.get(dir)?.close();
+  openTools.delete(dir);
+}

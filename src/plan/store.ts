@@ -1,0 +1,262 @@
+/**
+ * The durable side of the Plan Tool: plans in SQLite (`<traceDir>/plans.db`,
+ * WAL). Every write runs in a `BEGIN IMMEDIATE` transaction, so a second
+ * process writing the same file waits for the lock instead of interleaving
+ * its read-check-write with ours.
+ */
+import Database from "better-sqlite3";
+import { RuntimeError } from "../errors.js";
+import { canTransition, derivePlanStatus, describeRefusal } from "./transitions.js";
+import type {
+  PlanInstance,
+  PlanStatus,
+  PlanSummary,
+  PlanTemplate,
+  StepInfo,
+  TaskChange,
+  TaskInfo,
+  TaskStatus,
+} from "./types.js";
+
+/** Version of the tables below; bumped with a migration when they change. */
+export const PLAN_SCHEMA_VERSION = 1;
+
+const DDL = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS plans (
+  plan_id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL,
+  workflow_template_source TEXT NOT NULL,
+  status TEXT NOT NULL,
+  revision INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS plan_steps (
+  plan_id TEXT NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE,
+  step_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL,
+  PRIMARY KEY (plan_id, step_id)
+);
+CREATE TABLE IF NOT EXISTS plan_tasks (
+  plan_id TEXT NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE,
+  task_id TEXT NOT NULL,
+  step_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  assignee TEXT NOT NULL,
+  description TEXT NOT NULL,
+  optional INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  result_summary TEXT,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (plan_id, task_id)
+);
+CREATE INDEX IF NOT EXISTS plan_tasks_by_assignee ON plan_tasks (plan_id, assignee, status);
+`;
+
+interface TaskRow {
+  task_id: string;
+  step_id: string;
+  name: string;
+  assignee: string;
+  description: string;
+  optional: number;
+  status: TaskStatus;
+  result_summary: string | null;
+  updated_at: string;
+}
+
+interface PlanRow {
+  plan_id: string;
+  name: string;
+  description: string;
+  workflow_template_source: string;
+  status: PlanStatus;
+  revision: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export type UpdateOutcome = { ok: true; change: TaskChange } | { ok: false; error: string };
+
+const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, status, result_summary, updated_at";
+
+/** Synchronous SQLite access to plans; the PlanTool serialises callers above it. */
+export class PlanStore {
+  private readonly db: Database.Database;
+
+  /** Open (creating if needed) a plan database; `:memory:` for a private one. */
+  constructor(
+    readonly file: string,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    // A long busy timeout: under contention another process may hold the write lock for a while.
+    this.db = new Database(file, { timeout: 30_000 });
+    this.db.pragma("journal_mode = WAL");
+    // NORMAL in WAL mode: a committed change survives a process crash, without an fsync per commit.
+    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma("foreign_keys = ON");
+    this.migrate();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** Insert a plan with every task `ready`; false when plan_id is taken. */
+  insertPlan(planId: string, template: PlanTemplate): boolean {
+    const at = this.now().toISOString();
+    const insert = this.db.transaction(() => {
+      if (this.db.prepare("SELECT 1 FROM plans WHERE plan_id = ?").get(planId)) return false;
+      this.db
+        .prepare(
+          "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, ?)",
+        )
+        .run(planId, template.name, template.description, template.workflow_template_source, at, at);
+      const step = this.db.prepare(
+        "INSERT INTO plan_steps (plan_id, step_id, position, name, description) VALUES (?, ?, ?, ?, ?)",
+      );
+      const task = this.db.prepare(
+        "INSERT INTO plan_tasks (plan_id, task_id, step_id, position, name, assignee, description, optional, status, result_summary, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', NULL, ?)",
+      );
+      let position = 0;
+      template.steps.forEach((s, i) => {
+        step.run(planId, s.step_id, i, s.name, s.description);
+        for (const t of s.tasks) {
+          task.run(planId, t.task_id, s.step_id, position++, t.name, t.assignee, t.description, t.optional ? 1 : 0, at);
+        }
+      });
+      return true;
+    });
+    return insert.immediate();
+  }
+
+  getTask(planId: string, taskId: string): TaskInfo | null {
+    const row = this.db
+      .prepare(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE plan_id = ? AND task_id = ?`)
+      .get(planId, taskId) as TaskRow | undefined;
+    return row ? toTask(row) : null;
+  }
+
+  /** Tasks of a plan in workflow order, optionally filtered; null when the plan is unknown. */
+  listTasks(planId: string, filter: { status?: TaskStatus; assignee?: string } = {}): TaskInfo[] | null {
+    if (!this.planRow(planId)) return null;
+    const where = ["plan_id = ?"];
+    const params: string[] = [planId];
+    if (filter.status) where.push("status = ?"), params.push(filter.status);
+    if (filter.assignee !== undefined) where.push("assignee = ?"), params.push(filter.assignee);
+    const rows = this.db
+      .prepare(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`)
+      .all(...params) as TaskRow[];
+    return rows.map(toTask);
+  }
+
+  /**
+   * Check and apply one transition, then re-derive the plan status, all in
+   * one immediate transaction. A completed plan is closed: it takes no more
+   * updates. `result_summary` undefined keeps the previous summary.
+   */
+  updateTaskStatus(planId: string, taskId: string, status: TaskStatus, resultSummary?: string): UpdateOutcome {
+    const at = this.now().toISOString();
+    const update = this.db.transaction((): UpdateOutcome => {
+      const plan = this.planRow(planId);
+      if (!plan) return { ok: false, error: `unknown plan ${planId}` };
+      const task = this.db
+        .prepare("SELECT status FROM plan_tasks WHERE plan_id = ? AND task_id = ?")
+        .get(planId, taskId) as { status: TaskStatus } | undefined;
+      if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
+      if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
+      if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
+      this.db
+        .prepare(
+          "UPDATE plan_tasks SET status = ?, result_summary = COALESCE(?, result_summary), updated_at = ? WHERE plan_id = ? AND task_id = ?",
+        )
+        .run(status, resultSummary ?? null, at, planId, taskId);
+      const planStatus = derivePlanStatus(this.taskStates(planId));
+      this.db
+        .prepare("UPDATE plans SET status = ?, revision = revision + 1, updated_at = ? WHERE plan_id = ?")
+        .run(planStatus, at, planId);
+      return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status, plan_status: planStatus } };
+    });
+    return update.immediate();
+  }
+
+  getPlanStatus(planId: string): PlanStatus | null {
+    return this.planRow(planId)?.status ?? null;
+  }
+
+  /** The whole plan with step statuses derived from their tasks; null when unknown. */
+  getPlan(planId: string): PlanInstance | null {
+    const read = this.db.transaction((): PlanInstance | null => {
+      const plan = this.planRow(planId);
+      if (!plan) return null;
+      const steps = this.db
+        .prepare("SELECT step_id, name, description FROM plan_steps WHERE plan_id = ? ORDER BY position")
+        .all(planId) as { step_id: string; name: string; description: string }[];
+      const tasks = this.listTasks(planId) ?? [];
+      const stepInfos: StepInfo[] = steps.map((s) => {
+        const own = tasks.filter((t) => t.step_id === s.step_id);
+        return { ...s, status: derivePlanStatus(own), tasks: own };
+      });
+      return { ...plan, steps: stepInfos };
+    });
+    return read.deferred();
+  }
+
+  deletePlan(planId: string): boolean {
+    return this.db.prepare("DELETE FROM plans WHERE plan_id = ?").run(planId).changes > 0;
+  }
+
+  /** Every plan, newest first. */
+  listPlans(): PlanSummary[] {
+    return this.db
+      .prepare(
+        `SELECT p.plan_id, p.name, p.workflow_template_source, p.status, p.created_at, p.updated_at,
+                COUNT(t.task_id) AS tasks_total,
+                COALESCE(SUM(t.status IN ('completed', 'skipped')), 0) AS tasks_done
+           FROM plans p LEFT JOIN plan_tasks t ON t.plan_id = p.plan_id
+          GROUP BY p.plan_id ORDER BY p.created_at DESC, p.plan_id`,
+      )
+      .all() as PlanSummary[];
+  }
+
+  /** The revision counter: the number of accepted status changes. */
+  getRevision(planId: string): number | null {
+    return this.planRow(planId)?.revision ?? null;
+  }
+
+  private planRow(planId: string): PlanRow | undefined {
+    return this.db.prepare("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
+  }
+
+  private taskStates(planId: string): { status: TaskStatus; optional: boolean }[] {
+    const rows = this.db.prepare("SELECT status, optional FROM plan_tasks WHERE plan_id = ?").all(planId) as {
+      status: TaskStatus;
+      optional: number;
+    }[];
+    return rows.map((r) => ({ status: r.status, optional: r.optional === 1 }));
+  }
+
+  private migrate(): void {
+    this.db.exec(DDL);
+    const row = this.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+      | { value: string }
+      | undefined;
+    if (!row) {
+      this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(PLAN_SCHEMA_VERSION));
+    } else if (Number(row.value) > PLAN_SCHEMA_VERSION) {
+      throw new RuntimeError(
+        "USAGE",
+        `${this.file} holds plans of schema_version ${row.value}; this runtime reads up to ${PLAN_SCHEMA_VERSION}`,
+      );
+    }
+  }
+}
+
+function toTask(row: TaskRow): TaskInfo {
+  return { ...row, optional: row.optional === 1 };
+}
