@@ -1,0 +1,24 @@
+import type { Tool } from "../types.js";
+
+/** The `terminate` built-in: agents see the call by name and end the run with its answer. */
+export function terminateTool(): Tool {
+  return {
+    name: "terminate",
+    description: "Finish the task with the final answer for the user.",
+    parameters: {
+      type: "object",
+      properties: {
+        answer: { type: "string", description: "The final answer." },
+        status: { type: "string", enum: ["success", "failure"], description: "Defaults to success." },
+      },
+      required: ["answer"],
+      additionalProperties: false,
+    },
+    timeout_ms: 1000,
+    max_output_bytes: 65536,
+    execute: async (args) => ({
+      answer: String(args.answer),
+      status: args.status === "failure" ? "failure" : "success",
+    }),
+  };
+}

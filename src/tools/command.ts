@@ -1,0 +1,124 @@
+import { spawn } from "node:child_process";
+import { resolve as resolvePath } from "node:path";
+import type { CommandToolConfig } from "../config/types.js";
+import type { Tool } from "./types.js";
+
+/** How much of stderr is kept for error messages. */
+const STDERR_KEEP_BYTES = 4096;
+const STDERR_LINES = 5;
+
+/**
+ * A tool backed by a program: the argument vector is spawned without a shell,
+ * the JSON arguments go to stdin, and stdout is the result (JSON, or plain
+ * text returned as a string). The process runs in its own process group so a
+ * timeout or an abort kills everything it started, grandchildren included.
+ */
+export function commandTool(config: CommandToolConfig): Tool {
+  return {
+    name: config.name,
+    description: config.description,
+    parameters: config.parameters,
+    timeout_ms: config.timeout_ms,
+    max_output_bytes: config.max_output_bytes,
+    execute: (args, ctx) => runCommand(config, args, ctx.signal),
+  };
+}
+
+function runCommand(config: CommandToolConfig, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+  const [program, ...rest] = config.command;
+  if (program === undefined) return Promise.reject(new Error(`command tool "${config.name}" has an empty command`));
+  if (signal.aborted) return Promise.reject(new Error("aborted"));
+  const executable = program.startsWith(".") ? resolvePath(config.cwd, program) : program;
+  const env: Record<string, string> = {};
+  if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
+  if (process.env.HOME !== undefined) env.HOME = process.env.HOME;
+  Object.assign(env, config.env);
+
+  return new Promise((resolve, reject) => {
+    const child = spawn(executable, rest, {
+      shell: false,
+      detached: true,
+      cwd: config.cwd,
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = Buffer.alloc(0);
+    let failure: Error | undefined;
+
+    const killGroup = (): void => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // The group is already gone.
+      }
+    };
+    const fail = (err: Error): void => {
+      failure ??= err;
+      killGroup();
+    };
+    const onAbort = (): void => fail(new Error("aborted"));
+    const timer = setTimeout(() => fail(new Error(`timed out after ${config.timeout_ms} ms`)), config.timeout_ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (failure) return;
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > config.max_output_bytes) {
+        fail(new Error(`output exceeded ${config.max_output_bytes} bytes; the command was stopped`));
+        child.stdout.destroy();
+        return;
+      }
+      stdout.push(chunk);
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr = Buffer.concat([stderr, chunk]);
+      if (stderr.length > STDERR_KEEP_BYTES) stderr = stderr.subarray(stderr.length - STDERR_KEEP_BYTES);
+    });
+    // A program that never reads stdin closes it early; that is not an error.
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(JSON.stringify(args));
+
+    // Whatever the program left running dies with it; otherwise a background
+    // grandchild holding stdout open would keep the call waiting.
+    child.on("exit", killGroup);
+    const cleanUp = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    };
+    child.on("error", (err) => {
+      cleanUp();
+      reject(failure ?? new Error(`cannot start ${JSON.stringify(program)}: ${err.message}`));
+    });
+    child.on("close", (code, sig) => {
+      cleanUp();
+      if (failure) return reject(failure);
+      const out = Buffer.concat(stdout).toString("utf8");
+      if (code !== 0) return reject(new Error(exitMessage(code, sig, stderr.toString("utf8"), out)));
+      resolve(parseOutput(out));
+    });
+  });
+}
+
+function exitMessage(code: number | null, sig: NodeJS.Signals | null, stderr: string, stdout: string): string {
+  const how = code !== null ? `exited with code ${code}` : `was killed by ${sig ?? "a signal"}`;
+  const detail = lastLines(stderr) || lastLines(stdout);
+  return detail ? `command ${how}: ${detail}` : `command ${how}`;
+}
+
+function lastLines(text: string): string {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  return lines.slice(-STDERR_LINES).join(" | ").slice(0, 1000);
+}
+
+function parseOutput(text: string): unknown {
+  const trimmed = text.trim();
+  if (trimmed === "") return null;
+  try {
+    return JSON.parse(trimmed) as unknown;
+  } catch {
+    return trimmed;
+  }
+}

@@ -1,0 +1,47 @@
+import type { ToolConfig } from "../config/types.js";
+import { RuntimeError } from "../errors.js";
+import { BUILTIN_TOOL_NAMES, builtinTool } from "./builtin/index.js";
+import { commandTool } from "./command.js";
+import { httpTool } from "./http.js";
+import type { Tool } from "./types.js";
+
+/**
+ * The runnable tool for a resolved tool declaration. A built-in keeps its own
+ * parameter schema (its code depends on that shape) but takes the declared
+ * name, limits and, when given, description.
+ */
+export function toolFromConfig(config: ToolConfig): Tool {
+  switch (config.type) {
+    case "builtin": {
+      const tool = builtinTool(config.builtin);
+      if (!tool) {
+        throw new RuntimeError(
+          "CONFIG_INVALID",
+          `tool "${config.name}": unknown builtin "${config.builtin}" (this layer provides: ${BUILTIN_TOOL_NAMES.join(", ")})`,
+        );
+      }
+      return {
+        ...tool,
+        name: config.name,
+        description: config.description || tool.description,
+        timeout_ms: config.timeout_ms,
+        max_output_bytes: config.max_output_bytes,
+      };
+    }
+    case "command":
+      return commandTool(config);
+    case "http":
+      return httpTool(config);
+    case "mcp":
+      return {
+        name: config.name,
+        description: config.description,
+        parameters: config.parameters,
+        timeout_ms: config.timeout_ms,
+        max_output_bytes: config.max_output_bytes,
+        execute: async () => {
+          throw new RuntimeError("TOOL_FAILED", `tool "${config.name}": mcp tools are not supported yet`);
+        },
+      };
+  }
+}

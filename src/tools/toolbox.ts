@@ -1,0 +1,159 @@
+import { describeError } from "../errors.js";
+import type { Emit, EventScope } from "../events/types.js";
+import type { ToolCallRequest, ToolSpec } from "../models/types.js";
+import type { ToolBox } from "../runtime/types.js";
+import type { Tool, ToolOutcome } from "./types.js";
+import { ArgsValidator, parseToolArguments } from "./validate-args.js";
+
+/** What a ToolBox is built from. */
+export interface ToolBoxOptions {
+  /** Every tool the step could know of; only those named in `allow` are offered. */
+  tools: Tool[];
+  /** The agent's allow-list, in the order the model should see the tools. */
+  allow: string[];
+  scope: EventScope;
+  emit: Emit;
+  /** Aborting it stops every running tool. */
+  signal: AbortSignal;
+}
+
+/** One validator per process: schema objects are compiled once and reused across steps. */
+const validator = new ArgsValidator();
+
+/**
+ * The tools one agent step may use. Calls outside the allow-list are refused
+ * back to the model, arguments are parsed and validated before anything runs,
+ * and every call of a reply runs concurrently under its own timeout and cap.
+ */
+export function createToolBox(options: ToolBoxOptions): ToolBox {
+  const known = new Map(options.tools.map((t) => [t.name, t]));
+  const allowed = new Map<string, Tool>();
+  for (const name of options.allow) {
+    const tool = known.get(name);
+    if (tool && !allowed.has(name)) allowed.set(name, tool);
+  }
+  const specs: ToolSpec[] = [...allowed.values()].map(({ name, description, parameters }) => ({
+    name,
+    description,
+    parameters,
+  }));
+
+  return {
+    specs,
+    has: (name) => allowed.has(name),
+    run: (calls, runOptions) => {
+      const scope: EventScope = { ...options.scope };
+      if (runOptions?.trace_id !== undefined) scope.trace_id = runOptions.trace_id;
+      return Promise.all(calls.map((call) => runOne(call, allowed, scope, options)));
+    },
+  };
+}
+
+async function runOne(
+  call: ToolCallRequest,
+  allowed: Map<string, Tool>,
+  scope: EventScope,
+  options: ToolBoxOptions,
+): Promise<ToolOutcome> {
+  const started = performance.now();
+  const parsed = parseToolArguments(call.arguments);
+  const args: unknown = parsed.ok ? parsed.value : call.arguments;
+  options.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, scope);
+
+  const settled = await attempt(call, parsed, allowed, scope, options);
+  const outcome: ToolOutcome = {
+    call_id: call.id,
+    tool: call.name,
+    arguments: args,
+    ok: settled.ok,
+    duration_ms: Math.round(performance.now() - started),
+  };
+  if (settled.ok) outcome.result = settled.result;
+  else outcome.error = settled.error;
+  options.emit({ type: "tool.finished", ...outcome }, scope);
+  return outcome;
+}
+
+type Settled = { ok: true; result: unknown } | { ok: false; error: string };
+
+async function attempt(
+  call: ToolCallRequest,
+  parsed: ReturnType<typeof parseToolArguments>,
+  allowed: Map<string, Tool>,
+  scope: EventScope,
+  options: ToolBoxOptions,
+): Promise<Settled> {
+  const tool = allowed.get(call.name);
+  if (!tool) {
+    const names = [...allowed.keys()];
+    const offer = names.length > 0 ? `you may use: ${names.join(", ")}` : "no tools are available to you";
+    return { ok: false, error: `tool "${call.name}" is not available to this agent; ${offer}` };
+  }
+  if (!parsed.ok) return { ok: false, error: parsed.error };
+  const check = validator.check(tool.name, tool.parameters, parsed.value);
+  if (!check.ok) return check;
+  if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };
+  const executed = await execute(tool, parsed.value, call.id, scope, options);
+  return executed.ok ? capOutput(executed.result, tool.max_output_bytes) : executed;
+}
+
+/** Runs a tool under its timeout and the step's signal; a throw becomes an error result. */
+function execute(
+  tool: Tool,
+  args: Record<string, unknown>,
+  call_id: string,
+  scope: EventScope,
+  options: ToolBoxOptions,
+): Promise<Settled> {
+  const controller = new AbortController();
+  return new Promise<Settled>((resolve) => {
+    let done = false;
+    const finish = (settled: Settled, abortReason?: string): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      options.signal.removeEventListener("abort", onAbort);
+      if (abortReason !== undefined) controller.abort(new Error(abortReason));
+      resolve(settled);
+    };
+    const onAbort = (): void => finish({ ok: false, error: "aborted" }, "aborted");
+    const timer = setTimeout(() => {
+      const message = `timed out after ${tool.timeout_ms} ms`;
+      finish({ ok: false, error: message }, message);
+    }, tool.timeout_ms);
+    options.signal.addEventListener("abort", onAbort, { once: true });
+
+    const ctx = {
+      signal: controller.signal,
+      scope,
+      call_id,
+      emit: (body: Parameters<Emit>[0], s?: EventScope) => options.emit(body, s ?? scope),
+    };
+    Promise.resolve()
+      .then(() => tool.execute(args, ctx))
+      .then(
+        (result) => finish({ ok: true, result }),
+        (err: unknown) => finish({ ok: false, error: describeError(err) || "the tool failed" }),
+      );
+  });
+}
+
+/** Serialise the result and cut it at `maxBytes`, saying so in the result itself. */
+export function capOutput(result: unknown, maxBytes: number): Settled {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(result);
+  } catch (err) {
+    return { ok: false, error: `the tool returned a value that is not JSON-serialisable: ${describeError(err)}` };
+  }
+  if (text === undefined) return { ok: true, result: null };
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= maxBytes) return { ok: true, result };
+  const source = typeof result === "string" ? result : text;
+  // Cutting inside a multi-byte character leaves a replacement character; drop it.
+  const head = Buffer.from(source).subarray(0, maxBytes).toString("utf8").replace(/\uFFFD$/, "");
+  return {
+    ok: true,
+    result: `${head}\n[output truncated: ${bytes} bytes exceeded the cap of ${maxBytes} bytes]`,
+  };
+}

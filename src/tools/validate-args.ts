@@ -1,0 +1,101 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import type { JsonSchema } from "../config/types.js";
+import { describeError } from "../errors.js";
+
+/** The result of reading a model's argument text. */
+export type ParsedArgs =
+  | { ok: true; value: Record<string, unknown> }
+  | { ok: false; error: string };
+
+/** The result of checking arguments against a tool's schema. */
+export type ArgsCheck = { ok: true } | { ok: false; error: string };
+
+/**
+ * Parse the raw `arguments` text of a tool call. Strict JSON first; then the
+ * slips models commonly make (a fenced ```json block, trailing commas, an
+ * empty string for a tool without parameters) are forgiven, since asking the
+ * model to repair those costs a whole round for nothing.
+ */
+export function parseToolArguments(raw: string): ParsedArgs {
+  const text = raw.trim();
+  if (text === "") return { ok: true, value: {} };
+  let firstError: string | undefined;
+  for (const candidate of repairCandidates(text)) {
+    try {
+      const value: unknown = JSON.parse(candidate);
+      if (value === null || typeof value !== "object" || Array.isArray(value)) {
+        return { ok: false, error: `arguments must be a JSON object, got ${describeJsonType(value)}: ${clip(raw)}` };
+      }
+      return { ok: true, value: value as Record<string, unknown> };
+    } catch (err) {
+      firstError ??= describeError(err);
+    }
+  }
+  return { ok: false, error: `arguments are not valid JSON (${firstError}): ${clip(raw)}` };
+}
+
+function* repairCandidates(text: string): Generator<string> {
+  yield text;
+  const fenced = /^```(?:json)?\s*([\s\S]*?)\s*```$/i.exec(text);
+  const unfenced = fenced?.[1] ?? text;
+  if (fenced) yield unfenced;
+  const noTrailingCommas = unfenced.replace(/,\s*([}\]])/g, "$1");
+  if (noTrailingCommas !== unfenced) yield noTrailingCommas;
+}
+
+/**
+ * Validates tool arguments with ajv: strict, every error reported, no `$data`.
+ * Each schema object is compiled once and the validator kept beside it.
+ */
+export class ArgsValidator {
+  private readonly ajv = new Ajv({ strict: true, allErrors: true, $data: false });
+  private readonly compiled = new WeakMap<JsonSchema, ValidateFunction | string>();
+
+  check(tool: string, schema: JsonSchema, args: Record<string, unknown>): ArgsCheck {
+    const validate = this.compile(schema);
+    if (typeof validate === "string") {
+      return { ok: false, error: `tool "${tool}" has an invalid parameter schema: ${validate}` };
+    }
+    if (validate(args)) return { ok: true };
+    return { ok: false, error: `invalid arguments for ${tool}: ${formatAjvErrors(validate.errors ?? [])}` };
+  }
+
+  private compile(schema: JsonSchema): ValidateFunction | string {
+    let entry = this.compiled.get(schema);
+    if (entry === undefined) {
+      try {
+        entry = this.ajv.compile(schema);
+      } catch (err) {
+        entry = describeError(err);
+      }
+      this.compiled.set(schema, entry);
+    }
+    return entry;
+  }
+}
+
+/** "/expression must be string; / must have required property 'x'". */
+export function formatAjvErrors(errors: ErrorObject[]): string {
+  return errors
+    .map((e) => {
+      const where = e.instancePath === "" ? "/" : e.instancePath;
+      const extra =
+        e.keyword === "additionalProperties"
+          ? ` (${String((e.params as { additionalProperty?: unknown }).additionalProperty)})`
+          : e.keyword === "enum"
+            ? ` (${((e.params as { allowedValues?: unknown[] }).allowedValues ?? []).map((v) => JSON.stringify(v)).join(", ")})`
+            : "";
+      return `${where} ${e.message ?? "is invalid"}${extra}`;
+    })
+    .join("; ");
+}
+
+function describeJsonType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}
+
+function clip(text: string, max = 500): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}

@@ -1,0 +1,202 @@
+import { describe, expect, it } from "vitest";
+import { builtinTool } from "../../src/tools/builtin/index.js";
+import type { Tool } from "../../src/tools/types.js";
+import { call, makeBox, SCOPE, sleep } from "./helpers.js";
+
+/** A tool that waits, counting how often it really ran. */
+function waiter(name = "wait"): Tool & { runs: number; aborted: number } {
+  const tool = {
+    runs: 0,
+    aborted: 0,
+    name,
+    description: "waits ms milliseconds",
+    parameters: {
+      type: "object",
+      properties: { ms: { type: "integer", minimum: 0 } },
+      required: ["ms"],
+      additionalProperties: false,
+    },
+    timeout_ms: 2000,
+    max_output_bytes: 1000,
+    execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => {
+      tool.runs++;
+      const ms = Number(args.ms);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        ctx.signal.addEventListener("abort", () => {
+          tool.aborted++;
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      return { waited: ms, at: Date.now() };
+    },
+  };
+  return tool;
+}
+
+describe("createToolBox", () => {
+  it("offers the allowed tools' specs in allow-list order, and nothing else", () => {
+    const calc = builtinTool("calculator")!;
+    const term = builtinTool("terminate")!;
+    const { box } = makeBox([calc, term, waiter()], ["terminate", "calculator", "no_such_tool"]);
+    expect(box.specs.map((s) => s.name)).toEqual(["terminate", "calculator"]);
+    expect(Object.keys(box.specs[0]!).sort()).toEqual(["description", "name", "parameters"]);
+    expect(box.has("calculator")).toBe(true);
+    expect(box.has("wait")).toBe(false);
+  });
+
+  it("runs the calls of one reply concurrently and returns them in call order", async () => {
+    const tool = waiter();
+    const { box } = makeBox([tool]);
+    const started = Date.now();
+    const outcomes = await box.run([call("wait", { ms: 300 }, "a"), call("wait", { ms: 100 }, "b"), call("wait", { ms: 200 }, "c")]);
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(550);
+    expect(outcomes.map((o) => o.call_id)).toEqual(["a", "b", "c"]);
+    expect(outcomes.map((o) => (o.result as { waited: number }).waited)).toEqual([300, 100, 200]);
+    // b finished first, yet it stays in the model's order.
+    const at = outcomes.map((o) => (o.result as { at: number }).at);
+    expect(at[1]).toBeLessThan(at[2]!);
+    expect(at[2]).toBeLessThan(at[0]!);
+  });
+
+  it("refuses a tool outside the allow-list without running it, naming the allowed ones", async () => {
+    const allowed = waiter("wait");
+    const forbidden = waiter("forbidden");
+    const { box } = makeBox([allowed, forbidden, builtinTool("calculator")!], ["wait", "calculator"]);
+    const [refused, unknown] = await box.run([call("forbidden", { ms: 1 }), call("rm_rf", {})]);
+    expect(forbidden.runs).toBe(0);
+    expect(refused!.ok).toBe(false);
+    expect(refused!.error).toContain('tool "forbidden" is not available');
+    expect(refused!.error).toContain("you may use: wait, calculator");
+    expect(unknown!.ok).toBe(false);
+    expect(unknown!.error).toContain('"rm_rf"');
+  });
+
+  it("validates arguments with ajv before the tool runs", async () => {
+    const tool = waiter();
+    const calc = builtinTool("calculator")!;
+    const { box } = makeBox([tool, calc]);
+    const [badCalc, badWait, extra] = await box.run([
+      call("calculator", { expression: 42 }),
+      call("wait", { ms: "soon" }),
+      call("wait", { ms: 1, also: true }),
+    ]);
+    expect(badCalc).toMatchObject({ ok: false, arguments: { expression: 42 } });
+    expect(badCalc!.error).toContain("/expression must be string");
+    expect(badWait!.error).toContain("/ms must be integer");
+    expect(extra!.error).toContain("must NOT have additional properties (also)");
+    expect(tool.runs).toBe(0);
+    const [missing] = await box.run([call("calculator", {})]);
+    expect(missing!.error).toContain("must have required property 'expression'");
+  });
+
+  it("sends malformed JSON arguments back with the parse error and the raw text", async () => {
+    const tool = waiter();
+    const { box } = makeBox([tool]);
+    const raw = '{"ms": 5';
+    const [bad, notObject] = await box.run([call("wait", raw), call("wait", "[1, 2]")]);
+    expect(bad!.ok).toBe(false);
+    expect(bad!.arguments).toBe(raw);
+    expect(bad!.error).toMatch(/^arguments are not valid JSON \(.+\): \{"ms": 5$/);
+    expect(notObject!.error).toContain("arguments must be a JSON object, got an array");
+    expect(tool.runs).toBe(0);
+  });
+
+  it("tolerates a fenced JSON block and trailing commas", async () => {
+    const { box } = makeBox([builtinTool("calculator")!]);
+    const [fenced, comma] = await box.run([
+      call("calculator", '```json\n{"expression": "1+1"}\n```'),
+      call("calculator", '{"expression": "2*3",}'),
+    ]);
+    expect(fenced).toMatchObject({ ok: true, result: { result: 2 } });
+    expect(comma).toMatchObject({ ok: true, result: { result: 6 } });
+  });
+
+  it("times a slow tool out, aborting its signal", async () => {
+    const slow = waiter();
+    Object.assign(slow, { timeout_ms: 150 });
+    const { box } = makeBox([slow]);
+    const started = Date.now();
+    const [outcome] = await box.run([call("wait", { ms: 5000 })]);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(outcome).toMatchObject({ ok: false, error: "timed out after 150 ms" });
+    expect(slow.aborted).toBe(1);
+  });
+
+  it("turns a throw into a one-line error and never throws itself", async () => {
+    const broken: Tool = {
+      name: "broken",
+      description: "always fails",
+      parameters: { type: "object" },
+      timeout_ms: 1000,
+      max_output_bytes: 1000,
+      execute: async () => {
+        throw new Error("disk on fire\n    at somewhere (file.js:1:1)");
+      },
+    };
+    const { box } = makeBox([broken, builtinTool("calculator")!]);
+    const [outcome, fine] = await box.run([call("broken", {}), call("calculator", { expression: "1+2" })]);
+    expect(outcome).toMatchObject({ ok: false, error: "disk on fire" });
+    expect(fine).toMatchObject({ ok: true, result: { expression: "1+2", result: 3 } });
+  });
+
+  it("caps the serialised output and says so", async () => {
+    const chatty: Tool = {
+      name: "chatty",
+      description: "talks a lot",
+      parameters: { type: "object" },
+      timeout_ms: 1000,
+      max_output_bytes: 100,
+      execute: async () => ({ text: "é".repeat(500) }),
+    };
+    const { box } = makeBox([chatty]);
+    const [outcome] = await box.run([call("chatty", {})]);
+    expect(outcome!.ok).toBe(true);
+    const result = outcome!.result as string;
+    expect(typeof result).toBe("string");
+    const full = Buffer.byteLength(JSON.stringify({ text: "é".repeat(500) }));
+    expect(result).toContain(`[output truncated: ${full} bytes exceeded the cap of 100 bytes]`);
+    expect(Buffer.byteLength(result.split("\n")[0]!)).toBeLessThanOrEqual(100);
+    expect(result).not.toContain("\uFFFD");
+  });
+
+  it("aborts running tools when the step's signal is aborted", async () => {
+    const controller = new AbortController();
+    const tool = waiter();
+    const { box } = makeBox([tool], ["wait"], controller.signal);
+    const running = box.run([call("wait", { ms: 5000 }, "x"), call("wait", { ms: 5000 }, "y")]);
+    await sleep(50);
+    controller.abort();
+    const outcomes = await running;
+    expect(outcomes.map((o) => o.error)).toEqual(["aborted", "aborted"]);
+    expect(tool.aborted).toBe(2);
+    const [after] = await box.run([call("wait", { ms: 1 })]);
+    expect(after).toMatchObject({ ok: false, error: "aborted before the tool ran" });
+    expect(tool.runs).toBe(2);
+  });
+
+  it("emits tool.started and tool.finished with the scope and the trace_id", async () => {
+    const { box, events } = makeBox([builtinTool("calculator")!]);
+    await box.run([call("calculator", { expression: "2^10" }, "c1"), call("nope", "{}", "c2")], { trace_id: "tr-7" });
+    const base = { task_id: "task-1", agent_id: SCOPE.agent_id, step_id: SCOPE.step_id, trace_id: "tr-7" };
+    const started = events.filter((e) => e.type === "tool.started");
+    const finished = events.filter((e) => e.type === "tool.finished");
+    expect(started).toHaveLength(2);
+    expect(started[0]).toMatchObject({ ...base, tool: "calculator", call_id: "c1", arguments: { expression: "2^10" } });
+    const ok = finished.find((e) => e.call_id === "c1")!;
+    expect(ok).toMatchObject({ ...base, tool: "calculator", ok: true, result: { expression: "2^10", result: 1024 } });
+    expect(ok.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(ok).not.toHaveProperty("error");
+    const refused = finished.find((e) => e.call_id === "c2")!;
+    expect(refused).toMatchObject({ ...base, tool: "nope", ok: false });
+    expect(refused.error).toContain("you may use: calculator");
+    // Each call's started event comes before its finished event.
+    for (const f of finished) {
+      const s = started.find((e) => e.call_id === f.call_id)!;
+      expect(s.seq).toBeLessThan(f.seq);
+    }
+  });
+});
