@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { describeError } from "../errors.js";
+import { registerExec } from "./commands/exec.js";
 import { registerSchema } from "./commands/schema.js";
 import { registerValidate } from "./commands/validate.js";
 
@@ -25,6 +26,7 @@ export async function main(argv: string[]): Promise<number> {
 
   registerValidate(program, setExit);
   registerSchema(program, setExit);
+  registerExec(program, setExit);
 
   try {
     await program.parseAsync(argv);

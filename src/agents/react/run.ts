@@ -1,0 +1,95 @@
+import { createActor, toPromise } from "xstate";
+import { RuntimeError } from "../../errors.js";
+import type { ChatMessage } from "../../models/types.js";
+import { compileTemplate, defaultTemplate, type Template } from "../../prompts/render.js";
+import type { AgentRunner } from "../../runtime/types.js";
+import { observeStates } from "../state-events.js";
+import { reactMachine, type ReactEffects } from "./machine.js";
+import { recordContent, renderCurrentState } from "./state.js";
+
+/**
+ * Run a `react` agent (seed 004). Each request holds exactly `[0]` the user's
+ * request, `[1]` one system prompt with `{{current_state}}` rendered afresh,
+ * `[2..n]` one assistant message per finished recursion.
+ */
+export const runReact: AgentRunner = async (ctx, input) => {
+  const agent = ctx.agent;
+  const template: Template = agent.prompt !== undefined ? compileTemplate(agent.prompt) : defaultTemplate("react");
+  const client = ctx.model();
+  const toolbox = ctx.tools();
+  const toolNames = toolbox.specs.map((t) => t.name).join(", ");
+  const durations = new Map<string, number>();
+
+  const effects: ReactEffects = {
+    startRecursion(iteration) {
+      const trace_id = ctx.newId();
+      ctx.emit({ type: "recursion.started", iteration }, { trace_id });
+      return trace_id;
+    },
+    async callModel({ iteration, trace_id, plan, history }) {
+      const system = template({
+        agent_name: agent.name,
+        description: agent.description,
+        tool_names: toolNames,
+        iteration,
+        max_iteration: agent.max_iteration,
+        plan: plan ?? "",
+        current_state: renderCurrentState({
+          iteration,
+          max_iteration: agent.max_iteration,
+          ...(plan !== undefined ? { plan } : {}),
+          ...(history.length ? { last: history[history.length - 1] } : {}),
+        }),
+      });
+      const messages: ChatMessage[] = [
+        { role: "user", content: input },
+        { role: "system", content: system },
+        ...history.map((r): ChatMessage => ({ role: "assistant", content: recordContent(r) })),
+      ];
+      ctx.emit({ type: "llm.request", model: client.model, messages: messages.length }, { trace_id });
+      const started = Date.now();
+      try {
+        const reply = await client.chat({
+          messages,
+          ...(toolbox.specs.length ? { tools: toolbox.specs } : {}),
+          signal: ctx.signal,
+          agent_id: agent.name,
+          onDelta: (text) => ctx.emit({ type: "llm.delta", text }, { trace_id }),
+        });
+        durations.set(trace_id, Date.now() - started);
+        return reply;
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        ctx.emit({ type: "llm.error", model: client.model, error: message }, { trace_id });
+        throw ctx.signal.aborted ? new RuntimeError("ABORTED", "interrupted") : err;
+      }
+    },
+    observed(trace_id, reply, action) {
+      ctx.emit(
+        {
+          type: "llm.response",
+          model: client.model,
+          usage: reply.usage,
+          duration_ms: durations.get(trace_id) ?? 0,
+          action_type: action.action_type,
+          observe: action.observe,
+          thought: action.thought,
+          ...(reply.content ? { content: reply.content } : {}),
+          ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}),
+        },
+        { trace_id },
+      );
+    },
+    runTools: ({ trace_id, action }) => toolbox.run(action.calls, { trace_id }),
+  };
+  const actor = createActor(reactMachine, { input: { max_iteration: agent.max_iteration, effects } });
+  observeStates(actor, "react", ctx.emit);
+  actor.start();
+  const output = await toPromise(actor);
+  return {
+    result_type: output.result_type,
+    ...(output.answer !== undefined ? { answer: output.answer } : {}),
+    ...(output.error !== undefined ? { error: output.error } : {}),
+    usage: output.usage,
+  };
+};

@@ -1,0 +1,134 @@
+import { readFile } from "node:fs/promises";
+import type { Command } from "commander";
+import { loadTeam } from "../../config/load.js";
+import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import type { EventSink } from "../../events/bus.js";
+import { ndjsonSink } from "../../events/ndjson-sink.js";
+import { terminalSink } from "../../events/terminal-sink.js";
+import { createChatClient } from "../../models/factory.js";
+import { recordingClient, writeScript, type RecordedReply } from "../../models/recorder.js";
+import { runTeam } from "../../runtime/run-team.js";
+import { EXIT, type SetExit } from "../main.js";
+
+interface ExecOptions {
+  agent?: string;
+  inputFile?: string;
+  events?: string;
+  progress?: boolean;
+  traceDir?: string;
+  record?: string;
+  session?: string;
+}
+
+/** `runtime exec FILE [INPUT...]`: run the entry agent (or --agent) and print the answer. */
+export function registerExec(program: Command, setExit: SetExit): void {
+  program
+    .command("exec")
+    .description("run a team's entry agent (or --agent) on an input and print the answer")
+    .argument("<file>", "team file")
+    .argument("[input...]", "the request (or --input-file)")
+    .option("-a, --agent <name>", "agent to run instead of the team's entry")
+    .option("-i, --input-file <file>", "read the request from a file, - for stdin")
+    .option("--events <format>", "write events to stdout instead of the answer: ndjson")
+    .option("--progress", "show live progress on stderr even when it is not a terminal")
+    .option("--no-progress", "never show live progress")
+    .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
+    .option("--record <file>", "write what the models answered as a scripted-model file, to replay the run")
+    .option("--session <id>", "session id: a follow-up in the same session continues its state")
+    .action(async (file: string, words: string[], opts: ExecOptions) => {
+      setExit(await exec(file, words, opts));
+    });
+}
+
+async function exec(file: string, words: string[], opts: ExecOptions): Promise<number> {
+  const fail = (message: string, code: number) => {
+    process.stderr.write(`runtime exec: ${message}\n`);
+    return code;
+  };
+  if (opts.events !== undefined && opts.events !== "ndjson") return fail(`--events must be ndjson, not '${opts.events}'`, EXIT.USAGE);
+
+  let input: string;
+  try {
+    input = await readInput(words, opts.inputFile);
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
+  if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
+
+  let team;
+  try {
+    team = await loadTeam(file);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const p of err.problems) process.stderr.write(`${formatProblem(p)}\n`);
+      return EXIT.USAGE;
+    }
+    return fail(describeError(err), EXIT.USAGE);
+  }
+  if (opts.agent !== undefined && !team.agents[opts.agent]) {
+    return fail(`unknown agent '${opts.agent}' (agents: ${Object.keys(team.agents).join(", ")})`, EXIT.USAGE);
+  }
+
+  const sinks: EventSink[] = [];
+  const ndjson = opts.events === "ndjson";
+  if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
+  const showProgress = opts.progress ?? process.stderr.isTTY === true;
+  const progress = showProgress
+    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true })
+    : undefined;
+  if (progress) sinks.push(progress);
+
+  const recorded: RecordedReply[] = [];
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts += 1;
+    if (interrupts > 1) process.exit(EXIT.INTERRUPTED);
+    controller.abort();
+  };
+  process.on("SIGINT", onSigint);
+  process.on("SIGTERM", onSigint);
+
+  const run = runTeam(team, {
+    input,
+    ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+    ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
+    ...(opts.session !== undefined ? { sessionId: opts.session } : {}),
+    signal: controller.signal,
+    sinks,
+    ...(opts.record ? { createClient: (config) => recordingClient(createChatClient(config), recorded) } : {}),
+  });
+  const result = await run.result;
+  process.off("SIGINT", onSigint);
+  process.off("SIGTERM", onSigint);
+  progress?.close();
+
+  if (opts.record) {
+    try {
+      await writeScript(opts.record, recorded);
+    } catch (err) {
+      process.stderr.write(`runtime exec: cannot write ${opts.record}: ${describeError(err)}\n`);
+    }
+  }
+  if (result.interrupted) {
+    process.stderr.write(`runtime exec: interrupted; trace kept (runtime trace ${result.task_id})\n`);
+    return EXIT.INTERRUPTED;
+  }
+  if (result.result_type === "answer") {
+    if (!ndjson) process.stdout.write(`${result.answer ?? ""}\n`);
+    return EXIT.OK;
+  }
+  process.stderr.write(`runtime exec: run failed: ${result.error ?? "unknown error"} (runtime trace ${result.task_id})\n`);
+  return EXIT.RUN_ERROR;
+}
+
+async function readInput(words: string[], inputFile?: string): Promise<string> {
+  if (inputFile === undefined) return words.join(" ");
+  if (words.length) throw new Error("give the input either as arguments or with --input-file, not both");
+  if (inputFile === "-") {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  }
+  return readFile(inputFile, "utf8");
+}

@@ -1,0 +1,34 @@
+import type { AgentConfig } from "../config/types.js";
+import type { Tool } from "../tools/types.js";
+import type { AgentResult } from "./types.js";
+
+/** Run a named agent as a child of the calling step, under the given signal. */
+export type CallAgentFromTool = (name: string, query: string, signal: AbortSignal) => Promise<AgentResult>;
+
+/** Hours, not seconds: a child agent is bounded by its own max_iteration and the caller's signal. */
+const AGENT_TOOL_TIMEOUT_MS = 60 * 60 * 1000;
+
+/**
+ * Offer an agent to another agent's model as a tool: `{query}` in, its answer
+ * out. A child that ends in error becomes a failed tool result the caller's
+ * model can react to.
+ */
+export function agentAsTool(agent: AgentConfig, call: CallAgentFromTool): Tool {
+  return {
+    name: agent.name,
+    description: agent.description || `Ask the '${agent.name}' agent (${agent.kind}) and get its answer.`,
+    parameters: {
+      type: "object",
+      properties: { query: { type: "string", description: "The request for the agent, self-contained." } },
+      required: ["query"],
+      additionalProperties: false,
+    },
+    timeout_ms: AGENT_TOOL_TIMEOUT_MS,
+    max_output_bytes: 262_144,
+    async execute(args, ctx) {
+      const result = await call(agent.name, String(args.query), ctx.signal);
+      if (result.result_type === "error") throw new Error(`agent ${agent.name} failed: ${result.error ?? "unknown error"}`);
+      return result.answer ?? "";
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import type { AgentConfig, ResolvedTeam } from "../config/types.js";
+import { PLAN_TOOL_NAMES, createPlanTools, openPlanTool } from "../plan/tools.js";
+import { builtinTool } from "../tools/builtin/index.js";
+import { toolFromConfig } from "../tools/from-config.js";
+import type { Tool } from "../tools/types.js";
+import { agentAsTool, type CallAgentFromTool } from "./agent-tool.js";
+
+export interface ToolResolution {
+  team: ResolvedTeam;
+  agent: AgentConfig;
+  trace_dir: string;
+  callAgent: CallAgentFromTool;
+  /** Implementations the agent kind binds itself (todo tools); they win over others of the same name. */
+  extra: Tool[];
+  /** Per-run cache of tools built from the team file. */
+  cache: Map<string, Tool>;
+}
+
+/**
+ * Turn an agent's allow-list into tools. A name resolves, in order, to an
+ * extra tool of the agent kind, a tool declared under `tools:`, another agent,
+ * a Plan Tool method, or a built-in. Names that resolve to nothing here
+ * (a todo tool listed for a kind that has no todo list) are left out, so a
+ * call to them is refused back to the model like any tool outside the list.
+ */
+export function resolveTools(r: ToolResolution): Tool[] {
+  const extra = new Map(r.extra.map((t) => [t.name, t]));
+  const tools: Tool[] = [];
+  let planTools: Map<string, Tool> | undefined;
+  for (const name of r.agent.tools) {
+    const fromExtra = extra.get(name);
+    if (fromExtra) {
+      tools.push(fromExtra);
+      continue;
+    }
+    const declared = r.team.tools[name];
+    if (declared) {
+      tools.push(cached(r.cache, `tool:${name}`, () => toolFromConfig(declared)));
+      continue;
+    }
+    const agent = r.team.agents[name];
+    if (agent) {
+      tools.push(agentAsTool(agent, r.callAgent));
+      continue;
+    }
+    if ((PLAN_TOOL_NAMES as readonly string[]).includes(name)) {
+      planTools ??= new Map(createPlanTools(openPlanTool(r.trace_dir)).map((t) => [t.name, t]));
+      const tool = planTools.get(name);
+      if (tool) tools.push(tool);
+      continue;
+    }
+    const builtin = builtinTool(name);
+    if (builtin) tools.push(builtin);
+  }
+  return tools;
+}
+
+function cached(cache: Map<string, Tool>, key: string, build: () => Tool): Tool {
+  let tool = cache.get(key);
+  if (!tool) {
+    tool = build();
+    cache.set(key, tool);
+  }
+  return tool;
+}
