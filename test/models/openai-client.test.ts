@@ -1,0 +1,269 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { RuntimeError } from "../../src/errors.js";
+import type { OpenAIModelConfig } from "../../src/config/types.js";
+import { createOpenAIChatClient } from "../../src/models/openai-client.js";
+import type { ChatRequest } from "../../src/models/types.js";
+import { startOpenAIServer, type OpenAIServer, type OpenAIServerOptions } from "../support/openai-server.js";
+
+const KEY = "sk-test-SECRET-0123456789";
+let server: OpenAIServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function setup(options: OpenAIServerOptions, overrides: Partial<OpenAIModelConfig> = {}) {
+  server = await startOpenAIServer(options);
+  const config: OpenAIModelConfig = {
+    name: "default",
+    provider: "openai",
+    model: "gpt-4o-mini",
+    base_url: server.url,
+    api_key: KEY,
+    timeout_ms: 5000,
+    max_retries: 2,
+    stream: false,
+    ...overrides,
+  };
+  return { server, client: createOpenAIChatClient(config) };
+}
+
+const request: ChatRequest = {
+  messages: [
+    { role: "user", content: "What is the area of a circle with radius 5?" },
+    { role: "system", content: "You are a solver." },
+    { role: "assistant", content: null, tool_calls: [{ id: "c0", name: "calculator", arguments: '{"expression":"1"}' }] },
+    { role: "tool", tool_call_id: "c0", content: "1" },
+  ],
+  tools: [{ name: "calculator", description: "Evaluates math.", parameters: { type: "object", properties: { expression: { type: "string" } } } }],
+};
+
+async function failure(promise: Promise<unknown>): Promise<RuntimeError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(RuntimeError);
+  return err as RuntimeError;
+}
+
+describe("openai ChatClient", () => {
+  it("sends messages, tools and options on the wire, and returns text with usage and request id", async () => {
+    const { server, client } = await setup(
+      { replies: [{ content: "78.54", usage: { prompt_tokens: 40, completion_tokens: 3 } }] },
+      { temperature: 0, max_tokens: 256 },
+    );
+    const res = await client.chat(request);
+    expect(res).toEqual({
+      content: "78.54",
+      tool_calls: [],
+      usage: { prompt_tokens: 40, completion_tokens: 3, total_tokens: 43 },
+      finish_reason: "stop",
+      request_id: "req_1",
+    });
+    expect(client.model).toBe("gpt-4o-mini");
+    const body = server.chatRequests[0]?.body;
+    expect(body).toMatchObject({ model: "gpt-4o-mini", temperature: 0, max_tokens: 256 });
+    expect(body?.stream).toBeUndefined();
+    expect(body?.messages).toEqual([
+      request.messages[0],
+      request.messages[1],
+      { role: "assistant", content: null, tool_calls: [{ id: "c0", type: "function", function: { name: "calculator", arguments: '{"expression":"1"}' } }] },
+      request.messages[3],
+    ]);
+    expect(body?.tools).toEqual([{ type: "function", function: request.tools?.[0] }]);
+    expect(server.chatRequests[0]?.headers["authorization"]).toBe(`Bearer ${KEY}`);
+  });
+
+  it("returns native tool calls, passing malformed arguments through as raw text", async () => {
+    const { client } = await setup({
+      replies: [
+        {
+          content: '{"thought": "compute"}',
+          tool_calls: [
+            { id: "call_a", name: "calculator", arguments: { expression: "pi * 5^2" } },
+            { id: "call_b", name: "calculator", arguments: '{"expression": "2*pi*5"' },
+          ],
+        },
+      ],
+    });
+    const res = await client.chat(request);
+    expect(res.finish_reason).toBe("tool_calls");
+    expect(res.tool_calls).toEqual([
+      { id: "call_a", name: "calculator", arguments: '{"expression":"pi * 5^2"}' },
+      { id: "call_b", name: "calculator", arguments: '{"expression": "2*pi*5"' },
+    ]);
+  });
+
+  it("streams: content deltas reach onDelta, tool-call deltas are assembled, usage is counted", async () => {
+    const { server, client } = await setup(
+      {
+        chunk_size: 5,
+        replies: [
+          {
+            content: "Let me compute both numbers.",
+            tool_calls: [
+              { id: "call_1", name: "calculator", arguments: { expression: "round(pi * 5^2, 2)" } },
+              { id: "call_2", name: "calculator", arguments: "{not json" },
+            ],
+            usage: { prompt_tokens: 11, completion_tokens: 9 },
+          },
+        ],
+      },
+      { stream: true },
+    );
+    const deltas: string[] = [];
+    const res = await client.chat({ ...request, onDelta: (t) => deltas.push(t) });
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(deltas.join("")).toBe("Let me compute both numbers.");
+    expect(res.content).toBe("Let me compute both numbers.");
+    expect(res.tool_calls).toEqual([
+      { id: "call_1", name: "calculator", arguments: '{"expression":"round(pi * 5^2, 2)"}' },
+      { id: "call_2", name: "calculator", arguments: "{not json" },
+    ]);
+    expect(res.usage).toEqual({ prompt_tokens: 11, completion_tokens: 9, total_tokens: 20 });
+    expect(res.finish_reason).toBe("tool_calls");
+    expect(res.request_id).toBe("req_1");
+    expect(server.chatRequests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+
+  it("streams a plain text answer with content null when there is none", async () => {
+    const { client } = await setup({ replies: [{ tool_calls: [{ name: "terminate", arguments: {} }] }] }, { stream: true });
+    const res = await client.chat(request);
+    expect(res.content).toBeNull();
+    expect(res.tool_calls.map((c) => c.name)).toEqual(["terminate"]);
+  });
+
+  it("completes after two 429s with retry-after 0 when max_retries is 2", async () => {
+    const rateLimited = { status: 429, headers: { "retry-after": "0" }, error: { message: "Rate limit reached" } };
+    const { server, client } = await setup({ replies: [rateLimited, rateLimited, { content: "ok" }] });
+    const res = await client.chat(request);
+    expect(res.content).toBe("ok");
+    expect(server.chatRequests).toHaveLength(3);
+  });
+
+  it("retries a 500, and after the last attempt reports status, provider message and request id", async () => {
+    const fault = { status: 500, headers: { "retry-after": "0" }, error: { message: "Internal error" } };
+    const ok = await setup({ replies: [fault, { content: "recovered" }] }, { max_retries: 1 });
+    expect((await ok.client.chat(request)).content).toBe("recovered");
+    await ok.server.close();
+
+    const { server, client } = await setup({ replies: [fault, fault, fault] });
+    const err = await failure(client.chat(request));
+    expect(err.code).toBe("MODEL_UNAVAILABLE");
+    expect(err.message).toBe("model gpt-4o-mini: 500 Internal error (request id req_3, after 3 attempts)");
+    expect(server.chatRequests).toHaveLength(3);
+  });
+
+  it("fails on a dead endpoint with MODEL_UNAVAILABLE in bounded time, one line, no key", async () => {
+    const dead = await startOpenAIServer();
+    const url = dead.url;
+    await dead.close();
+    const client = createOpenAIChatClient({
+      name: "default",
+      provider: "openai",
+      model: "gpt-4o-mini",
+      base_url: url,
+      api_key: KEY,
+      timeout_ms: 1000,
+      max_retries: 2,
+      stream: false,
+    });
+    const started = Date.now();
+    const err = await failure(client.chat(request));
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(err.code).toBe("MODEL_UNAVAILABLE");
+    expect(err.message).toBe(`model gpt-4o-mini: connection failed to ${url} after 3 attempts`);
+    expect(err.message).not.toContain(KEY);
+    expect(err.message).not.toContain("\n");
+  });
+
+  it("reports a timeout with the limit it hit", async () => {
+    const { client } = await setup({ replies: [{ content: "late", delay_ms: 3000 }] }, { timeout_ms: 200, max_retries: 0 });
+    const started = Date.now();
+    const err = await failure(client.chat(request));
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(err.code).toBe("MODEL_UNAVAILABLE");
+    expect(err.message).toMatch(/^model gpt-4o-mini: no response within 200 ms from http:\/\/127\.0\.0\.1:\d+\/v1 after 1 attempt$/);
+  });
+
+  it("aborts an in-flight request through the signal, and refuses an already aborted one", async () => {
+    const { server, client } = await setup({ replies: [{ content: "late", delay_ms: 3000 }] });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const started = Date.now();
+    const err = await failure(client.chat({ ...request, signal: controller.signal }));
+    expect(err.code).toBe("ABORTED");
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(server.chatRequests).toHaveLength(1);
+
+    const again = await failure(client.chat({ ...request, signal: controller.signal }));
+    expect(again.code).toBe("ABORTED");
+    expect(server.chatRequests).toHaveLength(1);
+  });
+
+  it("aborts a stream in the middle", async () => {
+    const { client } = await setup(
+      { chunk_size: 1, replies: [{ content: "a rather long streamed reply", drop_after_chunks: 5 }] },
+      { stream: true, max_retries: 0 },
+    );
+    const controller = new AbortController();
+    const err = await failure(client.chat({ ...request, signal: controller.signal, onDelta: () => controller.abort() }));
+    expect(err.code).toBe("ABORTED");
+  });
+
+  it("never lets the API key into an error message, even when the provider echoes it", async () => {
+    const { client } = await setup({
+      replies: [{ status: 401, error: { message: `Incorrect API key provided: ${KEY}. You can find your key at https://x` } }],
+    });
+    const err = await failure(client.chat(request));
+    expect(err.code).toBe("MODEL_UNAVAILABLE");
+    expect(err.message).toMatch(/^model gpt-4o-mini: 401 Incorrect API key provided: \S+\. You can find/);
+    expect(err.message).toContain("(request id req_1)");
+    expect(err.message).not.toContain(KEY);
+    expect(err.message).not.toContain("SECRET");
+    expect(JSON.stringify(err)).not.toContain(KEY);
+    expect(err.cause).toBeUndefined();
+  });
+
+  it("turns an unparsable reply into MODEL_BAD_REPLY", async () => {
+    const { client } = await setup({ replies: [{ malformed: true }] });
+    const err = await failure(client.chat(request));
+    expect(err.code).toBe("MODEL_BAD_REPLY");
+    expect(err.message).toBe("model gpt-4o-mini: the reply is not valid JSON");
+  });
+
+  it("reports a stream that breaks off as MODEL_UNAVAILABLE", async () => {
+    const { client } = await setup({ replies: [{ content: "a streamed reply cut short", drop_after_chunks: 3 }] }, { stream: true, max_retries: 0 });
+    const err = await failure(client.chat(request));
+    expect(err.code).toBe("MODEL_UNAVAILABLE");
+    expect(err.message).toBe("model gpt-4o-mini: the reply stream broke off (terminated) (request id req_1)");
+    expect(err.message).not.toContain("\n");
+  });
+
+  describe("environment fallback", () => {
+    const saved = { key: process.env["OPENAI_API_KEY"], url: process.env["OPENAI_BASE_URL"] };
+    afterEach(() => {
+      for (const [name, value] of [["OPENAI_API_KEY", saved.key], ["OPENAI_BASE_URL", saved.url]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    });
+
+    it("uses OPENAI_BASE_URL and OPENAI_API_KEY when the team file has none", async () => {
+      server = await startOpenAIServer({ apiKey: "sk-from-env", replies: [{ content: "via env" }] });
+      process.env["OPENAI_BASE_URL"] = server.url;
+      process.env["OPENAI_API_KEY"] = "sk-from-env";
+      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", timeout_ms: 2000, max_retries: 0, stream: false });
+      expect((await client.chat(request)).content).toBe("via env");
+    });
+
+    it("fails clearly when there is no key anywhere", async () => {
+      delete process.env["OPENAI_API_KEY"];
+      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", api_key: "", timeout_ms: 2000, max_retries: 0, stream: false });
+      const err = await failure(client.chat(request));
+      expect(err.code).toBe("MODEL_UNAVAILABLE");
+      expect(err.message).toBe("model m: no API key: set api_key in the team file or OPENAI_API_KEY");
+    });
+  });
+});
