@@ -1,0 +1,240 @@
+/**
+ * The PlanAndSolve flow of seed 001 (`PlanAndSolve._execute`) as a machine:
+ * INIT → PLAN (unless pre_plan_steps) → EXECUTE one step → REPLAN (with a
+ * replanner) or the next step → … → SUMMARY when the rounds run out → DONE.
+ * The machine holds the loop; the model and agent calls are invoked actors
+ * whose implementations come in through `services`.
+ */
+import { assign, fromPromise, setup } from "xstate";
+import type { AgentResult } from "../runtime/types.js";
+import type { Action } from "./structured.js";
+
+/** What a service produced, or why it could not; `fatal` failures (interruption) are never passed on. */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: string; fatal?: boolean };
+
+/** The side effects the flow needs, bound to one agent step by the runner. */
+export interface FlowServices {
+  /** Ask the planner for a Plan (with one repair round-trip). */
+  plan(): Promise<Outcome<string[]>>;
+  /** Run the executor on one step with the seed's framing. */
+  execute(step: string, past_steps: string): Promise<Outcome<string>>;
+  /** Ask the replanner for an Action. */
+  replan(plan_str: string, past_steps: string): Promise<Outcome<Action["action"]>>;
+  /** The fallback summary by the flow's own model when the rounds run out. */
+  summarize(plan_str: string, past_steps: string): Promise<Outcome<string>>;
+  planCreated(steps: string[]): void;
+  planUpdated(steps: string[], finished: number): void;
+}
+
+export interface FlowInput {
+  services: FlowServices;
+  enable_replanner: boolean;
+  max_replan_rounds: number;
+  pre_plan_steps?: string[];
+}
+
+interface FlowContext extends FlowInput {
+  /** The plan still to execute; `steps[0]` is the current step. */
+  steps: string[];
+  /** The numbered plan shown to the replanner and the summary (seed's `plan_str`). */
+  plan_str: string;
+  /** The seed's `past_steps` text: one `task:…, execute task result:…` line per step. */
+  past_steps: string;
+  /** Steps executed so far, in order. */
+  finished: string[];
+  round: number;
+  answer?: string;
+  error?: string;
+}
+
+export type FlowOutput = Pick<AgentResult, "result_type" | "answer" | "error">;
+
+type Executed = Outcome<string>;
+
+/**
+ * Invoked actors start before observers hear of the new state; waiting one
+ * microtask lets `state.changed` precede the events the service emits.
+ */
+const afterTransition = async <T>(work: () => Promise<T>): Promise<T> => {
+  await Promise.resolve();
+  return work();
+};
+
+const numbered = (steps: string[]) => steps.map((step, i) => `${i + 1}. ${step}`).join("\n");
+
+export const planAndSolveFlowMachine = setup({
+  types: {
+    context: {} as FlowContext,
+    input: {} as FlowInput,
+    output: {} as FlowOutput,
+  },
+  actors: {
+    plan: fromPromise<Outcome<string[]>, { services: FlowServices }>(({ input }) => afterTransition(() => input.services.plan())),
+    execute: fromPromise<Executed, { services: FlowServices; step: string; past_steps: string }>(({ input }) =>
+      afterTransition(() => input.services.execute(input.step, input.past_steps)),
+    ),
+    replan: fromPromise<Outcome<Action["action"]>, { services: FlowServices; plan_str: string; past_steps: string }>(
+      ({ input }) => afterTransition(() => input.services.replan(input.plan_str, input.past_steps)),
+    ),
+    summarize: fromPromise<Outcome<string>, { services: FlowServices; plan_str: string; past_steps: string }>(({ input }) =>
+      afterTransition(() => input.services.summarize(input.plan_str, input.past_steps)),
+    ),
+  },
+  guards: {
+    hasPrePlan: ({ context }) => (context.pre_plan_steps?.length ?? 0) > 0,
+    roundsLeft: ({ context }) => context.round < context.max_replan_rounds,
+    replanning: ({ context }) => context.enable_replanner,
+    lastStep: ({ context }) => context.steps.length <= 1,
+  },
+  actions: {
+    adoptPlan: assign((_, steps: string[]) => ({ steps, plan_str: numbered(steps) })),
+    announceCreated: ({ context }) => context.services.planCreated(context.steps),
+    announceProgress: ({ context }) =>
+      context.services.planUpdated([...context.finished, ...context.steps], context.finished.length),
+    /** Seed: `past_steps += "\n" + f"task:{task}, execute task result:{output}"`; a failure is recorded as such. */
+    record: assign(({ context }, outcome: Executed) => {
+      const step = context.steps[0] ?? "";
+      const line = outcome.ok
+        ? `task:${step}, execute task result:${outcome.value}`
+        : `task:${step}, execute task failed:${outcome.error}`;
+      return { past_steps: `${context.past_steps}\n${line}`, finished: [...context.finished, step] };
+    }),
+    advance: assign(({ context }) => ({ steps: context.steps.slice(1) })),
+    nextRound: assign(({ context }) => ({ round: context.round + 1 })),
+    answer: assign((_, answer: string) => ({ answer })),
+    fail: assign((_, error: string) => ({ error })),
+  },
+}).createMachine({
+  id: "plan_and_solve_flow",
+  context: ({ input }) => ({ ...input, steps: [], plan_str: "", past_steps: "", finished: [], round: 0 }),
+  initial: "INIT",
+  states: {
+    INIT: {
+      always: [
+        {
+          guard: "hasPrePlan",
+          target: "EXECUTE",
+          actions: [{ type: "adoptPlan", params: ({ context }) => context.pre_plan_steps ?? [] }, "announceCreated"],
+        },
+        { target: "PLAN" },
+      ],
+    },
+    PLAN: {
+      invoke: {
+        src: "plan",
+        input: ({ context }) => ({ services: context.services }),
+        onDone: [
+          {
+            guard: ({ event }) => event.output.ok,
+            target: "EXECUTE",
+            actions: [{ type: "adoptPlan", params: ({ event }) => (event.output.ok ? event.output.value : []) }, "announceCreated"],
+          },
+          { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) } },
+        ],
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `planning failed: ${String(event.error)}` } },
+      },
+    },
+    EXECUTE: {
+      invoke: {
+        src: "execute",
+        input: ({ context }) => ({ services: context.services, step: context.steps[0] ?? "", past_steps: context.past_steps }),
+        onDone: [
+          {
+            // Without a replanner nobody could act on a failed step: stop, naming it.
+            guard: ({ context, event }) => !event.output.ok && (event.output.fatal === true || !context.enable_replanner),
+            target: "FAILED",
+            actions: { type: "fail", params: ({ context, event }) => stepFailure(context, event.output) },
+          },
+          {
+            guard: "replanning",
+            target: "REPLAN",
+            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", "announceProgress"],
+          },
+          {
+            guard: "lastStep",
+            target: "DONE",
+            actions: [
+              { type: "record", params: ({ event }) => event.output },
+              "advance",
+              "announceProgress",
+              { type: "answer", params: ({ event }) => (event.output.ok ? event.output.value : "") },
+            ],
+          },
+          {
+            guard: "roundsLeft",
+            target: "EXECUTE",
+            reenter: true,
+            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", "announceProgress", "nextRound"],
+          },
+          {
+            target: "SUMMARY",
+            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", "announceProgress"],
+          },
+        ],
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `execution failed: ${String(event.error)}` } },
+      },
+    },
+    REPLAN: {
+      invoke: {
+        src: "replan",
+        input: ({ context }) => ({ services: context.services, plan_str: context.plan_str, past_steps: context.past_steps }),
+        onDone: [
+          {
+            guard: ({ event }) => !event.output.ok,
+            target: "FAILED",
+            actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) },
+          },
+          {
+            guard: ({ event }) => event.output.ok && "response" in event.output.value,
+            target: "DONE",
+            actions: {
+              type: "answer",
+              params: ({ event }) => (event.output.ok && "response" in event.output.value ? event.output.value.response : ""),
+            },
+          },
+          {
+            guard: "roundsLeft",
+            target: "EXECUTE",
+            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, "announceProgress", "nextRound"],
+          },
+          {
+            target: "SUMMARY",
+            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, "announceProgress"],
+          },
+        ],
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `replanning failed: ${String(event.error)}` } },
+      },
+    },
+    SUMMARY: {
+      invoke: {
+        src: "summarize",
+        input: ({ context }) => ({ services: context.services, plan_str: context.plan_str, past_steps: context.past_steps }),
+        onDone: [
+          {
+            guard: ({ event }) => event.output.ok,
+            target: "DONE",
+            actions: { type: "answer", params: ({ event }) => (event.output.ok ? event.output.value : "") },
+          },
+          { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) } },
+        ],
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `summary failed: ${String(event.error)}` } },
+      },
+    },
+    DONE: { type: "final" },
+    FAILED: { type: "final" },
+  },
+  output: ({ context }) =>
+    context.error !== undefined
+      ? { result_type: "error", error: context.error }
+      : { result_type: "answer", answer: context.answer ?? "" },
+});
+
+function stepFailure(context: FlowContext, outcome: Executed): string {
+  if (outcome.ok) return "";
+  if (outcome.fatal) return outcome.error;
+  return `step ${context.finished.length + 1} ("${context.steps[0] ?? ""}") failed: ${outcome.error}`;
+}
+
+function newSteps(outcome: Outcome<Action["action"]>): string[] {
+  return outcome.ok && "steps" in outcome.value ? outcome.value.steps : [];
+}

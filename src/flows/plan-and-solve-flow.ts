@@ -1,0 +1,158 @@
+/**
+ * Agent kind `plan_and_solve_flow` (seed 001): a planner agent writes a Plan,
+ * an executor agent runs it step by step, an optional replanner answers with
+ * an Action (a new Plan or the final Response), and the flow's own model
+ * summarises when `max_replan_rounds` run out. The loop lives in
+ * `planAndSolveFlowMachine`; this file binds its services to one agent step.
+ *
+ * A failed executor step stops the flow with an error naming the step, unless
+ * a replanner is enabled: then the failure is recorded in the past steps
+ * (`task:…, execute task failed:…`) and the replanner decides what to do.
+ */
+import { createActor, toPromise } from "xstate";
+import type { PlanAndSolveFlowConfig } from "../config/types.js";
+import { describeError } from "../errors.js";
+import { addUsage, type Usage, ZERO_USAGE } from "../events/types.js";
+import type { ChatMessage } from "../models/types.js";
+import type { AgentContext, AgentResult, AgentRunner } from "../runtime/types.js";
+import { type FlowServices, type Outcome, planAndSolveFlowMachine } from "./plan-and-solve-flow-machine.js";
+import { type Action, askStructured, loadSchema, type Plan } from "./structured.js";
+
+/** Name of the machine in `state.changed` events. */
+export const FLOW_MACHINE = "plan_and_solve_flow";
+
+const INTERRUPTED = "interrupted";
+
+/** Seed 001's executor framing of one step. */
+export function executorQuery(step: string, past_steps: string): string {
+  return [
+    `We have finished the following steps: ${past_steps}`,
+    `The current step to execute is:${step}`,
+    "You should only execute the current step, and do not execute other steps in our plan. Do not execute more than one step continuously or skip any step.",
+  ].join("\n");
+}
+
+/** Seed 001's replanning query (the Action format instructions are appended). */
+export function replannerQuery(input: string, plan_str: string, past_steps: string): string {
+  return `The target of user is:
+${input}
+
+The origin plan is:
+${plan_str}
+
+We have finished the following steps:
+${past_steps}
+
+Please update the plan considering the mentioned information. If no more operation is supposed, Use **Response** to answer the user.
+Otherwise, please update the plan. The plan should only contain the steps to be executed, and do not
+include the past steps or any other information.`;
+}
+
+/** Seed 001's fallback: the flow's own model answers from the plan and the steps done. */
+export function summaryMessages(input: string, plan_str: string, past_steps: string): ChatMessage[] {
+  return [
+    { role: "system", content: "Please answer user questions based on the given plan." },
+    {
+      role: "user",
+      content: `Your objective was this: ${input}\n---\nFor the following plan:\n${plan_str}\n---\nWe have finished the following steps:${past_steps}`,
+    },
+  ];
+}
+
+/** Run a `plan_and_solve_flow` agent step. */
+export const runPlanAndSolveFlow: AgentRunner = async (ctx, input) => {
+  const config = ctx.agent;
+  if (config.kind !== "plan_and_solve_flow") {
+    return { result_type: "error", error: `agent '${config.name}' is not a plan_and_solve_flow`, usage: ZERO_USAGE };
+  }
+  let usage: Usage = ZERO_USAGE;
+  const services = flowServices(ctx, config, input, (spent) => {
+    usage = addUsage(usage, spent);
+  });
+
+  const actor = createActor(planAndSolveFlowMachine, {
+    input: {
+      services,
+      enable_replanner: config.enable_replanner,
+      max_replan_rounds: config.max_replan_rounds,
+      ...(config.pre_plan_steps ? { pre_plan_steps: config.pre_plan_steps } : {}),
+    },
+  });
+  let state = "INIT";
+  actor.subscribe((snapshot) => {
+    const to = String(snapshot.value);
+    if (to === state) return;
+    ctx.emit({ type: "state.changed", machine: FLOW_MACHINE, from: state, to });
+    state = to;
+  });
+  actor.start();
+  const output = await toPromise(actor);
+  return { ...output, usage } satisfies AgentResult;
+};
+
+function flowServices(
+  ctx: AgentContext,
+  config: PlanAndSolveFlowConfig,
+  input: string,
+  spend: (usage: Usage) => void,
+): FlowServices {
+  const interrupted = <T>(): Outcome<T> => ({ ok: false, error: INTERRUPTED, fatal: true });
+
+  return {
+    async plan() {
+      const asked = await askStructured<Plan>(ctx, "planner", config.planner, input, loadSchema("plan"));
+      spend(asked.usage);
+      if (ctx.signal.aborted) return interrupted();
+      return asked.ok ? { ok: true, value: asked.value.steps } : { ok: false, error: asked.error };
+    },
+
+    async execute(step, past_steps) {
+      const result = await ctx.callAgent(config.executor, executorQuery(step, past_steps));
+      spend(result.usage);
+      if (ctx.signal.aborted) return interrupted();
+      if (result.result_type === "error") return { ok: false, error: `executor '${config.executor}': ${result.error ?? "unknown error"}` };
+      return { ok: true, value: result.answer ?? "" };
+    },
+
+    async replan(plan_str, past_steps) {
+      // The team file names the replanner; without one the planner replans, as it knows the Plan format.
+      const replanner = config.replanner ?? config.planner;
+      const query = replannerQuery(input, plan_str, past_steps);
+      const asked = await askStructured<Action>(ctx, "replanner", replanner, query, loadSchema("action"));
+      spend(asked.usage);
+      if (ctx.signal.aborted) return interrupted();
+      return asked.ok ? { ok: true, value: asked.value.action } : { ok: false, error: asked.error };
+    },
+
+    async summarize(plan_str, past_steps) {
+      if (ctx.signal.aborted) return interrupted();
+      try {
+        const model = ctx.model();
+        const messages = summaryMessages(input, plan_str, past_steps);
+        ctx.emit({ type: "llm.request", model: model.model, messages: messages.length });
+        const started = Date.now();
+        const reply = await model.chat({ messages, signal: ctx.signal, agent_id: ctx.scope.agent_id });
+        spend(reply.usage);
+        ctx.emit({
+          type: "llm.response",
+          model: model.model,
+          usage: reply.usage,
+          duration_ms: Date.now() - started,
+          content: reply.content ?? "",
+        });
+        return { ok: true, value: reply.content ?? "" };
+      } catch (err) {
+        if (ctx.signal.aborted) return interrupted();
+        ctx.emit({ type: "llm.error", model: config.model, error: describeError(err) });
+        return { ok: false, error: `fallback summary failed: ${describeError(err)}` };
+      }
+    },
+
+    planCreated(steps) {
+      ctx.emit({ type: "plan.created", steps });
+    },
+    planUpdated(steps, finished) {
+      ctx.emit({ type: "plan.updated", steps, finished });
+    },
+  };
+}
