@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { describeError } from "../errors.js";
 import { registerExec } from "./commands/exec.js";
 import { registerSchema } from "./commands/schema.js";
+import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
 
 /** Exit codes of PRODUCT.md section 3. */
@@ -26,6 +27,7 @@ export async function main(argv: string[]): Promise<number> {
 
   registerValidate(program, setExit);
   registerSchema(program, setExit);
+  registerTrace(program, setExit);
   registerExec(program, setExit);
 
   try {

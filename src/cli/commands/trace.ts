@@ -1,0 +1,95 @@
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { RuntimeError, describeError } from "../../errors.js";
+import type { RunEvent } from "../../events/types.js";
+import { TraceStore, type RunSummary } from "../../trace/store.js";
+import { formatRunList, renderRunTree, renderTraceEvents } from "../../trace/tree.js";
+import { EXIT, type SetExit } from "../main.js";
+
+interface TraceOptions {
+  agent?: string;
+  traceId?: string;
+  json?: boolean;
+  traceDir?: string;
+  limit: string;
+}
+
+/** `runtime trace [TASK_ID] [--agent NAME] [--trace-id ID] [--json] [--trace-dir DIR]`. */
+export function registerTrace(program: Command, setExit: SetExit): void {
+  program
+    .command("trace")
+    .description("print a stored run as a tree, an agent's runs, one recursion's events, or the recent runs")
+    .argument("[task_id]", "the run to print (a unique prefix is enough)")
+    .option("--agent <name>", "list the runs of this agent")
+    .option("--trace-id <id>", "print the events of one recursion")
+    .option("--json", "print raw events (or runs) as JSON lines")
+    .option("--trace-dir <dir>", "where traces are stored (default: $RUNTIME_TRACE_DIR or .runtime)")
+    .option("--limit <n>", "how many runs to list", "20")
+    .action((taskId: string | undefined, options: TraceOptions) => {
+      try {
+        const out = traceCommand(taskId, options);
+        process.stdout.write(out);
+      } catch (err) {
+        const usage = err instanceof RuntimeError && err.code === "USAGE";
+        process.stderr.write(`runtime trace: ${describeError(err)}\n`);
+        setExit(usage ? EXIT.USAGE : EXIT.RUN_ERROR);
+      }
+    });
+}
+
+/** What `runtime trace` prints; throws RuntimeError NOT_FOUND (exit 1) or USAGE (exit 2). */
+function traceCommand(taskId: string | undefined, options: TraceOptions): string {
+  const chosen = [taskId !== undefined, options.agent !== undefined, options.traceId !== undefined].filter(Boolean);
+  if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME or --trace-id ID");
+  const limit = Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new RuntimeError("USAGE", `--limit must be a positive integer, got "${options.limit}"`);
+
+  const dir = resolve(options.traceDir ?? process.env["RUNTIME_TRACE_DIR"] ?? ".runtime");
+  const store = openForReading(dir);
+  const color = process.stdout.isTTY === true && process.env["NO_COLOR"] === undefined;
+  try {
+    if (options.traceId !== undefined) {
+      const events = store.eventsOfTrace(options.traceId);
+      if (events.length === 0) throw new RuntimeError("NOT_FOUND", `no events with trace_id ${options.traceId} in ${dir}`);
+      return options.json ? jsonLines(events) : renderTraceEvents(events, { color });
+    }
+    if (taskId !== undefined) {
+      const events = eventsOfRun(store, taskId, dir);
+      return options.json ? jsonLines(events) : renderRunTree(events, { color });
+    }
+    const runs: RunSummary[] =
+      options.agent !== undefined ? store.runsOfAgent(options.agent, { limit }) : store.listRuns({ limit });
+    if (runs.length === 0) {
+      throw new RuntimeError("NOT_FOUND", options.agent !== undefined ? `no runs of agent ${options.agent} in ${dir}` : `no runs in ${dir}`);
+    }
+    return options.json ? jsonLines(runs) : formatRunList(runs, { color });
+  } finally {
+    store.close();
+  }
+}
+
+function openForReading(dir: string): TraceStore {
+  try {
+    return TraceStore.open(dir, { create: false });
+  } catch (err) {
+    // A store that cannot be read is "nothing found here", exit 1; a newer schema says so itself.
+    if (err instanceof RuntimeError) throw new RuntimeError("NOT_FOUND", err.message, { cause: err });
+    throw err;
+  }
+}
+
+/** The events of the run whose task id is `given`, or else the one that starts with `given`. */
+function eventsOfRun(store: TraceStore, given: string, dir: string): RunEvent[] {
+  const exact = store.eventsOfTask(given);
+  if (exact.length > 0) return exact;
+  const matches = store.taskIdsWithPrefix(given, 6);
+  if (matches.length === 1 && matches[0] !== undefined) return store.eventsOfTask(matches[0]);
+  if (matches.length > 1) {
+    throw new RuntimeError("NOT_FOUND", `task_id prefix ${given} is ambiguous: ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`);
+  }
+  throw new RuntimeError("NOT_FOUND", `no run with task_id ${given} in ${dir}`);
+}
+
+function jsonLines(items: readonly (RunEvent | RunSummary)[]): string {
+  return items.map((item) => `${JSON.stringify(item)}\n`).join("");
+}

@@ -1,0 +1,268 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { RuntimeError, describeError } from "../errors.js";
+import type { RunEvent, Usage } from "../events/types.js";
+import { redact } from "./redact.js";
+
+/** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
+export const TRACE_SCHEMA_VERSION = 1;
+
+/** The file name of the store inside the trace directory. */
+export const TRACE_DB_FILE = "traces.db";
+
+/** One row of the `runs` table: a run's summary, kept up to date from run.started / run.finished. */
+export interface RunSummary {
+  task_id: string;
+  agent_id: string;
+  input: string;
+  started_at: string;
+  /** Unset while the run is going on, or when its process died before it finished. */
+  finished_at?: string;
+  result_type?: "answer" | "error";
+  answer?: string;
+  error?: string;
+  usage?: Usage;
+}
+
+export interface TraceStoreOptions {
+  /**
+   * Create the directory and the database when missing. Readers (`runtime trace`)
+   * pass false so that a wrong `--trace-dir` is reported rather than created.
+   * @default true
+   */
+  create?: boolean;
+  /** Exact values (API keys from the team file) masked in every stored event, on top of `redact`'s rules. */
+  secrets?: readonly string[];
+  /**
+   * How long a writer waits for another process's lock before failing.
+   * @default 5000
+   */
+  busyTimeoutMs?: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  step_id TEXT,
+  parent_step_id TEXT,
+  trace_id TEXT,
+  ts TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_agent ON events (agent_id);
+CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id);
+CREATE TABLE IF NOT EXISTS runs (
+  task_id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  input TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  result_type TEXT,
+  answer TEXT,
+  error TEXT,
+  usage_json TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent_id, started_at);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
+`;
+
+interface RunRow {
+  task_id: string;
+  agent_id: string;
+  input: string;
+  started_at: string;
+  finished_at: string | null;
+  result_type: string | null;
+  answer: string | null;
+  error: string | null;
+  usage_json: string | null;
+}
+
+/**
+ * Every event of every run, in SQLite (`<traceDir>/traces.db`). Each `append`
+ * is its own committed transaction in WAL mode, so what was appended survives
+ * a crash of the process. Many runs of one process may share a store, and
+ * several processes may write the same file (they wait on `busy_timeout`).
+ */
+export class TraceStore {
+  private readonly insertEvent: Database.Statement;
+  private readonly upsertStarted: Database.Statement;
+  private readonly upsertFinished: Database.Statement;
+  private closed = false;
+
+  private constructor(
+    private readonly db: Database.Database,
+    /** The database file. */
+    readonly file: string,
+    private readonly secrets: readonly string[],
+  ) {
+    this.insertEvent = db.prepare(
+      `INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json)
+       VALUES (@task_id, @seq, @type, @agent_id, @step_id, @parent_step_id, @trace_id, @ts, @json)`,
+    );
+    this.upsertStarted = db.prepare(
+      `INSERT INTO runs (task_id, agent_id, input, started_at) VALUES (@task_id, @agent_id, @input, @ts)
+       ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at`,
+    );
+    this.upsertFinished = db.prepare(
+      `INSERT INTO runs (task_id, agent_id, input, started_at, finished_at, result_type, answer, error, usage_json)
+       VALUES (@task_id, @agent_id, '', @ts, @ts, @result_type, @answer, @error, @usage_json)
+       ON CONFLICT (task_id) DO UPDATE SET finished_at = excluded.finished_at, result_type = excluded.result_type,
+         answer = excluded.answer, error = excluded.error, usage_json = excluded.usage_json`,
+    );
+    // Bound so it can be handed to `EventBus.subscribe` as it is.
+    this.append = this.append.bind(this);
+  }
+
+  /** Open (by default create) the store in `dir`. Throws a one-line RuntimeError on any problem. */
+  static open(dir: string, options: TraceStoreOptions = {}): TraceStore {
+    const file = join(dir, TRACE_DB_FILE);
+    const create = options.create ?? true;
+    if (!create && !existsSync(file)) throw new RuntimeError("NOT_FOUND", `no trace store in ${dir} (expected ${file})`);
+    let db: Database.Database | undefined;
+    try {
+      if (create) mkdirSync(dir, { recursive: true });
+      db = new Database(file, { fileMustExist: !create });
+      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      db.pragma("journal_mode = WAL");
+      // NORMAL in WAL mode: every commit is in the WAL before append returns, so a killed
+      // process loses nothing; only a power cut may lose the last commits.
+      db.pragma("synchronous = NORMAL");
+      migrate(db, file);
+      return new TraceStore(db, file, options.secrets ?? []);
+    } catch (err) {
+      db?.close();
+      if (err instanceof RuntimeError) throw err;
+      throw new RuntimeError("USAGE", `cannot open trace store ${file}: ${describeError(err)}`, { cause: err });
+    }
+  }
+
+  /** Store one event, redacted, committed before returning. Usable directly as an `EventSink`. */
+  append(event: RunEvent): void {
+    const safe = redact(event, this.secrets);
+    const row = {
+      task_id: safe.task_id,
+      seq: safe.seq,
+      type: safe.type,
+      agent_id: safe.agent_id,
+      step_id: safe.step_id ?? null,
+      parent_step_id: safe.parent_step_id ?? null,
+      trace_id: safe.trace_id ?? null,
+      ts: safe.ts,
+      json: JSON.stringify(safe),
+    };
+    if (safe.type === "run.started") {
+      this.db.transaction(() => {
+        this.insertEvent.run(row);
+        this.upsertStarted.run({ task_id: safe.task_id, agent_id: safe.agent_id, input: safe.input, ts: safe.ts });
+      })();
+    } else if (safe.type === "run.finished") {
+      this.db.transaction(() => {
+        this.insertEvent.run(row);
+        this.upsertFinished.run({
+          task_id: safe.task_id,
+          agent_id: safe.agent_id,
+          ts: safe.ts,
+          result_type: safe.result_type,
+          answer: safe.answer ?? null,
+          error: safe.error ?? null,
+          usage_json: JSON.stringify(safe.usage),
+        });
+      })();
+    } else {
+      this.insertEvent.run(row);
+    }
+  }
+
+  /** Every event of one run, in `seq` order. */
+  eventsOfTask(taskId: string): RunEvent[] {
+    return this.parseEvents(this.db.prepare("SELECT json FROM events WHERE task_id = ? ORDER BY seq").all(taskId));
+  }
+
+  /** Every event of one recursion, in order. */
+  eventsOfTrace(traceId: string): RunEvent[] {
+    return this.parseEvents(
+      this.db.prepare("SELECT json FROM events WHERE trace_id = ? ORDER BY task_id, seq").all(traceId),
+    );
+  }
+
+  /** Task ids that start with `prefix`, so a shortened id can be typed (at most `limit`). */
+  taskIdsWithPrefix(prefix: string, limit = 10): string[] {
+    const escaped = prefix.replace(/[\\%_]/g, (c) => `\\${c}`);
+    const rows = this.db
+      .prepare("SELECT DISTINCT task_id FROM events WHERE task_id LIKE ? ESCAPE '\\' ORDER BY task_id LIMIT ?")
+      .all(`${escaped}%`, limit) as { task_id: string }[];
+    return rows.map((r) => r.task_id);
+  }
+
+  /** One run's summary, if it was stored. */
+  run(taskId: string): RunSummary | undefined {
+    const row = this.db.prepare("SELECT * FROM runs WHERE task_id = ?").get(taskId) as RunRow | undefined;
+    return row && toSummary(row);
+  }
+
+  /** An agent's runs, newest first. `limit` defaults to 20. */
+  runsOfAgent(agentId: string, options: { limit?: number } = {}): RunSummary[] {
+    const rows = this.db
+      .prepare("SELECT * FROM runs WHERE agent_id = ? ORDER BY started_at DESC, task_id LIMIT ?")
+      .all(agentId, options.limit ?? 20) as RunRow[];
+    return rows.map(toSummary);
+  }
+
+  /** The most recent runs of any agent, newest first. `limit` defaults to 20. */
+  listRuns(options: { limit?: number } = {}): RunSummary[] {
+    const rows = this.db
+      .prepare("SELECT * FROM runs ORDER BY started_at DESC, task_id LIMIT ?")
+      .all(options.limit ?? 20) as RunRow[];
+    return rows.map(toSummary);
+  }
+
+  /** Close the database; idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  private parseEvents(rows: unknown[]): RunEvent[] {
+    return (rows as { json: string }[]).map((r) => JSON.parse(r.json) as RunEvent);
+  }
+}
+
+/** Create the schema, or refuse a store written by a newer runtime. */
+function migrate(db: Database.Database, file: string): void {
+  db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
+  const found = row === undefined ? undefined : Number(row.value);
+  if (found !== undefined && !(found <= TRACE_SCHEMA_VERSION)) {
+    throw new RuntimeError(
+      "USAGE",
+      `trace store ${file} has schema_version ${row?.value}, newer than this runtime supports (${TRACE_SCHEMA_VERSION}); upgrade the runtime or use another --trace-dir`,
+    );
+  }
+  if (found === TRACE_SCHEMA_VERSION) return;
+  db.transaction(() => {
+    db.exec(SCHEMA);
+    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
+  })();
+}
+
+function toSummary(row: RunRow): RunSummary {
+  const summary: RunSummary = {
+    task_id: row.task_id,
+    agent_id: row.agent_id,
+    input: row.input,
+    started_at: row.started_at,
+  };
+  if (row.finished_at !== null) summary.finished_at = row.finished_at;
+  if (row.result_type === "answer" || row.result_type === "error") summary.result_type = row.result_type;
+  if (row.answer !== null) summary.answer = row.answer;
+  if (row.error !== null) summary.error = row.error;
+  if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;
+  return summary;
+}
