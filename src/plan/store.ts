@@ -6,7 +6,7 @@
  */
 import Database from "better-sqlite3";
 import { RuntimeError } from "../errors.js";
-import { canTransition, derivePlanStatus, describeRefusal } from "./transitions.js";
+import { canTransition, derivePlanStatus, describeRefusal, planStatusFromCounts } from "./transitions.js";
 import type {
   PlanInstance,
   PlanStatus,
@@ -176,7 +176,7 @@ export class PlanStore {
           "UPDATE plan_tasks SET status = ?, result_summary = COALESCE(?, result_summary), updated_at = ? WHERE plan_id = ? AND task_id = ?",
         )
         .run(status, resultSummary ?? null, at, planId, taskId);
-      const planStatus = derivePlanStatus(this.taskStates(planId));
+      const planStatus = this.derivedStatus(planId);
       this.db
         .prepare("UPDATE plans SET status = ?, revision = revision + 1, updated_at = ? WHERE plan_id = ?")
         .run(planStatus, at, planId);
@@ -233,12 +233,16 @@ export class PlanStore {
     return this.db.prepare("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
   }
 
-  private taskStates(planId: string): { status: TaskStatus; optional: boolean }[] {
-    const rows = this.db.prepare("SELECT status, optional FROM plan_tasks WHERE plan_id = ?").all(planId) as {
-      status: TaskStatus;
-      optional: number;
-    }[];
-    return rows.map((r) => ({ status: r.status, optional: r.optional === 1 }));
+  /** derivePlanStatus, aggregated in SQL rather than over every task row in JS. */
+  private derivedStatus(planId: string): PlanStatus {
+    const counts = this.db
+      .prepare(
+        `SELECT COALESCE(SUM(status IN ('ready', 'inprogress')), 0) AS unsettled,
+                COALESCE(SUM(status = 'error' AND optional = 0), 0) AS failed
+           FROM plan_tasks WHERE plan_id = ?`,
+      )
+      .get(planId) as { unsettled: number; failed: number };
+    return planStatusFromCounts(counts.unsettled, counts.failed);
   }
 
   private migrate(): void {

@@ -38,8 +38,16 @@ export function isSettled(status: TaskStatus): boolean {
  * - `running` otherwise. An empty set of tasks is `completed`.
  */
 export function derivePlanStatus(tasks: readonly { status: TaskStatus; optional: boolean }[]): PlanStatus {
-  if (!tasks.every((t) => isSettled(t.status))) return "running";
-  return tasks.some((t) => !t.optional && t.status === "error") ? "error" : "completed";
+  return planStatusFromCounts(
+    tasks.filter((t) => !isSettled(t.status)).length,
+    tasks.filter((t) => !t.optional && t.status === "error").length,
+  );
+}
+
+/** The same rule from two counts, so a store can aggregate them in SQL. */
+export function planStatusFromCounts(unsettled: number, requiredInError: number): PlanStatus {
+  if (unsettled > 0) return "running";
+  return requiredInError > 0 ? "error" : "completed";
 }
 
 /** Why a transition is refused, in one line for a model to act on. */

@@ -1,0 +1,119 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
+import { child, compilePlanTool } from "./compile.js";
+import { SAFETY_WORKFLOW, wideWorkflow } from "./fixtures.js";
+
+const run = promisify(execFile);
+let modulePath: string;
+let buildDir: string;
+let dir: string;
+
+beforeAll(() => {
+  ({ module: modulePath, dir: buildDir } = compilePlanTool());
+  dir = mkdtempSync(join(tmpdir(), "plan-conc-"));
+}, 60_000);
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(buildDir, { recursive: true, force: true });
+});
+
+describe("1,000 concurrent update_task_status calls in one process", () => {
+  it("lose no update across 1,000 tasks and leave the plan completed", async () => {
+    const events: TaskStatusEvent[] = [];
+    const tool = PlanTool.open(join(dir, "wide.db"), { emit: (e) => events.push(e) });
+    await tool.create_plan_from_structure("p", wideWorkflow(1000));
+    events.length = 0;
+    // Both transitions of every task are issued before any resolves: the per-plan queue keeps their order.
+    const calls = Array.from({ length: 1000 }, (_, i) => [
+      tool.update_task_status("p", `t${i + 1}`, "inprogress"),
+      tool.update_task_status("p", `t${i + 1}`, "completed", `r${i + 1}`),
+    ]).flat();
+    const results = await Promise.all(calls);
+    expect(results.filter(Boolean)).toHaveLength(2000);
+    const plan = await tool.get_plan_structure("p");
+    expect(plan?.revision).toBe(2000);
+    expect(plan?.status).toBe("completed");
+    const tasks = plan?.steps[0]?.tasks ?? [];
+    expect(tasks.every((t, i) => t.status === "completed" && t.result_summary === `r${i + 1}`)).toBe(true);
+    expect(events).toHaveLength(2000);
+    expect(events.filter((e) => e.plan_status === "completed")).toHaveLength(1);
+    expect(events.at(-1)?.plan_status).toBe("completed");
+    tool.close();
+  });
+
+  it("let exactly one of 1,000 racing calls win the same transition", async () => {
+    const tool = PlanTool.open(":memory:");
+    await tool.create_plan_from_structure("p", SAFETY_WORKFLOW);
+    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => tool.update_task_status("p", "t1", "inprogress", `claim ${i}`)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = results.indexOf(true);
+    expect(await tool.get_task("p", "t1")).toMatchObject({ status: "inprogress", result_summary: `claim ${winner}` });
+    expect((await tool.get_plan_structure("p"))?.revision).toBe(1);
+    tool.close();
+  });
+});
+
+describe("several processes writing the same plans.db", () => {
+  it.each([2, 4])("%i processes racing over 1,000 tasks: each task won once, none lost", async (n) => {
+    const file = join(dir, `multi-${n}.db`);
+    const setup = PlanTool.open(file);
+    await setup.create_plan_from_structure("p", wideWorkflow(1000));
+    const startAt = String(Date.now() + 1500);
+    const outputs = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        run(process.execPath, [child("contend.mjs"), modulePath, file, "p", "1000"], {
+          env: { ...process.env, REVERSE: String(i % 2), START_AT: startAt },
+        }),
+      ),
+    );
+    const counts = outputs.map(
+      (o) => JSON.parse(o.stdout) as { started: number; completed: number; first: number; last: number },
+    );
+    expect(counts.reduce((sum, c) => sum + c.started, 0)).toBe(1000);
+    expect(counts.every((c) => c.completed === c.started)).toBe(true);
+    // The processes really ran at the same time: their working windows overlap.
+    const latestFirst = Math.max(...counts.map((c) => c.first));
+    const earliestLast = Math.min(...counts.map((c) => c.last));
+    expect(latestFirst).toBeLessThan(earliestLast);
+    const plan = await setup.get_plan_structure("p");
+    expect(plan?.revision).toBe(2000);
+    expect(plan?.status).toBe("completed");
+    expect(plan?.steps[0]?.tasks.every((t) => t.status === "completed")).toBe(true);
+    setup.close();
+  }, 120_000);
+});
+
+describe("durability", () => {
+  it("keeps a plan written by a process that was killed", async () => {
+    const file = join(dir, "restart.db");
+    await run(process.execPath, [child("crash.mjs"), modulePath, file, "p-restart", JSON.stringify(SAFETY_WORKFLOW)]).catch(
+      (err: { signal?: string }) => {
+        if (err.signal !== "SIGKILL") throw err;
+      },
+    );
+    const tool = PlanTool.open(file);
+    expect(await tool.get_plan_status("p-restart")).toBe("running");
+    expect(await tool.get_task("p-restart", "t1")).toMatchObject({ status: "completed", result_summary: "facts gathered" });
+    expect(await tool.get_task("p-restart", "t3")).toMatchObject({ status: "error", result_summary: "reviewer unavailable" });
+    // Work continues where the dead process left it: retry the failed task.
+    expect(await tool.update_task_status("p-restart", "t3", "inprogress")).toBe(true);
+    expect((await tool.get_plan_structure("p-restart"))?.revision).toBe(5);
+    tool.close();
+  });
+
+  it("refuses a database written by a newer schema_version", async () => {
+    const file = join(dir, "future.db");
+    const tool = PlanTool.open(file);
+    tool.close();
+    const { default: Database } = await import("better-sqlite3");
+    const db = new Database(file);
+    db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
+    db.close();
+    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 1/);
+  });
+});
