@@ -15,6 +15,7 @@ import { describeError } from "../errors.js";
 import { addUsage, type Usage, ZERO_USAGE } from "../events/types.js";
 import type { ChatMessage } from "../models/types.js";
 import type { AgentContext, AgentResult, AgentRunner } from "../runtime/types.js";
+import { observeStates } from "../agents/state-events.js";
 import { type FlowServices, type Outcome, planAndSolveFlowMachine } from "./plan-and-solve-flow-machine.js";
 import { type Action, askStructured, loadSchema, type Plan } from "./structured.js";
 
@@ -78,13 +79,7 @@ export const runPlanAndSolveFlow: AgentRunner = async (ctx, input) => {
       ...(config.pre_plan_steps ? { pre_plan_steps: config.pre_plan_steps } : {}),
     },
   });
-  let state = "INIT";
-  actor.subscribe((snapshot) => {
-    const to = String(snapshot.value);
-    if (to === state) return;
-    ctx.emit({ type: "state.changed", machine: FLOW_MACHINE, from: state, to });
-    state = to;
-  });
+  observeStates(actor, FLOW_MACHINE, (body) => ctx.emit(body));
   actor.start();
   const output = await toPromise(actor);
   return { ...output, usage } satisfies AgentResult;
