@@ -1,0 +1,220 @@
+import type { RunEventBody, TodoItem, TodoStatus } from "../../events/types.js";
+import type { SessionStore, TodoSessionState, TrackedItem } from "./session-store.js";
+import { checkTransition, isTerminal } from "./task-machine.js";
+
+/** What a new list is written from: `write_todos` arguments. */
+export interface TodoDraft {
+  content: string;
+  status?: TodoStatus;
+}
+
+export interface TodoLoopOptions {
+  session_id: string;
+  /** Emits a todo event; the runner adds the scope and the round's trace_id. */
+  emit: (body: RunEventBody) => void;
+  store?: SessionStore;
+  now?: () => Date;
+  /** Successful tool calls after which the active item is completed. @default 3 */
+  complete_after?: number;
+  /** Failed tool calls in a row after which the active item is blocked. @default 2 */
+  block_after?: number;
+}
+
+/** Why a manual update was refused, in words the model can act on. */
+export class TodoRefusal extends Error {}
+
+const MARK: Record<TodoStatus, string> = {
+  pending: "[ ]",
+  in_progress: "[>]",
+  completed: "[x]",
+  failed: "[!]",
+  blocked: "[#]",
+  skipped: "[-]",
+};
+
+/**
+ * The todo list of one session while an agent loop runs (seed 002). Tool
+ * calls are attributed to the active item (the in_progress one, else the
+ * first pending one, which starts): after `complete_after` successes it is
+ * completed, after `block_after` failures in a row it is blocked. Manual
+ * updates go through the same task machine and reset those counters, so
+ * the automatic and the manual path never disagree. Every change emits an
+ * event with a version that strictly increases per session, and is saved.
+ */
+export class TodoLoopContext {
+  readonly session_id: string;
+  private state: TodoSessionState;
+  private readonly completeAfter: number;
+  private readonly blockAfter: number;
+
+  constructor(private readonly options: TodoLoopOptions) {
+    this.session_id = options.session_id;
+    this.completeAfter = options.complete_after ?? 3;
+    this.blockAfter = options.block_after ?? 2;
+    this.state = options.store?.load(options.session_id) ?? { version: 0, items: [] };
+  }
+
+  /** The list as events show it. */
+  get items(): TodoItem[] {
+    return this.state.items.map(publicItem);
+  }
+
+  get version(): number {
+    return this.state.version;
+  }
+
+  isEmpty(): boolean {
+    return this.state.items.length === 0;
+  }
+
+  /** A non-empty list whose every item is completed or skipped. */
+  allTerminal(): boolean {
+    return this.state.items.length > 0 && this.state.items.every((i) => isTerminal(i.status));
+  }
+
+  openItems(): TodoItem[] {
+    return this.state.items.filter((i) => !isTerminal(i.status)).map(publicItem);
+  }
+
+  /** Replace the whole list (write_todos); counters start afresh. */
+  replace(drafts: TodoDraft[]): TodoItem[] {
+    const items = drafts.map(
+      (d, i): TrackedItem => ({
+        index: i + 1,
+        content: d.content.trim(),
+        status: d.status ?? "pending",
+        tool_calls_count: 0,
+        successes: 0,
+        recent_failures: 0,
+      }),
+    );
+    const active = items.find((i) => i.status === "in_progress")?.index;
+    this.state = { version: this.state.version, items, ...(active ? { active } : {}) };
+    this.changed("list", false);
+    return this.items;
+  }
+
+  /** A manual status change (update_todo_item); throws TodoRefusal when the task machine forbids it. */
+  update(index: number, status: TodoStatus, notes?: string): TodoItem {
+    const item = this.state.items[index - 1];
+    if (!item) {
+      const size = this.state.items.length;
+      throw new TodoRefusal(
+        size === 0
+          ? `There is no item ${index}: the todo list is empty; create it with write_todos first.`
+          : `There is no item ${index}: the list has items 1 to ${size}.`,
+      );
+    }
+    const check = checkTransition(item.status, status);
+    if (!check.ok) throw new TodoRefusal(`Cannot mark item ${index} ${status}: ${check.reason}.`);
+    const notesChanged = notes !== undefined && notes !== item.notes;
+    if (!check.changed && !notesChanged) return publicItem(item);
+    const wasDone = this.allTerminal();
+    if (notes !== undefined) item.notes = notes;
+    if (check.changed) {
+      item.status = status;
+      item.successes = 0;
+      item.recent_failures = 0;
+      if (status === "in_progress") this.state.active = index;
+      else if (this.state.active === index) delete this.state.active;
+    }
+    this.changed("list", wasDone);
+    return publicItem(item);
+  }
+
+  /**
+   * Attribute one finished non-todo tool call to the active item and apply
+   * the heuristics. Returns the item it changed, if any.
+   */
+  track(ok: boolean): TodoItem | undefined {
+    const item = this.activeItem() ?? this.startNextPending();
+    if (!item) return undefined;
+    const wasDone = this.allTerminal();
+    item.tool_calls_count += 1;
+    if (ok) {
+      item.successes += 1;
+      item.recent_failures = 0;
+      if (item.successes >= this.completeAfter) this.finishActive(item, "completed");
+    } else {
+      item.recent_failures += 1;
+      if (item.recent_failures >= this.blockAfter) this.finishActive(item, "blocked");
+    }
+    this.changed(item, wasDone);
+    return publicItem(item);
+  }
+
+  /** Skip every open item with a note (the run ends with them unfinished). */
+  closeOpen(note: string): TodoItem[] {
+    const open = this.state.items.filter((i) => !isTerminal(i.status));
+    if (open.length === 0) return [];
+    const wasDone = this.allTerminal();
+    for (const item of open) {
+      item.status = "skipped";
+      item.notes = item.notes ? `${item.notes}; ${note}` : note;
+    }
+    delete this.state.active;
+    this.changed("list", wasDone);
+    return open.map(publicItem);
+  }
+
+  /** The list as the system prompt shows it. */
+  render(): string {
+    if (this.state.items.length === 0) return "(no todo list yet: create one with write_todos)";
+    return this.state.items
+      .map((i) => {
+        const calls = i.tool_calls_count === 1 ? "1 tool call" : `${i.tool_calls_count} tool calls`;
+        const notes = i.notes ? ` — ${i.notes}` : "";
+        return `${i.index}. ${MARK[i.status]} ${i.content} (${i.status}, ${calls})${notes}`;
+      })
+      .join("\n");
+  }
+
+  private activeItem(): TrackedItem | undefined {
+    const items = this.state.items;
+    const active = this.state.active ? items[this.state.active - 1] : undefined;
+    if (active?.status === "in_progress") return active;
+    return items.find((i) => i.status === "in_progress");
+  }
+
+  private startNextPending(): TrackedItem | undefined {
+    const item = this.state.items.find((i) => i.status === "pending");
+    if (!item) return undefined;
+    item.status = "in_progress";
+    item.successes = 0;
+    item.recent_failures = 0;
+    this.state.active = item.index;
+    return item;
+  }
+
+  private finishActive(item: TrackedItem, status: "completed" | "blocked"): void {
+    item.status = status;
+    if (this.state.active === item.index) delete this.state.active;
+  }
+
+  /** Emit the change (the whole list, or one item's progress), then todo.completed if the list just finished. */
+  private changed(what: "list" | TrackedItem, wasDone: boolean): void {
+    const base = { session_id: this.session_id };
+    if (what === "list") this.options.emit({ type: "todo.updated", ...base, version: this.nextVersion(), todos: this.items });
+    else this.options.emit({ type: "todo.item_progress", ...base, version: this.nextVersion(), item: publicItem(what) });
+    if (!wasDone && this.allTerminal()) {
+      this.options.emit({ type: "todo.completed", ...base, version: this.nextVersion(), todos: this.items });
+    }
+    this.options.store?.save(this.session_id, this.state, (this.options.now ?? (() => new Date()))());
+  }
+
+  private nextVersion(): number {
+    this.state.version += 1;
+    return this.state.version;
+  }
+}
+
+function publicItem(item: TrackedItem): TodoItem {
+  const out: TodoItem = {
+    index: item.index,
+    content: item.content,
+    status: item.status,
+    tool_calls_count: item.tool_calls_count,
+  };
+  if (item.notes !== undefined) out.notes = item.notes;
+  return out;
+}
