@@ -3,7 +3,7 @@ import type { Emit, EventScope } from "../events/types.js";
 import type { ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { ToolBox } from "../runtime/types.js";
 import type { Tool, ToolOutcome } from "./types.js";
-import { ArgsValidator, parseToolArguments } from "./validate-args.js";
+import { argsValidator, parseToolArguments } from "./validate-args.js";
 
 /** What a ToolBox is built from. */
 export interface ToolBoxOptions {
@@ -16,9 +16,6 @@ export interface ToolBoxOptions {
   /** Aborting it stops every running tool. */
   signal: AbortSignal;
 }
-
-/** One validator per process: schema objects are compiled once and reused across steps. */
-const validator = new ArgsValidator();
 
 /**
  * The tools one agent step may use. Calls outside the allow-list are refused
@@ -90,7 +87,7 @@ async function attempt(
     return { ok: false, error: `tool "${call.name}" is not available to this agent; ${offer}` };
   }
   if (!parsed.ok) return { ok: false, error: parsed.error };
-  const check = validator.check(tool.name, tool.parameters, parsed.value);
+  const check = argsValidator.check(tool.name, tool.parameters, parsed.value);
   if (!check.ok) return check;
   if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };
   const executed = await execute(tool, parsed.value, call.id, scope, options);

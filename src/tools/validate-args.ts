@@ -51,6 +51,12 @@ export class ArgsValidator {
   private readonly ajv = new Ajv({ strict: true, allErrors: true, $data: false });
   private readonly compiled = new WeakMap<JsonSchema, ValidateFunction | string>();
 
+  /** Why a parameter schema cannot be compiled, or undefined when it can. */
+  schemaProblem(schema: JsonSchema): string | undefined {
+    const validate = this.compile(schema);
+    return typeof validate === "string" ? validate : undefined;
+  }
+
   check(tool: string, schema: JsonSchema, args: Record<string, unknown>): ArgsCheck {
     const validate = this.compile(schema);
     if (typeof validate === "string") {
@@ -73,6 +79,9 @@ export class ArgsValidator {
     return entry;
   }
 }
+
+/** The process-wide validator: every schema object is compiled once, whichever ToolBox meets it first. */
+export const argsValidator = new ArgsValidator();
 
 /** "/expression must be string; / must have required property 'x'". */
 export function formatAjvErrors(errors: ErrorObject[]): string {

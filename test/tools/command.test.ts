@@ -23,17 +23,19 @@ describe("command tools", () => {
   it("run three calls of one reply as concurrent processes, results in call order", async () => {
     const { box } = makeBox([commandTool(fixtureCommand("nap", "sleep.mjs"))]);
     const started = Date.now();
-    const outcomes = await box.run([call("nap", { ms: 300 }, "a"), call("nap", { ms: 150 }, "b"), call("nap", { ms: 300 }, "c")]);
+    const outcomes = await box.run([call("nap", { ms: 400 }, "a"), call("nap", { ms: 200 }, "b"), call("nap", { ms: 400 }, "c")]);
     const elapsed = Date.now() - started;
     expect(outcomes.map((o) => [o.call_id, o.ok, (o.result as { slept: number }).slept])).toEqual([
-      ["a", true, 300],
-      ["b", true, 150],
-      ["c", true, 300],
+      ["a", true, 400],
+      ["b", true, 200],
+      ["c", true, 400],
     ]);
-    // In series this would take at least 750 ms plus three process start-ups.
-    expect(elapsed).toBeLessThan(700);
-    const pids = new Set(outcomes.map((o) => (o.result as { pid: number }).pid));
-    expect(pids.size).toBe(3);
+    // Every process was asleep before any of them woke up.
+    const naps = outcomes.map((o) => o.result as { started: number; ended: number; pid: number });
+    expect(Math.max(...naps.map((n) => n.started))).toBeLessThan(Math.min(...naps.map((n) => n.ended)));
+    expect(new Set(naps.map((n) => n.pid)).size).toBe(3);
+    // In series this would take at least 1000 ms plus three process start-ups.
+    expect(elapsed).toBeLessThan(950);
   });
 
   it("pass the JSON arguments on stdin, a clean environment, and the configured cwd and env", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { builtinTool } from "../../src/tools/builtin/index.js";
+import { argsValidator } from "../../src/tools/validate-args.js";
 import type { Tool } from "../../src/tools/types.js";
 import { call, makeBox, SCOPE, sleep } from "./helpers.js";
 
@@ -198,5 +199,24 @@ describe("createToolBox", () => {
       const s = started.find((e) => e.call_id === f.call_id)!;
       expect(s.seq).toBeLessThan(f.seq);
     }
+  });
+});
+
+describe("parameter schemas", () => {
+  it("are compiled strictly; a broken schema refuses the call instead of crashing", async () => {
+    expect(argsValidator.schemaProblem({ type: "object", properties: { a: { type: "string" } } })).toBeUndefined();
+    expect(argsValidator.schemaProblem({ type: "object", frobnicate: true })).toMatch(/unknown keyword: "frobnicate"/);
+    const odd: Tool = {
+      name: "odd",
+      description: "has a schema ajv refuses",
+      parameters: { type: "object", frobnicate: true },
+      timeout_ms: 1000,
+      max_output_bytes: 1000,
+      execute: async () => "ran",
+    };
+    const { box } = makeBox([odd]);
+    const [outcome] = await box.run([call("odd", {})]);
+    expect(outcome!.ok).toBe(false);
+    expect(outcome!.error).toMatch(/^tool "odd" has an invalid parameter schema: strict mode: unknown keyword: "frobnicate"/);
   });
 });
