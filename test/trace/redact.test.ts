@@ -1,0 +1,53 @@
+import { describe, expect, test } from "vitest";
+import { isSecretKey, redact, redactString, REDACTED } from "../../src/trace/redact.js";
+
+describe("redact", () => {
+  test("masks values under secret-named keys at any depth, in any spelling", () => {
+    const input = {
+      api_key: "a1",
+      deep: { list: [{ apiKey: "a2" }, { headers: { authorization: "Basic Zm9vOmJhcg==", "x-api-key": "a3" } }] },
+      PASSWORD: "a4",
+      Secret: { any: "shape" },
+      token: "a5",
+      refresh_token: "a6",
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+      max_tokens: 10,
+      keep: "plain text",
+    };
+    expect(redact(input)).toEqual({
+      api_key: REDACTED,
+      deep: { list: [{ apiKey: REDACTED }, { headers: { authorization: REDACTED, "x-api-key": REDACTED } }] },
+      PASSWORD: REDACTED,
+      Secret: REDACTED,
+      token: REDACTED,
+      refresh_token: REDACTED,
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+      max_tokens: 10,
+      keep: "plain text",
+    });
+    expect(input.api_key).toBe("a1"); // the caller's object is untouched
+  });
+
+  test("masks secret-looking strings wherever they are", () => {
+    expect(redactString("Authorization: Bearer eyJhbGciOi.abc-def_123")).toBe(`Authorization: Bearer ${REDACTED}`);
+    expect(redactString("key sk-proj-abcDEF123456_xyz used")).toBe(`key sk-${REDACTED} used`);
+    expect(redactString('{"api_key": "live-123456", "x": 1}')).toBe(`{"api_key": "${REDACTED}", "x": 1}`);
+    expect(redactString("password=hunter22&user=bob")).toBe(`password=${REDACTED}&user=bob`);
+    expect(redactString("the sky is blue; tokens used: 12")).toBe("the sky is blue; tokens used: 12");
+    expect(redactString("uses my-configured-key!", ["my-configured-key"])).toBe(`uses ${REDACTED}!`);
+  });
+
+  test("leaves unchanged values as they are (same object)", () => {
+    const clean = { a: [1, "two", { b: null }], c: true };
+    expect(redact(clean)).toBe(clean);
+  });
+
+  test("recognises secret keys by name only", () => {
+    for (const k of ["api_key", "apiKey", "API-KEY", "X-Api-Key", "Authorization", "proxy-authorization", "password", "client_secret", "access_token", "openai_api_key"]) {
+      expect(isSecretKey(k), k).toBe(true);
+    }
+    for (const k of ["total_tokens", "max_tokens", "tokenizer", "keyboard", "author", "input"]) {
+      expect(isSecretKey(k), k).toBe(false);
+    }
+  });
+});

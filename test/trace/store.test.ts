@@ -1,0 +1,261 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { afterEach, beforeAll, describe, expect, test } from "vitest";
+import { EventBus } from "../../src/events/bus.js";
+import { TRACE_DB_FILE, TraceStore } from "../../src/trace/store.js";
+import { circleReactRun, steppingClock, todoRun } from "./fixtures.js";
+
+const CHILD = fileURLToPath(new URL("./writer-child.mjs", import.meta.url));
+const dirs: string[] = [];
+const stores: TraceStore[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "trace-store-"));
+  dirs.push(dir);
+  return dir;
+}
+
+function openStore(dir: string): TraceStore {
+  const store = TraceStore.open(dir);
+  stores.push(store);
+  return store;
+}
+
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe("TraceStore", () => {
+  test("stores every event and reads a run back in seq order, by task, trace_id and agent", () => {
+    const dir = join(tempDir(), "nested", ".runtime");
+    const store = openStore(dir);
+    const bus = new EventBus("task-a", steppingClock());
+    bus.subscribe(store.append); // the store is a sink as it is
+    const events = circleReactRun("task-a", bus);
+    todoRun("task-b", new EventBus("task-b", steppingClock("2025-03-01T11:00:00.000Z")));
+    for (const e of todoRun("task-c", new EventBus("task-c", steppingClock("2025-03-01T12:00:00.000Z")))) store.append(e);
+
+    expect(existsSync(join(dir, TRACE_DB_FILE))).toBe(true);
+    expect(store.eventsOfTask("task-a")).toEqual(events);
+    expect(store.eventsOfTask("task-b")).toEqual([]); // never appended
+    const recursion2 = store.eventsOfTrace("tr-2");
+    expect(recursion2.map((e) => e.type)).toEqual([
+      "recursion.started",
+      "llm.request",
+      "llm.response",
+      "tool.started",
+      "tool.started",
+      "tool.finished",
+      "tool.finished",
+      "plan.updated",
+    ]);
+    expect(new Set(recursion2.map((e) => e.trace_id))).toEqual(new Set(["tr-2"]));
+
+    const solverRuns = store.runsOfAgent("solver");
+    expect(solverRuns).toHaveLength(1);
+    expect(solverRuns[0]).toMatchObject({
+      task_id: "task-a",
+      agent_id: "solver",
+      input: "What are the area and circumference of a circle with radius 5?",
+      result_type: "answer",
+      answer: "Area: 78.54 m², circumference: 31.42 m.",
+      usage: { prompt_tokens: 1600, completion_tokens: 125, total_tokens: 1725 },
+    });
+    expect(solverRuns[0]?.finished_at! > solverRuns[0]?.started_at!).toBe(true);
+    expect(store.runsOfAgent("planner")[0]).toMatchObject({ task_id: "task-c", result_type: "error", error: "max_iteration 4 reached" });
+    expect(store.runsOfAgent("nobody")).toEqual([]);
+    // Newest first, and limited.
+    expect(store.listRuns().map((r) => r.task_id)).toEqual(["task-c", "task-a"]);
+    expect(store.listRuns({ limit: 1 }).map((r) => r.task_id)).toEqual(["task-c"]);
+    expect(store.taskIdsWithPrefix("task-")).toEqual(["task-a", "task-c"]);
+    expect(store.taskIdsWithPrefix("task_")).toEqual([]); // `_` is not a LIKE wildcard here
+  });
+
+  test("a reopened store keeps what was written; a duplicate seq is refused", () => {
+    const dir = tempDir();
+    const first = TraceStore.open(dir);
+    const events = todoRun("task-r");
+    for (const e of events) first.append(e);
+    first.close();
+    first.close(); // idempotent
+    const again = openStore(dir);
+    expect(again.eventsOfTask("task-r")).toEqual(events);
+    expect(() => again.append(events[0]!)).toThrow(/UNIQUE/);
+  });
+
+  test("a run still going (no run.finished) is listed as unfinished", () => {
+    const store = openStore(tempDir());
+    const events = circleReactRun("task-open");
+    for (const e of events.slice(0, 10)) store.append(e);
+    const [run] = store.listRuns();
+    expect(run).toMatchObject({ task_id: "task-open", agent_id: "solver" });
+    expect(run?.finished_at).toBeUndefined();
+    expect(run?.result_type).toBeUndefined();
+  });
+
+  test("uses the WAL journal, records schema_version 1 and indexes agent_id and trace_id", () => {
+    const dir = tempDir();
+    openStore(dir).append(todoRun("t")[0]!);
+    const db = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
+    try {
+      expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "1" });
+      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'").all() as { name: string }[]).map((r) => r.name);
+      expect(indexes).toEqual(expect.arrayContaining(["events_agent", "events_trace"]));
+    } finally {
+      db.close();
+    }
+  });
+
+  test("refuses a store written by a newer schema, with a clear message", () => {
+    const dir = tempDir();
+    TraceStore.open(dir).close();
+    const db = new Database(join(dir, TRACE_DB_FILE));
+    db.prepare("UPDATE meta SET value = '2' WHERE key = 'schema_version'").run();
+    db.close();
+    expect(() => TraceStore.open(dir)).toThrow(/schema_version 2, newer than this runtime supports \(1\)/);
+  });
+
+  test("a reader does not create a missing store, and a file that is not a database is reported in one line", () => {
+    const dir = tempDir();
+    expect(() => TraceStore.open(join(dir, "nope"), { create: false })).toThrow(/no trace store in .*nope/);
+    expect(existsSync(join(dir, "nope"))).toBe(false);
+    const garbage = join(dir, "bad");
+    TraceStore.open(garbage).close();
+    for (const f of readdirSync(garbage)) rmSync(join(garbage, f));
+    writeFileSync(join(garbage, TRACE_DB_FILE), "this is not sqlite at all, just text that is long enough to be a header");
+    expect(() => TraceStore.open(garbage)).toThrow(/^cannot open trace store .*traces\.db: file is not a database$/);
+  });
+});
+
+
+/** Run the writer child; resolve with the seqs it printed (complete lines only) and how it ended. */
+function runWriter(
+  dir: string,
+  taskId: string,
+  options: { count?: number; killAfterSeqs?: number },
+): Promise<{ printed: number[]; signal: NodeJS.Signals | null; code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const args = [CHILD, dir, taskId, ...(options.count !== undefined ? [String(options.count)] : [])];
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let stderr = "";
+    let killed = false;
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (!killed && options.killAfterSeqs !== undefined && out.split("\n").length > options.killAfterSeqs) {
+        killed = true;
+        child.kill("SIGKILL");
+      }
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const lines = out.split("\n");
+      lines.pop(); // the text after the last newline is a line the kill cut short
+      resolve({ printed: lines.map(Number), signal, code, stderr });
+    });
+  });
+}
+
+describe("TraceStore across processes", () => {
+  beforeAll(() => {
+    if (!existsSync(fileURLToPath(new URL("../../dist/trace/store.js", import.meta.url)))) {
+      throw new Error("dist/trace/store.js is missing: run `npm run build` first");
+    }
+  });
+
+  test("everything appended before a kill -9 is there after reopening, seqs contiguous", async () => {
+    const dir = tempDir();
+    const { printed, signal, stderr } = await runWriter(dir, "task-crash", { killAfterSeqs: 400 });
+    expect(stderr).toBe("");
+    expect(signal).toBe("SIGKILL");
+    expect(printed.length).toBeGreaterThanOrEqual(400);
+    const lastPrinted = printed[printed.length - 1]!;
+    expect(printed).toEqual(Array.from({ length: lastPrinted }, (_, i) => i + 1));
+
+    // The writer never closed its connection: what it committed sits in the WAL.
+    expect(existsSync(join(dir, `${TRACE_DB_FILE}-wal`))).toBe(true);
+    const store = openStore(dir);
+    const seqs = store.eventsOfTask("task-crash").map((e) => e.seq);
+    // Each printed seq was committed; at most one more was committed but not yet printed.
+    expect(seqs.slice(0, lastPrinted)).toEqual(printed);
+    expect(seqs.length - lastPrinted).toBeLessThanOrEqual(1);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    expect(store.eventsOfTrace("task-crash-tr-2").map((e) => e.seq)).toEqual([11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+    expect(store.listRuns()).toMatchObject([{ task_id: "task-crash", agent_id: "writer" }]);
+    expect(store.listRuns()[0]?.finished_at).toBeUndefined();
+  });
+
+  test("several processes write one store at the same time without losing an event", async () => {
+    const dir = tempDir();
+    TraceStore.open(dir).close();
+    const results = await Promise.all(["p1", "p2", "p3", "p4"].map((t) => runWriter(dir, t, { count: 300 })));
+    for (const r of results) {
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+    }
+    const store = openStore(dir);
+    for (const t of ["p1", "p2", "p3", "p4"]) {
+      expect(store.eventsOfTask(t).map((e) => e.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+    }
+    expect(store.runsOfAgent("writer", { limit: 10 })).toHaveLength(4);
+  });
+});
+
+describe("secrets never reach the store", () => {
+  test("keys and bearer tokens are masked in stored events and absent from the database files", () => {
+    const dir = tempDir();
+    const store = TraceStore.open(dir, { secrets: ["configured-key-0123456789"] });
+    const bus = new EventBus("task-secret", steppingClock());
+    bus.subscribe(store.append);
+    const scope = { agent_id: "solver", step_id: "s1", trace_id: "tr-1" };
+    bus.emit({ type: "run.started", input: "use key sk-proj-ABCDEFGHIJKLMNOP1234 please" }, { agent_id: "solver" });
+    bus.emit(
+      {
+        type: "tool.started",
+        tool: "http",
+        call_id: "c1",
+        arguments: { url: "https://x.test", headers: { Authorization: "Bearer tok-SECRET-0001", "X-API-Key": "xkey-SECRET-0002" }, apiKey: "ak-SECRET-0003" },
+      },
+      scope,
+    );
+    bus.emit(
+      {
+        type: "tool.finished",
+        tool: "http",
+        call_id: "c1",
+        arguments: { nested: [{ password: "pw-SECRET-0004" }, { client_secret: "cs-SECRET-0005" }] },
+        ok: false,
+        error: "401 Unauthorized (sent authorization: Bearer tok-SECRET-0006, key configured-key-0123456789)",
+        duration_ms: 12,
+      },
+      scope,
+    );
+    bus.emit(
+      { type: "llm.response", model: "m", usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 }, duration_ms: 1, content: '{"api_key": "raw-SECRET-0007"}' },
+      scope,
+    );
+    bus.emit({ type: "run.finished", result_type: "error", error: "failed with token=abc", usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }, { agent_id: "solver" });
+
+    const stored = JSON.stringify(store.eventsOfTask("task-secret"));
+    store.close();
+    const secrets = ["SECRET-000", "sk-proj-ABCDEFGHIJKLMNOP1234", "configured-key-0123456789"];
+    for (const s of secrets) expect(stored).not.toContain(s);
+    expect(stored).toContain('"Authorization":"[REDACTED]"');
+    expect(stored).toContain("Bearer [REDACTED]");
+    expect(stored).toContain('"total_tokens":5'); // usage is not a secret
+    // The raw bytes of every file of the store, WAL included.
+    for (const file of readdirSync(dir)) {
+      const bytes = readFileSync(join(dir, file)).toString("latin1");
+      for (const s of secrets) expect(bytes, `${file} holds ${s}`).not.toContain(s);
+    }
+  });
+});
