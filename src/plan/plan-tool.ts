@@ -36,6 +36,8 @@ export type WriteOutcome = { ok: true; plan_status: PlanStatus } | { ok: false; 
 export class PlanTool {
   private readonly mutex = new KeyedMutex();
   private readonly emit: ((body: TaskStatusEvent) => void) | undefined;
+  /** Agent step id → the plan that step (a `sop` run) drives; see `bindStep`. */
+  private readonly boundSteps = new Map<string, string>();
 
   constructor(
     readonly store: PlanStore,
@@ -135,6 +137,26 @@ export class PlanTool {
   /** Every stored plan, newest first (for `runtime plan list`). */
   async list_plans(): Promise<PlanSummary[]> {
     return this.store.listPlans();
+  }
+
+  /**
+   * Bind a plan to an agent step (a `sop` run binds its own step). A Plan
+   * Tool tool called without `plan_id` by that step or one of its direct
+   * children (the strategist) then works on this plan. Returns the unbinder.
+   */
+  bindStep(step_id: string, plan_id: string): () => void {
+    this.boundSteps.set(step_id, plan_id);
+    return () => {
+      if (this.boundSteps.get(step_id) === plan_id) this.boundSteps.delete(step_id);
+    };
+  }
+
+  /** The plan bound to a step or to its parent step, if any. */
+  boundPlan(scope: { step_id?: string; parent_step_id?: string }): string | undefined {
+    return (
+      (scope.step_id !== undefined ? this.boundSteps.get(scope.step_id) : undefined) ??
+      (scope.parent_step_id !== undefined ? this.boundSteps.get(scope.parent_step_id) : undefined)
+    );
   }
 
   close(): void {

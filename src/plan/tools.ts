@@ -1,0 +1,129 @@
+/**
+ * The Plan Tool offered to agents as tools, one per spec method, named as in
+ * the spec. Arguments are JSON-Schema-validated by the ToolBox before
+ * `execute` runs; every accepted change emits `task.status` from the calling
+ * agent's scope.
+ */
+import type { JsonSchema } from "../config/types.js";
+import type { Tool, ToolContext } from "../tools/types.js";
+import type { CallOptions, PlanTool } from "./plan-tool.js";
+import { PLAN_ID_SCHEMA, STRUCTURE_SCHEMA } from "./structure.js";
+import { TASK_STATUSES, type TaskStatus } from "./types.js";
+
+export { openPlanTool } from "./plan-tool.js";
+
+/** The spec's method names: what an agent's allow-list names to get each tool. */
+export const PLAN_TOOL_NAMES = [
+  "create_plan_from_structure",
+  "get_task",
+  "update_task_status",
+  "get_ready_tasks",
+  "get_tasks_for_role",
+  "get_plan_status",
+  "get_plan_structure",
+  "delete_plan",
+] as const;
+
+export type PlanToolName = (typeof PLAN_TOOL_NAMES)[number];
+
+const TIMEOUT_MS = 35_000; // above the store's 30 s busy timeout, so a lock wait fails as a lock error
+const MAX_OUTPUT_BYTES = 262_144;
+
+const PLAN_ID = {
+  ...PLAN_ID_SCHEMA,
+  description: "The plan. Optional inside a sop run: defaults to the plan of the run you work for.",
+};
+const TASK_ID = { type: "string", minLength: 1, maxLength: 128, description: "The task's task_id in the plan." };
+const STATUS = { type: "string", enum: [...TASK_STATUSES] };
+
+function params(properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema {
+  return { type: "object", properties, required, additionalProperties: false };
+}
+
+type Spec = { description: string; parameters: JsonSchema; run(args: Args, ctx: ToolContext): Promise<unknown> };
+type Args = Record<string, unknown>;
+
+/** The eight tools over one PlanTool. */
+export function createPlanTools(planTool: PlanTool): Tool[] {
+  const planOf = (args: Args, ctx: ToolContext): string => {
+    if (typeof args.plan_id === "string") return args.plan_id;
+    const bound = planTool.boundPlan(ctx.scope);
+    if (!bound) throw new Error("plan_id is required: no sop plan is bound to this agent");
+    return bound;
+  };
+  const emitTo = (ctx: ToolContext): CallOptions => ({ emit: (body) => ctx.emit(body) });
+
+  const specs: Record<PlanToolName, Spec> = {
+    create_plan_from_structure: {
+      description:
+        "Create a plan from workflow structure data; every task starts ready. Answers {ok, plan_status} or {ok: false, error} (plan_id taken, invalid data).",
+      parameters: params({ plan_id: PLAN_ID_SCHEMA, structure_data: STRUCTURE_SCHEMA }, ["plan_id", "structure_data"]),
+      run: (args, ctx) => planTool.createPlan(String(args.plan_id), args.structure_data, emitTo(ctx)),
+    },
+    get_task: {
+      description: "Get one task of a plan (status, assignee, result_summary), or null when not found.",
+      parameters: params({ plan_id: PLAN_ID, task_id: TASK_ID }, ["task_id"]),
+      run: (args, ctx) => planTool.get_task(planOf(args, ctx), String(args.task_id)),
+    },
+    update_task_status: {
+      description:
+        "Move a task to a new status, with an optional result summary. Valid: ready→inprogress|skipped, inprogress→completed|error|ready, error→inprogress (retry)|skipped. Answers {ok, plan_status} or {ok: false, error}.",
+      parameters: params(
+        {
+          plan_id: PLAN_ID,
+          task_id: TASK_ID,
+          status: STATUS,
+          result_summary: { type: "string", maxLength: 20_000, description: "What the task produced, or why it failed or was skipped." },
+        },
+        ["task_id", "status"],
+      ),
+      run: (args, ctx) =>
+        planTool.updateTask(
+          planOf(args, ctx),
+          String(args.task_id),
+          args.status as TaskStatus,
+          typeof args.result_summary === "string" ? args.result_summary : undefined,
+          emitTo(ctx),
+        ),
+    },
+    get_ready_tasks: {
+      description: "List the plan's tasks whose status is ready. The list does not define an order: follow the workflow's steps.",
+      parameters: params({ plan_id: PLAN_ID }),
+      run: (args, ctx) => planTool.get_ready_tasks(planOf(args, ctx)),
+    },
+    get_tasks_for_role: {
+      description: "List the plan's tasks assigned to a role (assignee) in a status (default ready).",
+      parameters: params({ plan_id: PLAN_ID, role_id: { type: "string", minLength: 1, maxLength: 200 }, status: STATUS }, ["role_id"]),
+      run: (args, ctx) =>
+        planTool.get_tasks_for_role(
+          planOf(args, ctx),
+          String(args.role_id),
+          typeof args.status === "string" ? (args.status as TaskStatus) : "ready",
+        ),
+    },
+    get_plan_status: {
+      description: "The plan's overall status: running, completed or error (null when not found).",
+      parameters: params({ plan_id: PLAN_ID }),
+      run: (args, ctx) => planTool.get_plan_status(planOf(args, ctx)),
+    },
+    get_plan_structure: {
+      description: "The whole plan: steps in order, each with its tasks and their statuses and result summaries (null when not found).",
+      parameters: params({ plan_id: PLAN_ID }),
+      run: (args, ctx) => planTool.get_plan_structure(planOf(args, ctx)),
+    },
+    delete_plan: {
+      description: "Delete a plan. Answers true when it existed.",
+      parameters: params({ plan_id: PLAN_ID_SCHEMA }, ["plan_id"]),
+      run: (args) => planTool.delete_plan(String(args.plan_id)),
+    },
+  };
+
+  return PLAN_TOOL_NAMES.map((name) => ({
+    name,
+    description: specs[name].description,
+    parameters: specs[name].parameters,
+    timeout_ms: TIMEOUT_MS,
+    max_output_bytes: MAX_OUTPUT_BYTES,
+    execute: (args: Args, ctx: ToolContext) => specs[name].run(args, ctx),
+  }));
+}
