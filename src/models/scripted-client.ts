@@ -75,39 +75,52 @@ function pick(script: LoadedScript, consumed: Set<number>, request: ChatRequest)
 const PLACEHOLDER = /\{\{\s*result:([^.\s}]+)((?:\.[^.\s}]+)*)\s*\}\}/g;
 const WHOLE_PLACEHOLDER = /^\{\{\s*result:([^.\s}]+)((?:\.[^.\s}]+)*)\s*\}\}$/;
 
+/** A tool's outcome as the placeholders see it: `{ok, result}` or `{ok, error}`, plus whatever else was reported. */
+type Outcome = Record<string, unknown> & { ok: boolean };
+
 /**
- * Tool results visible in the request, by call id: `tool` messages, and the
+ * Tool outcomes visible in the request, by call id: `tool` messages, and the
  * react agent's assistant messages whose JSON content carries `tool_results`.
  * Later entries win.
  */
-function collectResults(messages: ChatMessage[]): Map<string, unknown> {
-  const results = new Map<string, unknown>();
+function collectResults(messages: ChatMessage[]): Map<string, Outcome> {
+  const results = new Map<string, Outcome>();
   for (const message of messages) {
     if (message.role === "tool") {
-      results.set(message.tool_call_id, unwrap(parseMaybe(message.content)));
+      results.set(message.tool_call_id, asOutcome(parseMaybe(message.content)));
     } else if (message.role === "assistant" && message.content) {
       const parsed = parseMaybe(message.content);
       const list = isRecord(parsed) ? parsed["tool_results"] : undefined;
       if (!Array.isArray(list)) continue;
       for (const entry of list) {
-        if (isRecord(entry) && typeof entry["call_id"] === "string") {
-          results.set(entry["call_id"], "result" in entry ? entry["result"] : entry["error"]);
-        }
+        if (isRecord(entry) && typeof entry["call_id"] === "string") results.set(entry["call_id"], asOutcome(entry));
       }
     }
   }
   return results;
 }
 
-/** A tool message holding the `{ok, result}` envelope is read as its result. */
-function unwrap(value: unknown): unknown {
-  return isRecord(value) && typeof value["ok"] === "boolean" && "result" in value ? value["result"] : value;
+/** A tool message may hold an outcome envelope or the bare result. */
+function asOutcome(value: unknown): Outcome {
+  return isRecord(value) && typeof value["ok"] === "boolean" ? (value as Outcome) : { ok: true, result: value };
 }
 
-function lookup(results: Map<string, unknown>, callId: string, path: string): { found: boolean; value: unknown } {
-  if (!results.has(callId)) return { found: false, value: undefined };
-  let value = results.get(callId);
-  for (const key of path.split(".").filter(Boolean)) {
+/**
+ * `ID` alone is the result (or the error text); `ID.result.x`, `ID.ok`, `ID.error`
+ * read the outcome; `ID.x` falls back to the result's own field `x`.
+ */
+function lookup(results: Map<string, Outcome>, callId: string, path: string): { found: boolean; value: unknown } {
+  const outcome = results.get(callId);
+  if (outcome === undefined) return { found: false, value: undefined };
+  const keys = path.split(".").filter(Boolean);
+  if (keys.length === 0) return { found: true, value: "result" in outcome ? outcome["result"] : outcome["error"] };
+  const direct = walk(outcome, keys);
+  return direct.found ? direct : walk(outcome["result"], keys);
+}
+
+function walk(start: unknown, keys: string[]): { found: boolean; value: unknown } {
+  let value = start;
+  for (const key of keys) {
     if (!isRecord(value) && !Array.isArray(value)) return { found: false, value: undefined };
     if (!Object.prototype.hasOwnProperty.call(value, key)) return { found: false, value: undefined };
     value = (value as Record<string, unknown>)[key];
@@ -116,7 +129,7 @@ function lookup(results: Map<string, unknown>, callId: string, path: string): { 
 }
 
 /** A plain regex replace, never a template engine: model text is never compiled. */
-function fill(text: string, results: Map<string, unknown>): string {
+function fill(text: string, results: Map<string, Outcome>): string {
   return text.replace(PLACEHOLDER, (_all, callId: string, path: string) => {
     const { found, value } = lookup(results, callId, path);
     if (!found) return `<missing result ${callId}${path}>`;
@@ -125,7 +138,7 @@ function fill(text: string, results: Map<string, unknown>): string {
 }
 
 /** In object arguments a string that is exactly one placeholder takes the result's own type. */
-function fillDeep(value: unknown, results: Map<string, unknown>): unknown {
+function fillDeep(value: unknown, results: Map<string, Outcome>): unknown {
   if (typeof value === "string") {
     const whole = WHOLE_PLACEHOLDER.exec(value);
     if (whole) {

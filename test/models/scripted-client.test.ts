@@ -96,6 +96,7 @@ replies:
     tool_calls:
       - { name: report, arguments: { area: "{{result:call_1}}", text: "c={{result:call_2.value}}", list: ["{{result:call_2.parts.1}}"] } }
       - { name: echo, arguments: '{"x": {{result:call_1}}}' }
+  - content: "{{result:call_1.result}} {{result:call_2.result.parts.0}} {{result:call_3.ok}} {{result:call_3.error}} {{result:call_4}} {{result:call_4.result}} {{result:call_2}}"
 `);
     const react = JSON.stringify({
       observe: "",
@@ -105,18 +106,19 @@ replies:
         { call_id: "call_3", tool: "calculator", arguments: {}, ok: false, error: "division by zero" },
       ],
     });
-    const res = await c.chat(
-      ask(
-        "solver",
-        user("radius 5"),
-        { role: "assistant", content: null, tool_calls: [{ id: "call_1", name: "calculator", arguments: "{}" }] },
-        { role: "tool", tool_call_id: "call_1", content: '{"ok": true, "result": 78.54}' },
-        { role: "assistant", content: react },
-      ),
-    );
+    const messages: ChatMessage[] = [
+      user("radius 5"),
+      { role: "assistant", content: null, tool_calls: [{ id: "call_1", name: "calculator", arguments: "{}" }] },
+      { role: "tool", tool_call_id: "call_1", content: '{"ok": true, "result": 78.54}' },
+      { role: "tool", tool_call_id: "call_4", content: "plain text result" },
+      { role: "assistant", content: react },
+    ];
+    const res = await c.chat(ask("solver", ...messages));
     expect(res.content).toBe("Area 78.54 m2, circumference 31.42 m, raw division by zero, <missing result call_9>");
     expect(JSON.parse(res.tool_calls[0]?.arguments ?? "")).toEqual({ area: 78.54, text: "c=31.42", list: [2] });
     expect(res.tool_calls[1]?.arguments).toBe('{"x": 78.54}');
+    const paths = await c.chat(ask("solver", ...messages));
+    expect(paths.content).toBe('78.54 1 false division by zero plain text result plain text result {"value":31.42,"parts":[1,2]}');
   });
 
   it("never evaluates template syntax other than the result placeholder", async () => {
