@@ -59,6 +59,8 @@ describe("calculator", () => {
 describe("built-in registry", () => {
   it("provides calculator and terminate, and nothing for other names", async () => {
     expect([...BUILTIN_TOOL_NAMES]).toEqual(["calculator", "terminate"]);
+    // Fresh instances share one schema object, so ajv compiles it once.
+    expect(builtinTool("calculator")!.parameters).toBe(builtinTool("calculator")!.parameters);
     expect(builtinTool("toString")).toBeUndefined();
     expect(builtinTool("__proto__")).toBeUndefined();
     const { box } = makeBox([builtinTool("terminate")!]);

@@ -95,6 +95,16 @@ export function calculate(expression: string): number {
   return Number(value.toPrecision(14));
 }
 
+// One schema object for every instance, so ajv compiles it once per process.
+const PARAMETERS = Object.freeze({
+  type: "object",
+  properties: {
+    expression: { type: "string", minLength: 1, maxLength: 2000, description: "e.g. round(pi * 5^2, 2)" },
+  },
+  required: ["expression"],
+  additionalProperties: false,
+});
+
 /** The `calculator` built-in: `{expression}` in, `{expression, result}` out. */
 export function calculatorTool(): Tool {
   return {
@@ -102,14 +112,7 @@ export function calculatorTool(): Tool {
     description:
       "Evaluate an arithmetic expression: + - * / ^ %, parentheses, constants pi and e, and functions " +
       "sqrt, sin, cos, tan, log, log10, exp, abs, round(x, digits), floor, ceil, min, max, pow.",
-    parameters: {
-      type: "object",
-      properties: {
-        expression: { type: "string", minLength: 1, maxLength: 2000, description: "e.g. round(pi * 5^2, 2)" },
-      },
-      required: ["expression"],
-      additionalProperties: false,
-    },
+    parameters: PARAMETERS,
     timeout_ms: 5000,
     max_output_bytes: 4096,
     execute: async (args) => {

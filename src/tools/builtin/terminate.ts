@@ -1,19 +1,22 @@
 import type { Tool } from "../types.js";
 
+// One schema object for every instance, so ajv compiles it once per process.
+const PARAMETERS = Object.freeze({
+  type: "object",
+  properties: {
+    answer: { type: "string", description: "The final answer." },
+    status: { type: "string", enum: ["success", "failure"], description: "Defaults to success." },
+  },
+  required: ["answer"],
+  additionalProperties: false,
+});
+
 /** The `terminate` built-in: agents see the call by name and end the run with its answer. */
 export function terminateTool(): Tool {
   return {
     name: "terminate",
     description: "Finish the task with the final answer for the user.",
-    parameters: {
-      type: "object",
-      properties: {
-        answer: { type: "string", description: "The final answer." },
-        status: { type: "string", enum: ["success", "failure"], description: "Defaults to success." },
-      },
-      required: ["answer"],
-      additionalProperties: false,
-    },
+    parameters: PARAMETERS,
     timeout_ms: 1000,
     max_output_bytes: 65536,
     execute: async (args) => ({
