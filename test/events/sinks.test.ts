@@ -1,0 +1,227 @@
+import { describe, expect, test } from "vitest";
+import { EventBus } from "../../src/events/bus.js";
+import { ndjsonSink } from "../../src/events/ndjson-sink.js";
+import { terminalSink } from "../../src/events/terminal-sink.js";
+import type { EventScope, RunEvent } from "../../src/events/types.js";
+import { circleReactRun, steppingClock, todo } from "../trace/fixtures.js";
+
+/** Collects what a sink writes. */
+function collector(columns?: number) {
+  const chunks: string[] = [];
+  return { chunks, columns, write: (c: string) => chunks.push(c), text: () => chunks.join("") };
+}
+
+const ESC = "\x1b";
+const s: EventScope = { agent_id: "planner", step_id: "p1" };
+
+/** A todo stream in which versions 2 and 3 arrive again after 4 (stale) and item 2 skips ahead. */
+function todoEvents(): RunEvent[] {
+  const bus = new EventBus("task-t", steppingClock());
+  const out: RunEvent[] = [];
+  bus.subscribe((e) => out.push(e));
+  bus.emit({ type: "run.started", input: "circle" }, { agent_id: "planner" });
+  bus.emit({ type: "agent.started", kind: "plan_and_solve", input: "circle" }, s);
+  bus.emit({ type: "todo.updated", session_id: "sess", version: 1, todos: [todo(1, "Look up formula", "pending"), todo(2, "Compute area", "pending")] }, s);
+  bus.emit({ type: "todo.item_progress", session_id: "sess", version: 2, item: todo(1, "Look up formula", "in_progress") }, s);
+  bus.emit({ type: "todo.item_progress", session_id: "sess", version: 4, item: todo(1, "Look up formula", "completed", 1) }, s);
+  bus.emit({ type: "todo.item_progress", session_id: "sess", version: 3, item: todo(1, "Look up formula", "failed") }, s); // stale
+  bus.emit({ type: "todo.updated", session_id: "sess", version: 4, todos: [todo(1, "STALE LIST", "pending")] }, s); // stale: not newer
+  bus.emit({ type: "todo.item_progress", session_id: "sess", version: 5, item: todo(2, "Compute area", "skipped") }, s);
+  bus.emit({ type: "todo.item_progress", session_id: "other", version: 1, item: todo(1, "Other session item", "blocked") }, s);
+  bus.emit({ type: "todo.completed", session_id: "sess", version: 6, todos: [todo(1, "Look up formula", "completed", 1), todo(2, "Compute area", "skipped")] }, s);
+  bus.emit({ type: "run.finished", result_type: "answer", answer: "78.54", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }, { agent_id: "planner" });
+  return out;
+}
+
+describe("terminalSink, not a terminal", () => {
+  test("plain appended lines: recursions, llm and tool calls with durations, plan, compact states, nested agent", () => {
+    const out = collector();
+    const sink = terminalSink(out, { tty: false, color: false });
+    for (const e of circleReactRun()) sink(e);
+    sink.close();
+    const text = out.text();
+    expect(text).not.toContain(ESC);
+    expect(text).toMatchInlineSnapshot(`
+      "▶ run task-circle: What are the area and circumference of a circle with radius 5?
+      ▶ solver (react)
+      state react: INIT → RECURSION
+      recursion 1 · trace tr-1
+      state react: RECURSION → INPUT → CALL_LLM
+      llm gpt-4o-mini → PLAN · 340 tok · 812ms
+        thought: I need a plan first.
+      plan:
+        1. Compute the area
+        2. Compute the circumference
+        3. Answer
+      recursion 2 · trace tr-2
+      llm gpt-4o-mini → CALL_TOOL · 380 tok · 640ms
+      tool calculator ✓ 3ms  {"expression":"pi * 5^2"} → 78.54
+      ✗ tool calculator 2ms  {"expression":"2 * pi * 5 +"} error: Unexpected end of expression (char 12)
+      plan updated (1/3 finished):
+        [x] 1. Compute the area
+        [ ] 2. Compute the circumference
+        [ ] 3. Answer
+      recursion 3 · trace tr-3
+      llm gpt-4o-mini → CALL_TOOL · 420 tok · 500ms
+        ▶ helper (react): circumference of r=5
+        recursion 1 · trace tr-h1
+        llm gpt-4o-mini → ANSWER · 110 tok · 300ms
+        ■ helper answered · 110 tok
+      tool helper ✓ 450ms  {"query":"circumference of r=5"} → 31.42
+      recursion 4 · trace tr-4
+      llm gpt-4o-mini → ANSWER · 475 tok · 700ms
+      state react: RECURSION → RESULT_TYPE
+      ■ solver answered · 1725 tok
+      ■ answer · 3.00s · 1725 tok
+      "
+    `);
+    expect(text).toContain("tool calculator ✓ 3ms");
+    expect(text).toContain("recursion 4 · trace tr-4");
+  });
+
+  test("the todo list as checklist lines; stale versions dropped", () => {
+    const out = collector();
+    const sink = terminalSink(out, { tty: false, color: false });
+    for (const e of todoEvents()) sink(e);
+    sink.close();
+    const lines = out.text().split("\n");
+    expect(lines.filter((l) => l.includes("todo v"))).toEqual([
+      "todo v1 · 0/2 done",
+      "todo v2 · [~] 1. Look up formula",
+      "todo v4 · [x] 1. Look up formula",
+      "todo v5 · [-] 2. Compute area",
+      "todo v1 · [!] 1. Other session item (blocked)",
+      "todo v6 completed · 2/2 done",
+    ]);
+    expect(lines).toContain("  [ ] 1. Look up formula");
+    expect(lines).toContain("  [-] 2. Compute area");
+    expect(out.text()).not.toContain("STALE LIST");
+    expect(out.text()).not.toContain("(failed)");
+  });
+
+  test("streamed tokens only when asked, line by line", () => {
+    const bus = new EventBus("task-d", steppingClock());
+    const events: RunEvent[] = [];
+    bus.subscribe((e) => events.push(e));
+    for (const text of ["Hel", "lo\nwor", "ld"]) bus.emit({ type: "llm.delta", text }, s);
+    bus.emit({ type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 5 }, s);
+    const quiet = collector();
+    const loud = collector();
+    const q = terminalSink(quiet, { tty: false, color: false });
+    const l = terminalSink(loud, { tty: false, color: false, deltas: true });
+    for (const e of events) {
+      q(e);
+      l(e);
+    }
+    expect(quiet.text()).toBe("llm m → reply · 2 tok · 5ms\n");
+    expect(loud.text()).toBe("  ┆ Hello\n  ┆ world\nllm m → reply · 2 tok · 5ms\n");
+  });
+
+  test("never prints secrets", () => {
+    const bus = new EventBus("task-s", steppingClock());
+    const out = collector();
+    bus.subscribe(terminalSink(out, { tty: false, color: false, secrets: ["conf-key-123456"] }));
+    bus.emit({ type: "run.started", input: "key sk-abcdefghijklmnop" }, s);
+    bus.emit(
+      { type: "tool.finished", tool: "http", call_id: "c", arguments: { api_key: "k-SECRET-1" }, ok: false, error: "401 Bearer tok-SECRET-2 conf-key-123456", duration_ms: 1 },
+      s,
+    );
+    expect(out.text()).not.toMatch(/SECRET|sk-abcdefghijklmnop|conf-key-123456/);
+    expect(out.text()).toContain("[REDACTED]");
+  });
+});
+
+describe("terminalSink on a terminal", () => {
+  test("redraws the status line and checklist in place with cursor-up sequences", () => {
+    const out = collector(60);
+    const sink = terminalSink(out, { tty: true, color: false });
+    const events = todoEvents();
+    const writes: string[] = [];
+    for (const e of events) {
+      const before = out.chunks.length;
+      sink(e);
+      writes.push(out.chunks.slice(before).join(""));
+    }
+    sink.close();
+    const at = (version: number, session = "sess") =>
+      writes[events.findIndex((e) => "version" in e && e.version === version && e.session_id === session && e.type !== "todo.updated") ]!;
+    // v2: the block (status line + header + 2 items = 4 lines) is erased and drawn again.
+    expect(at(2)).toBe(
+      `${ESC}[4A\r${ESC}[J` +
+        "● planner (plan_and_solve)\n" +
+        "todo v2 · 0/2 done\n" +
+        "  [~] 1. Look up formula\n" +
+        "  [ ] 2. Compute area\n",
+    );
+    // A stale delta writes nothing at all.
+    expect(writes[events.findIndex((e) => e.type === "todo.item_progress" && e.version === 3)]).toBe("");
+    expect(writes[events.findIndex((e) => e.type === "todo.updated" && e.version === 4)]).toBe("");
+    // Two sessions: both checklists in the block.
+    expect(at(1, "other")).toContain("todo v5 · 2/2 done · sess\n");
+    expect(at(1, "other")).toContain("  [!] 1. Other session item (blocked)\n");
+    // Log lines go above the block: erase, line, block again.
+    const finished = writes[writes.length - 1]!;
+    expect(finished.startsWith(`${ESC}[6A\r${ESC}[J■ answer · `)).toBe(true);
+    // Played on a simulated screen, the erases leave each log line once and only the latest block.
+    const screen = playOnScreen(out.text());
+    expect(screen).toEqual([
+      "▶ run task-t: circle",
+      "▶ planner (plan_and_solve)",
+      "✓ todo list completed (v6)",
+      expect.stringMatching(/^■ answer · \d/),
+      "todo v6 · 2/2 done · sess",
+      "  [x] 1. Look up formula",
+      "  [-] 2. Compute area",
+      "todo v1 · 0/1 done · other",
+      "  [!] 1. Other session item (blocked)",
+      "",
+    ]);
+    // After close the status line is gone and the final checklists stay.
+    expect(out.chunks.at(-1)).not.toContain("●");
+    expect(out.chunks.at(-1)).toContain("[x] 1. Look up formula");
+  });
+
+  test("block lines are cut to the terminal width", () => {
+    const out = collector(30);
+    const sink = terminalSink(out, { tty: true, color: false });
+    sink({ type: "todo.updated", session_id: "x", version: 1, todos: [todo(1, "a very long todo item that goes on and on", "pending")], seq: 1, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" });
+    for (const line of out.text().split("\n")) expect(line.length).toBeLessThanOrEqual(29);
+  });
+});
+
+/** What a terminal shows after `text`: handles `\n`, `\r`, cursor up (`ESC[nA`) and erase down (`ESC[J`). */
+function playOnScreen(text: string): string[] {
+  const lines = [""];
+  let row = 0;
+  const tokens = text.split(/(\x1b\[\d*A|\x1b\[J|\r|\n)/);
+  for (const token of tokens) {
+    const up = /^\x1b\[(\d*)A$/.exec(token);
+    if (up) row = Math.max(0, row - Number(up[1] || 1));
+    else if (token === "\x1b[J") {
+      lines.length = row + 1;
+      lines[row] = "";
+    } else if (token === "\r") {
+      // Every write after \r here follows an erase, so the column does not matter.
+    } else if (token === "\n") {
+      row += 1;
+      if (lines[row] === undefined) lines[row] = "";
+    } else lines[row] += token;
+  }
+  return lines;
+}
+
+describe("ndjsonSink", () => {
+  test("one redacted JSON event per line, in seq order", () => {
+    const lines: string[] = [];
+    const bus = new EventBus("task-n", steppingClock());
+    bus.subscribe(ndjsonSink((line) => lines.push(line)));
+    const events = [...circleReactRun("task-n", bus)];
+    bus.emit({ type: "tool.started", tool: "http", call_id: "c9", arguments: { headers: { authorization: "Bearer abc.def" }, apiKey: "k-1234567" } }, s);
+    expect(lines).toHaveLength(events.length + 1);
+    for (const line of lines) expect(line.endsWith("\n") && !line.slice(0, -1).includes("\n")).toBe(true);
+    const parsed = lines.map((l) => JSON.parse(l) as RunEvent);
+    expect(parsed.slice(0, events.length)).toEqual(events);
+    expect(parsed.map((e) => e.seq)).toEqual(parsed.map((_, i) => i + 1));
+    expect(parsed.at(-1)).toMatchObject({ arguments: { headers: { authorization: "[REDACTED]" }, apiKey: "[REDACTED]" } });
+  });
+});
