@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { describeError } from "../errors.js";
 import { registerExec } from "./commands/exec.js";
+import { registerGraph } from "./commands/graph.js";
 import { registerSchema } from "./commands/schema.js";
 import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
@@ -29,6 +30,7 @@ export async function main(argv: string[]): Promise<number> {
   registerSchema(program, setExit);
   registerTrace(program, setExit);
   registerExec(program, setExit);
+  registerGraph(program, setExit);
 
   try {
     await program.parseAsync(argv);

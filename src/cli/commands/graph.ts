@@ -1,0 +1,56 @@
+import type { Command } from "commander";
+import { loadTeam } from "../../config/load.js";
+import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import { compositionToMermaid } from "../../graph/composition.js";
+import { MACHINES, MACHINE_OF_KIND } from "../../graph/machines.js";
+import { machineToMermaid } from "../../graph/mermaid.js";
+import { EXIT, type SetExit } from "../main.js";
+
+/** `runtime graph --machine NAME` or `runtime graph FILE [--agent NAME]`: Mermaid from the definitions. */
+export function registerGraph(program: Command, setExit: SetExit): void {
+  program
+    .command("graph")
+    .description("print machines as Mermaid stateDiagram-v2, generated from their definitions")
+    .argument("[file]", "team file: draw its agents' machines and compositions")
+    .option("-a, --agent <name>", "only this agent")
+    .option("-m, --machine <name>", `a built-in machine: ${Object.keys(MACHINES).join(" | ")}`)
+    .action(async (file: string | undefined, opts: { agent?: string; machine?: string }) => {
+      setExit(await graph(file, opts));
+    });
+}
+
+async function graph(file: string | undefined, opts: { agent?: string; machine?: string }): Promise<number> {
+  const err = (message: string) => {
+    process.stderr.write(`runtime graph: ${message}\n`);
+    return EXIT.USAGE;
+  };
+  if (opts.machine !== undefined) {
+    const entry = MACHINES[opts.machine];
+    if (!entry) return err(`unknown machine '${opts.machine}' (machines: ${Object.keys(MACHINES).join(", ")})`);
+    process.stdout.write(machineToMermaid(entry.machine, entry.title));
+    return EXIT.OK;
+  }
+  if (file === undefined) return err("give a team file or --machine NAME");
+  let team;
+  try {
+    team = await loadTeam(file);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      for (const p of e.problems) process.stderr.write(`${formatProblem(p)}\n`);
+      return EXIT.USAGE;
+    }
+    return err(describeError(e));
+  }
+  const names = opts.agent !== undefined ? [opts.agent] : Object.keys(team.agents);
+  const out: string[] = [];
+  for (const name of names) {
+    const agent = team.agents[name];
+    if (!agent) return err(`unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
+    out.push(`%% agent ${name} (${agent.kind})`);
+    out.push(compositionToMermaid(team, name));
+    const machine = MACHINES[MACHINE_OF_KIND[agent.kind] ?? ""];
+    if (machine) out.push(machineToMermaid(machine.machine, `${name}: ${machine.title}`));
+  }
+  process.stdout.write(out.join("\n"));
+  return EXIT.OK;
+}
