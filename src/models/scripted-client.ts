@@ -42,7 +42,7 @@ export function scriptedClientFrom(script: LoadedScript, config: Pick<ScriptedCl
       if (reply.delay_ms) await sleep(reply.delay_ms, request.signal, config.model);
 
       const results = collectResults(request.messages);
-      const content = reply.content == null ? null : fill(reply.content, results);
+      const content = reply.content == null ? null : fillContent(reply.content, results);
       const toolCalls: ToolCallRequest[] = (reply.tool_calls ?? []).map((call) => ({
         id: call.id ?? `call_s${++generatedIds}`,
         name: call.name,
@@ -73,6 +73,7 @@ function pick(script: LoadedScript, consumed: Set<number>, request: ChatRequest)
 }
 
 const PLACEHOLDER = /\{\{\s*result:([^.\s}]+)((?:\.[^.\s}]+)*)\s*\}\}/g;
+const PLACEHOLDER_TEST = /\{\{\s*result:/;
 const WHOLE_PLACEHOLDER = /^\{\{\s*result:([^.\s}]+)((?:\.[^.\s}]+)*)\s*\}\}$/;
 
 /** A tool's outcome as the placeholders see it: `{ok, result}` or `{ok, error}`, plus whatever else was reported. */
@@ -106,16 +107,16 @@ function asOutcome(value: unknown): Outcome {
 }
 
 /**
- * `ID` alone is the result (or the error text); `ID.result.x`, `ID.ok`, `ID.error`
- * read the outcome; `ID.x` falls back to the result's own field `x`.
+ * `ID` alone is the tool's result (or its error text); `ID.a.b` reads into the
+ * result, else into the outcome itself (`ID.ok`, `ID.error`, `ID.result`).
  */
 function lookup(results: Map<string, Outcome>, callId: string, path: string): { found: boolean; value: unknown } {
   const outcome = results.get(callId);
   if (outcome === undefined) return { found: false, value: undefined };
   const keys = path.split(".").filter(Boolean);
   if (keys.length === 0) return { found: true, value: "result" in outcome ? outcome["result"] : outcome["error"] };
-  const direct = walk(outcome, keys);
-  return direct.found ? direct : walk(outcome["result"], keys);
+  const inResult = walk(outcome["result"], keys);
+  return inResult.found ? inResult : walk(outcome, keys);
 }
 
 function walk(start: unknown, keys: string[]): { found: boolean; value: unknown } {
@@ -135,6 +136,24 @@ function fill(text: string, results: Map<string, Outcome>): string {
     if (!found) return `<missing result ${callId}${path}>`;
     return typeof value === "string" ? value : JSON.stringify(value);
   });
+}
+
+/**
+ * JSON content is filled value by value, so a result holding quotes or
+ * newlines cannot break the JSON the agent will parse.
+ */
+function fillContent(content: string, results: Map<string, Outcome>): string {
+  if (!PLACEHOLDER_TEST.test(content)) return content;
+  const parsed = parseMaybe(content);
+  if (parsed === null || typeof parsed !== "object") return fill(content, results);
+  return JSON.stringify(mapStrings(parsed, (text) => fill(text, results)));
+}
+
+function mapStrings(value: unknown, f: (text: string) => string): unknown {
+  if (typeof value === "string") return f(value);
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, f));
+  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, f)]));
+  return value;
 }
 
 /** In object arguments a string that is exactly one placeholder takes the result's own type. */

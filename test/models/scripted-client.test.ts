@@ -121,6 +121,27 @@ replies:
     expect(paths.content).toBe('78.54 1 false division by zero plain text result plain text result {"value":31.42,"parts":[1,2]}');
   });
 
+  it("reads into the calculator's result object and keeps JSON content valid whatever the result holds", async () => {
+    const c = client(`
+version: 1
+replies:
+  - content: |
+      {"action": {"result": {"action_type": "ANSWER", "output": {"answer": "Area {{result:call_area.result}} m2 ({{result:call_note}})"}}}}
+`);
+    const react = JSON.stringify({
+      recursion: 2,
+      action_type: "CALL_TOOL",
+      tool_results: [
+        { call_id: "call_area", tool: "calculator", arguments: {}, ok: true, result: { expression: "round(pi * 5^2, 2)", result: 78.54 } },
+        { call_id: "call_note", tool: "lookup", arguments: {}, ok: true, result: 'say "hi"\nbye' },
+      ],
+    });
+    const res = await c.chat(ask("solver", user("radius 5"), { role: "assistant", content: react }));
+    expect(JSON.parse(res.content ?? "")).toEqual({
+      action: { result: { action_type: "ANSWER", output: { answer: 'Area 78.54 m2 (say "hi"\nbye)' } } },
+    });
+  });
+
   it("never evaluates template syntax other than the result placeholder", async () => {
     const c = client(`
 version: 1
