@@ -1,0 +1,28 @@
+/**
+ * Names an agent's `tools` list may use without declaring them under `tools:`.
+ * The schema's `builtin` enum lists the same names (a test keeps them equal).
+ */
+export const BUILTIN_TOOL_NAMES = [
+  "calculator",
+  "terminate",
+  "write_todos",
+  "create_todo_list",
+  "update_todo_item",
+  "validate_plan",
+  // The Plan Tool's methods (seed 003).
+  "create_plan_from_structure",
+  "get_task",
+  "update_task_status",
+  "get_ready_tasks",
+  "get_tasks_for_role",
+  "get_plan_status",
+  "get_plan_structure",
+  "delete_plan",
+] as const;
+
+export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
+
+/** True when `name` is a built-in tool. */
+export function isBuiltinToolName(name: string): name is BuiltinToolName {
+  return (BUILTIN_TOOL_NAMES as readonly string[]).includes(name);
+}

@@ -1,0 +1,81 @@
+/**
+ * `loadTeam`: a team file in, a fully resolved team out, or a ConfigError
+ * listing every problem with its file, line, column and JSON pointer.
+ */
+import { readFile, stat } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { ConfigError, describeError, type ConfigProblem } from "../errors.js";
+import type { Env } from "./interpolate.js";
+import { MAX_FILE_BYTES, parseTeamText, type UnsetVariable } from "./parse.js";
+import { isRecord } from "./raw.js";
+import { checkReferences, type References } from "./references.js";
+import { resolveTeam } from "./resolve.js";
+import type { ResolvedTeam } from "./types.js";
+import { validateAgainstSchema } from "./validate.js";
+
+export interface LoadOptions {
+  /** Where `${VAR}` values come from. @default process.env */
+  env?: Env;
+}
+
+/** Load, validate and resolve the team file at `path`. */
+export async function loadTeam(path: string, options: LoadOptions = {}): Promise<ResolvedTeam> {
+  const fail = (message: string): never => {
+    throw new ConfigError([{ file: path, line: 1, col: 1, path: "", message }]);
+  };
+  let bytes: Buffer;
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) fail("not a file");
+    // Refuse before reading: a huge file should cost nothing.
+    if (info.size > MAX_FILE_BYTES) fail(`file is ${(info.size / (1024 * 1024)).toFixed(1)} MB: a team file may be at most 1 MB`);
+    bytes = await readFile(path);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    return fail(code === "ENOENT" ? "file not found" : `cannot read file: ${describeError(err)}`);
+  }
+  return loadTeamFromString(decodeUtf8(bytes), path, options);
+}
+
+/**
+ * Load a team from its text; `file` names it in problems and anchors relative
+ * paths (its directory).
+ */
+export async function loadTeamFromString(text: string, file: string, options: LoadOptions = {}): Promise<ResolvedTeam> {
+  const env = options.env ?? process.env;
+  const absolute = resolve(file);
+  const dir = dirname(absolute);
+  const parsed = parseTeamText(text.replace(/^\uFEFF/, ""), file, env);
+  if (parsed.problems.length > 0 || !isRecord(parsed.value)) throw new ConfigError(sorted(parsed.problems));
+
+  // ajv fills defaults into what it validates: give it a copy.
+  const team = structuredClone(parsed.value);
+  const problems = validateAgainstSchema(team, parsed.source);
+  const { problems: referenceProblems, refs } = checkReferences(team, dir, parsed.source);
+  problems.push(...referenceProblems);
+  for (const unset of parsed.unset) {
+    if (!isNeeded(unset, refs)) continue;
+    const message = `environment variable ${unset.name} is not set (write \${${unset.name}:-default} to give a fallback)`;
+    problems.push(parsed.source.problem(unset.pointer, message));
+  }
+  if (problems.length > 0) throw new ConfigError(sorted(problems));
+  return resolveTeam(team, absolute, dir, refs);
+}
+
+/** An unset variable only matters in a model or tool some agent uses. */
+function isNeeded(unset: UnsetVariable, refs: References): boolean {
+  const [, section, name] = unset.pointer.split("/");
+  if (section === "models") return refs.usedModels.has(name ?? "");
+  if (section === "tools") return refs.usedTools.has(name ?? "");
+  return true;
+}
+
+function sorted(problems: ConfigProblem[]): ConfigProblem[] {
+  return [...problems].sort((a, b) => a.line - b.line || a.col - b.col || a.path.localeCompare(b.path));
+}
+
+/** Invalid UTF-8 becomes U+FFFD, which the parser's binary check reports. */
+function decodeUtf8(bytes: Buffer): string {
+  return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+}

@@ -1,0 +1,256 @@
+/**
+ * The checks a schema cannot express: references between models, tools,
+ * agents and workflows, agent cycles, duplicate ids, and files that must exist.
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { Ajv } from "ajv";
+import type { ConfigProblem } from "../errors.js";
+import { describeError } from "../errors.js";
+import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from "./builtin-names.js";
+import { AGENT_REFERENCE_KEYS, isRecord, list, records, str, strings, type RawObject } from "./raw.js";
+import { pointer, type SourceMap } from "./source.js";
+import { didYouMean, listNames } from "./suggest.js";
+
+/** What the checks learnt that resolving needs too. */
+export interface References {
+  /** Agent name → the model it resolves to (only when it resolves). */
+  models: Map<string, string>;
+  /** Names of models and tools some agent uses: an unset `${VAR}` elsewhere is harmless. */
+  usedModels: Set<string>;
+  usedTools: Set<string>;
+  /** Agent name → the text of its system_prompt file. */
+  prompts: Map<string, string>;
+}
+
+/** An edge of the agent graph, kept with where it is written. */
+interface Edge {
+  to: string;
+  at: string;
+}
+
+export function checkReferences(team: RawObject, dir: string, source: SourceMap): { problems: ConfigProblem[]; refs: References } {
+  const problems: ConfigProblem[] = [];
+  const report = (at: string, message: string, where: "value" | "key" = "value") => problems.push(source.problem(at, message, where));
+  const models = records(team.models);
+  const tools = records(team.tools);
+  const agents = records(team.agents);
+  const workflows = records(team.workflows);
+  const modelNames = models.map(([n]) => n);
+  const toolNames = tools.map(([n]) => n);
+  const agentNames = agents.map(([n]) => n);
+  const workflowNames = workflows.map(([n]) => n);
+  const isAgent = (name: string) => agentNames.includes(name);
+  const refs: References = { models: new Map(), usedModels: new Set(), usedTools: new Set(), prompts: new Map() };
+  const edges = new Map<string, Edge[]>(agentNames.map((n) => [n, []]));
+
+  const entry = str(team.entry);
+  if (entry !== undefined && !isAgent(entry)) report("/entry", `unknown agent '${entry}'${didYouMean(entry, agentNames)}${declared("agents", agentNames)}`);
+
+  for (const [name, model] of models) {
+    const script = str(model.script);
+    if (model.provider === "scripted" && script !== undefined) {
+      checkFile(resolve(dir, script), pointer("models", name, "script"), "script file", report);
+    }
+  }
+
+  for (const [name, tool] of tools) {
+    if (isAgent(name)) report(pointer("tools", name), `'${name}' names both a tool and an agent: rename one`, "key");
+    checkTool(name, tool, dir, report);
+  }
+
+  for (const [name, agent] of agents) {
+    const at = (...keys: Array<string | number>) => pointer("agents", name, ...keys);
+    const out = edges.get(name) ?? [];
+    if (isBuiltinToolName(name)) report(at(), `agent '${name}' has the name of a built-in tool: rename it`, "key");
+
+    const explicit = str(agent.model);
+    if (explicit !== undefined) {
+      if (modelNames.includes(explicit)) refs.models.set(name, explicit);
+      else report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
+    } else if (modelNames.includes("default")) {
+      refs.models.set(name, "default");
+    } else if (modelNames.length === 1 && modelNames[0] !== undefined) {
+      refs.models.set(name, modelNames[0]);
+    } else if (modelNames.length > 1) {
+      report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
+    }
+
+    for (const [index, tool] of strings(agent.tools)) {
+      if (toolNames.includes(tool)) refs.usedTools.add(tool);
+      else if (isAgent(tool)) out.push({ to: tool, at: at("tools", index) });
+      else if (!isBuiltinToolName(tool)) {
+        const candidates = [...toolNames, ...BUILTIN_TOOL_NAMES, ...agentNames.filter((a) => a !== name)];
+        report(at("tools", index), `unknown tool '${tool}'${didYouMean(tool, candidates)}: expected a tool under 'tools', a built-in tool or an agent`);
+      }
+    }
+
+    for (const key of AGENT_REFERENCE_KEYS) {
+      const target = str(agent[key]);
+      if (target === undefined) continue;
+      if (isAgent(target)) out.push({ to: target, at: at(key) });
+      else report(at(key), `unknown agent '${target}'${didYouMean(target, agentNames)}${declared("agents", agentNames)}`);
+    }
+    if (agent.kind === "plan_and_solve_flow" && agent.enable_replanner === true && agent.replanner === undefined) {
+      report(at("enable_replanner"), "enable_replanner is true but no 'replanner' agent is given");
+    }
+
+    const workflow = str(agent.workflow);
+    if (agent.kind === "sop" && workflow !== undefined) {
+      if (!workflowNames.includes(workflow)) {
+        report(at("workflow"), `unknown workflow '${workflow}'${didYouMean(workflow, workflowNames)}${declared("workflows", workflowNames)}`);
+      }
+    }
+
+    const promptFile = str(agent.system_prompt);
+    if (promptFile !== undefined && agent.prompt !== undefined) {
+      report(at("prompt"), "give either 'system_prompt' (a file) or 'prompt' (inline text), not both");
+    } else if (promptFile !== undefined) {
+      const path = resolve(dir, promptFile);
+      if (checkFile(path, at("system_prompt"), "prompt file", report)) {
+        try {
+          refs.prompts.set(name, readFileSync(path, "utf8"));
+        } catch (err) {
+          report(at("system_prompt"), `cannot read prompt file ${path}: ${describeError(err)}`);
+        }
+      }
+    }
+  }
+
+  // A sop agent reaches the assignees of its workflow's tasks.
+  for (const [name, agent] of agents) {
+    const workflow = workflows.find(([w]) => w === str(agent.workflow))?.[1];
+    if (agent.kind !== "sop" || !workflow) continue;
+    for (const [stepIndex, step] of list(workflow.steps).entries()) {
+      for (const [taskIndex, task] of list(isRecord(step) ? step.tasks : undefined).entries()) {
+        const assignee = isRecord(task) ? str(task.assignee) : undefined;
+        const at = pointer("workflows", str(agent.workflow) ?? "", "steps", stepIndex, "tasks", taskIndex, "assignee");
+        if (assignee !== undefined && isAgent(assignee)) edges.get(name)?.push({ to: assignee, at });
+      }
+    }
+  }
+
+  for (const [id, workflow] of workflows) checkWorkflow(id, workflow, agentNames, report);
+  for (const problem of findCycles(agentNames, edges)) report(problem.at, problem.message);
+
+  for (const model of refs.models.values()) refs.usedModels.add(model);
+  return { problems, refs };
+}
+
+type Report = (at: string, message: string, where?: "value" | "key") => void;
+
+function checkTool(name: string, tool: RawObject, dir: string, report: Report): void {
+  const at = (...keys: Array<string | number>) => pointer("tools", name, ...keys);
+  const command = strings(tool.command);
+  const program = command[0]?.[1];
+  if (program !== undefined && program.startsWith(".")) checkFile(resolve(dir, program), at("command", 0), "program", report);
+  const cwd = str(tool.cwd);
+  if (cwd !== undefined) {
+    const path = resolve(dir, cwd);
+    if (!existsSync(path) || !statSync(path).isDirectory()) report(at("cwd"), `directory not found: ${path}`);
+  }
+  if (isRecord(tool.parameters)) {
+    const problem = compileProblem(tool.parameters);
+    if (problem !== undefined) report(at("parameters"), `invalid JSON Schema: ${problem}`);
+  }
+}
+
+let parametersAjv: Ajv | undefined;
+
+/**
+ * Compile a tool's parameter schema the way the tool layer will (ajv, strict),
+ * so a broken schema is a config error and not a failure mid-run.
+ */
+function compileProblem(schema: RawObject): string | undefined {
+  parametersAjv ??= new Ajv({ strict: true, allErrors: true, $data: false });
+  try {
+    parametersAjv.compile(schema);
+    return undefined;
+  } catch (err) {
+    return describeError(err);
+  } finally {
+    // Forget it again: an `$id` in one file must not clash with the next load.
+    parametersAjv.removeSchema(schema);
+  }
+}
+
+function checkWorkflow(id: string, workflow: RawObject, agentNames: string[], report: Report): void {
+  const stepIds = new Map<string, string>();
+  const taskIds = new Map<string, string>();
+  for (const [stepIndex, step] of list(workflow.steps).entries()) {
+    if (!isRecord(step)) continue;
+    const stepAt = (...keys: Array<string | number>) => pointer("workflows", id, "steps", stepIndex, ...keys);
+    const stepId = str(step.step_id);
+    if (stepId !== undefined) {
+      const first = stepIds.get(stepId);
+      if (first !== undefined) report(stepAt("step_id"), `duplicate step_id '${stepId}' (first used at ${first})`);
+      else stepIds.set(stepId, stepAt("step_id"));
+    }
+    for (const [taskIndex, task] of list(step.tasks).entries()) {
+      if (!isRecord(task)) continue;
+      const taskAt = (key: string) => stepAt("tasks", taskIndex, key);
+      const taskId = str(task.task_id);
+      if (taskId !== undefined) {
+        const first = taskIds.get(taskId);
+        if (first !== undefined) report(taskAt("task_id"), `duplicate task_id '${taskId}' (first used at ${first})`);
+        else taskIds.set(taskId, taskAt("task_id"));
+      }
+      const assignee = str(task.assignee);
+      if (assignee !== undefined && !agentNames.includes(assignee)) {
+        report(taskAt("assignee"), `unknown assignee '${assignee}'${didYouMean(assignee, agentNames)}: an assignee must be an agent${declared("agents", agentNames)}`);
+      }
+    }
+  }
+}
+
+/**
+ * Every cycle in the agent graph, each reported once at the reference that
+ * closes it. Iterative, since a hostile file may chain thousands of agents.
+ */
+function findCycles(agents: string[], edges: Map<string, Edge[]>): Array<{ at: string; message: string }> {
+  const found: Array<{ at: string; message: string }> = [];
+  const seen = new Set<string>();
+  const state = new Map<string, "active" | "done">();
+  for (const root of agents) {
+    if (state.has(root)) continue;
+    const stack: Array<{ agent: string; next: number }> = [{ agent: root, next: 0 }];
+    state.set(root, "active");
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]!;
+      const edge = edges.get(frame.agent)?.[frame.next++];
+      if (!edge) {
+        state.set(frame.agent, "done");
+        stack.pop();
+        continue;
+      }
+      const status = state.get(edge.to);
+      if (status === undefined) {
+        state.set(edge.to, "active");
+        stack.push({ agent: edge.to, next: 0 });
+      } else if (status === "active") {
+        const path = stack.map((f) => f.agent);
+        const cycle = [...path.slice(path.indexOf(edge.to)), edge.to];
+        const key = cycle.slice(0, -1).sort().join("\u0000");
+        if (!seen.has(key)) {
+          seen.add(key);
+          found.push({ at: edge.at, message: `agent cycle: ${cycle.join(" → ")} (an agent may not reach itself through its tools or sub-agents)` });
+        }
+      }
+    }
+  }
+  return found;
+}
+
+/** True when `path` is an existing file; otherwise reports why not. */
+function checkFile(path: string, at: string, what: string, report: Report): boolean {
+  if (!isAbsolute(path) || !existsSync(path)) report(at, `${what} not found: ${path}`);
+  else if (!statSync(path).isFile()) report(at, `${what} is not a file: ${path}`);
+  else return true;
+  return false;
+}
+
+function declared(what: string, names: string[]): string {
+  if (names.length === 0) return `; no ${what} are declared`;
+  if (names.length > 12) return "";
+  return `; declared ${what}: ${names.join(", ")}`;
+}

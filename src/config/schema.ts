@@ -1,0 +1,56 @@
+/**
+ * The team file's JSON Schema (`schemas/team.schema.json`), read once from the
+ * package and compiled once with ajv.
+ */
+import { readFileSync } from "node:fs";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+
+/** Path of `schemas/team.schema.json` inside the package (same from src/ and dist/). */
+export const TEAM_SCHEMA_URL = new URL("../../schemas/team.schema.json", import.meta.url);
+
+export type SchemaObject = Record<string, unknown>;
+
+let schema: SchemaObject | undefined;
+let validator: ValidateFunction | undefined;
+
+/** The schema as parsed JSON. */
+export function teamSchema(): SchemaObject {
+  schema ??= JSON.parse(readFileSync(TEAM_SCHEMA_URL, "utf8")) as SchemaObject;
+  return schema;
+}
+
+/** The compiled validator: strict, every error, defaults filled into the data it checks. */
+export function teamValidator(): ValidateFunction {
+  if (!validator) {
+    const ajv = new Ajv2020({ strict: true, allErrors: true, useDefaults: true, verbose: true, $data: false });
+    validator = ajv.compile(teamSchema());
+  }
+  return validator;
+}
+
+/**
+ * Property names a schema object allows, following `$ref` into `$defs`: the
+ * keys to suggest for an unknown key.
+ */
+export function allowedKeys(node: unknown): string[] {
+  const keys = new Set<string>();
+  const visit = (s: unknown, depth: number) => {
+    if (!isObject(s) || depth > 8) return;
+    if (isObject(s.properties)) for (const k of Object.keys(s.properties)) keys.add(k);
+    if (typeof s.$ref === "string") visit(resolveRef(s.$ref), depth + 1);
+  };
+  visit(node, 0);
+  return [...keys];
+}
+
+/** The subschema a local `#/$defs/...` reference names. */
+export function resolveRef(ref: string): unknown {
+  if (!ref.startsWith("#/")) return undefined;
+  let node: unknown = teamSchema();
+  for (const part of ref.slice(2).split("/")) node = isObject(node) ? node[part] : undefined;
+  return node;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,144 @@
+/**
+ * Schema validation of the parsed value, with ajv's errors turned into
+ * located problems whose messages say what is expected.
+ */
+import type { ErrorObject } from "ajv";
+import type { ConfigProblem } from "../errors.js";
+import { allowedKeys, teamValidator } from "./schema.js";
+import type { SourceMap } from "./source.js";
+import { pointerSegment } from "./source.js";
+import { didYouMean, listNames } from "./suggest.js";
+
+/**
+ * Validate `value` against the team schema, filling defaults into it (pass a
+ * copy you own). Returns every problem found.
+ */
+export function validateAgainstSchema(value: unknown, source: SourceMap): ConfigProblem[] {
+  const validate = teamValidator();
+  if (validate(value)) return [];
+  const problems: ConfigProblem[] = [];
+  const seen = new Set<string>();
+  for (const error of validate.errors ?? []) {
+    const problem = toProblem(error, source);
+    if (!problem) continue;
+    const id = `${problem.path}\u0000${problem.message}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    problems.push(problem);
+  }
+  return problems;
+}
+
+type Params = Record<string, unknown>;
+
+function toProblem(error: ErrorObject, source: SourceMap): ConfigProblem | undefined {
+  const params = error.params as Params;
+  const here = error.instancePath;
+  const parent = error.parentSchema as Record<string, unknown> | undefined;
+  // "must match then schema" repeats what the branch's own errors say; the
+  // branches of an anyOf are summarised by the anyOf error itself.
+  if (error.keyword === "if" || error.keyword === "propertyNames") return undefined;
+  if (error.schemaPath.includes("/anyOf/")) return undefined;
+
+  const propertyName = (error as ErrorObject & { propertyName?: string }).propertyName;
+  if (propertyName !== undefined) {
+    const path = `${here}/${pointerSegment(propertyName)}`;
+    return source.problem(path, `invalid name '${propertyName}': ${NAME_RULE}`, "key");
+  }
+
+  switch (error.keyword) {
+    case "additionalProperties":
+    case "unevaluatedProperties": {
+      const key = String(params.additionalProperty ?? params.unevaluatedProperty);
+      const allowed = allowedKeys(parent);
+      const hint = didYouMean(key, allowed) || (allowed.length > 0 ? `; expected one of ${listNames(allowed)}` : "");
+      return source.problem(`${here}/${pointerSegment(key)}`, `unknown key '${key}'${hint}`, "key");
+    }
+    case "required": {
+      const key = String(params.missingProperty);
+      const properties = (parent?.properties ?? {}) as Record<string, { description?: string }>;
+      const about = properties[key]?.description;
+      return source.problem(here, `missing required key '${key}'${about ? ` (${lowerFirst(about)})` : ""}`);
+    }
+    case "anyOf": {
+      const options = ((parent?.anyOf ?? []) as Array<{ required?: string[] }>).flatMap((b) => b.required ?? []);
+      const data = error.data;
+      const keys = isRecord(data) ? Object.keys(data) : [];
+      const stray = keys.map((k) => didYouMean(k, options)).find((s) => s !== "");
+      return source.problem(here, `expected exactly one of the keys ${listNames(options)}${stray ?? ""}`);
+    }
+    case "type":
+      return source.problem(here, `expected ${typeName(String(params.type))}, got ${describe(error.data)}`);
+    case "enum": {
+      const allowed = (params.allowedValues as unknown[]).map(String);
+      const got = describe(error.data);
+      const hint = typeof error.data === "string" ? didYouMean(error.data, allowed) : "";
+      return source.problem(here, `expected one of ${listNames(allowed)}, got ${got}${hint}`);
+    }
+    case "const":
+      return source.problem(here, `expected ${JSON.stringify(params.allowedValue)}, got ${describe(error.data)}`);
+    case "minimum":
+    case "maximum":
+    case "exclusiveMinimum":
+    case "exclusiveMaximum":
+      return source.problem(here, `expected a number ${String(params.comparison)} ${String(params.limit)}, got ${describe(error.data)}`);
+    case "minLength":
+      return source.problem(here, params.limit === 1 ? "must not be empty" : `expected at least ${String(params.limit)} characters`);
+    case "minItems":
+      return source.problem(here, `expected a list of at least ${String(params.limit)} item${params.limit === 1 ? "" : "s"}`);
+    case "minProperties":
+      return source.problem(here, `expected at least ${String(params.limit)} entr${params.limit === 1 ? "y" : "ies"}`);
+    case "uniqueItems": {
+      const later = Math.max(Number(params.i), Number(params.j));
+      return source.problem(`${here}/${later}`, `${describe(listItem(error.data, later))} is listed twice`);
+    }
+    case "pattern": {
+      if (parent?.pattern === NAME_PATTERN) return source.problem(here, `invalid name ${describe(error.data)}: ${NAME_RULE}`);
+      if (params.pattern === "^https?://") return source.problem(here, `expected an http:// or https:// URL, got ${describe(error.data)}`);
+      return source.problem(here, `expected text matching ${String(params.pattern)}, got ${describe(error.data)}`);
+    }
+    default:
+      return source.problem(here, error.message ?? `fails the ${error.keyword} rule`);
+  }
+}
+
+const NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_-]{0,63}$";
+const NAME_RULE = "use letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters";
+
+function typeName(type: string): string {
+  const names: Record<string, string> = {
+    object: "a mapping",
+    array: "a list",
+    string: "a string",
+    integer: "an integer",
+    number: "a number",
+    boolean: "true or false",
+    null: "nothing",
+  };
+  return type
+    .split(",")
+    .map((t) => names[t] ?? t)
+    .join(" or ");
+}
+
+/** A value as a message shows it: `'text'`, `3.5`, `a mapping`. */
+export function describe(value: unknown): string {
+  if (value === null || value === undefined) return "nothing";
+  if (typeof value === "string") return `'${value.length > 40 ? `${value.slice(0, 40)}…` : value}'`;
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  return String(value);
+}
+
+function listItem(list: unknown, index: number): unknown {
+  return Array.isArray(list) ? list[index] : undefined;
+}
+
+function lowerFirst(text: string): string {
+  const trimmed = text.replace(/\.$/, "");
+  return trimmed.charAt(0).toLowerCase() + trimmed.slice(1);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
