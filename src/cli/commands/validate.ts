@@ -1,0 +1,29 @@
+import type { Command } from "commander";
+import { loadTeam } from "../../config/load.js";
+import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import { EXIT, type SetExit } from "../main.js";
+
+/** `runtime validate FILE...`: every problem of every file, one per line on stderr. */
+export function registerValidate(program: Command, setExit: SetExit): void {
+  program
+    .command("validate")
+    .description("check team files: each problem on stderr as FILE:LINE:COL PATH MESSAGE; exit 0 if all are valid, 2 otherwise")
+    .argument("<file...>", "team files (YAML)")
+    .action(async (files: string[]) => {
+      let valid = true;
+      for (const file of files) {
+        try {
+          await loadTeam(file);
+          process.stdout.write(`${file}: ok\n`);
+        } catch (err) {
+          valid = false;
+          const problems =
+            err instanceof ConfigError
+              ? err.problems
+              : [{ file, line: 1, col: 1, path: "", message: describeError(err) }];
+          process.stderr.write(problems.map((p) => `${formatProblem(p)}\n`).join(""));
+        }
+      }
+      setExit(valid ? EXIT.OK : EXIT.USAGE);
+    });
+}
