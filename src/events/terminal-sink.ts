@@ -264,7 +264,7 @@ class TerminalView {
     }
     for (const [session, state] of this.todos) {
       lines.push(this.paint.bold(clip(`todo v${state.version} · ${todoProgress(state.todos)}${this.todos.size > 1 ? ` · ${session}` : ""}`, width)));
-      for (const item of state.todos) lines.push(colorTodo(clip(`  ${todoLine(item)}`, width), item, this.paint));
+      for (const item of state.todos) lines.push(colorTodo(`  ${clip(todoLine(item), width - 2)}`, item, this.paint));
     }
     this.blockLines = lines.length;
     return lines.map((l) => `${l}\n`).join("");

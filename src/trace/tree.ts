@@ -80,8 +80,14 @@ export function renderRunTree(events: readonly RunEvent[], options: TreeOptions 
   return [...lines, ...renderNodes(roots)].join("\n") + "\n";
 }
 
-/** The events of one recursion (one trace_id), as a small tree. */
+/** The events of one recursion (one trace_id), as a small tree; one per task should the id recur. */
 export function renderTraceEvents(events: readonly RunEvent[], options: TreeOptions = {}): string {
+  const byTask = new Map<string, RunEvent[]>();
+  for (const e of events) byTask.set(e.task_id, [...(byTask.get(e.task_id) ?? []), e]);
+  return [...byTask.values()].map((group) => renderOneTrace(group, options)).join("");
+}
+
+function renderOneTrace(events: readonly RunEvent[], options: TreeOptions): string {
   const paint = painter(options.color ?? false);
   const first = events[0];
   if (first === undefined) return "";
