@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { describeError } from "../errors.js";
 import { registerExec } from "./commands/exec.js";
 import { registerGraph } from "./commands/graph.js";
+import { registerPlan } from "./commands/plan.js";
 import { registerSchema } from "./commands/schema.js";
 import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
@@ -31,6 +32,7 @@ export async function main(argv: string[]): Promise<number> {
   registerTrace(program, setExit);
   registerExec(program, setExit);
   registerGraph(program, setExit);
+  registerPlan(program, setExit);
 
   try {
     await program.parseAsync(argv);

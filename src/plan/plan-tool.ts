@@ -46,9 +46,9 @@ export class PlanTool {
     this.emit = options.emit;
   }
 
-  /** A PlanTool over a database file, or `:memory:`. */
-  static open(file: string, options: PlanToolOptions = {}): PlanTool {
-    return new PlanTool(new PlanStore(file, options.now), options);
+  /** A PlanTool over a database file, or `:memory:`. `create: false` refuses a missing file. */
+  static open(file: string, options: PlanToolOptions & { create?: boolean } = {}): PlanTool {
+    return new PlanTool(new PlanStore(file, options.now, { create: options.create ?? true }), options);
   }
 
   /** Create a plan with every task `ready`; false when plan_id exists or structure_data is invalid. */

@@ -89,13 +89,14 @@ const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, s
 export class PlanStore {
   private readonly db: Database.Database;
 
-  /** Open (creating if needed) a plan database; `:memory:` for a private one. */
+  /** Open (creating if needed, unless `create` is false) a plan database; `:memory:` for a private one. */
   constructor(
     readonly file: string,
     private readonly now: () => Date = () => new Date(),
+    options: { create?: boolean } = {},
   ) {
     // A long busy timeout: under contention another process may hold the write lock for a while.
-    this.db = new Database(file, { timeout: 30_000 });
+    this.db = new Database(file, { timeout: 30_000, fileMustExist: options.create === false });
     this.db.pragma("journal_mode = WAL");
     // NORMAL in WAL mode: a committed change survives a process crash, without an fsync per commit.
     this.db.pragma("synchronous = NORMAL");
