@@ -67,13 +67,20 @@ export const runPlanSolver: AgentRunner = async (ctx, input) => {
   const tasks = planned.value.steps;
   ctx.emit({ type: "plan.created", steps: tasks });
 
+  // `plan.updated.finished` means "the first N steps are done", so it only
+  // moves when the run of finished tasks at the head of the plan grows.
+  const settled = tasks.map(() => false);
   let finished = 0;
   const outcomes = await mapLimited(tasks, config.concurrency, async (task, index): Promise<SolverOutcome> => {
     if (ctx.signal.aborted) return { task, ok: false, error: INTERRUPTED };
     const result = await ctx.callAgent(config.solver, solverQuery(input, tasks, index));
     usage = addUsage(usage, result.usage);
-    finished++;
-    ctx.emit({ type: "plan.updated", steps: tasks, finished });
+    settled[index] = true;
+    const head = settled.indexOf(false) === -1 ? tasks.length : settled.indexOf(false);
+    if (head > finished) {
+      finished = head;
+      ctx.emit({ type: "plan.updated", steps: tasks, finished });
+    }
     return result.result_type === "answer"
       ? { task, ok: true, output: result.answer ?? "" }
       : { task, ok: false, error: result.error ?? "unknown error" };

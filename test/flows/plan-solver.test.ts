@@ -83,9 +83,11 @@ describe("plan_solver", () => {
       aggregator: () => answer("two of three done"),
     });
     const team = makeTeam(url, solverFlow(), ["planner", "solver", "aggregator"]);
-    const { result } = await runAll(team, { input: "Three things", traceDir: traceDir() });
+    const { result, events } = await runAll(team, { input: "Three things", traceDir: traceDir() });
 
     expect(result).toMatchObject({ result_type: "answer", answer: "two of three done" });
+    // Task 1 finishes last, so "the first N steps are done" only moves once, to 3.
+    expect(ofType(events, "plan.updated").map((e) => e.finished)).toEqual([3]);
     expect(requestsOf("solver")).toHaveLength(3);
     const aggregated = requestsOf("aggregator").map(queryOf);
     expect(aggregated).toHaveLength(1);
