@@ -62,6 +62,7 @@ class TerminalView {
   private status: { agent: string; kind?: string; iteration?: number; state?: string } | undefined;
   private states: { key: string; indent: string; text: string; last: string } | undefined;
   private delta = "";
+  private deltaIndent = "";
   private blockLines = 0;
   private closed = false;
 
@@ -134,7 +135,8 @@ class TerminalView {
       case "llm.delta":
         if (this.options.deltas) {
           this.delta += e.text;
-          this.flushDelta(false, indent);
+          this.deltaIndent = indent;
+          this.flushDelta(false);
         }
         break;
       case "llm.error":
@@ -221,13 +223,13 @@ class TerminalView {
   }
 
   /** Print streamed text line by line; `all` also prints an unfinished last line. */
-  private flushDelta(all: boolean, indent = ""): void {
+  private flushDelta(all: boolean): void {
     if (this.delta === "") return;
     const lines = this.delta.split("\n");
     const rest = lines.pop() ?? "";
     this.delta = all ? "" : rest;
     if (all && rest !== "") lines.push(rest);
-    for (const line of lines) this.log(`${indent}${this.paint.dim(`  ┆ ${line}`)}`);
+    for (const line of lines) this.log(`${this.deltaIndent}${this.paint.dim(`  ┆ ${line}`)}`);
   }
 
   /** Append a line above the live block. */
