@@ -112,6 +112,38 @@ describe("TraceStore", () => {
     }
   });
 
+  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends", () => {
+    const dir = tempDir();
+    const db = new Database(join(dir, TRACE_DB_FILE));
+    db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
+    db.close();
+    const store = openStore(dir);
+    expect(store.eventsOfTask("v1-task").map((e) => e.type)).toEqual([
+      "run.started",
+      "agent.started",
+      "recursion.started",
+      "llm.response",
+      "tool.finished",
+      "agent.finished",
+      "run.finished",
+    ]);
+    expect(store.eventsOfTrace("v1-tr-1")).toHaveLength(3);
+    expect(store.runsOfAgent("solver")).toEqual([
+      {
+        task_id: "v1-task",
+        agent_id: "solver",
+        input: "radius 5?",
+        started_at: "2025-01-01T00:00:00.000Z",
+        finished_at: "2025-01-01T00:00:00.600Z",
+        result_type: "answer",
+        answer: "78.54",
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      },
+    ]);
+    for (const e of todoRun("after-v1")) store.append(e);
+    expect(store.listRuns().map((r) => r.task_id)).toEqual(["after-v1", "v1-task"]);
+  });
+
   test("refuses a store written by a newer schema, with a clear message", () => {
     const dir = tempDir();
     TraceStore.open(dir).close();
