@@ -123,6 +123,19 @@ export class TodoLoopContext {
   }
 
   /**
+   * Make sure an item is in progress before a work tool runs: the active
+   * one, else the first pending one, which starts (and says so).
+   */
+  begin(): TodoItem | undefined {
+    const active = this.activeItem();
+    if (active) return publicItem(active);
+    const wasDone = this.allTerminal();
+    const started = this.startNextPending();
+    if (started) this.changed(started, wasDone);
+    return started ? publicItem(started) : undefined;
+  }
+
+  /**
    * Attribute one finished non-todo tool call to the active item and apply
    * the heuristics. Returns the item it changed, if any.
    */
@@ -199,6 +212,11 @@ export class TodoLoopContext {
     if (!wasDone && this.allTerminal()) {
       this.options.emit({ type: "todo.completed", ...base, version: this.nextVersion(), todos: this.items });
     }
+    this.persist();
+  }
+
+  /** Save the list to the session store (every change does; StorePlan makes sure). */
+  persist(): void {
     this.options.store?.save(this.session_id, this.state, (this.options.now ?? (() => new Date()))());
   }
 

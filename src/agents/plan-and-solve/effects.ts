@@ -1,0 +1,186 @@
+import { RuntimeError, describeError } from "../../errors.js";
+import { ZERO_USAGE } from "../../events/types.js";
+import type { ChatClient, ChatRequest, ChatResponse, ToolCallRequest } from "../../models/types.js";
+import type { Template } from "../../prompts/render.js";
+import type { AgentContext, ToolBox } from "../../runtime/types.js";
+import type { ToolOutcome } from "../../tools/types.js";
+import type { PlanAndSolveEffects, SummaryReason, Verdict } from "./machine.js";
+import type { Memory } from "./memory.js";
+import type { TodoLoopContext } from "./todo-context.js";
+import { describeOpen } from "./todo-tools.js";
+
+export interface EffectsDeps {
+  ctx: AgentContext;
+  input: string;
+  template: Template;
+  todos: TodoLoopContext;
+  memory: Memory;
+  toolbox: ToolBox;
+  client: ChatClient;
+  /** Told the trace_id of each new round, so todo and state events carry it. */
+  round(trace_id: string): void;
+}
+
+/** The note on items still open when an answer is accepted. */
+export const SKIPPED_NOTE = "skipped: the run finished before this item was done";
+
+/**
+ * The side effects of the plan_and_solve machine, over one run's memory,
+ * todo list, tool box and model. The machine decides; these only act.
+ */
+export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
+  const { ctx, memory, todos, toolbox, client } = d;
+  const agent = ctx.agent;
+  let trace_id = "";
+  let lastIteration = 0;
+
+  const newRound = (): string => {
+    trace_id = ctx.newId();
+    d.round(trace_id);
+    return trace_id;
+  };
+
+  const chat = async (request: Omit<ChatRequest, "signal" | "agent_id">): Promise<ChatResponse> => {
+    ctx.emit({ type: "llm.request", model: client.model, messages: request.messages.length }, { trace_id });
+    const started = Date.now();
+    try {
+      const reply = await client.chat({
+        ...request,
+        signal: ctx.signal,
+        agent_id: ctx.scope.agent_id,
+        onDelta: (text) => ctx.emit({ type: "llm.delta", text }, { trace_id }),
+      });
+      ctx.emit(
+        {
+          type: "llm.response",
+          model: client.model,
+          usage: reply.usage,
+          duration_ms: Date.now() - started,
+          action_type: reply.tool_calls.length > 0 ? "CALL_TOOL" : "ANSWER",
+          ...(reply.content ? { content: reply.content, thought: reply.content } : {}),
+          ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}),
+        },
+        { trace_id },
+      );
+      memory.addAssistant(reply);
+      return reply;
+    } catch (err) {
+      ctx.emit({ type: "llm.error", model: client.model, error: describeError(err) }, { trace_id });
+      throw ctx.signal.aborted ? new RuntimeError("ABORTED", "interrupted") : err;
+    }
+  };
+
+  const execute = async (call: ToolCallRequest): Promise<ToolOutcome> => {
+    const [outcome] = await toolbox.run([call], { trace_id });
+    if (!outcome) throw new Error(`the tool box returned no outcome for ${call.name}`);
+    return outcome;
+  };
+
+  return {
+    todos,
+
+    async callModel(iteration) {
+      lastIteration = iteration;
+      newRound();
+      ctx.emit({ type: "recursion.started", iteration }, { trace_id });
+      const system = d.template({
+        agent_name: agent.name,
+        description: agent.description,
+        question: d.input,
+        tool_names: toolbox.specs.map((t) => t.name).join(", "),
+        todo_list: todos.render(),
+        todo_version: todos.version,
+        session_id: todos.session_id,
+        iteration,
+        max_iteration: agent.max_iteration,
+        remaining_iterations: agent.max_iteration - iteration,
+      });
+      return chat({ messages: memory.request(system), ...(toolbox.specs.length ? { tools: toolbox.specs } : {}) });
+    },
+
+    execute,
+    record: (outcome) => memory.addOutcome(outcome),
+    begin: () => void todos.begin(),
+    track: (outcome) => void todos.track(outcome.ok),
+    storePlan: () => todos.persist(),
+
+    async verify({ call, text, may_refuse }): Promise<Verdict> {
+      if (!call) {
+        const answer = text?.trim();
+        return { kind: "accepted", status: "success", ...(answer ? { answer } : {}) };
+      }
+      const open = todos.openItems();
+      if (open.length > 0 && may_refuse) {
+        const error =
+          `Not finished: todo items ${describeOpen(open)} are still open. Finish them and mark them completed, ` +
+          `mark the ones you no longer need skipped with update_todo_item, or call terminate again to finish ` +
+          `anyway (the open items will then be marked skipped).`;
+        refuse(call, error);
+        return { kind: "refused" };
+      }
+      const outcome = await execute(call);
+      memory.addOutcome(outcome);
+      if (!outcome.ok) return { kind: "invalid" };
+      const result = (outcome.result ?? {}) as { answer?: unknown; status?: unknown };
+      const answer = typeof result.answer === "string" ? result.answer.trim() : "";
+      return { kind: "accepted", status: result.status === "failure" ? "failure" : "success", ...(answer ? { answer } : {}) };
+    },
+
+    async summarize(reason: SummaryReason) {
+      memory.closeUnanswered("the run ended");
+      newRound();
+      memory.addUser(summaryRequest(reason, agent.max_iteration, lastIteration));
+      const system = d.template({
+        agent_name: agent.name,
+        description: agent.description,
+        question: d.input,
+        tool_names: "",
+        todo_list: todos.render(),
+        todo_version: todos.version,
+        session_id: todos.session_id,
+        iteration: lastIteration,
+        max_iteration: agent.max_iteration,
+        remaining_iterations: 0,
+      });
+      try {
+        // No tools offered: the model can only answer in text.
+        const reply = await chat({ messages: memory.request(system) });
+        const text = reply.content?.trim();
+        return { ...(text ? { text } : {}), usage: reply.usage };
+      } catch {
+        return { usage: ZERO_USAGE };
+      }
+    },
+
+    finish(close_items) {
+      memory.closeUnanswered("the run ended with terminate");
+      return close_items ? todos.closeOpen(SKIPPED_NOTE) : [];
+    },
+  };
+
+  /** Answer a terminate call with a refusal; the tool never ran, so the events say so. */
+  function refuse(call: ToolCallRequest, error: string): void {
+    let args: unknown = call.arguments;
+    try {
+      args = JSON.parse(call.arguments);
+    } catch {
+      // The raw text is what the model sent; keep it.
+    }
+    ctx.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, { trace_id });
+    ctx.emit(
+      { type: "tool.finished", tool: call.name, call_id: call.id, arguments: args, ok: false, error, duration_ms: 0 },
+      { trace_id },
+    );
+    memory.addTool(call.id, `Error: ${error}`);
+  }
+}
+
+function summaryRequest(reason: SummaryReason, max: number, used: number): string {
+  if (reason === "max_iteration") {
+    return (
+      `You have used all ${max} of your model calls (${used} made), so the work stops here. ` +
+      "Summarize in plain text what you found so far and which todo items remain undone."
+    );
+  }
+  return "You stopped without giving a final answer. Write the final answer to my request now, in plain text, from the work above.";
+}

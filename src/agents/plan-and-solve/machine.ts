@@ -1,0 +1,390 @@
+import { assign, fromPromise, setup } from "xstate";
+import { ZERO_USAGE, addUsage, type TodoItem, type Usage } from "../../events/types.js";
+import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
+import type { ToolOutcome } from "../../tools/types.js";
+import { WRITE_TOOLS } from "./todo-tools.js";
+
+/** Why the run asks the model for a summary instead of taking terminate's answer. */
+export type SummaryReason = "no_answer" | "max_iteration";
+
+/** How `terminate` (or a text reply) was judged at VERIFYING.ValidateAnswer. */
+export type Verdict =
+  | { kind: "accepted"; answer?: string; status: "success" | "failure" }
+  | { kind: "refused" }
+  | { kind: "invalid" };
+
+/** What the machine needs from the outside world; the runner provides it. */
+export interface PlanAndSolveEffects {
+  /** Read by guards only: whether a plan exists and whether it is done. */
+  todos: { isEmpty(): boolean; allTerminal(): boolean; openItems(): TodoItem[] };
+  /** One round: recursion.started, the prompt rendered afresh, llm.request/response; stores the reply. */
+  callModel(iteration: number): Promise<ChatResponse>;
+  /** Run one tool call through the tool box (validation, allow-list, events). */
+  execute(call: ToolCallRequest): Promise<ToolOutcome>;
+  /** Answer a tool call in the transcript. */
+  record(outcome: ToolOutcome): void;
+  /** SOLVING.MarkInProgress: the active item, or the next pending one, is in progress. */
+  begin(): void;
+  /** SOLVING.MarkCompleted: the heuristics after a work tool (3 successes, 2 failures). */
+  track(outcome: ToolOutcome): void;
+  /** PLANNING.StorePlan: persist the session's list. */
+  storePlan(): void;
+  /** Judge a terminate call (or a text reply when `call` is undefined). */
+  verify(input: { call?: ToolCallRequest; text?: string; may_refuse: boolean }): Promise<Verdict>;
+  /** The final summary step (seed 000 diagram 6): one extra model call without tools. */
+  summarize(reason: SummaryReason): Promise<{ text?: string; usage: Usage }>;
+  /**
+   * Answer any call left unanswered; with `close_items`, mark open items
+   * skipped (an accepted answer ends the list; a run that failed leaves it
+   * open for a follow-up in the same session). Returns the items closed.
+   */
+  finish(close_items: boolean): TodoItem[];
+}
+
+export interface PlanAndSolveInput {
+  max_iteration: number;
+  effects: PlanAndSolveEffects;
+}
+
+export interface PlanAndSolveContext extends PlanAndSolveInput {
+  /** Model calls made so far (the summary call is not counted). */
+  iteration: number;
+  /** Calls of the last reply not yet handled; the head is next. */
+  queue: ToolCallRequest[];
+  current?: ToolCallRequest;
+  outcome?: ToolOutcome;
+  /** A reply without tool calls: its text is the answer. */
+  text?: string;
+  /** The early terminate was refused once already. */
+  refused: boolean;
+  /** validate_plan found problems: plan again before solving. */
+  plan_invalid: boolean;
+  answer?: string;
+  status?: "success" | "failure";
+  error?: string;
+  usage: Usage;
+}
+
+export interface PlanAndSolveOutput {
+  result_type: "answer" | "error";
+  answer?: string;
+  error?: string;
+  usage: Usage;
+  iterations: number;
+}
+
+type Step = { kind: "reply"; reply: ChatResponse } | { kind: "outcome"; outcome: ToolOutcome };
+
+const ID = "plan_and_solve";
+const at = (path: string) => `#${ID}.${path}`;
+
+/** The calls still to handle: a fresh reply's, else the queue. */
+function pending(context: PlanAndSolveContext, event: unknown): ToolCallRequest[] {
+  const step = (event as { output?: Step }).output;
+  return step?.kind === "reply" ? step.reply.tool_calls : context.queue;
+}
+
+function headIn(context: PlanAndSolveContext, event: unknown, names: readonly string[]): boolean {
+  const head = pending(context, event)[0];
+  return head !== undefined && names.includes(head.name);
+}
+
+function freshReply(event: unknown): ChatResponse | undefined {
+  const step = (event as { output?: Step }).output;
+  return step?.kind === "reply" ? step.reply : undefined;
+}
+
+/**
+ * Where to go next, from a model reply or after a tool: the next call
+ * decides (write_todos plans, validate_plan validates, terminate verifies,
+ * any other tool is work); a reply without calls is the answer; with every
+ * call handled, the model is asked again in the phase the todo list is in.
+ * `before` runs on whichever transition is taken.
+ */
+function next(before: readonly ("countRound" | "noteVerdict")[] = []) {
+  return [
+    { guard: "callsWriteTodos" as const, target: at("PLANNING.CreatePlan"), actions: [...before, "take" as const] },
+    { guard: "callsValidatePlan" as const, target: at("PLANNING.ValidatePlan"), actions: [...before, "take" as const] },
+    { guard: "callsTerminate" as const, target: at("VERIFYING.ValidateAnswer"), actions: [...before, "take" as const] },
+    { guard: "callsUpdateTodo" as const, target: at("SOLVING.ExecuteTool"), actions: [...before, "take" as const] },
+    { guard: "callsWorkTool" as const, target: at("SOLVING.MarkInProgress"), actions: [...before, "take" as const] },
+    { guard: "textReply" as const, target: at("VERIFYING.ValidateAnswer"), actions: [...before, "takeText" as const] },
+    { guard: "maxReached" as const, target: at("FinalSummary"), actions: [...before] },
+    { guard: "needsPlan" as const, target: at("PLANNING.AnalyzeProblem"), reenter: true, actions: [...before] },
+    { guard: "allDone" as const, target: at("VERIFYING.CheckResults"), reenter: true, actions: [...before] },
+    { target: at("SOLVING.CheckNextTask"), reenter: true, actions: [...before] },
+  ];
+}
+
+/** A state that asks the model: AnalyzeProblem, CheckNextTask, CheckResults. */
+const modelRound = {
+  src: "callModel" as const,
+  input: ({ context }: { context: PlanAndSolveContext }) => ({ context }),
+  onDone: next(["countRound"]),
+  onError: { target: at("FAILED"), actions: "fail" as const },
+};
+
+/**
+ * The Plan-and-Solve lifecycle of seed 000 diagram 1, state for state:
+ * IDLE → PLANNING{AnalyzeProblem, CreatePlan, ValidatePlan, StorePlan} →
+ * SOLVING{CheckNextTask, MarkInProgress, ExecuteTool, RecordResult,
+ * MarkCompleted} → VERIFYING{CheckResults, ValidateAnswer, FormatResponse} →
+ * FINISHED, plus FinalSummary (seed 000 diagram 6) and FAILED for a run that
+ * ends in error. The model's tool calls drive every transition.
+ */
+export const planAndSolveMachine = setup({
+  types: {
+    context: {} as PlanAndSolveContext,
+    input: {} as PlanAndSolveInput,
+    output: {} as PlanAndSolveOutput,
+    events: {} as { type: "RUN" },
+  },
+  actors: {
+    callModel: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => ({
+      kind: "reply",
+      reply: await context.effects.callModel(context.iteration + 1),
+    })),
+    /** CreatePlan, ValidatePlan: run the todo tool and answer it at once. */
+    runTodoTool: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
+      const outcome = await context.effects.execute(context.current!);
+      context.effects.record(outcome);
+      return { kind: "outcome", outcome };
+    }),
+    storePlan: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
+      context.effects.storePlan(),
+    ),
+    markInProgress: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
+      context.effects.begin(),
+    ),
+    executeTool: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => ({
+      kind: "outcome",
+      outcome: await context.effects.execute(context.current!),
+    })),
+    recordResult: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
+      context.effects.record(context.outcome!),
+    ),
+    markCompleted: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
+      if (context.current?.name !== "update_todo_item") context.effects.track(context.outcome!);
+    }),
+    validateAnswer: fromPromise<Verdict, { context: PlanAndSolveContext }>(({ input: { context } }) =>
+      context.effects.verify({
+        ...(context.current ? { call: context.current } : { text: context.text ?? "" }),
+        may_refuse: !context.refused && context.iteration < context.max_iteration,
+      }),
+    ),
+    formatResponse: fromPromise<{ answer?: string; usage: Usage }, { context: PlanAndSolveContext }>(
+      async ({ input: { context } }) => {
+        context.effects.finish(true);
+        if (context.answer) return { answer: context.answer, usage: ZERO_USAGE };
+        const summary = await context.effects.summarize("no_answer");
+        return { ...(summary.text ? { answer: summary.text } : {}), usage: summary.usage };
+      },
+    ),
+    finalSummary: fromPromise<{ text?: string; usage: Usage }, { context: PlanAndSolveContext }>(
+      async ({ input: { context } }) => {
+        context.effects.finish(false);
+        return context.effects.summarize("max_iteration");
+      },
+    ),
+  },
+  guards: {
+    callsWriteTodos: ({ context, event }) => headIn(context, event, WRITE_TOOLS),
+    callsValidatePlan: ({ context, event }) => headIn(context, event, ["validate_plan"]),
+    callsTerminate: ({ context, event }) => headIn(context, event, ["terminate"]),
+    callsUpdateTodo: ({ context, event }) => headIn(context, event, ["update_todo_item"]),
+    callsWorkTool: ({ context, event }) => pending(context, event).length > 0,
+    textReply: ({ event }) => {
+      const reply = freshReply(event);
+      return reply !== undefined && reply.tool_calls.length === 0;
+    },
+    maxReached: ({ context }) => context.iteration >= context.max_iteration,
+    needsPlan: ({ context }) => context.plan_invalid || context.effects.todos.isEmpty(),
+    allDone: ({ context }) => context.effects.todos.allTerminal(),
+    outcomeFailed: ({ event }) => {
+      const step = (event as { output?: Step }).output;
+      return step?.kind === "outcome" && !step.outcome.ok;
+    },
+    planRejected: ({ event }) => {
+      const step = (event as { output?: Step }).output;
+      return step?.kind === "outcome" && step.outcome.ok && (step.outcome.result as { valid?: boolean })?.valid === false;
+    },
+    nextIsValidate: ({ context }) => context.queue[0]?.name === "validate_plan",
+    accepted: ({ event }) => (event as { output?: Verdict }).output?.kind === "accepted",
+  },
+  actions: {
+    fail: assign(({ event }) => ({ error: errorText((event as { error?: unknown }).error) })),
+    take: assign(({ context, event }) => {
+      const [current, ...queue] = pending(context, event);
+      return { current, queue, outcome: undefined, text: undefined };
+    }),
+    takeText: assign(({ event }) => ({ current: undefined, queue: [], text: freshReply(event)?.content ?? "" })),
+    countRound: assign(({ context, event }) => {
+      const reply = freshReply(event);
+      return { iteration: context.iteration + 1, usage: reply ? addUsage(context.usage, reply.usage) : context.usage };
+    }),
+    noteVerdict: assign(({ context, event }) => ({
+      refused: context.refused || (event as { output?: Verdict }).output?.kind === "refused",
+    })),
+  },
+}).createMachine({
+  id: ID,
+  context: ({ input }) => ({ ...input, iteration: 0, queue: [], refused: false, plan_invalid: false, usage: ZERO_USAGE }),
+  initial: "IDLE",
+  states: {
+    IDLE: { on: { RUN: [{ guard: "maxReached", target: "FinalSummary" }, { target: "PLANNING" }] } },
+    PLANNING: {
+      initial: "AnalyzeProblem",
+      states: {
+        AnalyzeProblem: { invoke: modelRound },
+        CreatePlan: {
+          entry: assign({ plan_invalid: false }),
+          invoke: {
+            src: "runTodoTool",
+            input: ({ context }) => ({ context }),
+            onDone: [
+              { guard: "outcomeFailed", actions: assign({ plan_invalid: true }), target: "StorePlan" },
+              { guard: "nextIsValidate", target: "ValidatePlan", actions: "take" },
+              { target: "StorePlan" },
+            ],
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+        ValidatePlan: {
+          invoke: {
+            src: "runTodoTool",
+            input: ({ context }) => ({ context }),
+            onDone: [
+              { guard: "planRejected", actions: assign({ plan_invalid: true }), target: "StorePlan" },
+              { actions: assign({ plan_invalid: false }), target: "StorePlan" },
+            ],
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+        StorePlan: {
+          invoke: {
+            src: "storePlan",
+            input: ({ context }) => ({ context }),
+            onDone: next(),
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+      },
+    },
+    SOLVING: {
+      initial: "CheckNextTask",
+      states: {
+        CheckNextTask: { invoke: modelRound },
+        MarkInProgress: {
+          invoke: {
+            src: "markInProgress",
+            input: ({ context }) => ({ context }),
+            onDone: "ExecuteTool",
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+        ExecuteTool: {
+          invoke: {
+            src: "executeTool",
+            input: ({ context }) => ({ context }),
+            onDone: {
+              target: "RecordResult",
+              actions: assign(({ event }) => ({ outcome: event.output.kind === "outcome" ? event.output.outcome : undefined })),
+            },
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+        RecordResult: {
+          invoke: {
+            src: "recordResult",
+            input: ({ context }) => ({ context }),
+            onDone: "MarkCompleted",
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+        MarkCompleted: {
+          invoke: {
+            src: "markCompleted",
+            input: ({ context }) => ({ context }),
+            onDone: next(),
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+      },
+    },
+    VERIFYING: {
+      initial: "CheckResults",
+      states: {
+        CheckResults: { invoke: modelRound },
+        ValidateAnswer: {
+          invoke: {
+            src: "validateAnswer",
+            input: ({ context }) => ({ context }),
+            onDone: [
+              {
+                guard: "accepted",
+                target: "FormatResponse",
+                actions: assign(({ event }) => {
+                  const verdict = event.output;
+                  if (verdict.kind !== "accepted") return {};
+                  return { status: verdict.status, ...(verdict.answer ? { answer: verdict.answer } : {}) };
+                }),
+              },
+              ...next(["noteVerdict"]),
+            ],
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+        FormatResponse: {
+          invoke: {
+            src: "formatResponse",
+            input: ({ context }) => ({ context }),
+            onDone: {
+              target: at("FINISHED"),
+              actions: assign(({ context, event }) => ({
+                usage: addUsage(context.usage, event.output.usage),
+                ...(event.output.answer !== undefined ? { answer: event.output.answer } : {}),
+              })),
+            },
+            onError: { target: at("FAILED"), actions: "fail" },
+          },
+        },
+      },
+    },
+    FinalSummary: {
+      invoke: {
+        src: "finalSummary",
+        input: ({ context }) => ({ context }),
+        onDone: {
+          target: "FAILED",
+          actions: assign(({ context, event }) => ({
+            usage: addUsage(context.usage, event.output.usage),
+            error: limitMessage(context, event.output.text),
+          })),
+        },
+        onError: { target: "FAILED", actions: assign(({ context }) => ({ error: limitMessage(context) })) },
+      },
+    },
+    FINISHED: { type: "final" },
+    FAILED: { type: "final" },
+  },
+  output: ({ context }) => {
+    const failed = context.error !== undefined || context.status === "failure" || context.answer === undefined;
+    const error = context.error ?? (context.status === "failure" ? context.answer : undefined) ?? "the model gave no answer";
+    return {
+      result_type: failed ? "error" : "answer",
+      ...(failed ? { error } : { answer: context.answer }),
+      usage: context.usage,
+      iterations: context.iteration,
+    };
+  },
+});
+
+function limitMessage(context: PlanAndSolveContext, summary?: string): string {
+  const message = `reached max_iteration (${context.max_iteration}) before the plan was finished`;
+  const one = summary?.replace(/\s+/g, " ").trim();
+  return one ? `${message}. Summary so far: ${one.slice(0, 500)}` : message;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message.split("\n")[0] ?? err.name : String(err);
+}

@@ -1,0 +1,76 @@
+import { createActor, toPromise, type Actor } from "xstate";
+import type { PlanAndSolveAgentConfig } from "../../config/types.js";
+import type { RunEventBody } from "../../events/types.js";
+import { compileTemplate, defaultTemplate } from "../../prompts/render.js";
+import type { AgentRunner } from "../../runtime/types.js";
+import { statePath } from "../state-events.js";
+import { createEffects } from "./effects.js";
+import { planAndSolveMachine } from "./machine.js";
+import { Memory } from "./memory.js";
+import { SessionStore } from "./session-store.js";
+import { TodoLoopContext } from "./todo-context.js";
+import { todoTools } from "./todo-tools.js";
+
+/**
+ * Run a `plan_and_solve` agent (seeds 000 and 002): plan with a todo list,
+ * work it item by item, verify, terminate. The list lives in the session
+ * (`<trace_dir>/sessions.db`), so a follow-up run in the same session
+ * continues it. Each request is `[system, user, assistant, tool, ...]` with
+ * the system prompt, todo list included, rendered afresh every round.
+ */
+export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
+  const agent = ctx.agent;
+  const thresholds = agent.kind === "plan_and_solve" ? (agent as PlanAndSolveAgentConfig) : undefined;
+  const template = agent.prompt !== undefined ? compileTemplate(agent.prompt) : defaultTemplate("plan_and_solve");
+
+  // Todo events belong to the round that caused them.
+  let trace_id: string | undefined;
+  const emit = (body: RunEventBody) => ctx.emit(body, trace_id ? { trace_id } : undefined);
+
+  const store = new SessionStore(ctx.trace_dir);
+  try {
+    const todos = new TodoLoopContext({
+      session_id: ctx.session_id,
+      emit,
+      store,
+      now: () => ctx.now(),
+      ...(thresholds ? { complete_after: thresholds.todo_complete_after, block_after: thresholds.todo_block_after } : {}),
+    });
+    const effects = createEffects({
+      ctx,
+      input,
+      template,
+      todos,
+      memory: new Memory(input),
+      toolbox: ctx.tools(todoTools(todos)),
+      client: ctx.model(),
+      round: (id) => {
+        trace_id = id;
+      },
+    });
+    // Microsteps, not snapshots: state.changed then precedes what the new state does.
+    let previous = "";
+    const actor: Actor<typeof planAndSolveMachine> = createActor(planAndSolveMachine, {
+      input: { max_iteration: agent.max_iteration, effects },
+      inspect: (event) => {
+        if (event.type !== "@xstate.microstep" || event.actorRef !== actor) return;
+        const current = statePath((event.snapshot as unknown as { value: unknown }).value);
+        if (current !== previous) emit({ type: "state.changed", machine: "plan_and_solve", from: previous, to: current });
+        previous = current;
+      },
+    });
+    previous = statePath(actor.getSnapshot().value);
+    emit({ type: "state.changed", machine: "plan_and_solve", from: "(start)", to: previous });
+    actor.start();
+    actor.send({ type: "RUN" });
+    const output = await toPromise(actor);
+    return {
+      result_type: output.result_type,
+      ...(output.answer !== undefined ? { answer: output.answer } : {}),
+      ...(output.error !== undefined ? { error: output.error } : {}),
+      usage: output.usage,
+    };
+  } finally {
+    store.close();
+  }
+};
