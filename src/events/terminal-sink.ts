@@ -254,7 +254,9 @@ class TerminalView {
   }
 
   private drawBlock(): string {
-    const width = Math.max(20, (this.options.columns ?? this.out.columns ?? 100) - 1);
+    // A pty without a size reports 0 columns; treat it as unknown.
+    const columns = this.options.columns ?? (this.out.columns ? this.out.columns : 100);
+    const width = Math.max(20, columns - 1);
     const lines: string[] = [];
     if (this.status && !this.closed) {
       const s = this.status;

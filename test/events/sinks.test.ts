@@ -186,6 +186,12 @@ describe("terminalSink on a terminal", () => {
     const sink = terminalSink(out, { tty: true, color: false });
     sink({ type: "todo.updated", session_id: "x", version: 1, todos: [todo(1, "a very long todo item that goes on and on", "pending")], seq: 1, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" });
     for (const line of out.text().split("\n")) expect(line.length).toBeLessThanOrEqual(29);
+ 
+    // A pty without a size says 0 columns: not a reason to cut everything to nothing.
+    const unsized = collector(0);
+    const sink0 = terminalSink(unsized, { tty: true, color: false });
+    sink0({ type: "todo.updated", session_id: "x", version: 1, todos: [todo(1, "a very long todo item that goes on and on", "pending")], seq: 1, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" });
+    expect(unsized.text()).toContain("  [ ] 1. a very long todo item that goes on and on\n");
   });
 });
 
