@@ -1,13 +1,8 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { loadTeam } from "../../config/load.js";
 import { ConfigError, describeError, formatProblem } from "../../errors.js";
 import type { EventSink } from "../../events/bus.js";
-import { ndjsonSink } from "../../events/ndjson-sink.js";
-import { terminalSink } from "../../events/terminal-sink.js";
-import { createChatClient } from "../../models/factory.js";
-import { recordingClient, writeScript, type RecordedReply } from "../../models/recorder.js";
-import { runTeam } from "../../runtime/run-team.js";
+import type { RecordedReply } from "../../models/recorder.js";
 import { EXIT, type SetExit } from "../main.js";
 
 interface ExecOptions {
@@ -55,6 +50,16 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
   }
   if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
 
+  // The engine is loaded only when a command needs it, so `runtime --help` starts fast.
+  const [{ loadTeam }, { runTeam }, { ndjsonSink }, { terminalSink }, { createChatClient }, { recordingClient, writeScript }] =
+    await Promise.all([
+      import("../../config/load.js"),
+      import("../../runtime/run-team.js"),
+      import("../../events/ndjson-sink.js"),
+      import("../../events/terminal-sink.js"),
+      import("../../models/factory.js"),
+      import("../../models/recorder.js"),
+    ]);
   let team;
   try {
     team = await loadTeam(file);

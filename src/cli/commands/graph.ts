@@ -1,10 +1,8 @@
 import type { Command } from "commander";
-import { loadTeam } from "../../config/load.js";
 import { ConfigError, describeError, formatProblem } from "../../errors.js";
-import { compositionToMermaid } from "../../graph/composition.js";
-import { MACHINES, MACHINE_OF_KIND } from "../../graph/machines.js";
-import { machineToMermaid } from "../../graph/mermaid.js";
 import { EXIT, type SetExit } from "../main.js";
+
+const MACHINE_NAMES = "react | plan_and_solve | task | plan_tool | plan_and_solve_flow";
 
 /** `runtime graph --machine NAME` or `runtime graph FILE [--agent NAME]`: Mermaid from the definitions. */
 export function registerGraph(program: Command, setExit: SetExit): void {
@@ -13,13 +11,19 @@ export function registerGraph(program: Command, setExit: SetExit): void {
     .description("print machines as Mermaid stateDiagram-v2, generated from their definitions")
     .argument("[file]", "team file: draw its agents' machines and compositions")
     .option("-a, --agent <name>", "only this agent")
-    .option("-m, --machine <name>", `a built-in machine: ${Object.keys(MACHINES).join(" | ")}`)
+    .option("-m, --machine <name>", `a built-in machine: ${MACHINE_NAMES}`)
     .action(async (file: string | undefined, opts: { agent?: string; machine?: string }) => {
       setExit(await graph(file, opts));
     });
 }
 
 async function graph(file: string | undefined, opts: { agent?: string; machine?: string }): Promise<number> {
+  const [{ loadTeam }, { compositionToMermaid }, { MACHINES, MACHINE_OF_KIND }, { machineToMermaid }] = await Promise.all([
+    import("../../config/load.js"),
+    import("../../graph/composition.js"),
+    import("../../graph/machines.js"),
+    import("../../graph/mermaid.js"),
+  ]);
   const err = (message: string) => {
     process.stderr.write(`runtime graph: ${message}\n`);
     return EXIT.USAGE;
