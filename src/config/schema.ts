@@ -43,6 +43,16 @@ export function allowedKeys(node: unknown): string[] {
   return [...keys];
 }
 
+/** The description of property `key` in a schema object, following `$ref`s. */
+export function describeKey(node: unknown, key: string): string | undefined {
+  let property = isObject(node) && isObject(node.properties) ? node.properties[key] : undefined;
+  for (let hops = 0; isObject(property) && hops < 8; hops++) {
+    if (typeof property.description === "string") return property.description;
+    property = typeof property.$ref === "string" ? resolveRef(property.$ref) : undefined;
+  }
+  return undefined;
+}
+
 /** The subschema a local `#/$defs/...` reference names. */
 export function resolveRef(ref: string): unknown {
   if (!ref.startsWith("#/")) return undefined;

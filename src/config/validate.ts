@@ -4,7 +4,7 @@
  */
 import type { ErrorObject } from "ajv";
 import type { ConfigProblem } from "../errors.js";
-import { allowedKeys, teamValidator } from "./schema.js";
+import { allowedKeys, describeKey, teamValidator } from "./schema.js";
 import type { SourceMap } from "./source.js";
 import { pointerSegment } from "./source.js";
 import { didYouMean, listNames } from "./suggest.js";
@@ -56,8 +56,7 @@ function toProblem(error: ErrorObject, source: SourceMap): ConfigProblem | undef
     }
     case "required": {
       const key = String(params.missingProperty);
-      const properties = (parent?.properties ?? {}) as Record<string, { description?: string }>;
-      const about = properties[key]?.description;
+      const about = describeKey(parent, key);
       return source.problem(here, `missing required key '${key}'${about ? ` (${lowerFirst(about)})` : ""}`);
     }
     case "anyOf": {

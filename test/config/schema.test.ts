@@ -1,0 +1,77 @@
+import { readFileSync } from "node:fs";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { describe, expect, it } from "vitest";
+import { BUILTIN_TOOL_NAMES } from "../../src/config/builtin-names.js";
+import { schemaMarkdown } from "../../src/config/schema-doc.js";
+import { runCli } from "../support/cli.js";
+
+const schemaText = readFileSync("schemas/team.schema.json", "utf8");
+const schema = JSON.parse(schemaText) as Record<string, unknown>;
+type Node = Record<string, unknown>;
+
+/** Every schema object under `properties` anywhere in the schema, with its pointer. */
+function propertySchemas(node: unknown, path = "#"): Array<[string, Node]> {
+  if (typeof node !== "object" || node === null) return [];
+  const out: Array<[string, Node]> = [];
+  for (const [key, value] of Object.entries(node as Node)) {
+    if (key === "examples" || key === "default") continue;
+    if (key === "properties" && typeof value === "object" && value !== null) {
+      for (const [name, prop] of Object.entries(value as Node)) {
+        if (typeof prop === "object" && prop !== null) out.push([`${path}/properties/${name}`, prop as Node]);
+      }
+    }
+    out.push(...propertySchemas(value, `${path}/${key}`));
+  }
+  return out;
+}
+
+function resolveDescription(prop: Node): string | undefined {
+  let current: Node | undefined = prop;
+  for (let i = 0; current && i < 8; i++) {
+    if (typeof current.description === "string") return current.description;
+    const ref: unknown = current.$ref;
+    current = typeof ref === "string" ? (ref.slice(2).split("/").reduce<unknown>((n, k) => (n as Node)[k], schema) as Node) : undefined;
+  }
+  return undefined;
+}
+
+describe("schemas/team.schema.json", () => {
+  it("is a valid JSON Schema 2020-12 that ajv compiles in strict mode", () => {
+    const ajv = new Ajv2020({ strict: true, allErrors: true });
+    expect(ajv.validateSchema(schema)).toBe(true);
+    expect(() => ajv.compile(schema)).not.toThrow();
+    expect(schema.$schema).toBe("https://json-schema.org/draft/2020-12/schema");
+  });
+
+  it("describes every key (outside the branch conditions)", () => {
+    const undocumented = propertySchemas(schema)
+      .filter(([path]) => !path.includes("/if/") && !path.includes("/anyOf/"))
+      .filter(([, prop]) => !resolveDescription(prop))
+      .map(([path]) => path);
+    expect(undocumented).toEqual([]);
+  });
+
+  it("lists the same built-in tools as src/config/builtin-names.ts", () => {
+    const defs = schema.$defs as Record<string, Node>;
+    const builtin = (defs.builtinTool!.properties as Record<string, Node>).builtin!;
+    expect(builtin.enum).toEqual([...BUILTIN_TOOL_NAMES]);
+  });
+
+  it("`runtime schema` prints it, and --markdown prints docs/team-file.md", async () => {
+    const json = await runCli(["schema"]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(schema);
+    const md = await runCli(["schema", "--markdown"]);
+    expect(md.code).toBe(0);
+    expect(md.stdout).toBe(readFileSync("docs/team-file.md", "utf8"));
+  });
+
+  it("docs/team-file.md is up to date with the schema and names every key", () => {
+    const doc = readFileSync("docs/team-file.md", "utf8");
+    expect(doc).toBe(schemaMarkdown());
+    for (const [path] of propertySchemas(schema).filter(([p]) => !p.includes("/if/") && !p.includes("/anyOf/") && !p.includes("/$defs/tool/") && !p.includes("/$defs/model/") && !p.includes("/$defs/agent/") && !p.includes("/toolParameters/"))) {
+      const key = path.split("/").pop()!;
+      expect(doc, path).toContain(`\`${key}\``);
+    }
+  });
+});
