@@ -7,6 +7,7 @@
  * cancelled (callAgent passes the signal on), no new run starts, and the
  * step ends with the error `interrupted`.
  */
+import { getMaxListeners, setMaxListeners } from "node:events";
 import type { PlanSolverConfig } from "../config/types.js";
 import { addUsage, type Usage, ZERO_USAGE } from "../events/types.js";
 import type { AgentResult, AgentRunner } from "../runtime/types.js";
@@ -56,6 +57,11 @@ export const runPlanSolver: AgentRunner = async (ctx, input) => {
   if (config.kind !== "plan_solver") {
     return { result_type: "error", error: `agent '${config.name}' is not a plan_solver`, usage: ZERO_USAGE };
   }
+  // Every solver in flight listens on the step's signal (model requests,
+  // tools); Node warns past 10 listeners, which is no leak here.
+  const listeners = 10 + 4 * config.concurrency;
+  if (getMaxListeners(ctx.signal) < listeners) setMaxListeners(listeners, ctx.signal);
+
   let usage: Usage = ZERO_USAGE;
   const done = (result: Omit<AgentResult, "usage">): AgentResult => ({ ...result, usage });
   const interrupted = () => done({ result_type: "error", error: INTERRUPTED });
