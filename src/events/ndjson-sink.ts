@@ -1,4 +1,4 @@
-import { redact } from "../trace/redact.js";
+import { redactWithJson } from "../trace/redact.js";
 import type { EventSink } from "./bus.js";
 
 export interface NdjsonSinkOptions {
@@ -12,5 +12,5 @@ export interface NdjsonSinkOptions {
  */
 export function ndjsonSink(write: (line: string) => void, options: NdjsonSinkOptions = {}): EventSink {
   const secrets = options.secrets ?? [];
-  return (event) => write(`${JSON.stringify(redact(event, secrets))}\n`);
+  return (event) => write(`${redactWithJson(event, secrets).json}\n`);
 }

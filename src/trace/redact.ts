@@ -54,6 +54,32 @@ export function redact<T>(value: T, secrets: readonly string[] = []): T {
   return redactValue(value, secrets, 0) as T;
 }
 
+/**
+ * Anything `redact` could change leaves a trace in the value's JSON text: a
+ * secret key name (checked with `-`/`_` dropped and lower-cased, as keys are
+ * compared), or a bearer scheme, an `sk-` key, a JWT (checked on the text as is).
+ */
+const MAYBE_SECRET_NAME = /apikey|authorization|passw(or)?d|secret|token(?!s)/;
+const MAYBE_SECRET_TEXT = /bearer(\s|\\[nrt])|basic(\s|\\[nrt])|sk-[A-Za-z0-9_-]{6}|eyJ[A-Za-z0-9_-]{8}/i;
+
+/**
+ * `redact` and `JSON.stringify` in one, without copying the value when its
+ * JSON text shows nothing that could be a secret (the common case, and the hot
+ * path of every sink). Returns the redacted value and its JSON.
+ */
+export function redactWithJson<T>(value: T, secrets: readonly string[] = []): { value: T; json: string } {
+  const json = JSON.stringify(value);
+  if (!mayHoldSecret(json, secrets)) return { value, json };
+  const safe = redact(value, secrets);
+  return { value: safe, json: JSON.stringify(safe) };
+}
+
+function mayHoldSecret(json: string, secrets: readonly string[]): boolean {
+  if (MAYBE_SECRET_TEXT.test(json)) return true;
+  if (MAYBE_SECRET_NAME.test(json.toLowerCase().replace(/[-_]/g, ""))) return true;
+  return secrets.some((s) => s.length >= 6 && json.includes(JSON.stringify(s).slice(1, -1)));
+}
+
 const MAX_DEPTH = 64;
 
 function redactValue(value: unknown, secrets: readonly string[], depth: number): unknown {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { RuntimeError, describeError } from "../errors.js";
 import type { RunEvent, Usage } from "../events/types.js";
-import { redact } from "./redact.js";
+import { redactWithJson } from "./redact.js";
 
 /** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
 export const TRACE_SCHEMA_VERSION = 1;
@@ -144,7 +144,7 @@ export class TraceStore {
 
   /** Store one event, redacted, committed before returning. Usable directly as an `EventSink`. */
   append(event: RunEvent): void {
-    const safe = redact(event, this.secrets);
+    const { value: safe, json } = redactWithJson(event, this.secrets);
     const row = {
       task_id: safe.task_id,
       seq: safe.seq,
@@ -154,7 +154,7 @@ export class TraceStore {
       parent_step_id: safe.parent_step_id ?? null,
       trace_id: safe.trace_id ?? null,
       ts: safe.ts,
-      json: JSON.stringify(safe),
+      json,
     };
     if (safe.type === "run.started") {
       this.db.transaction(() => {

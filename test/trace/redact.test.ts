@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { isSecretKey, redact, redactString, REDACTED } from "../../src/trace/redact.js";
+import { isSecretKey, redact, redactString, redactWithJson, REDACTED } from "../../src/trace/redact.js";
 
 describe("redact", () => {
   test("masks values under secret-named keys at any depth, in any spelling", () => {
@@ -49,5 +49,29 @@ describe("redact", () => {
     for (const k of ["total_tokens", "max_tokens", "tokenizer", "keyboard", "author", "input"]) {
       expect(isSecretKey(k), k).toBe(false);
     }
+  });
+
+  test("redactWithJson agrees with redact, and skips the copy only for values with nothing secret-looking", () => {
+    const secrets = ['conf"key-123456'];
+    const risky: unknown[] = [
+      { api__key: "v1" },
+      { "Pass_Word": "v2" },
+      { accessToken: "v3" },
+      { note: "Bearer\nabc123" },
+      { note: "x access_token=abc" },
+      { headers: [{ "X-API-KEY": "v4" }] },
+      { text: 'uses conf"key-123456 here' },
+      { text: "jwt eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl" },
+    ];
+    for (const value of risky) {
+      const out = redactWithJson(value, secrets);
+      expect(out.json, JSON.stringify(value)).toBe(JSON.stringify(redact(value, secrets)));
+      expect(out.json).toContain(REDACTED);
+      expect(out.value).not.toBe(value);
+    }
+    const clean = { type: "llm.response", usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }, thought: "skip the basics" };
+    const out = redactWithJson(clean, secrets);
+    expect(out.value).toBe(clean);
+    expect(out.json).toBe(JSON.stringify(clean));
   });
 });
