@@ -214,7 +214,7 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
       case "tool.started":
         pendingTools.set(
           `${e.step_id ?? ""}/${e.call_id}`,
-          add(paint.yellow(`tool ${e.tool} … no result (the run stopped)`) + `  ${compact(e.arguments, maxValue)}`),
+          add(paint.yellow(`tool ${e.tool} … no result recorded`) + `  ${compact(e.arguments, maxValue)}`),
         );
         break;
       case "tool.finished": {

@@ -85,7 +85,7 @@ describe("renderRunTree", () => {
     const events = circleReactRun().filter((e) => e.seq <= 15);
     const tree = renderRunTree(events);
     expect(tree.split("\n")[0]).toBe("task task-circle · agent solver · unfinished (last event seq 15) · 1.40s · 720 tokens (prompt 650, completion 70)");
-    expect(tree).toContain("tool calculator … no result (the run stopped)");
+    expect(tree).toContain("tool calculator … no result recorded");
     expect(tree).toContain("step s1 · solver (react) · unfinished");
     expect(tree).toContain("no run.finished");
   });
