@@ -20,7 +20,9 @@ interface Transition {
 /**
  * Print a machine as a Mermaid `stateDiagram-v2`, generated from the
  * machine definition itself, so the drawing cannot drift from the code.
- * Final states print as `[*]`, states that only branch as `<<choice>>`.
+ * Structural final states (`DONE`, `EXIT`) print as `[*]`; named final
+ * states (`COMPLETED`) print by name with an arrow to `[*]`; states that only
+ * branch print as `<<choice>>`.
  */
 export function machineToMermaid(machine: AnyStateMachine, title?: string): string {
   const lines = ["stateDiagram-v2"];
@@ -37,7 +39,10 @@ function printChildren(parent: Node, lines: string[], indent: string): void {
   const initial = parent.initial?.target[0];
   if (initial) lines.push(`${indent}[*] --> ${name(initial)}`);
   for (const child of children) {
-    if (child.type === "final") continue;
+    if (child.type === "final") {
+      if (!isStructuralEnd(child)) lines.push(`${indent}${child.key} --> [*]`);
+      continue;
+    }
     if (child.type === "compound" || child.type === "parallel") {
       lines.push(`${indent}state ${child.key} {`);
       printChildren(child, lines, indent + "  ");
@@ -46,7 +51,7 @@ function printChildren(parent: Node, lines: string[], indent: string): void {
     for (const t of transitionsOf(child)) {
       for (const target of t.target ?? []) {
         const label = labelOf(t);
-        lines.push(`${indent}${child.key} --> ${target.type === "final" ? "[*]" : name(target)}${label ? ` : ${label}` : ""}`);
+        lines.push(`${indent}${child.key} --> ${isStructuralEnd(target) ? "[*]" : name(target)}${label ? ` : ${label}` : ""}`);
       }
     }
   }
@@ -57,6 +62,11 @@ function transitionsOf(node: Node): Transition[] {
   for (const list of node.transitions.values()) out.push(...list);
   out.push(...(node.always ?? []));
   return out;
+}
+
+/** Final states that only mark "this region is done" and have no name in the diagrams. */
+function isStructuralEnd(node: Node): boolean {
+  return node.type === "final" && (node.key === "DONE" || node.key === "EXIT");
 }
 
 function isChoice(node: Node): boolean {

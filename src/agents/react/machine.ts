@@ -203,9 +203,9 @@ export const reactMachine = setup({
       },
     },
     RESULT_TYPE: {
-      always: [{ guard: "isFinished", target: "FINISHED" }, { target: "RECURSION", reenter: true }],
+      always: [{ guard: "isFinished", target: "DONE" }, { target: "RECURSION", reenter: true }],
     },
-    FINISHED: { type: "final" },
+    DONE: { type: "final" },
   },
   output: ({ context }) => ({
     result_type: context.result_type ?? "error",
