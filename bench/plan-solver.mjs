@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import OpenAI from "openai";
 import { loadTeam, runTeam } from "../dist/index.js";
 
 const { values } = parseArgs({
@@ -101,16 +102,31 @@ async function measure(url, dir, concurrency) {
   return { solver: Math.max(...marks) - Math.min(...marks), total };
 }
 
+/** The floor: the same solver requests sent straight through the `openai` client, `concurrency` at a time. */
+async function clientFloor(url, concurrency) {
+  const client = new OpenAI({ baseURL: url, apiKey: "bench-key", maxRetries: 0 });
+  const system = { role: "system", content: "ROLE:solver" };
+  const started = performance.now();
+  for (let done = 0; done < TASKS; done += concurrency) {
+    const batch = Array.from({ length: Math.min(concurrency, TASKS - done) }, (_, i) =>
+      client.chat.completions.create({ model: "bench-model", messages: [{ role: "user", content: `Your task is task ${done + i + 1}` }, system] }),
+    );
+    await Promise.all(batch);
+  }
+  return performance.now() - started;
+}
+
 const server = await startServer();
 const url = `http://127.0.0.1:${server.address().port}/v1`;
 const dir = mkdtempSync(join(tmpdir(), "bench-plan-solver-"));
 try {
   await measure(url, dir, Math.max(...LEVELS)); // warm-up: module loading, connections
   console.log(`plan_solver: ${TASKS} tasks, solver replies delayed ${DELAY} ms, trace store ${TRACE ? "on" : "off"}\n`);
-  console.log("concurrency  solver phase   ideal    speed-up  ideal speed-up  ratio to ideal   whole run");
+  console.log("concurrency  solver phase   ideal    speed-up  ideal speed-up  ratio to ideal   whole run   client alone");
   let baseline;
   for (const c of LEVELS) {
     const { solver, total } = await measure(url, dir, c);
+    const floor = await clientFloor(url, c);
     const ideal = Math.ceil(TASKS / c) * DELAY;
     baseline ??= c === 1 ? solver : TASKS * DELAY;
     const speedup = baseline / solver;
@@ -124,10 +140,12 @@ try {
         `${idealSpeedup.toFixed(2)}×`.padStart(15),
         `${(ideal / solver).toFixed(2)}`.padStart(15),
         `${total.toFixed(0)} ms`.padStart(11),
+        `${floor.toFixed(0)} ms`.padStart(14),
       ].join(" "),
     );
   }
   console.log("\nratio to ideal = ideal solver-phase time / measured (1.00 is perfect; overhead lowers it)");
+  console.log("client alone = the same requests sent straight through the openai client, in batches of the concurrency: the floor");
 } finally {
   server.closeAllConnections();
   server.close();
