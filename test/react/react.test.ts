@@ -10,7 +10,7 @@ afterEach(async () => {
   while (servers.length) await servers.pop()?.close();
 });
 
-function team(url: string, extra = "", agentExtra = "", tools = "calculator, terminate"): string {
+function team(url: string, extra = "", agentExtra = "", tools = "calculator, terminate", modelExtra = ""): string {
   return writeTeam(`version: 1
 name: react-test
 models:
@@ -21,6 +21,7 @@ models:
     api_key: sk-test-SECRET-react-0123456789
     max_retries: 2
     timeout_ms: 5000
+${modelExtra}
 agents:
   solver:
     kind: react
@@ -195,5 +196,38 @@ describe("react agent through the openai client and the test server", () => {
     expect(starts[1]?.parent_step_id).toBe(starts[0]?.step_id);
     const childTool = events.find((e) => e.type === "tool.finished" && e.tool === "calculator");
     expect(childTool?.step_id).toBe(starts[1]?.step_id);
+  });
+
+  it("streams tokens as llm.delta events when the model streams, and sums usage", async () => {
+    const answer = reactReply("ANSWER", { answer: "streamed answer" });
+    const server = await startOpenAIServer({ replies: [{ content: answer, usage: { prompt_tokens: 11, completion_tokens: 7 } }] });
+    servers.push(server);
+    const path = team(server.url, "", "", "calculator, terminate", "    stream: true");
+    const run = runTeam(await loadTeam(path), { input: "q", traceDir: tempDir() });
+    const [events, result] = await Promise.all([collect(run), run.result]);
+    expect(result).toMatchObject({ result_type: "answer", answer: "streamed answer" });
+    expect(server.requests[0]?.body?.stream).toBe(true);
+    const deltas = events.filter((e) => e.type === "llm.delta");
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.map((e) => (e.type === "llm.delta" ? e.text : "")).join("")).toBe(answer);
+    expect(result.usage).toEqual({ prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 });
+  });
+
+  it("runs many teams concurrently in one process without sharing state", async () => {
+    const server = await startOpenAIServer({
+      respond(body) {
+        const input = String(body.messages?.[0]?.content);
+        const results = lastToolResults(body);
+        if (!results.length) return { content: null, tool_calls: [{ id: "x", name: "calculator", arguments: { expression: `${input} * 2` } }] };
+        return { content: reactReply("ANSWER", { answer: String(results[0]?.result?.result) }) };
+      },
+    });
+    servers.push(server);
+    const loaded = await loadTeam(team(server.url));
+    const traceDir = tempDir();
+    const runs = Array.from({ length: 20 }, (_, i) => runTeam(loaded, { input: String(i), traceDir }));
+    const results = await Promise.all(runs.map((r) => r.result));
+    expect(results.map((r) => r.answer)).toEqual(Array.from({ length: 20 }, (_, i) => String(i * 2)));
+    expect(new Set(results.map((r) => r.task_id)).size).toBe(20);
   });
 });
