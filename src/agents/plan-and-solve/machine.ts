@@ -29,7 +29,14 @@ export interface PlanAndSolveEffects {
   track(outcome: ToolOutcome): void;
   /** PLANNING.StorePlan: persist the session's list. */
   storePlan(): void;
-  /** Judge a terminate call (or a text reply when `call` is undefined). */
+  /**
+   * Judge a terminate call (or a text reply when `call` is undefined). With
+   * items still open, a terminate is refused once (`may_refuse`: not refused
+   * before and a model call left), its tool message naming the open items;
+   * the next one is accepted and FormatResponse marks the open items skipped.
+   * A model stopping early usually forgot a step; one reminder catches that
+   * without ever trapping the run. See docs/plan-and-solve.md.
+   */
   verify(input: { call?: ToolCallRequest; text?: string; may_refuse: boolean }): Promise<Verdict>;
   /** The final summary step (seed 000 diagram 6): one extra model call without tools. */
   summarize(reason: SummaryReason): Promise<{ text?: string; usage: Usage }>;
