@@ -85,6 +85,12 @@ export const planAndSolveFlowMachine = setup({
     roundsLeft: ({ context }) => context.round < context.max_replan_rounds,
     replanning: ({ context }) => context.enable_replanner,
     lastStep: ({ context }) => context.steps.length <= 1,
+    succeeded: (_, params: { outcome: Outcome<unknown> }) => params.outcome.ok,
+    failed: (_, params: { outcome: Outcome<unknown> }) => !params.outcome.ok,
+    /** Without a replanner nobody could act on a failed step; an interruption stops the flow either way. */
+    stepFailedForGood: ({ context }, params: { outcome: Outcome<unknown> }) =>
+      !params.outcome.ok && (params.outcome.fatal === true || !context.enable_replanner),
+    answered: (_, params: { outcome: Outcome<Action["action"]> }) => params.outcome.ok && "response" in params.outcome.value,
   },
   actions: {
     adoptPlan: assign((_, steps: string[]) => ({ steps, plan_str: numbered(steps) })),
@@ -125,7 +131,7 @@ export const planAndSolveFlowMachine = setup({
         input: ({ context }) => ({ services: context.services }),
         onDone: [
           {
-            guard: ({ event }) => event.output.ok,
+            guard: { type: "succeeded", params: ({ event }) => ({ outcome: event.output }) },
             target: "EXECUTE",
             actions: [{ type: "adoptPlan", params: ({ event }) => (event.output.ok ? event.output.value : []) }, "announceCreated"],
           },
@@ -140,8 +146,7 @@ export const planAndSolveFlowMachine = setup({
         input: ({ context }) => ({ services: context.services, step: context.steps[0] ?? "", past_steps: context.past_steps }),
         onDone: [
           {
-            // Without a replanner nobody could act on a failed step: stop, naming it.
-            guard: ({ context, event }) => !event.output.ok && (event.output.fatal === true || !context.enable_replanner),
+            guard: { type: "stepFailedForGood", params: ({ event }) => ({ outcome: event.output }) },
             target: "FAILED",
             actions: { type: "fail", params: ({ context, event }) => stepFailure(context, event.output) },
           },
@@ -180,12 +185,12 @@ export const planAndSolveFlowMachine = setup({
         input: ({ context }) => ({ services: context.services, plan_str: context.plan_str, past_steps: context.past_steps }),
         onDone: [
           {
-            guard: ({ event }) => !event.output.ok,
+            guard: { type: "failed", params: ({ event }) => ({ outcome: event.output }) },
             target: "FAILED",
             actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) },
           },
           {
-            guard: ({ event }) => event.output.ok && "response" in event.output.value,
+            guard: { type: "answered", params: ({ event }) => ({ outcome: event.output }) },
             target: "DONE",
             actions: {
               type: "answer",
@@ -211,7 +216,7 @@ export const planAndSolveFlowMachine = setup({
         input: ({ context }) => ({ services: context.services, plan_str: context.plan_str, past_steps: context.past_steps }),
         onDone: [
           {
-            guard: ({ event }) => event.output.ok,
+            guard: { type: "succeeded", params: ({ event }) => ({ outcome: event.output }) },
             target: "DONE",
             actions: { type: "answer", params: ({ event }) => (event.output.ok ? event.output.value : "") },
           },
