@@ -199,7 +199,16 @@ class TerminalView {
       return;
     }
     this.log(`${indent}todo v${e.version}${e.type === "todo.completed" ? " completed" : ""} · ${todoProgress(todos)}`);
-    for (const item of todos) this.log(`${indent}  ${todoLine(item)}`);
+    // Appended output cannot redraw, so a list that kept its items shows only what changed.
+    const sameItems =
+      e.type === "todo.updated" &&
+      seen !== undefined &&
+      seen.todos.length === todos.length &&
+      todos.every((t, i) => seen.todos[i]?.index === t.index && seen.todos[i]?.content === t.content);
+    for (const [i, item] of todos.entries()) {
+      const before = seen?.todos[i];
+      if (!sameItems || before?.status !== item.status || before.notes !== item.notes) this.log(`${indent}  ${todoLine(item)}`);
+    }
   }
 
   private setStatus(e: RunEvent, patch: { iteration?: number; state?: string }): void {

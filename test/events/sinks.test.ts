@@ -96,6 +96,14 @@ describe("terminalSink, not a terminal", () => {
     expect(lines).toContain("  [ ] 1. Look up formula");
     expect(lines).toContain("  [-] 2. Compute area");
     expect(out.text()).not.toContain("STALE LIST");
+    // A later full list with the same items shows only the items that changed.
+    const more = collector();
+    const sink2 = terminalSink(more, { tty: false, color: false });
+    const list = (version: number, second: "pending" | "in_progress") =>
+      ({ type: "todo.updated", session_id: "z", version, todos: [todo(1, "A", "completed"), todo(2, "B", second)], seq: version, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" }) as RunEvent;
+    sink2(list(1, "pending"));
+    sink2(list(2, "in_progress"));
+    expect(more.text()).toBe("todo v1 · 1/2 done\n  [x] 1. A\n  [ ] 2. B\ntodo v2 · 1/2 done\n  [~] 2. B\n");
     expect(out.text()).not.toContain("(failed)");
   });
 
