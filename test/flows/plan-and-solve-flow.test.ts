@@ -236,4 +236,25 @@ describe("plan_and_solve_flow", () => {
     expect(result).toMatchObject({ result_type: "answer", answer: "could not do a" });
     expect(queryOf(requestsOf("replanner")[0]!)).toMatch(/task:a, execute task failed:executor 'executor': .*the executor broke/);
   });
+
+  it("ends 'interrupted' when aborted during a step, without running further steps", async () => {
+    const { url } = await serve({
+      planner: () => answer('{"steps": ["slow step", "never run"]}'),
+      executor: () => ({ ...answer("too late"), delay_ms: 3000 }),
+    });
+    const controller = new AbortController();
+    const started = Date.now();
+    const { result, events } = await runAll(makeTeam(url, flowAgent(), ["planner", "executor"]), {
+      input: "go",
+      traceDir: traceDir(),
+      signal: controller.signal,
+      sinks: [(e) => e.type === "plan.created" && setTimeout(() => controller.abort(), 100)],
+    });
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect(result).toMatchObject({ result_type: "error", error: "interrupted", interrupted: true });
+    expect(requestsOf("executor")).toHaveLength(1);
+    const flowStates = ofType(events, "state.changed").filter((e) => e.machine === "plan_and_solve_flow");
+    expect(flowStates.at(-1)?.to).toBe("FAILED");
+    expect(ofType(events, "agent.finished").find((e) => e.agent_id === "flow")).toMatchObject({ error: "interrupted" });
+  });
 });
