@@ -31,4 +31,8 @@ export function list(value: unknown): unknown[] {
 }
 
 /** Keys of an agent that name another agent, per kind. */
-export const AGENT_REFERENCE_KEYS = ["planner", "executor", "replanner", "solver", "aggregator", "strategist"] as const;
+export const AGENT_REFERENCE_KEYS: Readonly<Record<string, readonly string[]>> = {
+  plan_and_solve_flow: ["planner", "executor", "replanner"],
+  plan_solver: ["planner", "solver", "aggregator"],
+  sop: ["strategist"],
+};

@@ -85,7 +85,7 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
       }
     }
 
-    for (const key of AGENT_REFERENCE_KEYS) {
+    for (const key of AGENT_REFERENCE_KEYS[String(agent.kind)] ?? []) {
       const target = str(agent[key]);
       if (target === undefined) continue;
       if (isAgent(target)) out.push({ to: target, at: at(key) });

@@ -22,7 +22,17 @@ export function teamSchema(): SchemaObject {
 /** The compiled validator: strict, every error, defaults filled into the data it checks. */
 export function teamValidator(): ValidateFunction {
   if (!validator) {
-    const ajv = new Ajv2020({ strict: true, allErrors: true, useDefaults: true, verbose: true, $data: false });
+    // The schema itself is checked against the 2020-12 meta-schema by a test;
+    // skipping that here, and compiling each $ref once, halves start-up time.
+    const ajv = new Ajv2020({
+      strict: true,
+      allErrors: true,
+      useDefaults: true,
+      verbose: true,
+      $data: false,
+      validateSchema: false,
+      inlineRefs: false,
+    });
     validator = ajv.compile(teamSchema());
   }
   return validator;
@@ -41,6 +51,21 @@ export function allowedKeys(node: unknown): string[] {
   };
   visit(node, 0);
   return [...keys];
+}
+
+/** The agent kinds that have key `key` of their own (not a key every agent has). */
+export function agentKindsWithKey(key: string): string[] {
+  const defs = teamSchema().$defs as Record<string, { allOf?: unknown[] }> | undefined;
+  const base = allowedKeys(resolveRef("#/$defs/agentBase"));
+  if (base.includes(key)) return [];
+  const kinds: string[] = [];
+  for (const branch of defs?.agent?.allOf ?? []) {
+    const b = branch as { if?: { properties?: { kind?: { const?: string } } }; then?: { $ref?: string } };
+    const kind = b.if?.properties?.kind?.const;
+    const ref = b.then?.$ref;
+    if (kind && ref && allowedKeys(resolveRef(ref)).includes(key)) kinds.push(kind);
+  }
+  return kinds;
 }
 
 /** The description of property `key` in a schema object, following `$ref`s. */

@@ -4,7 +4,7 @@
  */
 import type { ErrorObject } from "ajv";
 import type { ConfigProblem } from "../errors.js";
-import { allowedKeys, describeKey, teamValidator } from "./schema.js";
+import { agentKindsWithKey, allowedKeys, describeKey, teamValidator } from "./schema.js";
 import type { SourceMap } from "./source.js";
 import { pointerSegment } from "./source.js";
 import { didYouMean, listNames } from "./suggest.js";
@@ -51,8 +51,14 @@ function toProblem(error: ErrorObject, source: SourceMap): ConfigProblem | undef
     case "unevaluatedProperties": {
       const key = String(params.additionalProperty ?? params.unevaluatedProperty);
       const allowed = allowedKeys(parent);
+      const path = `${here}/${pointerSegment(key)}`;
+      const kind = isRecord(error.data) && /^\/agents\/[^/]+$/.test(here) ? error.data.kind : undefined;
+      const owners = typeof kind === "string" ? agentKindsWithKey(key) : [];
+      if (owners.length > 0) {
+        return source.problem(path, `unknown key '${key}' for a ${String(kind)} agent: '${key}' belongs to ${owners.join(" and ")} agents`, "key");
+      }
       const hint = didYouMean(key, allowed) || (allowed.length > 0 ? `; expected one of ${listNames(allowed)}` : "");
-      return source.problem(`${here}/${pointerSegment(key)}`, `unknown key '${key}'${hint}`, "key");
+      return source.problem(path, `unknown key '${key}'${hint}`, "key");
     }
     case "required": {
       const key = String(params.missingProperty);

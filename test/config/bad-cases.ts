@@ -42,6 +42,11 @@ export const BAD_CASES: BadCase[] = [
     expect: ["9:5 /agents/solver/max_iterations unknown key 'max_iterations' (did you mean 'max_iteration'?)"],
   },
   {
+    name: "key-of-another-kind",
+    text: `${BASE}    planner: solver\n`,
+    expect: ["9:5 /agents/solver/planner unknown key 'planner' for a react agent: 'planner' belongs to plan_and_solve_flow and plan_solver agents"],
+  },
+  {
     name: "wrong-type",
     text: `${BASE}    max_iteration: many\n`,
     expect: ["9:20 /agents/solver/max_iteration expected an integer, got 'many'"],
