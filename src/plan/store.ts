@@ -6,7 +6,7 @@
  */
 import Database from "better-sqlite3";
 import { RuntimeError } from "../errors.js";
-import { canTransition, derivePlanStatus, describeRefusal, planStatusFromCounts } from "./transitions.js";
+import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "./transitions.js";
 import type {
   PlanInstance,
   PlanStatus,
@@ -18,8 +18,12 @@ import type {
   TaskStatus,
 } from "./types.js";
 
-/** Version of the tables below; bumped with a migration when they change. */
-export const PLAN_SCHEMA_VERSION = 1;
+/**
+ * Version of the tables below; bumped with a migration when they change.
+ * 2: plans carry `unsettled` and `failed_required` counters, so an update
+ * re-derives the plan status in O(1) instead of scanning every task.
+ */
+export const PLAN_SCHEMA_VERSION = 2;
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -30,6 +34,8 @@ CREATE TABLE IF NOT EXISTS plans (
   workflow_template_source TEXT NOT NULL,
   status TEXT NOT NULL,
   revision INTEGER NOT NULL DEFAULT 0,
+  unsettled INTEGER NOT NULL DEFAULT 0,
+  failed_required INTEGER NOT NULL DEFAULT 0,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
@@ -77,6 +83,8 @@ interface PlanRow {
   workflow_template_source: string;
   status: PlanStatus;
   revision: number;
+  unsettled: number;
+  failed_required: number;
   created_at: string;
   updated_at: string;
 }
@@ -115,9 +123,17 @@ export class PlanStore {
       if (this.db.prepare("SELECT 1 FROM plans WHERE plan_id = ?").get(planId)) return false;
       this.db
         .prepare(
-          "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, ?)",
+          "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, unsettled, failed_required, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, 0, ?, ?)",
         )
-        .run(planId, template.name, template.description, template.workflow_template_source, at, at);
+        .run(
+          planId,
+          template.name,
+          template.description,
+          template.workflow_template_source,
+          template.steps.reduce((n, s) => n + s.tasks.length, 0),
+          at,
+          at,
+        );
       const step = this.db.prepare(
         "INSERT INTO plan_steps (plan_id, step_id, position, name, description) VALUES (?, ?, ?, ?, ?)",
       );
@@ -167,8 +183,8 @@ export class PlanStore {
       const plan = this.planRow(planId);
       if (!plan) return { ok: false, error: `unknown plan ${planId}` };
       const task = this.db
-        .prepare("SELECT status FROM plan_tasks WHERE plan_id = ? AND task_id = ?")
-        .get(planId, taskId) as { status: TaskStatus } | undefined;
+        .prepare("SELECT status, optional FROM plan_tasks WHERE plan_id = ? AND task_id = ?")
+        .get(planId, taskId) as { status: TaskStatus; optional: number } | undefined;
       if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
       if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
       if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
@@ -177,10 +193,15 @@ export class PlanStore {
           "UPDATE plan_tasks SET status = ?, result_summary = COALESCE(?, result_summary), updated_at = ? WHERE plan_id = ? AND task_id = ?",
         )
         .run(status, resultSummary ?? null, at, planId, taskId);
-      const planStatus = this.derivedStatus(planId);
+      const unsettled = plan.unsettled + Number(!isSettled(status)) - Number(!isSettled(task.status));
+      const failedRequired =
+        plan.failed_required + (task.optional ? 0 : Number(status === "error") - Number(task.status === "error"));
+      const planStatus = planStatusFromCounts(unsettled, failedRequired);
       this.db
-        .prepare("UPDATE plans SET status = ?, revision = revision + 1, updated_at = ? WHERE plan_id = ?")
-        .run(planStatus, at, planId);
+        .prepare(
+          "UPDATE plans SET status = ?, revision = revision + 1, unsettled = ?, failed_required = ?, updated_at = ? WHERE plan_id = ?",
+        )
+        .run(planStatus, unsettled, failedRequired, at, planId);
       return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status, plan_status: planStatus } };
     });
     return update.immediate();
@@ -203,7 +224,17 @@ export class PlanStore {
         const own = tasks.filter((t) => t.step_id === s.step_id);
         return { ...s, status: derivePlanStatus(own), tasks: own };
       });
-      return { ...plan, steps: stepInfos };
+      return {
+        plan_id: plan.plan_id,
+        name: plan.name,
+        description: plan.description,
+        workflow_template_source: plan.workflow_template_source,
+        status: plan.status,
+        revision: plan.revision,
+        created_at: plan.created_at,
+        updated_at: plan.updated_at,
+        steps: stepInfos,
+      };
     });
     return read.deferred();
   }
@@ -234,32 +265,38 @@ export class PlanStore {
     return this.db.prepare("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
   }
 
-  /** derivePlanStatus, aggregated in SQL rather than over every task row in JS. */
-  private derivedStatus(planId: string): PlanStatus {
-    const counts = this.db
-      .prepare(
-        `SELECT COALESCE(SUM(status IN ('ready', 'inprogress')), 0) AS unsettled,
-                COALESCE(SUM(status = 'error' AND optional = 0), 0) AS failed
-           FROM plan_tasks WHERE plan_id = ?`,
-      )
-      .get(planId) as { unsettled: number; failed: number };
-    return planStatusFromCounts(counts.unsettled, counts.failed);
-  }
-
   private migrate(): void {
-    this.db.exec(DDL);
-    const row = this.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
-      | { value: string }
-      | undefined;
-    if (!row) {
-      this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(PLAN_SCHEMA_VERSION));
-    } else if (Number(row.value) > PLAN_SCHEMA_VERSION) {
-      throw new RuntimeError(
-        "USAGE",
-        `${this.file} holds plans of schema_version ${row.value}; this runtime reads up to ${PLAN_SCHEMA_VERSION}`,
-      );
-    }
+    const upgrade = this.db.transaction(() => {
+      this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      const row = this.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+        | { value: string }
+        | undefined;
+      const version = row ? Number(row.value) : undefined;
+      if (version !== undefined && version > PLAN_SCHEMA_VERSION) {
+        throw new RuntimeError(
+          "USAGE",
+          `${this.file} holds plans of schema_version ${row?.value}; this runtime reads up to ${PLAN_SCHEMA_VERSION}`,
+        );
+      }
+      if (version === 1) migrateV1toV2(this.db);
+      this.db.exec(DDL);
+      this.db
+        .prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+        .run(String(PLAN_SCHEMA_VERSION));
+    });
+    upgrade.immediate();
   }
+}
+
+/** v1 → v2: add the status counters and fill them from the tasks. */
+function migrateV1toV2(db: Database.Database): void {
+  db.exec(`
+    ALTER TABLE plans ADD COLUMN unsettled INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE plans ADD COLUMN failed_required INTEGER NOT NULL DEFAULT 0;
+    UPDATE plans SET
+      unsettled = (SELECT COUNT(*) FROM plan_tasks t WHERE t.plan_id = plans.plan_id AND t.status IN ('ready', 'inprogress')),
+      failed_required = (SELECT COUNT(*) FROM plan_tasks t WHERE t.plan_id = plans.plan_id AND t.status = 'error' AND t.optional = 0);
+  `);
 }
 
 function toTask(row: TaskRow): TaskInfo {

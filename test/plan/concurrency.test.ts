@@ -114,6 +114,44 @@ describe("durability", () => {
     const db = new Database(file);
     db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 1/);
+    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 2/);
+  });
+
+  it("upgrades a schema_version 1 database and keeps deriving statuses from its tasks", async () => {
+    const file = join(dir, "v1.db");
+    const { default: Database } = await import("better-sqlite3");
+    const db = new Database(file);
+    // The v1 tables as shipped: no status counters on plans.
+    db.exec(`
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO meta VALUES ('schema_version', '1');
+      CREATE TABLE plans (plan_id TEXT PRIMARY KEY, name TEXT NOT NULL, description TEXT NOT NULL,
+        workflow_template_source TEXT NOT NULL, status TEXT NOT NULL, revision INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+      CREATE TABLE plan_steps (plan_id TEXT NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE, step_id TEXT NOT NULL,
+        position INTEGER NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL, PRIMARY KEY (plan_id, step_id));
+      CREATE TABLE plan_tasks (plan_id TEXT NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE, task_id TEXT NOT NULL,
+        step_id TEXT NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL, assignee TEXT NOT NULL, description TEXT NOT NULL,
+        optional INTEGER NOT NULL, status TEXT NOT NULL, result_summary TEXT, updated_at TEXT NOT NULL, PRIMARY KEY (plan_id, task_id));
+      INSERT INTO plans VALUES ('old', 'Old', '', 'W', 'running', 3, '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z');
+      INSERT INTO plan_steps VALUES ('old', 's1', 0, 'S', '');
+      INSERT INTO plan_tasks VALUES
+        ('old', 't1', 's1', 0, 'A', 'x', '', 0, 'error', 'broke', '2025-01-01T00:00:00.000Z'),
+        ('old', 't2', 's1', 1, 'B', 'x', '', 0, 'inprogress', NULL, '2025-01-01T00:00:00.000Z'),
+        ('old', 't3', 's1', 2, 'C', 'x', '', 1, 'ready', NULL, '2025-01-01T00:00:00.000Z');
+    `);
+    db.close();
+    const tool = PlanTool.open(file);
+    expect(await tool.update_task_status("old", "t2", "completed")).toBe(true);
+    expect(await tool.get_plan_status("old")).toBe("running");
+    expect(await tool.update_task_status("old", "t3", "skipped")).toBe(true);
+    expect(await tool.get_plan_status("old")).toBe("error");
+    expect(await tool.update_task_status("old", "t1", "skipped", "gave up")).toBe(true);
+    expect(await tool.get_plan_status("old")).toBe("completed");
+    expect((await tool.get_plan_structure("old"))?.revision).toBe(6);
+    tool.close();
+    const check = new Database(file);
+    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "2" });
+    check.close();
   });
 });

@@ -1,0 +1,60 @@
+// Plan Tool throughput: update_task_status calls per second on one plan, in
+// memory (SQLite :memory:) and durable (a WAL file under a temp trace dir).
+// Run after `npm run build`:  node bench/plan-tool.mjs [tasks]
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PlanTool } from "../dist/plan/plan-tool.js";
+
+const TASKS = Number(process.argv[2] ?? 5000);
+
+function structure(n) {
+  return {
+    name: "bench",
+    steps: [{ step_id: "s1", name: "All", tasks: Array.from({ length: n }, (_, i) => ({ task_id: `t${i + 1}`, name: `Task ${i + 1}`, assignee: "worker" })) }],
+  };
+}
+
+/** 2 × TASKS updates (ready → inprogress → completed), awaited one by one, then all at once. */
+async function measure(file) {
+  const results = {};
+  for (const mode of ["sequential", "concurrent"]) {
+    const tool = PlanTool.open(file);
+    const planId = `bench-${mode}`;
+    await tool.create_plan_from_structure(planId, structure(TASKS));
+    const started = performance.now();
+    if (mode === "sequential") {
+      for (let i = 1; i <= TASKS; i++) {
+        await tool.update_task_status(planId, `t${i}`, "inprogress");
+        await tool.update_task_status(planId, `t${i}`, "completed", `r${i}`);
+      }
+    } else {
+      const calls = [];
+      for (let i = 1; i <= TASKS; i++) {
+        calls.push(tool.update_task_status(planId, `t${i}`, "inprogress"));
+        calls.push(tool.update_task_status(planId, `t${i}`, "completed", `r${i}`));
+      }
+      await Promise.all(calls);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    if ((await tool.get_plan_status(planId)) !== "completed") throw new Error(`${mode}: the plan did not complete`);
+    results[mode] = (2 * TASKS) / seconds;
+    tool.close();
+  }
+  return results;
+}
+
+const dir = mkdtempSync(join(tmpdir(), "plan-bench-"));
+try {
+  const memory = await measure(":memory:");
+  const durable = await measure(join(dir, "plans.db"));
+  const fmt = (n) => Math.round(n).toLocaleString("en-US").padStart(9);
+  console.log(`Plan Tool: update_task_status on one plan of ${TASKS} tasks (${2 * TASKS} updates per run)`);
+  for (const mode of ["sequential", "concurrent"]) {
+    console.log(
+      `  ${mode.padEnd(10)}  in memory ${fmt(memory[mode])} updates/s   durable (WAL file) ${fmt(durable[mode])} updates/s   memory/durable ${(memory[mode] / durable[mode]).toFixed(2)}x`,
+    );
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
