@@ -4,7 +4,7 @@ import type { ChatClient, ChatRequest, ChatResponse, ToolCallRequest } from "../
 import type { Template } from "../../prompts/render.js";
 import type { AgentContext, ToolBox } from "../../runtime/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
-import type { PlanAndSolveEffects, SummaryReason, Verdict } from "./machine.js";
+import type { PlanAndSolveEffects, SummaryReason, Verdict } from "./types.js";
 import type { Memory } from "./memory.js";
 import type { TodoLoopContext } from "./todo-context.js";
 import { describeOpen } from "./todo-tools.js";

@@ -1,0 +1,82 @@
+import type { TodoItem, Usage } from "../../events/types.js";
+import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
+import type { ToolOutcome } from "../../tools/types.js";
+
+/** Why the run asks the model for a summary instead of taking terminate's answer. */
+export type SummaryReason = "no_answer" | "max_iteration";
+
+/** How `terminate` (or a text reply) was judged at VERIFYING.ValidateAnswer. */
+export type Verdict =
+  | { kind: "accepted"; answer?: string; status: "success" | "failure" }
+  | { kind: "refused" }
+  | { kind: "invalid" };
+
+/** What the machine needs from the outside world; the runner provides it. */
+export interface PlanAndSolveEffects {
+  /** Read by guards only: whether a plan exists and whether it is done. */
+  todos: { isEmpty(): boolean; allTerminal(): boolean; openItems(): TodoItem[] };
+  /** One round: recursion.started, the prompt rendered afresh, llm.request/response; stores the reply. */
+  callModel(iteration: number): Promise<ChatResponse>;
+  /** Run one tool call through the tool box (validation, allow-list, events). */
+  execute(call: ToolCallRequest): Promise<ToolOutcome>;
+  /** Answer a tool call in the transcript. */
+  record(outcome: ToolOutcome): void;
+  /** SOLVING.MarkInProgress: the active item, or the next pending one, is in progress. */
+  begin(): void;
+  /** SOLVING.MarkCompleted: the heuristics after a work tool (3 successes, 2 failures). */
+  track(outcome: ToolOutcome): void;
+  /** PLANNING.StorePlan: persist the session's list. */
+  storePlan(): void;
+  /**
+   * Judge a terminate call (or a text reply when `call` is undefined). With
+   * items still open, a terminate is refused once (`may_refuse`: not refused
+   * before and a model call left), its tool message naming the open items;
+   * the next one is accepted and FormatResponse marks the open items skipped.
+   * A model stopping early usually forgot a step; one reminder catches that
+   * without ever trapping the run. See docs/plan-and-solve.md.
+   */
+  verify(input: { call?: ToolCallRequest; text?: string; may_refuse: boolean }): Promise<Verdict>;
+  /** The final summary step (seed 000 diagram 6): one extra model call without tools. */
+  summarize(reason: SummaryReason): Promise<{ text?: string; usage: Usage }>;
+  /**
+   * Answer any call left unanswered; with `close_items`, mark open items
+   * skipped (an accepted answer ends the list; a run that failed leaves it
+   * open for a follow-up in the same session). Returns the items closed.
+   */
+  finish(close_items: boolean): TodoItem[];
+}
+
+export interface PlanAndSolveInput {
+  max_iteration: number;
+  effects: PlanAndSolveEffects;
+}
+
+export interface PlanAndSolveContext extends PlanAndSolveInput {
+  /** Model calls made so far (the summary call is not counted). */
+  iteration: number;
+  /** Calls of the last reply not yet handled; the head is next. */
+  queue: ToolCallRequest[];
+  current?: ToolCallRequest;
+  outcome?: ToolOutcome;
+  /** A reply without tool calls: its text is the answer. */
+  text?: string;
+  /** The early terminate was refused once already. */
+  refused: boolean;
+  /** validate_plan found problems: plan again before solving. */
+  plan_invalid: boolean;
+  answer?: string;
+  status?: "success" | "failure";
+  error?: string;
+  usage: Usage;
+}
+
+export interface PlanAndSolveOutput {
+  result_type: "answer" | "error";
+  answer?: string;
+  error?: string;
+  usage: Usage;
+  iterations: number;
+}
+
+/** What an invoked actor hands back: a model reply or a tool outcome. */
+export type Step = { kind: "reply"; reply: ChatResponse } | { kind: "outcome"; outcome: ToolOutcome };
