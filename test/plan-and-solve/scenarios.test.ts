@@ -130,6 +130,29 @@ describe("plan_and_solve: automatic status and manual updates", () => {
   });
 });
 
+describe("plan_and_solve: planning", () => {
+  it("plans again after a broken write_todos or a plan validate_plan rejects", async () => {
+    const s = await server([
+      calls(call("broken", "write_todos", '{"todos": [{"content": "Compute')),
+      calls(call("p1", "write_todos", todos("What is the area?", "Compute the area", "compute the area.")), call("v1", "validate_plan", {})),
+      calls(call("p2", "write_todos", todos("Compute the area")), call("v2", "validate_plan", {})),
+      calls(calc("a", "pi * 25"), call("d", "update_todo_item", { index: 1, status: "completed" }), call("t", "terminate", { answer: "78.54" })),
+    ]);
+    const { events, result } = await runPlan(planTeam(s.url), "q");
+    expect(result).toMatchObject({ result_type: "answer", answer: "78.54" });
+    const bodies = s.chatRequests.map((r) => r.body);
+    expect(toolResult(bodies[1], "broken")).toMatch(/^Error: /);
+    const review = JSON.parse(toolResult(bodies[2], "v1") ?? "{}") as { valid: boolean; problems: string[] };
+    expect(review.valid).toBe(false);
+    expect(review.problems.join(" ")).toMatch(/question.*Items 2 and 3 say the same thing|Items 2 and 3 say the same thing/);
+    const to = events.flatMap((e) => (e.type === "state.changed" ? [e.to] : []));
+    // Each failed attempt leads back to AnalyzeProblem; the valid plan goes on to SOLVING.
+    expect(to.filter((t) => t === "PLANNING.AnalyzeProblem")).toHaveLength(3);
+    expect(to.indexOf("SOLVING.CheckNextTask")).toBeGreaterThan(to.lastIndexOf("PLANNING.AnalyzeProblem"));
+    expectWellFormed(bodies);
+  });
+});
+
 describe("plan_and_solve: ending the run", () => {
   it("refuses an early terminate once, then accepts it and marks the open items skipped", async () => {
     const s = await server([
