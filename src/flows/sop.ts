@@ -62,6 +62,7 @@ async function drive({ ctx, agent, workflow, planTool, planId }: SopRun, input: 
     if (ctx.signal.aborted) return failure("interrupted", usage, plan);
     const result = await ctx.callAgent(agent.strategist, strategistInput(workflow, plan, input, round > 1));
     usage = addUsage(usage, result.usage);
+    if (ctx.signal.aborted) return failure("interrupted", usage, await readPlan(planTool, planId));
     if (result.result_type === "error") {
       const after = await readPlan(planTool, planId);
       if (after.status === "completed") break;

@@ -68,6 +68,27 @@ describe("the safety-sop example on the scripted model", () => {
   });
 });
 
+describe("sop runs sharing a process", () => {
+  it("run concurrently on one trace dir, each on its own plan", async () => {
+    const dir = traceDir();
+    const team = await loadTeam(join(ROOT, "teams/safety-sop.yaml"));
+    const runs = await Promise.all(
+      [1, 2, 3].map(async (i) => {
+        const events: RunEvent[] = [];
+        const result = await runTeam(team, { input: `Review ${i}`, traceDir: dir, sinks: [(e) => events.push(e)] }).result;
+        return { result, planIds: new Set(statusEvents(events).map((e) => e.plan_id)) };
+      }),
+    );
+    expect(runs.map((r) => r.result.result_type)).toEqual(["answer", "answer", "answer"]);
+    expect(runs.every((r) => r.planIds.size === 1)).toBe(true);
+    const ids = runs.map((r) => [...r.planIds][0]);
+    expect(new Set(ids).size).toBe(3);
+    const plans = await openPlanTool(dir).list_plans();
+    expect(plans.map((p) => p.plan_id).sort()).toEqual([...ids].sort());
+    expect(plans.every((p) => p.status === "completed" && p.tasks_done === 5)).toBe(true);
+  });
+});
+
 /** A team whose agents reach the test server; `worker` does the tasks, t2 is optional. */
 function serverTeam(url: string): string {
   return writeTeam(`version: 1
@@ -201,5 +222,26 @@ describe("sop runs through the real openai client and the test server", () => {
     expect(inputs.at(-1)).toContain("Still open: t1 (inprogress), t2 (ready)");
     // Without plan_id, the tool worked on the run's own plan.
     expect(result.error).toContain("[inprogress] t1 First → worker");
+  });
+
+  it("stops when interrupted, leaving the plan stored as it was", async () => {
+    const controller = new AbortController();
+    const server = await serverByAgent({
+      strategist: (n) => {
+        if (n === 0) return call("update_task_status", { task_id: "t1", status: "inprogress" });
+        setTimeout(() => controller.abort(), 50);
+        return { ...answer("never seen"), delay_ms: 2000 };
+      },
+    });
+    const dir = traceDir();
+    const team = await loadTeam(serverTeam(server.url));
+    const started = Date.now();
+    const result = await runTeam(team, { input: "Do the two tasks", traceDir: dir, signal: controller.signal }).result;
+    expect(Date.now() - started).toBeLessThan(1800);
+    expect(result.result_type).toBe("error");
+    expect(result.error?.split("\n")[0]).toBe("interrupted");
+    const [plan] = await openPlanTool(dir).list_plans();
+    expect(plan).toMatchObject({ status: "running", tasks_done: 0 });
+    expect((await openPlanTool(dir).get_task(plan?.plan_id ?? "", "t1"))?.status).toBe("inprogress");
   });
 });
