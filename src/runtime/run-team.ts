@@ -5,9 +5,14 @@ import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage, ZERO_USAGE, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
-import { TraceStore } from "../trace/store.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
 import { resolveTraceDir } from "./trace-dir.js";
+import { acquireTraceStore, releaseTraceStore } from "./trace-stores.js";
+
+/** The team's own secrets (model API keys), masked wherever they might appear. */
+export function teamSecrets(team: ResolvedTeam): string[] {
+  return Object.values(team.models).flatMap((m) => (m.provider === "openai" && m.api_key ? [m.api_key] : []));
+}
 
 export interface RunOptions {
   /** The user's request. */
@@ -65,9 +70,11 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     if (e.type === "llm.response") usage = addUsage(usage, e.usage);
   });
   let traceError: string | undefined;
+  let storeHeld = false;
   if (options.trace !== false) {
     try {
-      const store = TraceStore.open(trace_dir);
+      const store = acquireTraceStore(trace_dir);
+      storeHeld = true;
       bus.subscribe((e) => store.append(e));
     } catch (err) {
       traceError = `cannot open the trace store in ${trace_dir}: ${describeError(err)}`;
@@ -115,8 +122,11 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     const { task_id: _id, interrupted: _i, ...finished } = outcome;
     bus.emit({ type: "run.finished", ...finished, usage }, scope);
     bus.close();
+    store?.close();
     return { ...outcome, usage };
-  })();
+  })().finally(() => {
+    if (storeHeld) releaseTraceStore(trace_dir);
+  });
 
   return { task_id, events: { [Symbol.asyncIterator]: () => bus.events() }, result };
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+/**
+ * A tiny OpenAI-compatible Chat Completions server for the benchmarks.
+ *
+ * The user message says how long the conversation is (`steps=N`): the server
+ * replies with a `calculator` tool call while the request holds fewer than
+ * N-1 assistant messages and answers on the N-th call. The number of assistant
+ * messages is the number of earlier model calls in both layouts: the react
+ * agent's (one assistant per finished recursion) and a plain chat transcript
+ * (assistant with tool_calls, then tool messages). The answer quotes the last
+ * `"result":NUMBER` seen in the request, so a caller can check that the tools
+ * really ran.
+ *
+ * Requests whose user message holds `tag=NAME` are recorded (body bytes,
+ * message counts); `GET /stats?tag=NAME` returns them.
+ *
+ * Run it as its own process so that its CPU is not counted as the client's:
+ *   node bench/lib/chat-server.mjs   → prints the port on stdout
+ */
+import { createServer } from "node:http";
+
+const recorded = new Map();
+
+function reply(body, res) {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  const user = messages.find((m) => m.role === "user")?.content ?? "";
+  const steps = Number(/steps=(\d+)/.exec(user)?.[1] ?? 1);
+  const calls = messages.filter((m) => m.role === "assistant").length;
+  const message = { role: "assistant", content: null };
+  let finish = "stop";
+  if (calls < steps - 1) {
+    const k = calls + 1;
+    message.content = JSON.stringify({
+      observe: `step ${k}`,
+      thought: "compute the next figure",
+      action: { result: { action_type: "CALL_TOOL", output: {} } },
+    });
+    message.tool_calls = [
+      {
+        id: `call_${k}_${Math.random().toString(36).slice(2, 10)}`,
+        type: "function",
+        function: { name: "calculator", arguments: JSON.stringify({ expression: `round(pi * ${k}^2, 2)` }) },
+      },
+    ];
+    finish = "tool_calls";
+  } else {
+    const last = messages[messages.length - 1];
+    const text = typeof last?.content === "string" ? last.content : "";
+    const result = /"result":\s*(-?[\d.eE+-]+)/.exec(text)?.[1] ?? "none";
+    message.content = JSON.stringify({
+      observe: "all figures computed",
+      thought: "answer",
+      action: { result: { action_type: "ANSWER", output: { answer: `last=${result}` } } },
+    });
+  }
+  res.setHeader("content-type", "application/json");
+  res.end(
+    JSON.stringify({
+      id: "chatcmpl-bench",
+      object: "chat.completion",
+      created: 0,
+      model: body.model ?? "bench-model",
+      choices: [{ index: 0, message, finish_reason: finish }],
+      usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
+    }),
+  );
+}
+
+function record(user, bytes, messages) {
+  const tag = /tag=(\S+)/.exec(user)?.[1];
+  if (!tag) return;
+  let list = recorded.get(tag);
+  if (!list) recorded.set(tag, (list = []));
+  list.push({
+    bytes,
+    messages: messages.length,
+    system: messages.filter((m) => m.role === "system").length,
+    assistant: messages.filter((m) => m.role === "assistant").length,
+    first_role: messages[0]?.role,
+  });
+}
+
+const server = createServer((req, res) => {
+  if (req.method === "GET" && req.url?.startsWith("/stats")) {
+    const tag = new URL(req.url, "http://x").searchParams.get("tag") ?? "";
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify(recorded.get(tag) ?? []));
+    return;
+  }
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const raw = Buffer.concat(chunks);
+    let body;
+    try {
+      body = JSON.parse(raw.toString("utf8") || "{}");
+    } catch {
+      res.statusCode = 400;
+      res.end(JSON.stringify({ error: { message: "bad json" } }));
+      return;
+    }
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    record(messages.find((m) => m.role === "user")?.content ?? "", raw.length, messages);
+    const delay = Number(process.env.BENCH_DELAY_MS ?? 0);
+    if (delay > 0) setTimeout(() => reply(body, res), delay);
+    else reply(body, res);
+  });
+});
+server.keepAliveTimeout = 30_000;
+server.listen(0, "127.0.0.1", () => {
+  process.stdout.write(`${server.address().port}\n`);
+});
+process.on("SIGTERM", () => process.exit(0));
+process.stdin.on("end", () => process.exit(0)); // the parent went away
+process.stdin.resume();

@@ -1,0 +1,348 @@
+#!/usr/bin/env node
+/**
+ * Benchmark: the runtime's cost on a ReAct tool loop, beside a minimal
+ * hand-written `openai` loop measured in the same run.
+ *
+ * An OpenAI-compatible server (bench/lib/chat-server.mjs, its own process on
+ * 127.0.0.1, so its CPU is not counted here) answers a calculator tool call
+ * for the first N-1 model calls of a conversation and an ANSWER on the N-th.
+ * Both loops run the same calculator (mathjs) and must return the last tool
+ * result the server saw, so neither can skip work.
+ *
+ *   1. overhead per step: a 10-step loop, runTeam (trace on / off) vs baseline
+ *   2. CPU per task (process.cpuUsage)
+ *   3. tasks per second at 50 concurrent runs
+ *   4. CLI start-up time (`--help`, `validate`) beside `node -e 0`
+ *   5. request bytes per recursion at 10 and 30 recursions (linear growth)
+ *
+ *   npm run build && node bench/react-loop.mjs [--quick] [--tasks 30] [--steps 10]
+ *     [--concurrency 50] [--rounds 3] [--cli-runs 10]
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { evaluate } from "mathjs";
+import OpenAI from "openai";
+import { loadTeam, runTeam } from "../dist/index.js";
+import { fixed, measure, median, printTable } from "./lib/stats.mjs";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    tasks: { type: "string" },
+    steps: { type: "string", default: "10" },
+    concurrency: { type: "string", default: "50" },
+    rounds: { type: "string" },
+    "cli-runs": { type: "string" },
+  },
+});
+const QUICK = values.quick;
+const TASKS = Number(values.tasks ?? (QUICK ? 8 : 30));
+const STEPS = Number(values.steps);
+const CONCURRENCY = Number(values.concurrency);
+const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 3));
+const CLI_RUNS = Number(values["cli-runs"] ?? (QUICK ? 3 : 10));
+const AIM = 1.3;
+
+// ---------------------------------------------------------------- server
+
+/** Start the chat server as a child process; resolves with its base URL and a stop function. */
+async function startServer() {
+  const child = spawn(process.execPath, [join(ROOT, "bench/lib/chat-server.mjs")], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const port = await new Promise((resolve, reject) => {
+    let text = "";
+    child.stdout.on("data", (c) => {
+      text += c;
+      if (text.includes("\n")) resolve(Number(text.trim()));
+    });
+    child.once("exit", (code) => reject(new Error(`chat server exited (${code}) before listening`)));
+  });
+  const root = `http://127.0.0.1:${port}`;
+  return {
+    url: `${root}/v1`,
+    stats: async (tag) => (await fetch(`${root}/stats?tag=${tag}`)).json(),
+    stop: () => child.kill("SIGTERM"),
+  };
+}
+
+// ---------------------------------------------------------------- the two loops
+
+/** What both loops must answer for an N-step task: the server quotes the last calculator result. */
+const expectedAnswer = (steps) => (steps > 1 ? `last=${evaluate(`round(pi * ${steps - 1}^2, 2)`)}` : "last=none");
+const taskInput = (steps, tag) => `Compute the areas of circles of radius 1, 2, 3... steps=${steps}${tag ? ` tag=${tag}` : ""}`;
+
+function teamYaml(url) {
+  return `version: 1
+name: bench-react-loop
+entry: solver
+models:
+  bench:
+    provider: openai
+    model: bench-model
+    base_url: "${url}"
+    api_key: bench-key
+    max_retries: 0
+agents:
+  solver:
+    kind: react
+    description: Computes figures with the calculator, one tool call per step.
+    model: bench
+    max_iteration: 40
+    tools: [calculator]
+`;
+}
+
+/** One task through the library. */
+async function runtimeTask(team, traceDir, trace, steps, tag) {
+  const run = runTeam(team, { input: taskInput(steps, tag), traceDir, trace });
+  const result = await run.result;
+  if (result.result_type !== "answer" || result.answer !== expectedAnswer(steps)) {
+    throw new Error(`runtime task failed: ${result.error ?? result.answer}`);
+  }
+}
+
+const BASELINE_SYSTEM =
+  "You solve arithmetic problems with the calculator tool, one call per step, then answer with the JSON protocol.";
+const BASELINE_TOOLS = [
+  {
+    type: "function",
+    function: {
+      name: "calculator",
+      description: "Evaluate an arithmetic expression.",
+      parameters: {
+        type: "object",
+        properties: { expression: { type: "string" } },
+        required: ["expression"],
+        additionalProperties: false,
+      },
+    },
+  },
+];
+
+/** One task through a minimal hand-written loop over the `openai` package. */
+async function baselineTask(url, steps, tag) {
+  const client = new OpenAI({ apiKey: "bench-key", baseURL: url, maxRetries: 0 });
+  const messages = [
+    { role: "user", content: taskInput(steps, tag) },
+    { role: "system", content: BASELINE_SYSTEM },
+  ];
+  for (let i = 0; i < 40; i++) {
+    const res = await client.chat.completions.create({ model: "bench-model", messages, tools: BASELINE_TOOLS });
+    const message = res.choices[0].message;
+    messages.push(message);
+    if (!message.tool_calls?.length) {
+      const answer = JSON.parse(message.content).action.result.output.answer;
+      if (answer !== expectedAnswer(steps)) throw new Error(`baseline task got ${answer}`);
+      return;
+    }
+    for (const call of message.tool_calls) {
+      const { expression } = JSON.parse(call.function.arguments);
+      const result = evaluate(expression);
+      messages.push({ role: "tool", tool_call_id: call.id, content: JSON.stringify({ expression, result }) });
+    }
+  }
+  throw new Error("baseline task did not finish");
+}
+
+// ---------------------------------------------------------------- the measurements
+
+async function sequential(variants) {
+  const samples = Object.fromEntries(variants.map((v) => [v.name, { wall: [], cpu: [] }]));
+  // Interleaved, so that drift (GC, JIT, the machine) hits every variant alike.
+  for (let i = 0; i < TASKS; i++) {
+    for (const v of variants) {
+      const m = await measure(() => v.task(STEPS));
+      samples[v.name].wall.push(m.wall);
+      samples[v.name].cpu.push(m.cpu);
+    }
+  }
+  return samples;
+}
+
+async function concurrent(variants) {
+  const rounds = Object.fromEntries(variants.map((v) => [v.name, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const v of variants) {
+      const m = await measure(() => Promise.all(Array.from({ length: CONCURRENCY }, () => v.task(STEPS))));
+      rounds[v.name].push(m);
+    }
+  }
+  return rounds;
+}
+
+function cliStartup() {
+  const commands = [
+    { name: "node -e 0", argv: ["-e", "0"] },
+    { name: "runtime --help", argv: ["bin/runtime.js", "--help"] },
+    { name: "runtime validate teams/circle-react.yaml", argv: ["bin/runtime.js", "validate", "teams/circle-react.yaml"] },
+  ];
+  return commands.map(({ name, argv }) => {
+    const times = [];
+    for (let i = 0; i < CLI_RUNS; i++) {
+      const started = performance.now();
+      const run = spawnSync(process.execPath, argv, { cwd: ROOT, encoding: "utf8" });
+      times.push(performance.now() - started);
+      if (run.status !== 0) throw new Error(`${name} exited ${run.status}: ${run.stderr.trim()}`);
+    }
+    return { name, ms: median(times) };
+  });
+}
+
+function growth(requests) {
+  const bytes = requests.map((r) => r.bytes);
+  const inc = bytes.slice(1).map((b, i) => b - bytes[i]);
+  // The first increment also carries the switch of {{current_state}} from "none" to a last result.
+  const steady = inc.length > 1 ? inc.slice(1) : inc;
+  const min = Math.min(...steady);
+  const max = Math.max(...steady);
+  return { bytes, inc, min, max, ratio: max / min };
+}
+
+// ---------------------------------------------------------------- main
+
+const server = await startServer();
+const dir = mkdtempSync(join(tmpdir(), "bench-react-loop-"));
+const teamFile = join(dir, "team.yaml");
+writeFileSync(teamFile, teamYaml(server.url));
+const team = await loadTeam(teamFile);
+const traceDir = join(dir, "traces");
+
+const variants = [
+  { name: "baseline (openai loop)", task: (n, tag) => baselineTask(server.url, n, tag) },
+  { name: "runTeam, trace off", task: (n, tag) => runtimeTask(team, traceDir, false, n, tag) },
+  { name: "runTeam, trace on", task: (n, tag) => runtimeTask(team, traceDir, true, n, tag) },
+];
+const [BASE, OFF, ON] = variants.map((v) => v.name);
+
+try {
+  const started = performance.now();
+  console.log(
+    `react-loop: ${STEPS}-step tool loop (${STEPS} model calls, ${STEPS - 1} calculator calls), ` +
+      `${TASKS} sequential tasks per variant, ${ROUNDS} round(s) of ${CONCURRENCY} concurrent, ` +
+      `node ${process.version}${QUICK ? ", --quick" : ""}`,
+  );
+  console.log(`   ${loadLine()}\n`);
+
+  // Warm-up: module loading, JIT, connection pools, the trace database.
+  for (let i = 0; i < (QUICK ? 3 : 8); i++) for (const v of variants) await v.task(STEPS);
+  await Promise.all(variants.flatMap((v) => Array.from({ length: 10 }, () => v.task(STEPS))));
+
+  // 1 and 2
+  const seq = await sequential(variants);
+  const baseWall = median(seq[BASE].wall);
+  const baseCpu = median(seq[BASE].cpu);
+  console.log(`1. Wall time, sequential tasks (median of ${TASKS})`);
+  printTable(
+    ["variant", "ms/task", "ms/step", "overhead ms/step", "ratio"],
+    variants.map(({ name }) => {
+      const wall = median(seq[name].wall);
+      return [
+        name,
+        fixed(wall),
+        fixed(wall / STEPS, 3),
+        name === BASE ? "-" : fixed((wall - baseWall) / STEPS, 3),
+        fixed(wall / baseWall) + "×",
+      ];
+    }),
+  );
+  console.log(`\n2. CPU per task (this process, user+system; median of ${TASKS})`);
+  printTable(
+    ["variant", "CPU ms/task", "CPU ms/step", "ratio"],
+    variants.map(({ name }) => {
+      const cpu = median(seq[name].cpu);
+      return [name, fixed(cpu), fixed(cpu / STEPS, 3), fixed(cpu / baseCpu) + "×"];
+    }),
+  );
+
+  // 3
+  const conc = await concurrent(variants);
+  const tps = (name) => CONCURRENCY / (median(conc[name].map((m) => m.wall)) / 1000);
+  const cpuPerTask = (name) => median(conc[name].map((m) => m.cpu)) / CONCURRENCY;
+  const baseTps = tps(BASE);
+  console.log(`\n3. Throughput, ${CONCURRENCY} concurrent tasks (median of ${ROUNDS} round(s))`);
+  printTable(
+    ["variant", "tasks/s", "CPU ms/task", "baseline/variant", `within ${AIM}×`],
+    variants.map(({ name }) => {
+      const ratio = baseTps / tps(name);
+      return [name, fixed(tps(name), 1), fixed(cpuPerTask(name)), fixed(ratio) + "×", name === BASE ? "-" : ratio <= AIM ? "yes" : "NO"];
+    }),
+  );
+
+  // 4
+  const cli = cliStartup();
+  console.log(`\n4. CLI start-up (median of ${CLI_RUNS} spawns)`);
+  printTable(
+    ["command", "ms", "over node -e 0"],
+    cli.map((c) => [c.name, fixed(c.ms, 1), c.name === "node -e 0" ? "-" : fixed(c.ms - cli[0].ms, 1)]),
+  );
+
+  // 5
+  console.log("\n5. Request bytes per recursion");
+  const layouts = [];
+  for (const n of [10, 30]) {
+    await runtimeTask(team, traceDir, false, n, `rt${n}`);
+    await baselineTask(server.url, n, `base${n}`);
+    const rt = await server.stats(`rt${n}`);
+    const base = await server.stats(`base${n}`);
+    if (rt.length !== n) throw new Error(`expected ${n} runtime requests, the server saw ${rt.length}`);
+    const badLayout = rt.filter((r, i) => r.system !== 1 || r.first_role !== "user" || r.assistant !== i);
+    layouts.push({ n, rt: growth(rt), base: growth(base), badLayout: badLayout.length });
+  }
+  for (const { n, rt, base } of layouts) {
+    const every = n <= 10 ? 1 : 5;
+    const shown = rt.bytes.map((_, i) => i).filter((i) => (i + 1) % every === 0 || i === 0 || i === n - 1);
+    console.log(`\n   ${n} recursions: request bytes (runtime | baseline transcript for reference)`);
+    printTable(
+      ["request", "runtime bytes", "+Δ", "baseline bytes", "+Δ"],
+      shown.map((i) => [
+        `#${i + 1}`,
+        rt.bytes[i],
+        i ? rt.inc[i - 1] : "-",
+        base.bytes[i] ?? "-",
+        i && base.inc[i - 1] !== undefined ? base.inc[i - 1] : "-",
+      ]),
+    );
+  }
+  console.log();
+  printTable(
+    ["recursions", "first Δ", "min Δ", "max Δ", "max/min", "runtime total", "baseline total", "one system msg", "linear"],
+    layouts.map(({ n, rt, base, badLayout }) => [
+      n,
+      rt.inc[0],
+      rt.min,
+      rt.max,
+      fixed(rt.ratio, 3),
+      rt.bytes.reduce((a, b) => a + b, 0),
+      base.bytes.reduce((a, b) => a + b, 0),
+      badLayout === 0 ? "yes" : `NO (${badLayout} requests)`,
+      rt.ratio <= 1.2 ? "yes" : "NO",
+    ]),
+  );
+  const [g10, g30] = layouts;
+  console.log(
+    `   mean Δ over recursions 2..10: ${fixed(mean(g10.rt.inc.slice(1)), 1)} B; ` +
+      `over 21..30 of the 30-recursion task: ${fixed(mean(g30.rt.inc.slice(20)), 1)} B (equal means linear growth)`,
+  );
+
+  console.log(`\n${loadLine()}`);
+  console.log(`react-loop finished in ${fixed((performance.now() - started) / 1000, 1)} s`);
+} finally {
+  server.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function loadLine() {
+  const [one] = loadavg();
+  const cores = availableParallelism();
+  return `load average ${fixed(one)} on ${cores} cores${one > cores ? " (busy machine: absolute figures are inflated; the interleaved ratios hold better)" : ""}`;
+}
+
+function mean(values) {
+  return values.reduce((a, b) => a + b, 0) / values.length;
+}
