@@ -4,6 +4,7 @@ import { registerExec } from "./commands/exec.js";
 import { registerGraph } from "./commands/graph.js";
 import { registerPlan } from "./commands/plan.js";
 import { registerSchema } from "./commands/schema.js";
+import { registerServe } from "./commands/serve.js";
 import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
 
@@ -33,6 +34,7 @@ export async function main(argv: string[]): Promise<number> {
   registerExec(program, setExit);
   registerGraph(program, setExit);
   registerPlan(program, setExit);
+  registerServe(program, setExit);
 
   try {
     await program.parseAsync(argv);

@@ -1,0 +1,138 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ResolvedTeam } from "../config/types.js";
+import type { RunEvent } from "../events/types.js";
+import { redact } from "../trace/redact.js";
+import type { TraceStore } from "../trace/store.js";
+import { HttpError, readJsonBody, sendJson } from "./http.js";
+import type { LiveRun, LiveRuns } from "./live-runs.js";
+import { EventStream, lastEventId } from "./sse.js";
+
+/** What the run endpoints share. */
+export interface ApiContext {
+  team: ResolvedTeam;
+  traceDir: string;
+  store: TraceStore;
+  live: LiveRuns;
+  secrets: readonly string[];
+  maxBodyBytes: number;
+  maxLiveRuns: number;
+}
+
+/** The body of `POST /v1/runs`. */
+export interface StartRunBody {
+  input: string;
+  agent?: string;
+  session_id?: string;
+}
+
+const BODY_KEYS = new Set(["input", "agent", "session_id"]);
+
+/** Check a `POST /v1/runs` body; every problem is a 400 naming the field. */
+export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw new HttpError(400, 'the body must be a JSON object such as {"input": "..."}');
+  }
+  const record = body as Record<string, unknown>;
+  const unknown = Object.keys(record).filter((k) => !BODY_KEYS.has(k));
+  if (unknown.length) throw new HttpError(400, `unknown field(s) ${unknown.join(", ")}; expected input, agent, session_id`);
+  const { input, agent, session_id } = record;
+  if (typeof input !== "string" || !input.trim()) throw new HttpError(400, "input is required: a non-empty string");
+  if (agent !== undefined && typeof agent !== "string") throw new HttpError(400, "agent must be a string");
+  if (agent !== undefined && !Object.hasOwn(team.agents, agent)) {
+    throw new HttpError(400, `unknown agent '${agent}' (agents: ${Object.keys(team.agents).join(", ")})`);
+  }
+  if (session_id !== undefined && (typeof session_id !== "string" || !/^[\w.:-]{1,128}$/.test(session_id))) {
+    throw new HttpError(400, "session_id must be 1-128 characters of letters, digits, '_', '-', '.', ':'");
+  }
+  return {
+    input,
+    ...(agent !== undefined ? { agent } : {}),
+    ...(session_id !== undefined ? { session_id } : {}),
+  };
+}
+
+/**
+ * `POST /v1/runs`: start a run and stream its events until run.finished.
+ * The client going away cancels the run; its trace is kept.
+ */
+export async function startRun(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = parseStartRun(await readJsonBody(req, ctx.maxBodyBytes), ctx.team);
+  if (ctx.live.size >= ctx.maxLiveRuns) throw new HttpError(503, `too many runs in progress (${ctx.maxLiveRuns}); retry later`);
+  const run = ctx.live.start(ctx.team, {
+    input: body.input,
+    traceDir: ctx.traceDir,
+    ...(body.agent !== undefined ? { agent: body.agent } : {}),
+    ...(body.session_id !== undefined ? { sessionId: body.session_id } : {}),
+  });
+  const stream = new EventStream(res, ctx.secrets, { "x-task-id": run.task_id });
+  res.once("close", () => {
+    if (!run.finished) run.cancel();
+  });
+  pipe(run, 0, stream);
+}
+
+/**
+ * `GET /v1/runs/:task_id/events`: the run's events after Last-Event-ID, then,
+ * while the run is live in this process, each new one until run.finished.
+ */
+export function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): void {
+  const after = lastEventId(req.headers["last-event-id"]);
+  const live = ctx.live.get(taskId);
+  if (live) {
+    pipe(live, after, new EventStream(res, ctx.secrets, { "x-task-id": taskId }));
+    return;
+  }
+  const events = ctx.store.eventsOfTask(taskId);
+  if (events.length === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
+  const stream = new EventStream(res, ctx.secrets, { "x-task-id": taskId });
+  for (const event of events) if (event.seq > after) stream.send(event);
+  stream.end();
+}
+
+/** `GET /v1/runs/:task_id`: the run's summary and every event. */
+export function getRun(ctx: ApiContext, res: ServerResponse, taskId: string): void {
+  const run = ctx.store.run(taskId);
+  if (!run) throw new HttpError(404, `no run with task_id ${taskId}`);
+  const events = ctx.store.eventsOfTask(taskId);
+  sendJson(res, 200, redact({ run, live: ctx.live.get(taskId) !== undefined, events }, ctx.secrets));
+}
+
+/** `GET /v1/runs?agent=NAME&limit=N`: runs, newest first. */
+export function listRuns(ctx: ApiContext, res: ServerResponse, query: URLSearchParams): void {
+  const limitText = query.get("limit") ?? "20";
+  const limit = Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError(400, `limit must be an integer from 1 to 1000, got "${limitText}"`);
+  const agent = query.get("agent");
+  const runs = agent !== null ? ctx.store.runsOfAgent(agent, { limit }) : ctx.store.listRuns({ limit });
+  sendJson(res, 200, redact({ runs }, ctx.secrets));
+}
+
+/** `GET /v1/traces/:trace_id`: the events of one recursion. */
+export function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string): void {
+  const events: RunEvent[] = ctx.store.eventsOfTrace(traceId);
+  if (events.length === 0) throw new HttpError(404, `no events with trace_id ${traceId}`);
+  sendJson(res, 200, redact({ trace_id: traceId, events }, ctx.secrets));
+}
+
+/** Forward a live run's events to a stream; end it after run.finished, stop following when the client leaves. */
+function pipe(run: LiveRun, after: number, stream: EventStream): void {
+  let unfollow = (): void => {};
+  let done = false;
+  const onEvent = (event: RunEvent): void => {
+    if (done) return;
+    stream.send(event);
+    if (event.type === "run.finished") {
+      done = true;
+      unfollow();
+      stream.end();
+    }
+  };
+  unfollow = run.follow(after, onEvent);
+  if (run.finished && !done) {
+    // The client already has every event, run.finished included.
+    done = true;
+    stream.end();
+  }
+  if (done) unfollow();
+  else stream.onClose(() => unfollow());
+}

@@ -1,0 +1,192 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ResolvedTeam } from "../config/types.js";
+import { RuntimeError, describeError } from "../errors.js";
+import { resolveTraceDir } from "../runtime/trace-dir.js";
+import { redactString } from "../trace/redact.js";
+import { TraceStore } from "../trace/store.js";
+import { HttpError, sendError, sendJson } from "./http.js";
+import { LiveRuns } from "./live-runs.js";
+import { loadPage, sendPageFile } from "./page.js";
+import { getRun, getTrace, listRuns, startRun, streamEvents, type ApiContext } from "./runs-api.js";
+import { teamInfo, teamSecrets } from "./team-info.js";
+
+export interface ServerOptions {
+  team: ResolvedTeam;
+  /** Where traces are stored and read. @default $RUNTIME_TRACE_DIR or ./.runtime */
+  traceDir?: string;
+  /** 0 picks a free port. @default 8787 */
+  port?: number;
+  /** The only address the server listens on. @default "127.0.0.1" */
+  host?: string;
+  /** An origin allowed to call the API from another site; CORS is off when unset. */
+  corsOrigin?: string;
+  /** Largest accepted request body, in bytes. @default 1048576 */
+  maxBodyBytes?: number;
+  /** Runs that may be in progress at once; more get a 503. @default 16 */
+  maxLiveRuns?: number;
+}
+
+export interface RunningServer {
+  /** Base URL, e.g. `http://127.0.0.1:8787`. */
+  url: string;
+  port: number;
+  /** Cancel the runs in progress (their traces end with run.finished), then stop listening. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_PORT = 8787;
+export const DEFAULT_HOST = "127.0.0.1";
+
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+
+/** Start the HTTP server of `runtime serve` over one loaded team. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const host = options.host ?? DEFAULT_HOST;
+  const traceDir = resolveTraceDir(options.traceDir);
+  const secrets = teamSecrets(options.team);
+  const store = TraceStore.open(traceDir, { secrets });
+  const ctx: ApiContext = {
+    team: options.team,
+    traceDir,
+    store,
+    live: new LiveRuns(),
+    secrets,
+    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    maxLiveRuns: options.maxLiveRuns ?? 16,
+  };
+  const page = loadPage();
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (err instanceof HttpError) sendError(res, err.status, err.message);
+      else sendError(res, 500, redactString(describeError(err), secrets));
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A page on another site that rebinds its DNS name to 127.0.0.1 still sends its own Host.
+    if (LOOPBACK.has(host) && !LOOPBACK.has(hostnameOf(req.headers.host))) {
+      throw new HttpError(403, "this server only answers requests addressed to localhost");
+    }
+    const cors = corsHeaders(req, options.corsOrigin);
+    for (const [k, v] of Object.entries(cors)) res.setHeader(k, v);
+    const method = req.method ?? "GET";
+    if (method === "OPTIONS") {
+      if (!cors["access-control-allow-origin"]) throw new HttpError(405, "cross-origin requests are not enabled");
+      res.writeHead(204).end();
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const route = matchRoute(method, url.pathname);
+    switch (route.name) {
+      case "page":
+      case "script":
+        if (!page) throw new HttpError(404, "the page's files (src/server/page) are missing");
+        sendPageFile(res, route.name === "page" ? page.html : page.script, route.name === "page" ? "text/html" : "text/javascript");
+        return;
+      case "team":
+        return sendJson(res, 200, teamInfo(ctx.team));
+      case "startRun":
+        return startRun(ctx, req, res);
+      case "listRuns":
+        return listRuns(ctx, res, url.searchParams);
+      case "getRun":
+        return getRun(ctx, res, route.id);
+      case "runEvents":
+        return streamEvents(ctx, req, res, route.id);
+      case "trace":
+        return getTrace(ctx, res, route.id);
+    }
+  }
+
+  let port: number;
+  try {
+    port = await listen(server, options.port ?? DEFAULT_PORT, host);
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    port,
+    async close() {
+      await ctx.live.cancelAll();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      store.close();
+    },
+  };
+}
+
+type Route =
+  | { name: "page" | "script" | "team" | "startRun" | "listRuns" }
+  | { name: "getRun" | "runEvents" | "trace"; id: string };
+
+/** Endpoints by method; a path known under another method answers 405. */
+const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[] = [
+  { method: "GET", pattern: /^\/(index\.html)?$/, route: () => ({ name: "page" }) },
+  { method: "GET", pattern: /^\/app\.js$/, route: () => ({ name: "script" }) },
+  { method: "GET", pattern: /^\/v1\/team$/, route: () => ({ name: "team" }) },
+  { method: "POST", pattern: /^\/v1\/runs$/, route: () => ({ name: "startRun" }) },
+  { method: "GET", pattern: /^\/v1\/runs$/, route: () => ({ name: "listRuns" }) },
+  { method: "GET", pattern: /^\/v1\/runs\/([^/]{1,200})$/, route: (id) => ({ name: "getRun", id }) },
+  { method: "GET", pattern: /^\/v1\/runs\/([^/]{1,200})\/events$/, route: (id) => ({ name: "runEvents", id }) },
+  { method: "GET", pattern: /^\/v1\/traces\/([^/]{1,200})$/, route: (id) => ({ name: "trace", id }) },
+];
+
+function matchRoute(method: string, path: string): Route {
+  const allowed: string[] = [];
+  for (const entry of ROUTES) {
+    const m = entry.pattern.exec(path);
+    if (!m) continue;
+    if (entry.method === method) return entry.route(decodeId(m[1]));
+    allowed.push(entry.method);
+  }
+  if (allowed.length) throw new HttpError(405, `${path} answers ${allowed.join(", ")}, not ${method}`);
+  throw new HttpError(404, `no such endpoint: ${path}`);
+}
+
+function decodeId(raw: string | undefined): string {
+  try {
+    return decodeURIComponent(raw ?? "");
+  } catch {
+    throw new HttpError(400, "malformed percent-encoding in the path");
+  }
+}
+
+function hostnameOf(header: string | undefined): string {
+  if (!header) return "";
+  if (header.startsWith("[")) return header.slice(0, header.indexOf("]") + 1);
+  return header.split(":")[0] ?? "";
+}
+
+function corsHeaders(req: IncomingMessage, allowed: string | undefined): Record<string, string> {
+  if (!allowed || req.headers.origin !== allowed) return {};
+  return {
+    "access-control-allow-origin": allowed,
+    "access-control-allow-methods": "GET, POST",
+    "access-control-allow-headers": "content-type, last-event-id",
+    "access-control-expose-headers": "x-task-id",
+    vary: "origin",
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) => {
+      const where = `${host}:${port}`;
+      if (err.code === "EADDRINUSE") reject(new RuntimeError("USAGE", `port ${port} is already in use on ${host} (choose another with --port, or --port 0 for a free one)`));
+      else if (err.code === "EADDRNOTAVAIL") reject(new RuntimeError("USAGE", `cannot listen on ${where}: no such local address`));
+      else if (err.code === "EACCES") reject(new RuntimeError("USAGE", `not allowed to listen on ${where}`));
+      else reject(new RuntimeError("USAGE", `cannot listen on ${where}: ${err.message}`));
+    });
+    server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+  });
+}
