@@ -7,6 +7,7 @@ import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
 import { resolveTraceDir } from "./trace-dir.js";
+import { redact } from "../trace/redact.js";
 import { acquireTraceStore, releaseTraceStore } from "./trace-stores.js";
 
 /** The team's own secrets (model API keys), masked wherever they might appear. */
@@ -75,7 +76,9 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     try {
       const store = acquireTraceStore(trace_dir);
       storeHeld = true;
-      bus.subscribe((e) => store.append(e));
+      const secrets = teamSecrets(team);
+      // The store is shared by every team of the process; this team's keys are masked here.
+      bus.subscribe((e) => store.append(secrets.length ? (redact(e, secrets) as RunEvent) : e));
     } catch (err) {
       traceError = `cannot open the trace store in ${trace_dir}: ${describeError(err)}`;
     }
@@ -122,7 +125,6 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     const { task_id: _id, interrupted: _i, ...finished } = outcome;
     bus.emit({ type: "run.finished", ...finished, usage }, scope);
     bus.close();
-    store?.close();
     return { ...outcome, usage };
   })().finally(() => {
     if (storeHeld) releaseTraceStore(trace_dir);

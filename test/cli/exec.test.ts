@@ -7,7 +7,7 @@ import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
-const SECRET = "sk-test-SECRET-cli-5f3a9b2c7d";
+const SECRET = "plain-SECRET-cli-5f3a9b2c7d";
 const servers: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   while (servers.length) await servers.pop()?.close();

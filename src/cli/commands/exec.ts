@@ -51,7 +51,7 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
   if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
 
   // The engine is loaded only when a command needs it, so `runtime --help` starts fast.
-  const [{ loadTeam }, { runTeam }, { ndjsonSink }, { terminalSink }, { createChatClient }, { recordingClient, writeScript }] =
+  const [{ loadTeam }, { runTeam, teamSecrets }, { ndjsonSink }, { terminalSink }, { createChatClient }, { recordingClient, writeScript }] =
     await Promise.all([
       import("../../config/load.js"),
       import("../../runtime/run-team.js"),
@@ -76,10 +76,11 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
 
   const sinks: EventSink[] = [];
   const ndjson = opts.events === "ndjson";
-  if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
+  const secrets = teamSecrets(team);
+  if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line), { secrets }));
   const showProgress = opts.progress ?? process.stderr.isTTY === true;
   const progress = showProgress
-    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true })
+    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true, secrets })
     : undefined;
   if (progress) sinks.push(progress);
 
