@@ -82,6 +82,36 @@ describe("runtime exec", () => {
     expect(server.requests[0]?.headers.authorization).toBe(`Bearer ${SECRET}`);
   });
 
+  it("records a live run with --record and replays it offline on the scripted model", async () => {
+    const server = await startOpenAIServer({
+      replies: [
+        { content: reactReply("CALL_TOOL", {}, "first", "multiply"), tool_calls: [{ id: "m1", name: "calculator", arguments: { expression: "6*7" } }] },
+        { content: reactReply("ANSWER", { answer: "six times seven is 42" }) },
+      ],
+    });
+    servers.push(server);
+    const live = teamFor(server.url);
+    const dir = tempDir();
+    const script = join(dir, "recorded.yaml");
+    const r = await runCli(["exec", live, "six times seven", "--record", script, "--trace-dir", dir]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe("six times seven is 42");
+    const recorded = readFileSync(script, "utf8");
+    expect(recorded).toContain("calculator");
+    expect(recorded).not.toContain(SECRET);
+    const offline = writeTeam(`version: 1
+name: replay
+models:
+  default: { provider: scripted, script: ${script} }
+agents:
+  solver: { kind: react, tools: [calculator] }
+`);
+    const replay = await runCli(["exec", offline, "six times seven", "--trace-dir", dir]);
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toBe(r.stdout);
+    expect(server.requests).toHaveLength(2); // the replay never reached the server
+  });
+
   it("ends with exit 1 and a one-line message when the endpoint is dead", async () => {
     const port = await closedPort();
     const r = await runCli(["exec", teamFor(`http://127.0.0.1:${port}/v1`), "hello", "--trace-dir", tempDir()]);
