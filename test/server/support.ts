@@ -1,0 +1,85 @@
+import { loadTeam } from "../../src/config/load.js";
+import type { RunEvent } from "../../src/events/types.js";
+import { startServer, type RunningServer } from "../../src/server/server.js";
+import { tempDir } from "../support/team.js";
+import { ROOT } from "../support/cli.js";
+
+export const CIRCLE_QUESTION = "What are the area and circumference of a circle with radius 5 meters?";
+
+/** One parsed Server-Sent Event. */
+export interface Sse {
+  id: string | undefined;
+  event: string | undefined;
+  data: RunEvent;
+}
+
+/** Parse a whole text/event-stream body. */
+export function parseSse(text: string): Sse[] {
+  return text
+    .split("\n\n")
+    .filter((block) => block.split("\n").some((l) => l.startsWith("data:")))
+    .map((block) => {
+      const fields: Record<string, string[]> = {};
+      for (const line of block.split("\n")) {
+        const colon = line.indexOf(":");
+        if (colon <= 0) continue;
+        (fields[line.slice(0, colon)] ??= []).push(line.slice(colon + 1).replace(/^ /, ""));
+      }
+      return { id: fields.id?.[0], event: fields.event?.[0], data: JSON.parse((fields.data ?? []).join("\n")) as RunEvent };
+    });
+}
+
+/** POST a run and read its whole event stream. */
+export async function postRun(url: string, body: unknown): Promise<{ response: Response; events: Sse[] }> {
+  const response = await fetch(`${url}/v1/runs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { response, events: parseSse(await response.text()) };
+}
+
+/**
+ * Read an event stream chunk by chunk, calling `onEvent` for each event as it
+ * arrives; stop early when it returns true. Resolves with the events read.
+ */
+export async function readSse(response: Response, onEvent: (e: Sse) => boolean | void = () => false): Promise<Sse[]> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const seen: Sse[] = [];
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return seen;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const parsed = parseSse(buffer.slice(0, end + 2));
+      buffer = buffer.slice(end + 2);
+      for (const e of parsed) {
+        seen.push(e);
+        if (onEvent(e) === true) {
+          await reader.cancel();
+          return seen;
+        }
+      }
+    }
+  }
+}
+
+/** Start the server in-process on a free port over a team file. */
+export async function serveTeam(file: string, traceDir = tempDir("serve-trace-")): Promise<RunningServer & { traceDir: string }> {
+  const team = await loadTeam(file.startsWith("/") ? file : `${ROOT}${file}`);
+  const server = await startServer({ team, traceDir, port: 0 });
+  return { ...server, traceDir };
+}
+
+/** Poll `check` until it returns a value, or fail after `ms`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
