@@ -45,7 +45,7 @@ const validators = new WeakMap<JsonSchema, ValidateFunction>();
 function validatorFor(schema: JsonSchema): ValidateFunction {
   let validate = validators.get(schema);
   if (!validate) {
-    ajv ??= new Ajv2020({ strict: true, allErrors: true, $data: false, validateFormats: false });
+    ajv ??= new Ajv2020({ strict: true, allErrors: true, verbose: true, $data: false, validateFormats: false });
     const { $id: _id, ...anonymous } = schema;
     validate = ajv.compile(anonymous);
     validators.set(schema, validate);
@@ -101,6 +101,7 @@ export function parseStructured<T>(text: string, schema: JsonSchema): Structured
 export function formatErrors(errors: ErrorObject[]): string {
   const lines = errors.map((e) => {
     const where = e.instancePath || "/";
+    if (e.keyword === "oneOf") return `${where} must be exactly one of ${branchNames(e.parentSchema)}`;
     const extra =
       e.keyword === "additionalProperties"
         ? ` ('${String((e.params as { additionalProperty?: string }).additionalProperty)}')`
@@ -108,6 +109,16 @@ export function formatErrors(errors: ErrorObject[]): string {
     return `${where} ${e.message ?? "is invalid"}${extra}`;
   });
   return [...new Set(lines)].join("; ");
+}
+
+/** `oneOf: [{$ref: "#/$defs/Response"}, {$ref: "#/$defs/Plan"}]` → `Response or Plan`. */
+function branchNames(parentSchema: unknown): string {
+  const branches = (parentSchema as { oneOf?: unknown[] } | undefined)?.oneOf ?? [];
+  const names = branches.map((b, i) => {
+    const branch = b as { $ref?: string; title?: string };
+    return branch.title ?? branch.$ref?.split("/").pop() ?? `option ${i + 1}`;
+  });
+  return names.length ? names.join(" or ") : "the allowed shapes";
 }
 
 const MAX_OBJECT_STARTS = 32;

@@ -163,6 +163,22 @@ describe("plan_and_solve_flow", () => {
     expect(ofType(events, "run.finished")[0]).toMatchObject({ result_type: "error", error: result.error });
   });
 
+  it("sends an ambiguous Action back to the replanner once for repair", async () => {
+    const { url } = await serve({
+      planner: () => answer('{"steps": ["a"]}'),
+      executor: executeEcho,
+      replanner: (_, nth) =>
+        nth === 0 ? answer('{"action": {"response": "done", "steps": ["b"]}}') : answer('{"action": {"response": "all done"}}'),
+    });
+    const team = makeTeam(url, flowAgent({ enable_replanner: true }), ["planner", "executor", "replanner"]);
+    const { result } = await runAll(team, { input: "go", traceDir: traceDir() });
+    expect(result).toMatchObject({ result_type: "answer", answer: "all done" });
+    const replans = requestsOf("replanner").map(queryOf);
+    expect(replans).toHaveLength(2);
+    expect(replans[1]).toContain("/action must be exactly one of Response or Plan");
+    expect(requestsOf("executor")).toHaveLength(1);
+  });
+
   it("honours max_replan_rounds and falls back to a summary by the flow's model", async () => {
     const { url } = await serve({
       planner: () => answer('{"steps": ["step 0"]}'),
