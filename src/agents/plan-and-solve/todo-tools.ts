@@ -42,7 +42,7 @@ export function todoTools(todos: TodoLoopContext): Tool[] {
               status: { type: "string", enum: STATUSES },
             },
             required: ["content"],
-            additionalProperties: false,
+            // Models often add fields of their own (id, priority); they are ignored, not refused.
           },
         },
       },
