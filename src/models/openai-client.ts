@@ -42,13 +42,28 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
     async chat(request: ChatRequest): Promise<ChatResponse> {
       if (request.signal?.aborted) throw aborted(config.model);
       const openai = getClient();
+      // openai-node adds an abort listener to the signal it is given and never
+      // removes it; a per-request signal keeps the caller's (a whole run's) clean.
+      const link = linkedSignal(request.signal);
+      const linked: ChatRequest = { ...request, signal: link.signal };
       try {
-        return config.stream ? await streamChat(openai, config, request) : await plainChat(openai, config, request);
+        return config.stream ? await streamChat(openai, config, linked) : await plainChat(openai, config, linked);
       } catch (err) {
         throw toRuntimeError(err, config, openai.baseURL, apiKey, request.signal);
+      } finally {
+        link.release();
       }
     },
   };
+}
+
+/** A signal that aborts with `parent`, detached again by `release`. */
+function linkedSignal(parent: AbortSignal | undefined): { signal: AbortSignal; release(): void } {
+  const controller = new AbortController();
+  if (!parent) return { signal: controller.signal, release() {} };
+  const onAbort = () => controller.abort(parent.reason);
+  parent.addEventListener("abort", onAbort, { once: true });
+  return { signal: controller.signal, release: () => parent.removeEventListener("abort", onAbort) };
 }
 
 function baseParams(config: OpenAIModelConfig, request: ChatRequest): ChatCompletionCreateParamsNonStreaming {
