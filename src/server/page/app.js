@@ -1,0 +1,332 @@
+// The live view of one run: start it (POST /v1/runs) or follow it (?task=ID),
+// read its Server-Sent Events and draw the plan, the todo list, the tool calls
+// and the answer. Every text from a model or a tool goes through textContent.
+
+const $ = (id) => document.getElementById(id);
+
+/** Build an element; string children become text nodes, never HTML. */
+function el(tag, className, ...children) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return node;
+}
+
+function clip(text, max = 160) {
+  const s = typeof text === "string" ? text : JSON.stringify(text);
+  return s === undefined ? "" : s.length > max ? `${s.slice(0, max)}…` : s;
+}
+
+/** Everything the page knows about the run it shows. */
+let view;
+function resetView() {
+  view = {
+    lastSeq: 0,
+    agent: "",
+    iteration: 0,
+    state: "",
+    finished: false,
+    plan: { steps: [], finished: 0 },
+    // Seed 002: a todo delta is applied only when its version is newer than the last one applied for its session.
+    todoVersions: new Map(),
+    todoLists: new Map(),
+    todoSession: "",
+    tools: new Map(),
+  };
+  $("plan").replaceChildren(el("li", "muted", "No plan yet."));
+  $("todos").replaceChildren(el("li", "muted", "No todo list yet."));
+  $("tools").replaceChildren(el("li", "muted", "No tool calls yet."));
+  $("log").replaceChildren(el("li", "muted", "Nothing yet."));
+  $("result").hidden = true;
+  $("answer").textContent = "";
+  $("error").hidden = true;
+  $("error").textContent = "";
+}
+
+function setStatus(...parts) {
+  $("status").replaceChildren(...parts.map((p) => (p instanceof Node ? p : document.createTextNode(p))));
+}
+
+function showProgress(taskId) {
+  const parts = [];
+  if (view.agent) parts.push("agent ", el("b", "", view.agent));
+  if (view.iteration) parts.push(" · recursion ", el("b", "", String(view.iteration)));
+  if (view.state) parts.push(" · ", el("span", "", view.state));
+  if (taskId) parts.push(" · task ", el("code", "", taskId));
+  setStatus(...parts);
+}
+
+// ---- applying events -------------------------------------------------------
+
+function apply(event) {
+  if (event.seq <= view.lastSeq) return; // already shown (a replay after reconnecting)
+  view.lastSeq = event.seq;
+  switch (event.type) {
+    case "agent.started":
+      view.agent = event.agent_id;
+      log(event.agent_id, `started (${event.kind})`);
+      break;
+    case "recursion.started":
+      view.agent = event.agent_id;
+      view.iteration = event.iteration;
+      break;
+    case "state.changed":
+      view.state = `${event.machine}: ${event.to}`;
+      break;
+    case "llm.response":
+      log(event.agent_id, `#${view.iteration} ${event.action_type ?? "reply"}${event.thought ? ` — ${clip(event.thought, 240)}` : ""}`);
+      if (event.action_type === "PLAN" || event.action_type === "REMEND") planFromReply(event.content);
+      break;
+    case "llm.error":
+      log(event.agent_id, `model error: ${clip(event.error, 240)}`);
+      break;
+    case "plan.created":
+    case "plan.updated":
+      view.plan = { steps: event.steps, finished: event.finished ?? 0 };
+      drawPlan();
+      break;
+    case "todo.updated":
+    case "todo.completed":
+      if (acceptTodo(event)) view.todoLists.set(event.session_id, event.todos.map((t) => ({ ...t })));
+      drawTodos();
+      break;
+    case "todo.item_progress":
+      if (acceptTodo(event)) {
+        const list = view.todoLists.get(event.session_id) ?? [];
+        const i = list.findIndex((t) => t.index === event.item.index);
+        if (i >= 0) list[i] = { ...event.item };
+        else list.push({ ...event.item });
+        view.todoLists.set(event.session_id, list);
+      }
+      drawTodos();
+      break;
+    case "tool.started":
+      view.tools.set(event.call_id, { event, finished: undefined });
+      drawTool(event.call_id);
+      break;
+    case "tool.finished": {
+      const entry = view.tools.get(event.call_id) ?? { event };
+      entry.finished = event;
+      view.tools.set(event.call_id, entry);
+      drawTool(event.call_id);
+      break;
+    }
+    case "task.status":
+      log(event.agent_id, `plan task ${event.plan_task_id}: ${event.status}`);
+      break;
+    case "run.finished":
+      view.finished = true;
+      showResult(event);
+      break;
+  }
+  if (event.type !== "run.finished") showProgress(event.task_id);
+}
+
+function acceptTodo(event) {
+  const current = view.todoVersions.get(event.session_id) ?? 0;
+  if (event.version <= current) {
+    console.debug(`todo: ignored version ${event.version} of session ${event.session_id} (have ${current})`);
+    return false;
+  }
+  view.todoVersions.set(event.session_id, event.version);
+  view.todoSession = event.session_id;
+  return true;
+}
+
+/** A react agent's PLAN / REMEND reply carries its plan as numbered text in `output.plan`. */
+function planFromReply(content) {
+  if (typeof content !== "string") return;
+  const start = content.indexOf("{");
+  const end = content.lastIndexOf("}");
+  if (start < 0 || end <= start) return;
+  try {
+    const plan = JSON.parse(content.slice(start, end + 1))?.action?.result?.output?.plan;
+    if (typeof plan !== "string") return;
+    const steps = plan.split("\n").map((l) => l.replace(/^\s*\d+[.)]\s*/, "").trim()).filter(Boolean);
+    if (steps.length) {
+      view.plan = { steps, finished: 0 };
+      drawPlan();
+    }
+  } catch {
+    // not JSON: the reply is shown in the recursion log anyway
+  }
+}
+
+// ---- drawing -----------------------------------------------------------------
+
+function drawPlan() {
+  const { steps, finished } = view.plan;
+  $("plan").replaceChildren(...steps.map((s, i) => el("li", i < finished ? "done" : "", String(s))));
+}
+
+const TODO_MARK = { pending: "☐", in_progress: "◐", completed: "☑", failed: "✗", skipped: "⤼", blocked: "⛔" };
+
+function drawTodos() {
+  const list = view.todoLists.get(view.todoSession);
+  if (!list) return;
+  const items = [...list].sort((a, b) => a.index - b.index);
+  $("todos").replaceChildren(
+    ...items.map((t) => {
+      const li = el("li", `status-${t.status}`, `${TODO_MARK[t.status] ?? "?"} ${t.content}`);
+      li.dataset.status = t.status;
+      if (t.tool_calls_count) li.append(el("span", "muted", ` · ${t.tool_calls_count} tool call${t.tool_calls_count === 1 ? "" : "s"}`));
+      if (t.notes) li.append(el("span", "muted", ` — ${t.notes}`));
+      return li;
+    }),
+  );
+}
+
+function drawTool(callId) {
+  const { event, finished } = view.tools.get(callId);
+  const args = clip(event.arguments, 120);
+  const line = el("li", "", el("span", "agent", `${event.agent_id} › `), `${event.tool}(${args}) `);
+  if (!finished) line.append(el("span", "running", "… running"));
+  else if (finished.ok) line.append(el("span", "ok", `→ ${clip(summary(finished.result), 120)}`), el("span", "muted", ` · ${finished.duration_ms} ms`));
+  else line.append(el("span", "bad", `✗ ${clip(finished.error ?? "failed")}`), el("span", "muted", ` · ${finished.duration_ms} ms`));
+  line.id = `tool-${callId}`;
+  const list = $("tools");
+  const old = list.querySelector(`[id="tool-${CSS.escape(callId)}"]`);
+  if (old) old.replaceWith(line);
+  else {
+    if (view.tools.size === 1) list.replaceChildren();
+    list.append(line);
+  }
+}
+
+/** Tools often answer `{result}`, `{answer}` or `{message}`; show just that when it is there. */
+function summary(result) {
+  if (!result || typeof result !== "object") return result;
+  for (const key of ["result", "answer", "message"]) if (key in result) return result[key];
+  return result;
+}
+
+function log(agent, text) {
+  const list = $("log");
+  if (list.firstElementChild?.classList.contains("muted")) list.replaceChildren();
+  list.append(el("li", "", el("span", "agent", `${agent} `), text));
+}
+
+function showResult(event) {
+  $("result").hidden = false;
+  if (event.result_type === "answer") {
+    $("answer").textContent = event.answer ?? "";
+    setStatus(`Finished: answered · task ${event.task_id}`);
+  } else {
+    $("error").hidden = false;
+    $("error").textContent = `The run ended in error: ${event.error ?? "unknown error"}`;
+    setStatus(`Finished: error · task ${event.task_id}`);
+  }
+}
+
+// ---- the event stream ----------------------------------------------------------
+
+/** Read a text/event-stream response and call `onEvent` with each event's JSON data. */
+async function readStream(response, onEvent) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).replace(/^ /, ""))
+        .join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+async function errorText(response) {
+  try {
+    return (await response.json()).error ?? response.statusText;
+  } catch {
+    return response.statusText;
+  }
+}
+
+let controller;
+
+function busy(on) {
+  $("run").disabled = on;
+  $("stop").disabled = !on;
+}
+
+async function startRun(input, agent) {
+  resetView();
+  controller = new AbortController();
+  busy(true);
+  setStatus("Starting…");
+  try {
+    const response = await fetch("/v1/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(agent ? { input, agent } : { input }),
+      signal: controller.signal,
+    });
+    if (!response.ok) throw new Error(await errorText(response));
+    const taskId = response.headers.get("x-task-id");
+    if (taskId) history.replaceState(null, "", `?task=${encodeURIComponent(taskId)}`);
+    await readStream(response, apply);
+    if (!view.finished && taskId) await follow(taskId);
+  } catch (err) {
+    if (err.name !== "AbortError") setStatus(`Error: ${err.message}`);
+    else setStatus("Stopped; the run was cancelled and its trace kept.");
+  } finally {
+    busy(false);
+  }
+}
+
+/** Show a stored or running run; reconnect with Last-Event-ID when the stream drops. */
+async function follow(taskId) {
+  for (let attempt = 0; attempt < 5 && !view.finished; attempt++) {
+    const response = await fetch(`/v1/runs/${encodeURIComponent(taskId)}/events`, {
+      headers: view.lastSeq ? { "last-event-id": String(view.lastSeq) } : {},
+    });
+    if (!response.ok) throw new Error(await errorText(response));
+    await readStream(response, apply);
+    if (!view.finished) await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (!view.finished) setStatus(`The run ${taskId} has not finished (its process may have stopped).`);
+}
+
+async function loadTeam() {
+  const response = await fetch("/v1/team");
+  if (!response.ok) return;
+  const team = await response.json();
+  $("team-name").textContent = team.name;
+  $("team-description").textContent = team.description;
+  document.title = `${team.name} · runtime`;
+  $("agent").replaceChildren(
+    ...team.agents.map((a) => {
+      const option = el("option", "", `${a.name} (${a.kind})`);
+      option.value = a.name;
+      option.selected = a.entry;
+      option.title = a.description;
+      return option;
+    }),
+  );
+}
+
+$("ask").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const input = $("input").value.trim();
+  if (input) void startRun(input, $("agent").value);
+});
+$("input").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) $("ask").requestSubmit();
+});
+$("stop").addEventListener("click", () => controller?.abort());
+
+resetView();
+void loadTeam();
+const task = new URLSearchParams(location.search).get("task");
+if (task) {
+  setStatus(`Loading task ${task}…`);
+  follow(task).catch((err) => setStatus(`Error: ${err.message}`));
+}

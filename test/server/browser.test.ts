@@ -1,0 +1,116 @@
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CIRCLE_QUESTION, serveTeam } from "./support.js";
+
+// A real headless Chromium (installed by .ci/run; playwright-core downloads nothing).
+const CHROMIUM = "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) console.warn(`browser tests skipped: ${CHROMIUM} is not installed (apt-get install chromium)`);
+
+describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
+  let context: BrowserContext;
+  let profile: string;
+  const closers: { close(): Promise<void> }[] = [];
+
+  beforeAll(async () => {
+    profile = mkdtempSync(join(tmpdir(), "serve-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    while (closers.length) await closers.pop()?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  async function open(url: string): Promise<{ page: Page; errors: string[] }> {
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (err) => errors.push(err.message));
+    page.on("console", (msg) => {
+      if (msg.type() === "error") errors.push(msg.text());
+    });
+    await page.goto(url);
+    return { page, errors };
+  }
+
+  it("runs the circle question and shows the plan, the tool calls and the answer live", async () => {
+    const server = await serveTeam("teams/circle-react.yaml");
+    closers.push(server);
+    const { page, errors } = await open(`${server.url}/`);
+    await expect.poll(() => page.textContent("#team-name")).toBe("circle-react");
+
+    await page.fill("#input", CIRCLE_QUESTION);
+    await page.click("#run");
+    await page.waitForSelector("#answer:has-text('78.54')", { timeout: 20_000 });
+
+    expect(await page.textContent("#answer")).toMatch(/area of 78\.54 m².*circumference of 31\.42 m/);
+    const plan = await page.locator("#plan li").allTextContents();
+    expect(plan).toHaveLength(3);
+    expect(plan[0]).toMatch(/Compute the area/);
+    const tools = await page.locator("#tools li").allTextContents();
+    expect(tools).toHaveLength(2);
+    expect(tools[0]).toMatch(/solver › calculator\(\{"expression":"round\(pi \* 5\^2, 2\)"\}\) → 78\.54 · \d+ ms/);
+    expect(tools[1]).toMatch(/→ 31\.42 · \d+ ms/);
+    expect(await page.textContent("#log")).toMatch(/#1 PLAN.*#2 CALL_TOOL.*#3 ANSWER/s);
+    expect(await page.textContent("#status")).toMatch(/Finished: answered/);
+    // The URL now names the task, so a reload shows the same run from its stored events.
+    const task = new URL(page.url()).searchParams.get("task");
+    expect(task).toMatch(/^[0-9a-f-]{36}$/);
+
+    const shot = join(tmpdir(), `serve-page-${process.pid}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(statSync(shot).size).toBeGreaterThan(10_000);
+    console.log(`screenshot: ${shot}`);
+
+    await page.reload();
+    await page.waitForSelector("#answer:has-text('31.42')", { timeout: 10_000 });
+    expect(await page.locator("#tools li").count()).toBe(2);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("shows the todo list as a checklist and renders model text as text, never as HTML", async () => {
+    const server = await serveTeam("teams/circle-plan.yaml");
+    closers.push(server);
+    const { page, errors } = await open(`${server.url}/`);
+    await expect.poll(() => page.textContent("#team-name")).toBe("circle-plan");
+
+    const hostile = `<img src=x onerror="document.title='pwned'"> ${CIRCLE_QUESTION}`;
+    await page.fill("#input", hostile);
+    await page.click("#run");
+    await page.waitForSelector("#answer:has-text('78.54')", { timeout: 20_000 });
+
+    const items = page.locator("#todos li");
+    expect(await items.count()).toBe(4);
+    expect(await items.evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.status))).toEqual([
+      "completed",
+      "completed",
+      "completed",
+      "completed",
+    ]);
+    expect(await items.first().textContent()).toMatch(/☑ Look up the circle formulas/);
+    expect(await page.textContent("#tools")).toMatch(/write_todos.*knowledge_lookup.*calculator.*terminate/s);
+    expect(await page.locator("img").count()).toBe(0);
+    expect(await page.title()).not.toBe("pwned");
+    await page.screenshot({ path: join(tmpdir(), `serve-page-todos-${process.pid}.png`), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});

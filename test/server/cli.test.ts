@@ -1,0 +1,68 @@
+import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { BIN, ROOT, runCli } from "../support/cli.js";
+import { tempDir, writeTeam } from "../support/team.js";
+import { CIRCLE_QUESTION, postRun } from "./support.js";
+
+// Spawns the built CLI: run `npm run build` first (npm test does).
+const holders: Server[] = [];
+afterEach(async () => {
+  while (holders.length) await new Promise((r) => holders.pop()?.close(r));
+});
+
+describe("runtime serve (spawned)", () => {
+  it("exits 2 with every problem of a bad team file", async () => {
+    const file = writeTeam("version: 1\nname: broken\nagents:\n  solver:\n    kind: react\n    max_iteration: -3\n    tools: [no_such_tool]\n");
+    const result = await runCli(["serve", file, "--port", "0"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/team\.yaml:\d+:\d+ \/agents\/solver\/max_iteration/);
+    expect(result.stderr).toMatch(/no_such_tool/);
+    expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it("exits 1 with a clear message when the port is in use, and 2 on a bad --port", async () => {
+    const holder = createServer();
+    holders.push(holder);
+    const port = await new Promise<number>((resolve) => holder.listen(0, "127.0.0.1", () => resolve((holder.address() as { port: number }).port)));
+    const busy = await runCli(["serve", "teams/circle-react.yaml", "--port", String(port), "--trace-dir", tempDir()], { timeoutMs: 30_000 });
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain(`port ${port} is already in use on 127.0.0.1`);
+
+    const bad = await runCli(["serve", "teams/circle-react.yaml", "--port", "http"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--port must be an integer/);
+  });
+
+  it("prints its URL on stderr, serves a run, and stops on SIGTERM with exit 0", async () => {
+    const child = spawn(process.execPath, [BIN, "serve", "teams/circle-react.yaml", "--port", "0", "--trace-dir", tempDir()], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${stderr}`)), 30_000);
+        child.stderr.on("data", (d: Buffer) => {
+          stderr += d.toString();
+          const m = /listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(stderr);
+          if (m?.[1]) {
+            clearTimeout(timer);
+            resolve(m[1]);
+          }
+        });
+      });
+      const page = await fetch(`${url}/`);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+      expect(await page.text()).toContain('<script type="module" src="/app.js">');
+      const { events } = await postRun(url, { input: CIRCLE_QUESTION });
+      expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", result_type: "answer" });
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toContain("stopping");
+  });
+});
