@@ -71,8 +71,16 @@ function isNeeded(unset: UnsetVariable, refs: References): boolean {
   return true;
 }
 
+/** Most problems reported for one file; a note says how many more there are. */
+export const MAX_REPORTED_PROBLEMS = 100;
+
 function sorted(problems: ConfigProblem[]): ConfigProblem[] {
-  return [...problems].sort((a, b) => a.line - b.line || a.col - b.col || a.path.localeCompare(b.path));
+  const all = [...problems].sort((a, b) => a.line - b.line || a.col - b.col || a.path.localeCompare(b.path));
+  if (all.length <= MAX_REPORTED_PROBLEMS) return all;
+  const shown = all.slice(0, MAX_REPORTED_PROBLEMS);
+  const last = shown[shown.length - 1]!;
+  const more = all.length - shown.length;
+  return [...shown, { ...last, path: "", message: `${more} more problem${more === 1 ? "" : "s"} not shown` }];
 }
 
 /** Invalid UTF-8 becomes U+FFFD, which the parser's binary check reports. */

@@ -40,7 +40,12 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
   const toolNames = tools.map(([n]) => n);
   const agentNames = agents.map(([n]) => n);
   const workflowNames = workflows.map(([n]) => n);
-  const isAgent = (name: string) => agentNames.includes(name);
+  // Sets, not list scans: a hostile file may declare tens of thousands of agents.
+  const modelSet = new Set(modelNames);
+  const toolSet = new Set(toolNames);
+  const agentSet = new Set(agentNames);
+  const workflowSet = new Set(workflowNames);
+  const isAgent = (name: string) => agentSet.has(name);
   const refs: References = { models: new Map(), usedModels: new Set(), usedTools: new Set(), prompts: new Map() };
   const edges = new Map<string, Edge[]>(agentNames.map((n) => [n, []]));
 
@@ -60,15 +65,16 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
   }
 
   for (const [name, agent] of agents) {
+    if (problems.length >= MAX_PROBLEMS) break;
     const at = (...keys: Array<string | number>) => pointer("agents", name, ...keys);
     const out = edges.get(name) ?? [];
     if (isBuiltinToolName(name)) report(at(), `agent '${name}' has the name of a built-in tool: rename it`, "key");
 
     const explicit = str(agent.model);
     if (explicit !== undefined) {
-      if (modelNames.includes(explicit)) refs.models.set(name, explicit);
+      if (modelSet.has(explicit)) refs.models.set(name, explicit);
       else report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
-    } else if (modelNames.includes("default")) {
+    } else if (modelSet.has("default")) {
       refs.models.set(name, "default");
     } else if (modelNames.length === 1 && modelNames[0] !== undefined) {
       refs.models.set(name, modelNames[0]);
@@ -77,7 +83,7 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
     }
 
     for (const [index, tool] of strings(agent.tools)) {
-      if (toolNames.includes(tool)) refs.usedTools.add(tool);
+      if (toolSet.has(tool)) refs.usedTools.add(tool);
       else if (isAgent(tool)) out.push({ to: tool, at: at("tools", index) });
       else if (!isBuiltinToolName(tool)) {
         const candidates = [...toolNames, ...BUILTIN_TOOL_NAMES, ...agentNames.filter((a) => a !== name)];
@@ -97,7 +103,7 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
 
     const workflow = str(agent.workflow);
     if (agent.kind === "sop" && workflow !== undefined) {
-      if (!workflowNames.includes(workflow)) {
+      if (!workflowSet.has(workflow)) {
         report(at("workflow"), `unknown workflow '${workflow}'${didYouMean(workflow, workflowNames)}${declared("workflows", workflowNames)}`);
       }
     }
@@ -118,8 +124,9 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
   }
 
   // A sop agent reaches the assignees of its workflow's tasks.
+  const workflowMap = new Map(workflows);
   for (const [name, agent] of agents) {
-    const workflow = workflows.find(([w]) => w === str(agent.workflow))?.[1];
+    const workflow = workflowMap.get(str(agent.workflow) ?? "");
     if (agent.kind !== "sop" || !workflow) continue;
     for (const [stepIndex, step] of list(workflow.steps).entries()) {
       for (const [taskIndex, task] of list(isRecord(step) ? step.tasks : undefined).entries()) {
@@ -130,12 +137,15 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
     }
   }
 
-  for (const [id, workflow] of workflows) checkWorkflow(id, workflow, agentNames, report);
+  for (const [id, workflow] of workflows) if (problems.length < MAX_PROBLEMS) checkWorkflow(id, workflow, agentSet, report);
   for (const problem of findCycles(agentNames, edges)) report(problem.at, problem.message);
 
   for (const model of refs.models.values()) refs.usedModels.add(model);
   return { problems, refs };
 }
+
+/** Past this many problems the reference checks stop: the file needs fixing first anyway. */
+const MAX_PROBLEMS = 200;
 
 type Report = (at: string, message: string, where?: "value" | "key") => void;
 
@@ -174,7 +184,7 @@ function compileProblem(schema: RawObject): string | undefined {
   }
 }
 
-function checkWorkflow(id: string, workflow: RawObject, agentNames: string[], report: Report): void {
+function checkWorkflow(id: string, workflow: RawObject, agents: ReadonlySet<string>, report: Report): void {
   const stepIds = new Map<string, string>();
   const taskIds = new Map<string, string>();
   for (const [stepIndex, step] of list(workflow.steps).entries()) {
@@ -196,8 +206,8 @@ function checkWorkflow(id: string, workflow: RawObject, agentNames: string[], re
         else taskIds.set(taskId, taskAt("task_id"));
       }
       const assignee = str(task.assignee);
-      if (assignee !== undefined && !agentNames.includes(assignee)) {
-        report(taskAt("assignee"), `unknown assignee '${assignee}'${didYouMean(assignee, agentNames)}: an assignee must be an agent${declared("agents", agentNames)}`);
+      if (assignee !== undefined && !agents.has(assignee)) {
+        report(taskAt("assignee"), `unknown assignee '${assignee}'${didYouMean(assignee, agents)}: an assignee must be an agent${declared("agents", [...agents])}`);
       }
     }
   }
@@ -233,7 +243,8 @@ function findCycles(agents: string[], edges: Map<string, Edge[]>): Array<{ at: s
         const key = cycle.slice(0, -1).sort().join("\u0000");
         if (!seen.has(key)) {
           seen.add(key);
-          found.push({ at: edge.at, message: `agent cycle: ${cycle.join(" → ")} (an agent may not reach itself through its tools or sub-agents)` });
+          const shown = cycle.length <= 12 ? cycle.join(" → ") : `${cycle.slice(0, 10).join(" → ")} → … → ${edge.to} (${cycle.length - 1} agents)`;
+          found.push({ at: edge.at, message: `agent cycle: ${shown} (an agent may not reach itself through its tools or sub-agents)` });
         }
       }
     }

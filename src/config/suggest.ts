@@ -2,22 +2,27 @@
  * "Did you mean" suggestions for misspelt keys and references.
  */
 
+/** Beyond this many candidates no suggestion is made: a hostile file must not cost quadratic time. */
+const MAX_CANDIDATES = 1000;
+
 /** The candidate closest to `word`, if it is close enough to be a likely typo. */
 export function closest(word: string, candidates: Iterable<string>): string | undefined {
   const lower = word.toLowerCase();
+  // Short names are too easy to confuse by chance: allow one edit per three letters, at least one.
+  const allowed = Math.max(1, Math.floor(word.length / 3));
   let best: string | undefined;
-  let bestDistance = Infinity;
+  let bestDistance = allowed + 1;
+  let seen = 0;
   for (const candidate of candidates) {
-    if (candidate === word) continue;
-    const distance = candidate.toLowerCase() === lower ? 0 : editDistance(lower, candidate.toLowerCase());
+    if (++seen > MAX_CANDIDATES) return undefined;
+    if (candidate === word || Math.abs(candidate.length - word.length) >= bestDistance) continue;
+    const distance = editDistance(lower, candidate.toLowerCase());
     if (distance < bestDistance) {
       best = candidate;
       bestDistance = distance;
     }
   }
-  // Short names are too easy to confuse by chance: allow one edit per three letters, at least one.
-  const allowed = Math.max(1, Math.floor(word.length / 3));
-  return bestDistance <= allowed ? best : undefined;
+  return best;
 }
 
 /** " (did you mean 'x'?)" or "". */
@@ -28,25 +33,20 @@ export function didYouMean(word: string, candidates: Iterable<string>): string {
 
 /** Optimal string alignment distance: Levenshtein plus adjacent transpositions. */
 export function editDistance(a: string, b: string): number {
-  if (Math.abs(a.length - b.length) > 8) return Math.abs(a.length - b.length);
-  const rows = a.length + 1;
-  const cols = b.length + 1;
-  const d: number[][] = Array.from({ length: rows }, (_, i) =>
-    Array.from({ length: cols }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  );
-  for (let i = 1; i < rows; i++) {
-    for (let j = 1; j < cols; j++) {
-      const row = d[i]!;
-      const above = d[i - 1]!;
+  let before = new Uint32Array(b.length + 1);
+  let previous = Uint32Array.from({ length: b.length + 1 }, (_, j) => j);
+  let current = new Uint32Array(b.length + 1);
+  for (let i = 1; i <= a.length; i++) {
+    current[0] = i;
+    for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let value = Math.min(above[j]! + 1, row[j - 1]! + 1, above[j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        value = Math.min(value, d[i - 2]![j - 2]! + 1);
-      }
-      row[j] = value;
+      let value = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) value = Math.min(value, before[j - 2]! + 1);
+      current[j] = value;
     }
+    [before, previous, current] = [previous, current, before];
   }
-  return d[a.length]![b.length]!;
+  return previous[b.length]!;
 }
 
 /** "'a', 'b' or 'c'" for messages. */

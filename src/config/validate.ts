@@ -18,7 +18,8 @@ export function validateAgainstSchema(value: unknown, source: SourceMap): Config
   if (validate(value)) return [];
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
-  for (const error of validate.errors ?? []) {
+  // A hostile file can produce an error per key; past a point more add nothing.
+  for (const error of (validate.errors ?? []).slice(0, MAX_ERRORS)) {
     const problem = toProblem(error, source);
     if (!problem) continue;
     const id = `${problem.path}\u0000${problem.message}`;
@@ -28,6 +29,8 @@ export function validateAgainstSchema(value: unknown, source: SourceMap): Config
   }
   return problems;
 }
+
+const MAX_ERRORS = 1000;
 
 type Params = Record<string, unknown>;
 

@@ -193,6 +193,18 @@ describe("hostile input", () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it("thousands of mistakes: the first 100 are reported with a count of the rest, quickly", async () => {
+    const text = `${BASE}${Array.from({ length: 5000 }, (_, i) => `  a${i}: { kind: react, tools: [tool${i}] }`).join("\n")}\n`;
+    const started = performance.now();
+    const found = await problems(text, "/nowhere/team.yaml");
+    const ms = performance.now() - started;
+    expect(found).toHaveLength(101);
+    expect(found[0]).toBe("4:42 /models/offline/script script file not found: /nowhere/script.yaml");
+    expect(found[1]).toMatch(/^9:30 \/agents\/a0\/tools\/0 unknown tool 'tool0'/);
+    expect(found[100]).toMatch(/^\d+:\d+ \/ \d+ more problems not shown$/);
+    expect(ms).toBeLessThan(5000);
+  });
+
   it("a 10 MB file on disk is refused before it is read", async () => {
     const dir = tempDir("runtime-config-big-");
     const file = join(dir, "big.yaml");
