@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunEvent, RunEventBody, TodoItem } from "../../src/events/types.js";
+import { TraceStore } from "../../src/trace/store.js";
 import { CIRCLE_QUESTION, serveTeam } from "./support.js";
 
 // A real headless Chromium (installed by .ci/run; playwright-core downloads nothing).
@@ -110,6 +112,33 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
     expect(await page.locator("img").count()).toBe(0);
     expect(await page.title()).not.toBe("pwned");
     await page.screenshot({ path: join(tmpdir(), `serve-page-todos-${process.pid}.png`), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("applies a todo delta only when its version is newer than the last one applied (seed 002)", async () => {
+    const server = await serveTeam("teams/circle-plan.yaml");
+    closers.push(server);
+    // A stored run whose stale delta (version 2) arrives after version 3.
+    const item = (index: number, status: TodoItem["status"]): TodoItem => ({ index, content: `step ${index}`, status, tool_calls_count: 0 });
+    const bodies: RunEventBody[] = [
+      { type: "run.started", input: "versions" },
+      { type: "todo.updated", session_id: "s1", version: 1, todos: [item(1, "pending"), item(2, "pending")] },
+      { type: "todo.updated", session_id: "s1", version: 3, todos: [item(1, "completed"), item(2, "in_progress")] },
+      { type: "todo.item_progress", session_id: "s1", version: 2, item: item(1, "in_progress") },
+      { type: "todo.item_progress", session_id: "s1", version: 4, item: item(2, "blocked") },
+      { type: "run.finished", result_type: "answer", answer: "done", usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } },
+    ];
+    const store = TraceStore.open(server.traceDir);
+    bodies.forEach((body, i) =>
+      store.append({ ...body, seq: i + 1, ts: new Date().toISOString(), task_id: "stored-task", agent_id: "solver" } as RunEvent),
+    );
+    store.close();
+
+    const { page, errors } = await open(`${server.url}/?task=stored-task`);
+    await page.waitForSelector("#answer:has-text('done')", { timeout: 10_000 });
+    const statuses = await page.locator("#todos li").evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.status));
+    expect(statuses).toEqual(["completed", "blocked"]);
     expect(errors).toEqual([]);
     await page.close();
   });
