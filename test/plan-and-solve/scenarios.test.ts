@@ -95,6 +95,7 @@ describe("plan_and_solve: automatic status and manual updates", () => {
     ]);
     const { events } = await runPlan(planTeam(s.url, "    todo_complete_after: 1\n    todo_block_after: 1"), "q");
     expect(progress(events)).toEqual(["1:in_progress:0", "1:completed:1", "2:in_progress:0", "2:blocked:1"]);
+    expect(systemPrompt(s.chatRequests[0]?.body)).toContain("after 1 successful calls that item is marked completed, after 1 failures in a row");
   });
 
   it("retries a failed item then skips it; illegal transitions are refused with a reason", async () => {

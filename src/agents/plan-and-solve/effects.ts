@@ -17,6 +17,8 @@ export interface EffectsDeps {
   memory: Memory;
   toolbox: ToolBox;
   client: ChatClient;
+  /** The heuristics' thresholds, shown in the prompt. */
+  thresholds: { complete_after: number; block_after: number };
   /** Told the trace_id of each new round, so todo and state events carry it. */
   round(trace_id: string): void;
 }
@@ -70,6 +72,23 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     }
   };
 
+  /** The system prompt, rendered afresh for each request; every variable is always defined (strict templates). */
+  const prompt = (iteration: number, tool_names: string): string =>
+    d.template({
+      agent_name: agent.name,
+      description: agent.description,
+      question: d.input,
+      tool_names,
+      todo_list: todos.render(),
+      todo_version: todos.version,
+      session_id: todos.session_id,
+      iteration,
+      max_iteration: agent.max_iteration,
+      remaining_iterations: Math.max(0, agent.max_iteration - iteration),
+      todo_complete_after: d.thresholds.complete_after,
+      todo_block_after: d.thresholds.block_after,
+    });
+
   const execute = async (call: ToolCallRequest): Promise<ToolOutcome> => {
     const [outcome] = await toolbox.run([call], { trace_id });
     if (!outcome) throw new Error(`the tool box returned no outcome for ${call.name}`);
@@ -83,18 +102,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       lastIteration = iteration;
       newRound();
       ctx.emit({ type: "recursion.started", iteration }, { trace_id });
-      const system = d.template({
-        agent_name: agent.name,
-        description: agent.description,
-        question: d.input,
-        tool_names: toolbox.specs.map((t) => t.name).join(", "),
-        todo_list: todos.render(),
-        todo_version: todos.version,
-        session_id: todos.session_id,
-        iteration,
-        max_iteration: agent.max_iteration,
-        remaining_iterations: agent.max_iteration - iteration,
-      });
+      const system = prompt(iteration, toolbox.specs.map((t) => t.name).join(", "));
       return chat({ messages: memory.request(system), ...(toolbox.specs.length ? { tools: toolbox.specs } : {}) });
     },
 
@@ -130,18 +138,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       memory.closeUnanswered("the run ended");
       newRound();
       memory.addUser(summaryRequest(reason, agent.max_iteration, lastIteration));
-      const system = d.template({
-        agent_name: agent.name,
-        description: agent.description,
-        question: d.input,
-        tool_names: "",
-        todo_list: todos.render(),
-        todo_version: todos.version,
-        session_id: todos.session_id,
-        iteration: lastIteration,
-        max_iteration: agent.max_iteration,
-        remaining_iterations: 0,
-      });
+      const system = prompt(lastIteration, "");
       try {
         // No tools offered: the model can only answer in text.
         const reply = await chat({ messages: memory.request(system) });

@@ -19,8 +19,8 @@ import { todoTools } from "./todo-tools.js";
  * the system prompt, todo list included, rendered afresh every round.
  */
 export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
-  const agent = ctx.agent;
-  const thresholds = agent.kind === "plan_and_solve" ? (agent as PlanAndSolveAgentConfig) : undefined;
+  // Dispatched for kind plan_and_solve only, so the resolved config has the thresholds.
+  const agent = ctx.agent as PlanAndSolveAgentConfig;
   const template = agent.prompt !== undefined ? compileTemplate(agent.prompt) : defaultTemplate("plan_and_solve");
 
   // Todo events belong to the round that caused them.
@@ -29,13 +29,8 @@ export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
 
   const store = new SessionStore(ctx.trace_dir);
   try {
-    const todos = new TodoLoopContext({
-      session_id: ctx.session_id,
-      emit,
-      store,
-      now: () => ctx.now(),
-      ...(thresholds ? { complete_after: thresholds.todo_complete_after, block_after: thresholds.todo_block_after } : {}),
-    });
+    const limits = { complete_after: agent.todo_complete_after, block_after: agent.todo_block_after };
+    const todos = new TodoLoopContext({ session_id: ctx.session_id, emit, store, now: () => ctx.now(), ...limits });
     const effects = createEffects({
       ctx,
       input,
@@ -44,6 +39,7 @@ export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
       memory: new Memory(input),
       toolbox: ctx.tools(todoTools(todos)),
       client: ctx.model(),
+      thresholds: limits,
       round: (id) => {
         trace_id = id;
       },
