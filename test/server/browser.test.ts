@@ -101,7 +101,7 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
 
     const items = page.locator("#todos li");
     expect(await items.count()).toBe(4);
-    expect(await items.evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.status))).toEqual([
+    expect(await items.evaluateAll((lis) => lis.map((li) => li.getAttribute("data-status")))).toEqual([
       "completed",
       "completed",
       "completed",
@@ -137,7 +137,7 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
 
     const { page, errors } = await open(`${server.url}/?task=stored-task`);
     await page.waitForSelector("#answer:has-text('done')", { timeout: 10_000 });
-    const statuses = await page.locator("#todos li").evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.status));
+    const statuses = await page.locator("#todos li").evaluateAll((lis) => lis.map((li) => li.getAttribute("data-status")));
     expect(statuses).toEqual(["completed", "blocked"]);
     expect(errors).toEqual([]);
     await page.close();

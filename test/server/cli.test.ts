@@ -2,14 +2,39 @@ import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { BIN, ROOT, runCli } from "../support/cli.js";
-import { tempDir, writeTeam } from "../support/team.js";
-import { CIRCLE_QUESTION, postRun } from "./support.js";
+import { startOpenAIServer } from "../support/openai-server.js";
+import { reactReply, tempDir, writeTeam } from "../support/team.js";
+import { CIRCLE_QUESTION, postRun, readSse } from "./support.js";
 
 // Spawns the built CLI: run `npm run build` first (npm test does).
 const holders: Server[] = [];
+const closers: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   while (holders.length) await new Promise((r) => holders.pop()?.close(r));
+  while (closers.length) await closers.pop()?.close();
 });
+
+/** Spawn `runtime serve` and resolve with its URL once it listens. */
+async function spawnServe(args: string[]) {
+  const child = spawn(process.execPath, [BIN, "serve", ...args, "--port", "0", "--trace-dir", tempDir()], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output = { stderr: "" };
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${output.stderr}`)), 30_000);
+    child.stderr.on("data", (d: Buffer) => {
+      output.stderr += d.toString();
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(output.stderr);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+  return { child, url, exited, output };
+}
 
 describe("runtime serve (spawned)", () => {
   it("exits 2 with every problem of a bad team file", async () => {
@@ -35,24 +60,8 @@ describe("runtime serve (spawned)", () => {
   });
 
   it("prints its URL on stderr, serves a run, and stops on SIGTERM with exit 0", async () => {
-    const child = spawn(process.execPath, [BIN, "serve", "teams/circle-react.yaml", "--port", "0", "--trace-dir", tempDir()], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, url, exited, output } = await spawnServe(["teams/circle-react.yaml"]);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${stderr}`)), 30_000);
-        child.stderr.on("data", (d: Buffer) => {
-          stderr += d.toString();
-          const m = /listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(stderr);
-          if (m?.[1]) {
-            clearTimeout(timer);
-            resolve(m[1]);
-          }
-        });
-      });
       const page = await fetch(`${url}/`);
       expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
@@ -63,6 +72,34 @@ describe("runtime serve (spawned)", () => {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
-    expect(stderr).toContain("stopping");
+    expect(output.stderr).toContain("stopping");
+  });
+
+  it("on SIGTERM cancels the runs in progress, whose streams end with run.finished error interrupted", async () => {
+    const model = await startOpenAIServer({ respond: () => ({ content: reactReply("ANSWER", { answer: "late" }), delay_ms: 20_000 }) });
+    closers.push(model);
+    const file = writeTeam(`version: 1
+name: slow
+models:
+  default: { provider: openai, model: test-model, base_url: "${model.url}", api_key: sk-test-slow-0123456789, max_retries: 0 }
+agents:
+  solver: { kind: react, tools: [calculator] }
+`);
+    const { child, url, exited } = await spawnServe([file]);
+    const response = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: "slow" }),
+    });
+    let signalled = false;
+    const events = await readSse(response, (e) => {
+      if (e.data.type === "llm.request" && !signalled) {
+        signalled = true;
+        child.kill("SIGTERM");
+      }
+    });
+    expect(signalled).toBe(true);
+    expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", result_type: "error", error: "interrupted" });
+    expect(await exited).toBe(0);
   });
 });
