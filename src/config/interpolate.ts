@@ -15,6 +15,7 @@ export interface Interpolated {
 /** Environment lookup; an empty variable counts as set. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/** Replace `${VAR}` and `${VAR:-default}` in `text`; unset variables without a default are listed, not thrown. */
 export function interpolate(text: string, env: Env): Interpolated {
   if (!text.includes("${")) return { value: text, missing: [] };
   const missing: string[] = [];

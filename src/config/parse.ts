@@ -25,6 +25,7 @@ export interface UnsetVariable {
   name: string;
 }
 
+/** The parsed value, where each pointer lives in the source, and what went wrong. */
 export interface Parsed {
   value: unknown;
   source: SourceMap;

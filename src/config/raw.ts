@@ -4,8 +4,10 @@
  * problem is reported at once, and must never trip over a wrong type.
  */
 
+/** A mapping of the raw team value. */
 export type RawObject = Record<string, unknown>;
 
+/** True for a plain mapping (not null, not a list). */
 export function isRecord(value: unknown): value is RawObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -16,6 +18,7 @@ export function records(value: unknown): Array<[string, RawObject]> {
   return Object.entries(value).filter((entry): entry is [string, RawObject] => isRecord(entry[1]));
 }
 
+/** The value if it is a string. */
 export function str(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
@@ -26,6 +29,7 @@ export function strings(value: unknown): Array<[number, string]> {
   return value.flatMap((item, index): Array<[number, string]> => (typeof item === "string" ? [[index, item]] : []));
 }
 
+/** The value if it is a list, else an empty one. */
 export function list(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }

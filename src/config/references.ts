@@ -29,6 +29,7 @@ interface Edge {
   at: string;
 }
 
+/** Check every reference of a (possibly schema-invalid) team; returns the problems and what resolving needs. */
 export function checkReferences(team: RawObject, dir: string, source: SourceMap): { problems: ConfigProblem[]; refs: References } {
   const problems: ConfigProblem[] = [];
   const report = (at: string, message: string, where: "value" | "key" = "value") => problems.push(source.problem(at, message, where));

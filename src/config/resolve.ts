@@ -15,6 +15,7 @@ import type {
 import type { References } from "./references.js";
 import { isRecord, records, type RawObject } from "./raw.js";
 
+/** The ResolvedTeam of a team that passed the schema and the reference checks. */
 export function resolveTeam(team: RawObject, file: string, dir: string, refs: References): ResolvedTeam {
   const agents = Object.fromEntries(records(team.agents).map(([name, raw]) => [name, resolveAgent(name, raw, dir, refs)]));
   const firstAgent = Object.keys(agents)[0] ?? "";

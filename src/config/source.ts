@@ -22,6 +22,7 @@ export class SourceMap {
     private readonly lines: LineCounter,
   ) {}
 
+  /** Remember where `pointer` lives; the first record wins (an alias points back to its anchor). */
   record(pointer: string, span: NodeSpan): void {
     if (!this.spans.has(pointer)) this.spans.set(pointer, span);
   }
