@@ -172,6 +172,25 @@ describe("TodoLoopContext", () => {
     reopened.close();
   });
 
+  it("never hands out the same version twice when two runs share a session", () => {
+    const dir = mkdtempSync(join(tmpdir(), "pas-"));
+    dirs.push(dir);
+    const storeA = new SessionStore(dir);
+    const storeB = new SessionStore(dir);
+    const a = context({ store: storeA, session: "shared" });
+    const b = context({ store: storeB, session: "shared" });
+    a.todos.replace([{ content: "Compute the area" }]);
+    b.todos.replace([{ content: "Compute the circumference" }]);
+    a.todos.track(true);
+    b.todos.track(true);
+    const all = [...versions(a.events), ...versions(b.events)];
+    expect(new Set(all).size).toBe(all.length);
+    expect(versions(a.events)).toEqual([1, 3]);
+    expect(versions(b.events)).toEqual([2, 4]);
+    storeA.close();
+    storeB.close();
+  });
+
   it("renders the list for the prompt", () => {
     const { todos } = context();
     expect(todos.render()).toMatch(/no todo list yet/);

@@ -59,12 +59,28 @@ export class SessionStore {
     return { version: row.version, items: state.items ?? [], ...(state.active ? { active: state.active } : {}) };
   }
 
+  /**
+   * The session's next version, allocated atomically: runs of the same
+   * session in parallel (two processes, say) never hand out the same version.
+   */
+  nextVersion(sessionId: string, floor: number, now: Date): number {
+    const row = this.db
+      .prepare(
+        `INSERT INTO todo_sessions (session_id, schema_version, version, state, updated_at)
+         VALUES (@id, @schema, @floor + 1, '{"items":[]}', @at)
+         ON CONFLICT(session_id) DO UPDATE SET version = max(version, @floor) + 1
+         RETURNING version`,
+      )
+      .get({ id: sessionId, schema: SCHEMA_VERSION, floor, at: now.toISOString() }) as { version: number };
+    return row.version;
+  }
+
   save(sessionId: string, state: TodoSessionState, now: Date): void {
     this.db
       .prepare(
         `INSERT INTO todo_sessions (session_id, schema_version, version, state, updated_at)
          VALUES (@id, @schema, @version, @state, @at)
-         ON CONFLICT(session_id) DO UPDATE SET schema_version = @schema, version = @version,
+         ON CONFLICT(session_id) DO UPDATE SET schema_version = @schema, version = max(version, @version),
            state = @state, updated_at = @at`,
       )
       .run({

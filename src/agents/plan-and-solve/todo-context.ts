@@ -217,12 +217,17 @@ export class TodoLoopContext {
 
   /** Save the list to the session store (every change does; StorePlan makes sure). */
   persist(): void {
-    this.options.store?.save(this.session_id, this.state, (this.options.now ?? (() => new Date()))());
+    this.options.store?.save(this.session_id, this.state, this.now());
   }
 
   private nextVersion(): number {
-    this.state.version += 1;
+    const store = this.options.store;
+    this.state.version = store ? store.nextVersion(this.session_id, this.state.version, this.now()) : this.state.version + 1;
     return this.state.version;
+  }
+
+  private now(): Date {
+    return (this.options.now ?? (() => new Date()))();
   }
 }
 
