@@ -14,9 +14,13 @@
  *   3. tasks per second at 50 concurrent runs
  *   4. CLI start-up time (`--help`, `validate`) beside `node -e 0`
  *   5. request bytes per recursion at 10 and 30 recursions (linear growth)
+ *   6. where trace-on time goes: latency of TraceStore.append on a task's events
  *
  *   npm run build && node bench/react-loop.mjs [--quick] [--tasks 30] [--steps 10]
- *     [--concurrency 50] [--rounds 3] [--cli-runs 10]
+ *     [--concurrency 50] [--rounds 3] [--cli-runs 10] [--latency MS]
+ *
+ * --latency delays every model reply (default 0: the figures are pure client
+ * overhead, the worst case for the runtime; real models take 100s of ms).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -27,6 +31,7 @@ import { parseArgs } from "node:util";
 import { evaluate } from "mathjs";
 import OpenAI from "openai";
 import { loadTeam, runTeam } from "../dist/index.js";
+import { TraceStore } from "../dist/trace/store.js";
 import { fixed, measure, median, printTable } from "./lib/stats.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -38,6 +43,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "50" },
     rounds: { type: "string" },
     "cli-runs": { type: "string" },
+    latency: { type: "string", default: "0" },
   },
 });
 const QUICK = values.quick;
@@ -46,6 +52,7 @@ const STEPS = Number(values.steps);
 const CONCURRENCY = Number(values.concurrency);
 const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 3));
 const CLI_RUNS = Number(values["cli-runs"] ?? (QUICK ? 3 : 10));
+const LATENCY = Number(values.latency);
 const AIM = 1.3;
 
 // ---------------------------------------------------------------- server
@@ -54,6 +61,7 @@ const AIM = 1.3;
 async function startServer() {
   const child = spawn(process.execPath, [join(ROOT, "bench/lib/chat-server.mjs")], {
     stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, BENCH_DELAY_MS: String(LATENCY) },
   });
   const port = await new Promise((resolve, reject) => {
     let text = "";
@@ -225,6 +233,7 @@ try {
   console.log(
     `react-loop: ${STEPS}-step tool loop (${STEPS} model calls, ${STEPS - 1} calculator calls), ` +
       `${TASKS} sequential tasks per variant, ${ROUNDS} round(s) of ${CONCURRENCY} concurrent, ` +
+      `model latency ${LATENCY} ms, ` +
       `node ${process.version}${QUICK ? ", --quick" : ""}`,
   );
   console.log(`   ${loadLine()}\n`);
@@ -330,11 +339,54 @@ try {
       `over 21..30 of the 30-recursion task: ${fixed(mean(g30.rt.inc.slice(20)), 1)} B (equal means linear growth)`,
   );
 
+  // 6
+  const events = [];
+  const run = runTeam(team, { input: taskInput(STEPS), traceDir, trace: false, sinks: [(e) => events.push(e)] });
+  await run.result;
+  const appends = traceAppends(join(dir, "append-probe"), events, QUICK ? 1500 : 5000);
+  console.log(`\n6. Trace store: ${events.length} events per ${STEPS}-step task; TraceStore.append on them, ${appends.count} appends`);
+  printTable(
+    ["mean ms", "median ms", "p99 ms", "max ms", "share of time in slowest 1%", "est. ms/task", "est. ms/step"],
+    [[fixed(appends.mean, 3), fixed(appends.median, 3), fixed(appends.p99), fixed(appends.max, 1),
+      `${fixed(appends.topShare * 100, 0)}%`, fixed(appends.mean * events.length), fixed((appends.mean * events.length) / STEPS, 3)]],
+  );
+  console.log("   (each append is its own committed transaction; the slow tail is mostly SQLite's WAL auto-checkpoint, which fsyncs inside an append)");
+
   console.log(`\n${loadLine()}`);
   console.log(`react-loop finished in ${fixed((performance.now() - started) / 1000, 1)} s`);
 } finally {
   server.stop();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Replay one task's events (under fresh task ids) into a new store, timing each append. */
+function traceAppends(storeDir, events, count) {
+  const store = TraceStore.open(storeDir);
+  const times = [];
+  try {
+    for (let i = 0; times.length < count; i++) {
+      for (const e of events) {
+        if (times.length >= count) break;
+        const event = { ...e, task_id: `${e.task_id}-${i}` };
+        const t = performance.now();
+        store.append(event);
+        times.push(performance.now() - t);
+      }
+    }
+  } finally {
+    store.close();
+  }
+  const sorted = [...times].sort((a, b) => a - b);
+  const total = sorted.reduce((a, b) => a + b, 0);
+  const top = sorted.slice(Math.floor(sorted.length * 0.99));
+  return {
+    count: times.length,
+    mean: total / times.length,
+    median: median(times),
+    p99: sorted[Math.floor(sorted.length * 0.99)],
+    max: sorted[sorted.length - 1],
+    topShare: top.reduce((a, b) => a + b, 0) / total,
+  };
 }
 
 function loadLine() {
