@@ -19,7 +19,14 @@ export function validateAgainstSchema(value: unknown, source: SourceMap): Config
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
   // A hostile file can produce an error per key; past a point more add nothing.
-  for (const error of (validate.errors ?? []).slice(0, MAX_ERRORS)) {
+  const errors = (validate.errors ?? []).slice(0, MAX_ERRORS);
+  // A bad key name is reported once, by its propertyNames error; the errors
+  // of the name's own schema (pattern, ...) would repeat it at the mapping.
+  const badNames = new Set(
+    errors.filter((e) => e.keyword === "propertyNames").map((e) => `${e.instancePath}\u0000${String((e.params as Params).propertyName)}`),
+  );
+  for (const error of errors) {
+    if (error.keyword !== "propertyNames" && badNames.has(`${error.instancePath}\u0000${String(error.data)}`)) continue;
     const problem = toProblem(error, source);
     if (!problem) continue;
     const id = `${problem.path}\u0000${problem.message}`;
@@ -40,13 +47,13 @@ function toProblem(error: ErrorObject, source: SourceMap): ConfigProblem | undef
   const parent = error.parentSchema as Record<string, unknown> | undefined;
   // "must match then schema" repeats what the branch's own errors say; the
   // branches of an anyOf are summarised by the anyOf error itself.
-  if (error.keyword === "if" || error.keyword === "propertyNames") return undefined;
+  if (error.keyword === "if") return undefined;
   if (error.schemaPath.includes("/anyOf/")) return undefined;
-
-  const propertyName = (error as ErrorObject & { propertyName?: string }).propertyName;
-  if (propertyName !== undefined) {
-    const path = `${here}/${pointerSegment(propertyName)}`;
-    return source.problem(path, `invalid name '${propertyName}': ${NAME_RULE}`, "key");
+  // Inlined name schemas tag their errors with the property name; the propertyNames error speaks for them.
+  if ((error as ErrorObject & { propertyName?: string }).propertyName !== undefined) return undefined;
+  if (error.keyword === "propertyNames") {
+    const name = String(params.propertyName);
+    return source.problem(`${here}/${pointerSegment(name)}`, `invalid name '${name}': ${NAME_RULE}`, "key");
   }
 
   switch (error.keyword) {

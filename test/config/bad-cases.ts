@@ -253,6 +253,29 @@ agents:
     expect: ["9:8 /entry unknown agent 'solvr' (did you mean 'solver'?); declared agents: solver"],
   },
   {
+    name: "invalid-name",
+    text: `${BASE}  my agent:\n    kind: react\n`,
+    expect: ["9:3 /agents/my agent invalid name 'my agent': use letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters"],
+  },
+  {
+    name: "tool-listed-twice",
+    text: BASE.replace("[calculator, terminate]", "[calculator, terminate, calculator]"),
+    expect: ["8:36 /agents/solver/tools/2 'calculator' is listed twice"],
+  },
+  {
+    name: "replanner-missing",
+    text: `${BASE}  flow:\n    kind: plan_and_solve_flow\n    planner: solver\n    executor: solver\n    enable_replanner: true\n`,
+    expect: ["13:23 /agents/flow/enable_replanner enable_replanner is true but no 'replanner' agent is given"],
+  },
+  {
+    name: "http-tool-bad-url",
+    text: `${BASE}tools:\n  fetch:\n    http: { url: "ftp://example.com", method: PUT }\n`,
+    expect: [
+      "11:18 /tools/fetch/http/url expected an http:// or https:// URL, got 'ftp://example.com'",
+      "11:47 /tools/fetch/http/method expected one of 'GET' or 'POST', got 'PUT'",
+    ],
+  },
+  {
     name: "empty-file",
     text: "",
     expect: ["1:1 / the file is empty: expected a mapping with version, name, models and agents"],

@@ -103,6 +103,31 @@ agents:
     expect(team.agents.pipeline).toMatchObject({ kind: "plan_solver", concurrency: 4 });
   });
 
+  it("resolves http and mcp tools with their defaults", async () => {
+    const dir = tempDir("runtime-config-tools-");
+    writeFileSync(join(dir, "script.yaml"), "version: 1\nreplies: []\n");
+    const text = `${BASE}tools:
+  fetch:
+    http: { url: "https://example.com/x", headers: { Authorization: "Bearer \${TOKEN:-none}" } }
+  remote:
+    mcp: { server: [./server.mjs, --stdio], tool: search }
+    timeout_ms: 1000
+`;
+    const team = await loadTeamFromString(text, join(dir, "team.yaml"), { env: {} });
+    expect(team.tools.fetch).toEqual({
+      name: "fetch",
+      type: "http",
+      url: "https://example.com/x",
+      method: "POST",
+      headers: { Authorization: "Bearer none" },
+      description: "",
+      parameters: { type: "object", properties: {} },
+      timeout_ms: 30000,
+      max_output_bytes: 65536,
+    });
+    expect(team.tools.remote).toMatchObject({ type: "mcp", server: [join(dir, "server.mjs"), "--stdio"], tool: "search", timeout_ms: 1000 });
+  });
+
   it("takes ${VAR} from the environment and uses the only model when none is named default", async () => {
     const dir = tempDir("runtime-config-env-");
     writeFileSync(join(dir, "script.yaml"), "version: 1\nreplies: []\n");
