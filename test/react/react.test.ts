@@ -154,6 +154,9 @@ describe("react agent through the openai client and the test server", () => {
     expect(result.result_type).toBe("error");
     expect(result.error).toMatch(/max_iteration \(4\)/);
     expect(server.requests).toHaveLength(4);
+    expect(events.filter((e) => e.type === "plan.created")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "plan.updated")).toHaveLength(3);
+    expect(events.find((e) => e.type === "plan.created")).toMatchObject({ steps: ["think again"] });
     // The layout stays linear: one system prompt however deep the recursion.
     const last = server.requests[3]?.body?.messages ?? [];
     expect(last.filter((m) => m.role === "system")).toHaveLength(1);

@@ -19,6 +19,7 @@ export const runReact: AgentRunner = async (ctx, input) => {
   const toolbox = ctx.tools();
   const toolNames = toolbox.specs.map((t) => t.name).join(", ");
   const durations = new Map<string, number>();
+  let planned = false;
 
   const effects: ReactEffects = {
     startRecursion(iteration) {
@@ -65,6 +66,11 @@ export const runReact: AgentRunner = async (ctx, input) => {
       }
     },
     observed(trace_id, reply, action) {
+      if (action.action_type === "PLAN" || action.action_type === "REMEND") {
+        const steps = planSteps(action.plan);
+        ctx.emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
+        planned = true;
+      }
       ctx.emit(
         {
           type: "llm.response",
@@ -93,3 +99,11 @@ export const runReact: AgentRunner = async (ctx, input) => {
     usage: output.usage,
   };
 };
+
+/** The steps of a numbered plan written as text ("1. ...\n2. ..."). */
+export function planSteps(plan: string): string[] {
+  return plan
+    .split("\n")
+    .map((line) => line.replace(/^\s*(?:\d+[.)]|[-*•])\s*/, "").trim())
+    .filter((line) => line.length > 0);
+}
