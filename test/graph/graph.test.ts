@@ -55,16 +55,30 @@ describe("runtime graph", () => {
       [
         "stateDiagram-v2",
         "  [*] --> A",
-        "  A --> B : GO",
         "  state B {",
         "    [*] --> B1",
         "    B1 --> [*] : END",
         "  }",
+        "  A --> B : GO",
         "  B --> C",
         "  C --> [*]",
         "",
       ].join("\n"),
     );
+  });
+
+  it("draws an edge between states of different composites between the composites", () => {
+    const machine = createMachine({
+      id: "m",
+      initial: "P",
+      states: {
+        P: { initial: "P1", states: { P1: { on: { JUMP: "#m.S.S2" } } } },
+        S: { initial: "S1", states: { S1: {}, S2: {} } },
+      },
+    });
+    const out = machineToMermaid(machine);
+    expect(out).toContain("  P --> S : JUMP\n");
+    expect(out).not.toContain("P1 --> S2");
   });
 
   it("draws a flow's composition from a team file", async () => {
