@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import { describeError } from "../../errors.js";
+import { loadTeamOrReport } from "../load-team.js";
 import type { EventSink } from "../../events/bus.js";
 import type { RecordedReply } from "../../models/recorder.js";
 import { EXIT, type SetExit } from "../main.js";
@@ -51,25 +52,16 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
   if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
 
   // The engine is loaded only when a command needs it, so `runtime --help` starts fast.
-  const [{ loadTeam }, { runTeam, teamSecrets }, { ndjsonSink }, { terminalSink }, { createChatClient }, { recordingClient, writeScript }] =
+  const [{ runTeam, teamSecrets }, { ndjsonSink }, { terminalSink }, { createChatClient }, { recordingClient, writeScript }] =
     await Promise.all([
-      import("../../config/load.js"),
       import("../../runtime/run-team.js"),
       import("../../events/ndjson-sink.js"),
       import("../../events/terminal-sink.js"),
       import("../../models/factory.js"),
       import("../../models/recorder.js"),
     ]);
-  let team;
-  try {
-    team = await loadTeam(file);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      for (const p of err.problems) process.stderr.write(`${formatProblem(p)}\n`);
-      return EXIT.USAGE;
-    }
-    return fail(describeError(err), EXIT.USAGE);
-  }
+  const team = await loadTeamOrReport(file, "exec");
+  if (!team) return EXIT.USAGE;
   if (opts.agent !== undefined && !team.agents[opts.agent]) {
     return fail(`unknown agent '${opts.agent}' (agents: ${Object.keys(team.agents).join(", ")})`, EXIT.USAGE);
   }

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import { loadTeamOrReport } from "../load-team.js";
 import { EXIT, type SetExit } from "../main.js";
 
 const MACHINE_NAMES = "react | plan_and_solve | task | plan_tool | plan_and_solve_flow";
@@ -18,8 +18,7 @@ export function registerGraph(program: Command, setExit: SetExit): void {
 }
 
 async function graph(file: string | undefined, opts: { agent?: string; machine?: string }): Promise<number> {
-  const [{ loadTeam }, { compositionToMermaid }, { MACHINES, MACHINE_OF_KIND }, { machineToMermaid }] = await Promise.all([
-    import("../../config/load.js"),
+  const [{ compositionToMermaid }, { MACHINES, MACHINE_OF_KIND }, { machineToMermaid }] = await Promise.all([
     import("../../graph/composition.js"),
     import("../../graph/machines.js"),
     import("../../graph/mermaid.js"),
@@ -35,16 +34,8 @@ async function graph(file: string | undefined, opts: { agent?: string; machine?:
     return EXIT.OK;
   }
   if (file === undefined) return err("give a team file or --machine NAME");
-  let team;
-  try {
-    team = await loadTeam(file);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      for (const p of e.problems) process.stderr.write(`${formatProblem(p)}\n`);
-      return EXIT.USAGE;
-    }
-    return err(describeError(e));
-  }
+  const team = await loadTeamOrReport(file, "graph");
+  if (!team) return EXIT.USAGE;
   const names = opts.agent !== undefined ? [opts.agent] : Object.keys(team.agents);
   const out: string[] = [];
   for (const name of names) {

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import { describeError } from "../../errors.js";
+import { loadTeamOrReport } from "../load-team.js";
 import { EXIT, type SetExit } from "../main.js";
 
 interface ServeOptions {
@@ -33,17 +34,9 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
 
   // The engine and the server are loaded only when this command runs, so `runtime --help` starts fast.
-  const [{ loadTeam }, { startServer }] = await Promise.all([import("../../config/load.js"), import("../../server/server.js")]);
-  let team;
-  try {
-    team = await loadTeam(file);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      for (const p of err.problems) process.stderr.write(`${formatProblem(p)}\n`);
-      return EXIT.USAGE;
-    }
-    return fail(describeError(err), EXIT.USAGE);
-  }
+  const { startServer } = await import("../../server/server.js");
+  const team = await loadTeamOrReport(file, "serve");
+  if (!team) return EXIT.USAGE;
 
   let server;
   try {
