@@ -7,8 +7,7 @@ import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
 import { resolveTraceDir } from "./trace-dir.js";
-import { redact } from "../trace/redact.js";
-import { acquireTraceStore, releaseTraceStore } from "./trace-stores.js";
+import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
 
 /** The team's own secrets (model API keys), masked wherever they might appear. */
 export function teamSecrets(team: ResolvedTeam): string[] {
@@ -72,13 +71,15 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
   });
   let traceError: string | undefined;
   let storeHeld = false;
+  let flushTrace = () => {};
   if (options.trace !== false) {
     try {
       const store = acquireTraceStore(trace_dir);
       storeHeld = true;
-      const secrets = teamSecrets(team);
-      // The store is shared by every team of the process; this team's keys are masked here.
-      bus.subscribe((e) => store.append(secrets.length ? (redact(e, secrets) as RunEvent) : e));
+      // The store is shared by every team of the process; this team's keys are masked as it writes.
+      const trace = batchedTraceSink(store, teamSecrets(team));
+      bus.subscribe(trace.sink);
+      flushTrace = trace.flush;
     } catch (err) {
       traceError = `cannot open the trace store in ${trace_dir}: ${describeError(err)}`;
     }
@@ -127,6 +128,7 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     bus.close();
     return { ...outcome, usage };
   })().finally(() => {
+    flushTrace();
     if (storeHeld) releaseTraceStore(trace_dir);
   });
 

@@ -1,3 +1,6 @@
+import { describeError } from "../errors.js";
+import type { EventSink } from "../events/bus.js";
+import type { RunEvent } from "../events/types.js";
 import { TraceStore } from "../trace/store.js";
 
 /**
@@ -24,4 +27,38 @@ export function releaseTraceStore(dir: string): void {
   if (!entry || --entry.users > 0) return;
   stores.delete(dir);
   entry.store.close();
+}
+
+/**
+ * A sink that stores a run's events, committing each synchronous burst of
+ * events in one transaction at the end of the current microtask: a burst
+ * (a model reply's llm.response, tool.started × N, state.changed) costs one
+ * commit instead of one per event, and nothing waits for a timer, so a killed
+ * process loses at most the events of the instant it died in. A failing write
+ * becomes a process warning, never an exception inside the run.
+ */
+export function batchedTraceSink(store: TraceStore, secrets: readonly string[]): { sink: EventSink; flush(): void } {
+  let pending: RunEvent[] = [];
+  let scheduled = false;
+  let warned = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    try {
+      store.appendMany(batch, secrets);
+    } catch (err) {
+      if (!warned) process.emitWarning(`trace store ${store.file}: ${describeError(err)}`, "TraceStoreWarning");
+      warned = true;
+    }
+  };
+  const sink: EventSink = (event) => {
+    pending.push(event);
+    if (!scheduled) {
+      scheduled = true;
+      queueMicrotask(flush);
+    }
+  };
+  return { sink, flush };
 }
