@@ -29,10 +29,15 @@ export type PlanToolName = (typeof PLAN_TOOL_NAMES)[number];
 const TIMEOUT_MS = 35_000; // above the store's 30 s busy timeout, so a lock wait fails as a lock error
 const MAX_OUTPUT_BYTES = 262_144;
 
-const PLAN_ID = {
-  ...PLAN_ID_SCHEMA,
-  description: "The plan. Optional inside a sop run: defaults to the plan of the run you work for.",
-};
+/**
+ * An optional argument also takes null, read as omitted: the spec's defaults
+ * are `None`, and models often send null for an argument they do not use.
+ */
+function orNull(schema: JsonSchema, description?: string): JsonSchema {
+  return { anyOf: [schema, { type: "null" }], ...(description ? { description } : {}) };
+}
+
+const PLAN_ID = orNull(PLAN_ID_SCHEMA, "The plan. Optional inside a sop run: defaults to the plan of the run you work for.");
 const TASK_ID = { type: "string", minLength: 1, maxLength: 128, description: "The task's task_id in the plan." };
 const STATUS = { type: "string", enum: [...TASK_STATUSES] };
 
@@ -73,7 +78,10 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
           plan_id: PLAN_ID,
           task_id: TASK_ID,
           status: STATUS,
-          result_summary: { type: "string", maxLength: 20_000, description: "What the task produced, or why it failed or was skipped." },
+          result_summary: orNull(
+            { type: "string", maxLength: 20_000 },
+            "What the task produced, or why it failed or was skipped. Omitted or null keeps the previous summary.",
+          ),
         },
         ["task_id", "status"],
       ),
@@ -93,7 +101,7 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
     },
     get_tasks_for_role: {
       description: "List the plan's tasks assigned to a role (assignee) in a status (default ready).",
-      parameters: params({ plan_id: PLAN_ID, role_id: { type: "string", minLength: 1, maxLength: 200 }, status: STATUS }, ["role_id"]),
+      parameters: params({ plan_id: PLAN_ID, role_id: { type: "string", minLength: 1, maxLength: 200 }, status: orNull(STATUS) }, ["role_id"]),
       run: (args, ctx) =>
         planTool.get_tasks_for_role(
           planOf(args, ctx),

@@ -96,6 +96,20 @@ describe("plan tools", () => {
     ]);
   });
 
+  it("take null for an optional argument as omitted (the spec's default is None; models send null)", async () => {
+    const unbind = planTool.bindStep("step-1", "p1");
+    const { call } = box({ agent_id: "strategist", step_id: "step-2", parent_step_id: "step-1" });
+    const started = await call("update_task_status", { plan_id: null, task_id: "t1", status: "inprogress", result_summary: null });
+    expect(started.error).toBeUndefined();
+    expect(started.result).toEqual({ ok: true, plan_status: "running" });
+    await call("update_task_status", { plan_id: "p1", task_id: "t1", status: "error", result_summary: "timeout" });
+    await call("update_task_status", { task_id: "t1", status: "inprogress", result_summary: null });
+    expect(await planTool.get_task("p1", "t1")).toMatchObject({ status: "inprogress", result_summary: "timeout" });
+    expect((await call("get_tasks_for_role", { plan_id: null, role_id: "analyst", status: null })).result).toMatchObject([{ task_id: "t2" }]);
+    expect((await call("get_plan_status", { plan_id: null })).result).toBe("running");
+    unbind();
+  });
+
   it("default plan_id to the plan bound to the caller's parent step (the sop run)", async () => {
     const unbind = planTool.bindStep("step-1", "p1");
     const { call } = box({ agent_id: "strategist", step_id: "step-2", parent_step_id: "step-1" });
