@@ -57,6 +57,16 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
     return bound;
   };
   const emitTo = (ctx: ToolContext): CallOptions => ({ emit: (body) => ctx.emit(body) });
+  /** "unknown plan X", pointing a model that guessed a plan_id (often the workflow key) at its run's plan. */
+  const unknownPlan = (planId: string, ctx: ToolContext): string => {
+    const bound = planTool.boundPlan(ctx.scope);
+    return bound && bound !== planId ? `unknown plan ${planId}; the plan of this run is ${bound} (omit plan_id to use it)` : `unknown plan ${planId}`;
+  };
+  /** A list of tasks, refused for an unknown plan: an empty list would read as "nothing left to do". */
+  const listOf = async (planId: string, ctx: ToolContext, list: () => Promise<unknown>): Promise<unknown> => {
+    if ((await planTool.get_plan_status(planId)) === null) throw new Error(unknownPlan(planId, ctx));
+    return list();
+  };
 
   const specs: Record<PlanToolName, Spec> = {
     create_plan_from_structure: {
@@ -85,29 +95,34 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
         },
         ["task_id", "status"],
       ),
-      run: (args, ctx) =>
-        planTool.updateTask(
-          planOf(args, ctx),
+      run: async (args, ctx) => {
+        const planId = planOf(args, ctx);
+        const outcome = await planTool.updateTask(
+          planId,
           String(args.task_id),
           args.status as TaskStatus,
           typeof args.result_summary === "string" ? args.result_summary : undefined,
           emitTo(ctx),
-        ),
+        );
+        return !outcome.ok && outcome.error === `unknown plan ${planId}` ? { ok: false, error: unknownPlan(planId, ctx) } : outcome;
+      },
     },
     get_ready_tasks: {
       description: "List the plan's tasks whose status is ready. The list does not define an order: follow the workflow's steps.",
       parameters: params({ plan_id: PLAN_ID }),
-      run: (args, ctx) => planTool.get_ready_tasks(planOf(args, ctx)),
+      run: (args, ctx) => {
+        const planId = planOf(args, ctx);
+        return listOf(planId, ctx, () => planTool.get_ready_tasks(planId));
+      },
     },
     get_tasks_for_role: {
       description: "List the plan's tasks assigned to a role (assignee) in a status (default ready).",
       parameters: params({ plan_id: PLAN_ID, role_id: { type: "string", minLength: 1, maxLength: 200 }, status: orNull(STATUS) }, ["role_id"]),
-      run: (args, ctx) =>
-        planTool.get_tasks_for_role(
-          planOf(args, ctx),
-          String(args.role_id),
-          typeof args.status === "string" ? (args.status as TaskStatus) : "ready",
-        ),
+      run: (args, ctx) => {
+        const planId = planOf(args, ctx);
+        const status = typeof args.status === "string" ? (args.status as TaskStatus) : "ready";
+        return listOf(planId, ctx, () => planTool.get_tasks_for_role(planId, String(args.role_id), status));
+      },
     },
     get_plan_status: {
       description: "The plan's overall status: running, completed or error (null when not found).",

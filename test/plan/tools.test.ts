@@ -110,6 +110,26 @@ describe("plan tools", () => {
     unbind();
   });
 
+  it("say so when a list tool is given an unknown plan, naming the run's own plan, instead of an empty list", async () => {
+    const unbind = planTool.bindStep("step-1", "p1");
+    const { call } = box({ agent_id: "strategist", step_id: "step-2", parent_step_id: "step-1" });
+    // A model often passes the workflow's key as the plan_id; [] would read as "nothing left to do".
+    for (const [name, args] of [
+      ["get_ready_tasks", { plan_id: "SAFE_SOP_v9" }],
+      ["get_tasks_for_role", { plan_id: "SAFE_SOP_v9", role_id: "analyst" }],
+    ] as const) {
+      const outcome = await call(name, args);
+      expect(outcome.ok, name).toBe(false);
+      expect(outcome.error).toMatch(/unknown plan SAFE_SOP_v9; the plan of this run is p1/);
+    }
+    const refused = await call("update_task_status", { plan_id: "SAFE_SOP_v9", task_id: "t1", status: "inprogress" });
+    expect(refused.result).toEqual({ ok: false, error: "unknown plan SAFE_SOP_v9; the plan of this run is p1 (omit plan_id to use it)" });
+    unbind();
+    // Outside a sop run there is no plan to point to.
+    const outside = await box({ agent_id: "other", step_id: "step-7" }).call("get_ready_tasks", { plan_id: "nope" });
+    expect(outside.error).toMatch(/unknown plan nope$/);
+  });
+
   it("default plan_id to the plan bound to the caller's parent step (the sop run)", async () => {
     const unbind = planTool.bindStep("step-1", "p1");
     const { call } = box({ agent_id: "strategist", step_id: "step-2", parent_step_id: "step-1" });
