@@ -15,7 +15,7 @@ import { todoTools } from "./todo-tools.js";
  * Run a `plan_and_solve` agent (seeds 000 and 002): plan with a todo list,
  * work it item by item, verify, terminate. The list lives in the session
  * (`<trace_dir>/sessions.db`), so a follow-up run in the same session
- * continues it. Each request is `[system, user, assistant, tool, ...]` with
+ * continues it; an agent called by another agent has a list of its own. Each request is `[system, user, assistant, tool, ...]` with
  * the system prompt, todo list included, rendered afresh every round.
  */
 export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
@@ -27,10 +27,16 @@ export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
   let trace_id: string | undefined;
   const emit = (body: RunEventBody) => ctx.emit(body, trace_id ? { trace_id } : undefined);
 
-  const store = new SessionStore(ctx.trace_dir);
+  // The conversation's list belongs to the agent the user talks to. An agent
+  // called by another (a flow's executor, a solver, an agent used as a tool)
+  // works one request: its list is its own, keyed by its step and not stored,
+  // so parallel or successive calls never share or overwrite a list.
+  const child = ctx.scope.parent_step_id !== undefined;
+  const session_id = child ? `${ctx.session_id}:${ctx.scope.step_id}` : ctx.session_id;
+  const store = child ? undefined : new SessionStore(ctx.trace_dir);
   try {
     const limits = { complete_after: agent.todo_complete_after, block_after: agent.todo_block_after };
-    const todos = new TodoLoopContext({ session_id: ctx.session_id, emit, store, now: () => ctx.now(), ...limits });
+    const todos = new TodoLoopContext({ session_id, emit, ...(store ? { store } : {}), now: () => ctx.now(), ...limits });
     const effects = createEffects({
       ctx,
       input,
@@ -67,6 +73,6 @@ export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
       usage: output.usage,
     };
   } finally {
-    store.close();
+    store?.close();
   }
 };
