@@ -8,7 +8,7 @@
  * strategist is asked again (up to MAX_STRATEGIST_ROUNDS in all) with the
  * open tasks listed, then the run ends in error naming them.
  */
-import type { SopAgentConfig, Workflow } from "../config/types.js";
+import type { AgentConfig, SopAgentConfig, Workflow } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import { addUsage, ZERO_USAGE, type Usage } from "../events/types.js";
 import { newPlanId, openPlanTool, type PlanTool } from "../plan/plan-tool.js";
@@ -27,6 +27,9 @@ export const runSop: AgentRunner = async (ctx, input) => {
   const workflow = ctx.team.workflows[agent.workflow];
   if (!workflow) return failure(`unknown workflow '${agent.workflow}'`, ZERO_USAGE);
 
+  const unreachable = missingTools(ctx.team.agents[agent.strategist], workflow);
+  if (unreachable) return failure(`strategist ${agent.strategist} cannot drive workflow ${workflow.id}: its tools lack ${unreachable}`, ZERO_USAGE);
+
   const planTool = openPlanTool(ctx.trace_dir);
   const planId = newPlanId(workflow.id, ctx.now());
   const created = await planTool.createPlan(planId, workflow, { emit: (body) => ctx.emit(body) });
@@ -44,6 +47,25 @@ export const runSop: AgentRunner = async (ctx, input) => {
     unbind();
   }
 };
+
+/**
+ * What a strategist that calls tools itself (react, plan_and_solve) would
+ * need but is not allowed: update_task_status, or an assignee agent. Without
+ * them the plan can never finish, and the model would spin until its limits.
+ * Other kinds reach tools through their own agents, so they are not checked.
+ */
+function missingTools(strategist: AgentConfig | undefined, workflow: Workflow): string | undefined {
+  if (!strategist || (strategist.kind !== "react" && strategist.kind !== "plan_and_solve")) return undefined;
+  const allowed = new Set(strategist.tools);
+  const missing: string[] = [];
+  if (!allowed.has("update_task_status")) missing.push("update_task_status");
+  const tasksOf = new Map<string, string[]>();
+  for (const task of workflow.steps.flatMap((s) => s.tasks)) {
+    if (!allowed.has(task.assignee)) tasksOf.set(task.assignee, [...(tasksOf.get(task.assignee) ?? []), task.task_id]);
+  }
+  for (const [assignee, tasks] of tasksOf) missing.push(`${assignee} (the assignee of ${tasks.join(", ")})`);
+  return missing.length ? missing.join(", ") : undefined;
+}
 
 interface SopRun {
   ctx: AgentContext;

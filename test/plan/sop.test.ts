@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
@@ -222,6 +223,22 @@ describe("sop runs through the real openai client and the test server", () => {
     expect(inputs.at(-1)).toContain("Still open: t1 (inprogress), t2 (ready)");
     // Without plan_id, the tool worked on the run's own plan.
     expect(result.error).toContain("[inprogress] t1 First → worker");
+  });
+
+  it.each([
+    ["an assignee", "[get_plan_status, update_task_status]", /^strategist strategist cannot drive workflow W: its tools lack worker \(the assignee of t1, t2\)$/],
+    ["update_task_status", "[get_plan_status, worker]", /^strategist strategist cannot drive workflow W: its tools lack update_task_status$/],
+  ])("fails at once, before any model call or plan, when the strategist's tools lack %s", async (_what, tools, message) => {
+    const server = await serverByAgent({ strategist: () => answer("never asked") });
+    const yaml = readFileSync(serverTeam(server.url), "utf8").replace(/^(\s+)tools: \[get_plan_structure.*\]$/m, `$1tools: ${tools}`);
+    expect(yaml).toContain(`tools: ${tools}`);
+    const team = await loadTeam(writeTeam(yaml));
+    const dir = traceDir();
+    const result = await runTeam(team, { input: "Do the two tasks", traceDir: dir }).result;
+    expect(result.result_type).toBe("error");
+    expect(result.error).toMatch(message);
+    expect(server.chatRequests).toHaveLength(0);
+    expect(await openPlanTool(dir).list_plans()).toEqual([]);
   });
 
   it("stops when interrupted, leaving the plan stored as it was", async () => {
