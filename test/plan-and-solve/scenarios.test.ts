@@ -250,6 +250,45 @@ describe("plan_and_solve: ending the run", () => {
     expect(topLevel(events)).toEqual(["IDLE", "PLANNING", "SOLVING", "VERIFYING", "FINISHED"]);
   });
 
+  it("reminds once when the model replies with text while items are open, then goes on working", async () => {
+    const s = await server([
+      calls(call("p", "write_todos", todos("Compute the area", "Compute the circumference"))),
+      { content: "I will now compute the area using the calculator." },
+      calls(
+        call("s1", "update_todo_item", { index: 1, status: "in_progress" }),
+        calc("a", "round(pi * 25, 2)"),
+        call("d1", "update_todo_item", { index: 1, status: "completed" }),
+        call("s2", "update_todo_item", { index: 2, status: "in_progress" }),
+        calc("c", "round(2 * pi * 5, 2)"),
+        call("d2", "update_todo_item", { index: 2, status: "completed" }),
+      ),
+      calls(call("t", "terminate", { answer: "area 78.54 m², circumference 31.42 m" })),
+    ]);
+    const { events, result } = await runPlan(planTeam(s.url), "q");
+    expect(result).toMatchObject({ result_type: "answer", answer: "area 78.54 m², circumference 31.42 m" });
+    const bodies = s.chatRequests.map((r) => r.body);
+    expect(bodies).toHaveLength(4);
+    const reminder = bodies[2]?.messages?.at(-1);
+    expect(reminder).toMatchObject({ role: "user" });
+    expect(String(reminder?.content)).toMatch(/no tool call.*todo items 1 \(pending\), 2 \(pending\) are still open/);
+    expect(finalTodos(events).map((i) => i.status)).toEqual(["completed", "completed"]);
+    expect(topLevel(events)).toEqual(["IDLE", "PLANNING", "SOLVING", "VERIFYING", "SOLVING", "VERIFYING", "FINISHED"]);
+    expectWellFormed(bodies);
+  });
+
+  it("accepts a text reply repeated after the reminder as the answer, skipping the open items", async () => {
+    const s = await server([
+      calls(call("p", "write_todos", todos("Compute the area", "Compute the circumference"))),
+      { content: "The area is about 78.5 m²." },
+      { content: "The area is about 78.5 m²." },
+    ]);
+    const { events, result } = await runPlan(planTeam(s.url), "q");
+    expect(result).toMatchObject({ result_type: "answer", answer: "The area is about 78.5 m²." });
+    expect(s.chatRequests).toHaveLength(3);
+    expect(finalTodos(events).map((i) => i.status)).toEqual(["skipped", "skipped"]);
+    expectWellFormed(s.chatRequests.map((r) => r.body));
+  });
+
   it("ends in FAILED with a one-line error when the model is unavailable", async () => {
     const s = await server([
       calls(call("p", "write_todos", todos("Compute the area"))),

@@ -1,5 +1,5 @@
 import { RuntimeError, describeError } from "../../errors.js";
-import { ZERO_USAGE } from "../../events/types.js";
+import { ZERO_USAGE, type TodoItem } from "../../events/types.js";
 import type { ChatClient, ChatRequest, ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { Template } from "../../prompts/render.js";
 import type { AgentContext, ToolBox } from "../../runtime/types.js";
@@ -113,11 +113,18 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     storePlan: () => todos.persist(),
 
     async verify({ call, text, may_refuse }): Promise<Verdict> {
+      const open = todos.openItems();
       if (!call) {
+        // Seed 000 diagram 5: a reply without tool calls ends the run only when
+        // the work is done. Models often narrate ("I will now compute ...")
+        // mid-plan; one reminder sends them back to work.
+        if (open.length > 0 && may_refuse) {
+          memory.addUser(textReminder(open, toolbox.specs.some((t) => t.name === "terminate")));
+          return { kind: "refused" };
+        }
         const answer = text?.trim();
         return { kind: "accepted", status: "success", ...(answer ? { answer } : {}) };
       }
-      const open = todos.openItems();
       if (open.length > 0 && may_refuse) {
         const error =
           `Not finished: todo items ${describeOpen(open)} are still open. Finish them and mark them completed, ` +
@@ -170,6 +177,18 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     );
     memory.addTool(call.id, `Error: ${error}`);
   }
+}
+
+/** The reminder after a text reply while items are open; the next text reply is taken as the answer. */
+function textReminder(open: TodoItem[], canTerminate: boolean): string {
+  const finish = canTerminate
+    ? "If your reply above is the final answer, call terminate with it"
+    : "If your reply above is the final answer, send it again";
+  return (
+    `Your reply had no tool call, but todo items ${describeOpen(open)} are still open. ` +
+    `Continue with the next open item using your tools and keep the list up to date with update_todo_item. ` +
+    `${finish} (the open items will then be marked skipped).`
+  );
 }
 
 function summaryRequest(reason: SummaryReason, max: number, used: number): string {

@@ -29,9 +29,10 @@ export interface PlanAndSolveEffects {
   storePlan(): void;
   /**
    * Judge a terminate call (or a text reply when `call` is undefined). With
-   * items still open, a terminate is refused once (`may_refuse`: not refused
-   * before and a model call left), its tool message naming the open items;
-   * the next one is accepted and FormatResponse marks the open items skipped.
+   * items still open, either is refused once (`may_refuse`: not refused
+   * before and a model call left): the terminate's tool message, or a user
+   * message after the text, names the open items; the next one is accepted
+   * and FormatResponse marks the open items skipped.
    * A model stopping early usually forgot a step; one reminder catches that
    * without ever trapping the run. See docs/plan-and-solve.md.
    */
@@ -58,7 +59,7 @@ export interface PlanAndSolveContext extends PlanAndSolveInput {
   queue: ToolCallRequest[];
   current?: ToolCallRequest;
   outcome?: ToolOutcome;
-  /** A reply without tool calls: its text is the answer. */
+  /** A reply without tool calls: its text is the answer unless items are still open. */
   text?: string;
   /** The early terminate was refused once already. */
   refused: boolean;
