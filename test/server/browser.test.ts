@@ -116,6 +116,33 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
     await page.close();
   });
 
+  it("shows a sop run's plan with each task's status from task.status events, and the plan's status", async () => {
+    const server = await serveTeam("teams/safety-sop.yaml");
+    closers.push(server);
+    const { page, errors } = await open(`${server.url}/`);
+    await expect.poll(() => page.textContent("#team-name")).toBe("safety-sop");
+    await page.fill("#input", "Review: raise the boiler pressure limit from 8 to 10 bar");
+    await page.click("#run");
+    await page.waitForSelector("#answer:has-text('Rejected as proposed')", { timeout: 20_000 });
+
+    const items = page.locator("#plan li");
+    expect(await items.evaluateAll((lis) => lis.map((li) => li.getAttribute("data-status")))).toEqual([
+      "completed",
+      "completed",
+      "skipped",
+      "completed",
+      "completed",
+    ]);
+    expect(await items.first().textContent()).toBe("☑ s1/t1 Gather facts → analyst");
+    expect(await items.nth(2).textContent()).toBe("⤼ s1/t3 Compare past incidents → analyst");
+    expect(await page.textContent("#plan-status")).toMatch(/^plan SAFE_SOP_v9-\S+ · completed$/);
+    // The report's tree keeps its columns.
+    expect(await page.locator("#answer").evaluate((n) => getComputedStyle(n).fontFamily)).toMatch(/mono/);
+    await page.screenshot({ path: join(tmpdir(), `serve-page-sop-${process.pid}.png`), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it("applies a todo delta only when its version is newer than the last one applied (seed 002)", async () => {
     const server = await serveTeam("teams/circle-plan.yaml");
     closers.push(server);

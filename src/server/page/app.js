@@ -27,6 +27,8 @@ function resetView() {
     state: "",
     finished: false,
     plan: { steps: [], finished: 0 },
+    // Plan Tool (seed 003): the latest plan's id and status, and each of its tasks' status, from task.status events.
+    planTool: { id: "", status: "", tasks: new Map() },
     // Seed 002: a todo delta is applied only when its version is newer than the last one applied for its session.
     todoVersions: new Map(),
     todoLists: new Map(),
@@ -34,6 +36,7 @@ function resetView() {
     tools: new Map(),
   };
   $("plan").replaceChildren(el("li", "muted", "No plan yet."));
+  $("plan-status").hidden = true;
   $("todos").replaceChildren(el("li", "muted", "No todo list yet."));
   $("tools").replaceChildren(el("li", "muted", "No tool calls yet."));
   $("log").replaceChildren(el("li", "muted", "Nothing yet."));
@@ -112,7 +115,11 @@ function apply(event) {
       break;
     }
     case "task.status":
+      if (event.plan_id !== view.planTool.id) view.planTool = { id: event.plan_id, status: "", tasks: new Map() };
+      view.planTool.status = event.plan_status;
+      view.planTool.tasks.set(event.plan_task_id, event.status);
       log(event.agent_id, `plan task ${event.plan_task_id}: ${event.status}`);
+      drawPlan();
       break;
     case "run.finished":
       view.finished = true;
@@ -154,9 +161,35 @@ function planFromReply(content) {
 
 // ---- drawing -----------------------------------------------------------------
 
+const TASK_MARK = { ready: "☐", inprogress: "◐", completed: "☑", error: "✗", skipped: "⤼" };
+
+/**
+ * The plan's steps; a sop run's steps read `STEP/TASK name → assignee`, and
+ * those get their task's status from the Plan Tool's task.status events.
+ */
 function drawPlan() {
   const { steps, finished } = view.plan;
-  $("plan").replaceChildren(...steps.map((s, i) => el("li", i < finished ? "done" : "", String(s))));
+  const { id, status, tasks } = view.planTool;
+  const shown = new Set();
+  const items = steps.map((s, i) => {
+    const text = String(s);
+    const taskId = /^[^\s/]+\/(\S+) /.exec(text)?.[1];
+    const taskStatus = taskId !== undefined ? tasks.get(taskId) : undefined;
+    if (taskStatus === undefined) return el("li", i < finished ? "done" : "", text);
+    shown.add(taskId);
+    return planTask(`${TASK_MARK[taskStatus] ?? "?"} ${text}`, taskStatus);
+  });
+  // Tasks of a plan whose steps were never announced (a plan made through the tools) still show.
+  for (const [taskId, taskStatus] of tasks) if (!shown.has(taskId)) items.push(planTask(`${TASK_MARK[taskStatus] ?? "?"} ${taskId}`, taskStatus));
+  if (items.length) $("plan").replaceChildren(...items);
+  $("plan-status").hidden = !id;
+  $("plan-status").textContent = id ? `plan ${id} · ${status}` : "";
+}
+
+function planTask(text, status) {
+  const li = el("li", `task-${status}`, text);
+  li.dataset.status = status;
+  return li;
 }
 
 const TODO_MARK = { pending: "☐", in_progress: "◐", completed: "☑", failed: "✗", skipped: "⤼", blocked: "⛔" };
@@ -210,10 +243,13 @@ function showResult(event) {
   $("result").hidden = false;
   if (event.result_type === "answer") {
     $("answer").textContent = event.answer ?? "";
+    // A report drawn as a tree (a sop run's plan) needs fixed-width characters to keep its columns.
+    $("answer").classList.toggle("tree", /^\s*[├└│]/m.test(event.answer ?? ""));
     setStatus(`Finished: answered · task ${event.task_id}`);
   } else {
     $("error").hidden = false;
     $("error").textContent = `The run ended in error: ${event.error ?? "unknown error"}`;
+    $("error").classList.toggle("tree", /^\s*[├└│]/m.test(event.error ?? ""));
     setStatus(`Finished: error · task ${event.task_id}`);
   }
 }
