@@ -5,6 +5,8 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Extra response headers, e.g. `allow` on a 405. */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
     this.name = "HttpError";
@@ -30,7 +32,8 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 }
 
 /** Send `{error: message}` with `status`. */
-export function sendError(res: ServerResponse, status: number, message: string): void {
+export function sendError(res: ServerResponse, status: number, message: string, headers: Readonly<Record<string, string>> = {}): void {
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   sendJson(res, status, { error: message });
 }
 

@@ -63,7 +63,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         res.destroy();
         return;
       }
-      if (err instanceof HttpError) sendError(res, err.status, err.message);
+      if (err instanceof HttpError) sendError(res, err.status, err.message, err.headers);
       else sendError(res, 500, redactString(describeError(err), secrets));
     });
   });
@@ -149,7 +149,7 @@ function matchRoute(method: string, path: string): Route {
     if (entry.method === method) return entry.route(decodeId(m[1]));
     allowed.push(entry.method);
   }
-  if (allowed.length) throw new HttpError(405, `${path} answers ${allowed.join(", ")}, not ${method}`);
+  if (allowed.length) throw new HttpError(405, `${path} answers ${allowed.join(", ")}, not ${method}`, { allow: allowed.join(", ") });
   throw new HttpError(404, `no such endpoint: ${path}`);
 }
 

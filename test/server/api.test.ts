@@ -94,6 +94,9 @@ describe("runtime serve: the run endpoint", () => {
       expect(res.headers.get("content-type")).toMatch(/^application\/json/);
       expect(String((await json(res)).error)).toMatch(message);
     }
+    // A 405 says which methods the path answers (RFC 9110 §15.5.6).
+    expect((await fetch(`${server.url}/v1/runs`, { method: "DELETE" })).headers.get("allow")).toBe("POST, GET");
+    expect((await fetch(`${server.url}/v1/team`, { method: "PUT" })).headers.get("allow")).toBe("GET");
     // None of them started a run.
     const list = await json(await fetch(`${server.url}/v1/runs`));
     expect(list.runs).toEqual([]);
