@@ -233,6 +233,27 @@ describe("plan_and_solve: ending the run", () => {
     expect(next.events.find((e) => e.type === "todo.updated")).toMatchObject({ session_id: "chat-42" });
   });
 
+  it("answers with the summary when the last model call finished the plan but did not terminate", async () => {
+    const s = await server([
+      calls(call("p", "write_todos", todos("Compute the area"))),
+      calls(
+        call("s", "update_todo_item", { index: 1, status: "in_progress" }),
+        calc("a", "round(pi * 25, 2)"),
+        call("d", "update_todo_item", { index: 1, status: "completed" }),
+      ),
+      { content: "The area is 78.54 m²." },
+    ]);
+    const { events, result } = await runPlan(planTeam(s.url, "    max_iteration: 2"), "q");
+    expect(result).toMatchObject({ result_type: "answer", answer: "The area is 78.54 m²." });
+    expect(topLevel(events)).toEqual(["IDLE", "PLANNING", "SOLVING", "VERIFYING", "FINISHED"]);
+    const bodies = s.chatRequests.map((r) => r.body);
+    expect(bodies).toHaveLength(3);
+    expect(bodies[2]?.tools).toBeUndefined();
+    expect(String(bodies[2]?.messages?.at(-1)?.content)).toMatch(/without giving a final answer/);
+    expect(finalTodos(events).map((i) => i.status)).toEqual(["completed"]);
+    expectWellFormed(bodies);
+  });
+
   it("takes a reply without tool calls as the answer, and asks for a summary when it is empty", async () => {
     const s = await server([
       calls(call("p", "write_todos", todos("Compute the area"))),

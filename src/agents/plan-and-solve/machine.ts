@@ -29,7 +29,9 @@ function freshReply(event: unknown): ChatResponse | undefined {
  * Where to go next, from a model reply or after a tool: the next call
  * decides (write_todos plans, validate_plan validates, terminate verifies,
  * any other tool is work); a reply without calls is the answer; with every
- * call handled, the model is asked again in the phase the todo list is in.
+ * call handled, the model is asked again in the phase the todo list is in,
+ * unless no model call is left: then a finished list goes to FormatResponse
+ * (the summary answers) and an unfinished one to FinalSummary (an error).
  * `before` runs on whichever transition is taken.
  */
 function next(before: readonly ("countRound" | "noteVerdict")[] = []) {
@@ -40,6 +42,8 @@ function next(before: readonly ("countRound" | "noteVerdict")[] = []) {
     { guard: "callsUpdateTodo" as const, target: at("SOLVING.ExecuteTool"), actions: [...before, "take" as const] },
     { guard: "callsWorkTool" as const, target: at("SOLVING.MarkInProgress"), actions: [...before, "take" as const] },
     { guard: "textReply" as const, target: at("VERIFYING.ValidateAnswer"), actions: [...before, "takeText" as const] },
+    // Out of model calls with every item done: the work is finished, only the answer is missing.
+    { guard: "doneAtLimit" as const, target: at("VERIFYING.FormatResponse"), actions: [...before] },
     { guard: "maxReached" as const, target: at("FinalSummary"), actions: [...before] },
     { guard: "needsPlan" as const, target: at("PLANNING.AnalyzeProblem"), reenter: true, actions: [...before] },
     { guard: "allDone" as const, target: at("VERIFYING.CheckResults"), reenter: true, actions: [...before] },
@@ -129,6 +133,7 @@ export const planAndSolveMachine = setup({
       return reply !== undefined && reply.tool_calls.length === 0;
     },
     maxReached: ({ context }) => context.iteration >= context.max_iteration,
+    doneAtLimit: ({ context }) => context.iteration >= context.max_iteration && context.effects.todos.allTerminal(),
     needsPlan: ({ context }) => context.plan_invalid || context.effects.todos.isEmpty(),
     allDone: ({ context }) => context.effects.todos.allTerminal(),
     outcomeFailed: ({ event }) => {
