@@ -32,7 +32,7 @@ export const runSop: AgentRunner = async (ctx, input) => {
 
   const planTool = openPlanTool(ctx.trace_dir);
   const planId = newPlanId(workflow.id, ctx.now());
-  const created = await planTool.createPlan(planId, workflow, { emit: (body) => ctx.emit(body) });
+  const created = await planTool.createPlan(planId, workflow, { emit: (body) => ctx.emit(body), run_task_id: ctx.task_id });
   if (!created.ok) return failure(`cannot create plan from workflow '${workflow.id}': ${created.error}`, ZERO_USAGE);
   ctx.emit({
     type: "plan.created",

@@ -56,13 +56,13 @@ export class PlanTool {
     return (await this.createPlan(plan_id, structure_data, options)).ok;
   }
 
-  /** create_plan_from_structure, saying why when it refuses. */
-  createPlan(plan_id: string, structure_data: unknown, options: CallOptions = {}): Promise<WriteOutcome> {
+  /** create_plan_from_structure, saying why when it refuses; `run_task_id` records the run that made the plan. */
+  createPlan(plan_id: string, structure_data: unknown, options: CallOptions & { run_task_id?: string } = {}): Promise<WriteOutcome> {
     if (!isValidPlanId(plan_id)) return Promise.resolve({ ok: false, error: `invalid plan_id ${JSON.stringify(plan_id)}` });
     const parsed = parseStructure(structure_data);
     if (!parsed.ok) return Promise.resolve({ ok: false, error: parsed.error });
     return this.mutex.run(plan_id, (): WriteOutcome => {
-      if (!this.store.insertPlan(plan_id, parsed.template)) return { ok: false, error: `plan ${plan_id} already exists` };
+      if (!this.store.insertPlan(plan_id, parsed.template, options.run_task_id ?? null)) return { ok: false, error: `plan ${plan_id} already exists` };
       for (const step of parsed.template.steps) {
         for (const task of step.tasks) {
           this.notify(options, { type: "task.status", plan_id, plan_task_id: task.task_id, status: "ready", plan_status: "running" });

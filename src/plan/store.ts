@@ -22,8 +22,9 @@ import type {
  * Version of the tables below; bumped with a migration when they change.
  * 2: plans carry `unsettled` and `failed_required` counters, so an update
  * re-derives the plan status in O(1) instead of scanning every task.
+ * 3: plans carry `run_task_id`, the run that created them (null for older plans).
  */
-export const PLAN_SCHEMA_VERSION = 2;
+export const PLAN_SCHEMA_VERSION = 3;
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,6 +37,7 @@ CREATE TABLE IF NOT EXISTS plans (
   revision INTEGER NOT NULL DEFAULT 0,
   unsettled INTEGER NOT NULL DEFAULT 0,
   failed_required INTEGER NOT NULL DEFAULT 0,
+  run_task_id TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
@@ -85,6 +87,7 @@ interface PlanRow {
   revision: number;
   unsettled: number;
   failed_required: number;
+  run_task_id: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -117,13 +120,13 @@ export class PlanStore {
   }
 
   /** Insert a plan with every task `ready`; false when plan_id is taken. */
-  insertPlan(planId: string, template: PlanTemplate): boolean {
+  insertPlan(planId: string, template: PlanTemplate, runTaskId: string | null = null): boolean {
     const at = this.now().toISOString();
     const insert = this.db.transaction(() => {
       if (this.db.prepare("SELECT 1 FROM plans WHERE plan_id = ?").get(planId)) return false;
       this.db
         .prepare(
-          "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, unsettled, failed_required, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, 0, ?, ?)",
+          "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, unsettled, failed_required, run_task_id, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, 0, ?, ?, ?)",
         )
         .run(
           planId,
@@ -131,6 +134,7 @@ export class PlanStore {
           template.description,
           template.workflow_template_source,
           template.steps.reduce((n, s) => n + s.tasks.length, 0),
+          runTaskId,
           at,
           at,
         );
@@ -231,6 +235,7 @@ export class PlanStore {
         workflow_template_source: plan.workflow_template_source,
         status: plan.status,
         revision: plan.revision,
+        run_task_id: plan.run_task_id,
         created_at: plan.created_at,
         updated_at: plan.updated_at,
         steps: stepInfos,
@@ -247,7 +252,7 @@ export class PlanStore {
   listPlans(): PlanSummary[] {
     return this.db
       .prepare(
-        `SELECT p.plan_id, p.name, p.workflow_template_source, p.status, p.created_at, p.updated_at,
+        `SELECT p.plan_id, p.name, p.workflow_template_source, p.status, p.run_task_id, p.created_at, p.updated_at,
                 COUNT(t.task_id) AS tasks_total,
                 COALESCE(SUM(t.status IN ('completed', 'skipped')), 0) AS tasks_done
            FROM plans p LEFT JOIN plan_tasks t ON t.plan_id = p.plan_id
@@ -279,6 +284,7 @@ export class PlanStore {
         );
       }
       if (version === 1) migrateV1toV2(this.db);
+      if (version !== undefined && version < 3) this.db.exec("ALTER TABLE plans ADD COLUMN run_task_id TEXT");
       this.db.exec(DDL);
       this.db
         .prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")

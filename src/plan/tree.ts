@@ -21,10 +21,13 @@ export function renderPlanTree(plan: PlanInstance): string {
   return lines.join("\n");
 }
 
-/** One line per plan, for `runtime plan list`. */
+/** One line per plan, for `runtime plan list`: id, status, progress, workflow, created, run, name. */
 export function renderPlanList(plans: PlanSummary[]): string {
   return plans
-    .map((p) => `${p.plan_id}\t${p.status}\t${p.tasks_done}/${p.tasks_total} done\t${p.workflow_template_source}\t${p.created_at}\t${p.name}`)
+    .map(
+      (p) =>
+        `${p.plan_id}\t${p.status}\t${p.tasks_done}/${p.tasks_total} done\t${p.workflow_template_source}\t${p.created_at}\t${p.run_task_id ?? "-"}\t${p.name}`,
+    )
     .join("\n");
 }
 

@@ -42,6 +42,8 @@ export interface PlanInstance {
   status: PlanStatus;
   /** Incremented by every accepted change; lets readers detect lost updates. */
   revision: number;
+  /** The run (its task_id) whose `sop` step created the plan; null when created otherwise. */
+  run_task_id: string | null;
   created_at: string;
   updated_at: string;
   steps: StepInfo[];
@@ -55,6 +57,7 @@ export interface PlanSummary {
   status: PlanStatus;
   tasks_total: number;
   tasks_done: number;
+  run_task_id: string | null;
   created_at: string;
   updated_at: string;
 }

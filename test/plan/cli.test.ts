@@ -14,9 +14,14 @@ describe("runtime plan (after runtime exec of the safety-sop team)", () => {
     expect(list.code).toBe(0);
     const [line, ...more] = list.stdout.trim().split("\n");
     expect(more).toEqual([]);
-    const [planId, status, done] = (line ?? "").split("\t");
+    const [planId, status, done, , , runId] = (line ?? "").split("\t");
     expect(planId).toMatch(/^SAFE_SOP_v9-\d{8}T\d{6}Z-[0-9a-f]{12}$/);
     expect([status, done]).toEqual(["completed", "5/5 done"]);
+    // The plan names the run that made it, so its trace can be found from the plan.
+    const runs = await runCli(["trace", "--agent", "review", "--trace-dir", traces]);
+    const taskId = /^([0-9a-f-]{36})\s/m.exec(runs.stdout)?.[1];
+    expect(taskId, runs.stdout).toBeDefined();
+    expect(runId).toBe(taskId);
 
     // RUNTIME_TRACE_DIR works like --trace-dir, and a unique prefix is enough.
     const show = await runCli(["plan", "show", (planId ?? "").slice(0, 20)], { env: { RUNTIME_TRACE_DIR: traces } });
@@ -26,9 +31,10 @@ describe("runtime plan (after runtime exec of the safety-sop team)", () => {
     expect(tree).toContain("├─ step s1 Analyze [completed]");
     expect(tree).toContain("│  └─ [skipped] t3 Compare past incidents → analyst (optional)");
     expect(tree).toContain("└─ step s3 Decide [completed]");
+    expect(tree.at(-2)).toBe(`made by run ${taskId}: runtime trace ${taskId}`);
 
     const json = await runCli(["plan", "show", planId ?? "", "--json", "--trace-dir", traces]);
-    expect(JSON.parse(json.stdout)).toMatchObject({ plan_id: planId, status: "completed", revision: 9 });
+    expect(JSON.parse(json.stdout)).toMatchObject({ plan_id: planId, status: "completed", revision: 9, run_task_id: taskId });
 
     const missing = await runCli(["plan", "show", "nope", "--trace-dir", traces]);
     expect(missing.code).toBe(1);

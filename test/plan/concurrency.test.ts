@@ -114,7 +114,7 @@ describe("durability", () => {
     const db = new Database(file);
     db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 2/);
+    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 3/);
   });
 
   it("upgrades a schema_version 1 database and keeps deriving statuses from its tasks", async () => {
@@ -149,9 +149,10 @@ describe("durability", () => {
     expect(await tool.update_task_status("old", "t1", "skipped", "gave up")).toBe(true);
     expect(await tool.get_plan_status("old")).toBe("completed");
     expect((await tool.get_plan_structure("old"))?.revision).toBe(6);
+    expect((await tool.get_plan_structure("old"))?.run_task_id).toBeNull();
     tool.close();
     const check = new Database(file);
-    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "2" });
+    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "3" });
     check.close();
   });
 });

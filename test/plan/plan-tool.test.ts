@@ -23,6 +23,13 @@ describe("create_plan_from_structure", () => {
     expect(plan?.steps.flatMap((s) => s.tasks.map((t) => t.status))).toEqual(["ready", "ready", "ready", "ready"]);
     expect(events.map((e) => e.plan_task_id)).toEqual(["t1", "t2", "t3", "t4"]);
     expect(events.every((e) => e.status === "ready" && e.plan_status === "running" && e.plan_id === "p1")).toBe(true);
+    expect(plan?.run_task_id).toBeNull();
+  });
+
+  it("records the run that created a plan, when one did", async () => {
+    expect((await tool.createPlan("p2", SAFETY_WORKFLOW, { run_task_id: "run-42" })).ok).toBe(true);
+    expect((await tool.get_plan_structure("p2"))?.run_task_id).toBe("run-42");
+    expect(await tool.list_plans()).toEqual([expect.objectContaining({ plan_id: "p2", run_task_id: "run-42" })]);
   });
 
   it("refuses an existing plan_id and leaves the first plan untouched", async () => {

@@ -39,7 +39,10 @@ export function registerPlan(program: Command, setExit: SetExit): void {
     report("show", setExit, () =>
       withPlans(options, async (tool) => {
         const found = await findPlan(tool, planId);
-        return options.json ? JSON.stringify(found, null, 2) : renderPlanTree(found);
+        if (options.json) return JSON.stringify(found, null, 2);
+        // Where to look next: the run's trace (a plan left running by a run that died shows as unfinished there).
+        const run = found.run_task_id ? `\nmade by run ${found.run_task_id}: runtime trace ${found.run_task_id}` : "";
+        return `${renderPlanTree(found)}\n${run}`;
       }),
     ),
   );
