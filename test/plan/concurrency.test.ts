@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -9,6 +9,25 @@ import { child, compilePlanTool } from "./compile.js";
 import { SAFETY_WORKFLOW, wideWorkflow } from "./fixtures.js";
 
 const run = promisify(execFile);
+
+/** A child process that says "ready" on stderr once it has opened the plan, and prints its counts on stdout. */
+function contender(args: string[], env: NodeJS.ProcessEnv): { ready: Promise<void>; done: Promise<{ stdout: string }> } {
+  const proc = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  const ready = new Promise<void>((resolve, reject) => {
+    proc.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.includes("ready\n")) resolve();
+    });
+    proc.once("exit", (code) => reject(new Error(`contender exited ${code} before it was ready: ${stderr}`)));
+  });
+  const done = new Promise<{ stdout: string }>((resolve, reject) =>
+    proc.once("close", (code) => (code === 0 ? resolve({ stdout }) : reject(new Error(`contender exited ${code}: ${stderr}`)))),
+  );
+  return { ready, done };
+}
 let modulePath: string;
 let buildDir: string;
 let dir: string;
@@ -63,14 +82,14 @@ describe("several processes writing the same plans.db", () => {
     const file = join(dir, `multi-${n}.db`);
     const setup = PlanTool.open(file);
     await setup.create_plan_from_structure("p", wideWorkflow(1000));
-    const startAt = String(Date.now() + 1500);
-    const outputs = await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        run(process.execPath, [child("contend.mjs"), modulePath, file, "p", "1000"], {
-          env: { ...process.env, REVERSE: String(i % 2), START_AT: startAt },
-        }),
-      ),
+    // A fixed delay is no barrier on a loaded machine: start only once every child has opened the plan.
+    const goFile = join(dir, `go-${n}`);
+    const children = Array.from({ length: n }, (_, i) =>
+      contender([child("contend.mjs"), modulePath, file, "p", "1000"], { ...process.env, REVERSE: String(i % 2), GO_FILE: goFile }),
     );
+    await Promise.all(children.map((c) => c.ready));
+    writeFileSync(goFile, "");
+    const outputs = await Promise.all(children.map((c) => c.done));
     const counts = outputs.map(
       (o) => JSON.parse(o.stdout) as { started: number; completed: number; first: number; last: number },
     );
@@ -115,6 +134,25 @@ describe("durability", () => {
     db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
     expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 3/);
+  });
+
+  it("upgrades a schema_version 2 database: its plans keep working, with no run recorded", async () => {
+    const file = join(dir, "v2.db");
+    const old = PlanTool.open(file);
+    await old.create_plan_from_structure("v2plan", SAFETY_WORKFLOW);
+    await old.update_task_status("v2plan", "t1", "inprogress");
+    old.close();
+    const { default: Database } = await import("better-sqlite3");
+    const db = new Database(file);
+    // Back to the v2 tables: no run_task_id column.
+    db.exec("ALTER TABLE plans DROP COLUMN run_task_id; UPDATE meta SET value = '2' WHERE key = 'schema_version';");
+    db.close();
+    const tool = PlanTool.open(file);
+    expect(await tool.update_task_status("v2plan", "t1", "completed", "ok")).toBe(true);
+    expect(await tool.get_plan_structure("v2plan")).toMatchObject({ revision: 2, run_task_id: null });
+    expect((await tool.createPlan("v3plan", SAFETY_WORKFLOW, { run_task_id: "r1" })).ok).toBe(true);
+    expect((await tool.list_plans()).map((p) => p.run_task_id).sort()).toEqual([null, "r1"].sort());
+    tool.close();
   });
 
   it("upgrades a schema_version 1 database and keeps deriving statuses from its tasks", async () => {

@@ -7,8 +7,10 @@ const tool = PlanTool.open(file);
 const ids = Array.from({ length: Number(count) }, (_, i) => `t${i + 1}`);
 // A different order per process, so they collide all along the list.
 if (Number(process.env.REVERSE)) ids.reverse();
-// Start together: every child waits for the same instant.
-await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(process.env.START_AT) - Date.now())));
+// Start together: say ready, then wait for the parent's go file (it appears once every child is ready).
+const { existsSync } = await import("node:fs");
+process.stderr.write("ready\n");
+while (!existsSync(process.env.GO_FILE)) await new Promise((resolve) => setTimeout(resolve, 2));
 const first = Date.now();
 const won = [];
 for (const id of ids) {
