@@ -99,6 +99,7 @@ const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, s
 /** Synchronous SQLite access to plans; the PlanTool serialises callers above it. */
 export class PlanStore {
   private readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
 
   /** Open (creating if needed, unless `create` is false) a plan database; `:memory:` for a private one. */
   constructor(
@@ -119,13 +120,22 @@ export class PlanStore {
     this.db.close();
   }
 
+  /** A prepared statement, compiled once per SQL text: preparing on every call cost more than the write. */
+  private stmt(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   /** Insert a plan with every task `ready`; false when plan_id is taken. */
   insertPlan(planId: string, template: PlanTemplate, runTaskId: string | null = null): boolean {
     const at = this.now().toISOString();
     const insert = this.db.transaction(() => {
-      if (this.db.prepare("SELECT 1 FROM plans WHERE plan_id = ?").get(planId)) return false;
-      this.db
-        .prepare(
+      if (this.stmt("SELECT 1 FROM plans WHERE plan_id = ?").get(planId)) return false;
+      this.stmt(
           "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, unsettled, failed_required, run_task_id, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, 0, ?, ?, ?)",
         )
         .run(
@@ -138,10 +148,10 @@ export class PlanStore {
           at,
           at,
         );
-      const step = this.db.prepare(
+      const step = this.stmt(
         "INSERT INTO plan_steps (plan_id, step_id, position, name, description) VALUES (?, ?, ?, ?, ?)",
       );
-      const task = this.db.prepare(
+      const task = this.stmt(
         "INSERT INTO plan_tasks (plan_id, task_id, step_id, position, name, assignee, description, optional, status, result_summary, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', NULL, ?)",
       );
       let position = 0;
@@ -157,8 +167,7 @@ export class PlanStore {
   }
 
   getTask(planId: string, taskId: string): TaskInfo | null {
-    const row = this.db
-      .prepare(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE plan_id = ? AND task_id = ?`)
+    const row = this.stmt(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE plan_id = ? AND task_id = ?`)
       .get(planId, taskId) as TaskRow | undefined;
     return row ? toTask(row) : null;
   }
@@ -170,8 +179,7 @@ export class PlanStore {
     const params: string[] = [planId];
     if (filter.status) where.push("status = ?"), params.push(filter.status);
     if (filter.assignee !== undefined) where.push("assignee = ?"), params.push(filter.assignee);
-    const rows = this.db
-      .prepare(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`)
+    const rows = this.stmt(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`)
       .all(...params) as TaskRow[];
     return rows.map(toTask);
   }
@@ -186,14 +194,12 @@ export class PlanStore {
     const update = this.db.transaction((): UpdateOutcome => {
       const plan = this.planRow(planId);
       if (!plan) return { ok: false, error: `unknown plan ${planId}` };
-      const task = this.db
-        .prepare("SELECT status, optional FROM plan_tasks WHERE plan_id = ? AND task_id = ?")
+      const task = this.stmt("SELECT status, optional FROM plan_tasks WHERE plan_id = ? AND task_id = ?")
         .get(planId, taskId) as { status: TaskStatus; optional: number } | undefined;
       if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
       if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
       if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
-      this.db
-        .prepare(
+      this.stmt(
           "UPDATE plan_tasks SET status = ?, result_summary = COALESCE(?, result_summary), updated_at = ? WHERE plan_id = ? AND task_id = ?",
         )
         .run(status, resultSummary ?? null, at, planId, taskId);
@@ -201,8 +207,7 @@ export class PlanStore {
       const failedRequired =
         plan.failed_required + (task.optional ? 0 : Number(status === "error") - Number(task.status === "error"));
       const planStatus = planStatusFromCounts(unsettled, failedRequired);
-      this.db
-        .prepare(
+      this.stmt(
           "UPDATE plans SET status = ?, revision = revision + 1, unsettled = ?, failed_required = ?, updated_at = ? WHERE plan_id = ?",
         )
         .run(planStatus, unsettled, failedRequired, at, planId);
@@ -220,8 +225,7 @@ export class PlanStore {
     const read = this.db.transaction((): PlanInstance | null => {
       const plan = this.planRow(planId);
       if (!plan) return null;
-      const steps = this.db
-        .prepare("SELECT step_id, name, description FROM plan_steps WHERE plan_id = ? ORDER BY position")
+      const steps = this.stmt("SELECT step_id, name, description FROM plan_steps WHERE plan_id = ? ORDER BY position")
         .all(planId) as { step_id: string; name: string; description: string }[];
       const tasks = this.listTasks(planId) ?? [];
       const stepInfos: StepInfo[] = steps.map((s) => {
@@ -245,13 +249,12 @@ export class PlanStore {
   }
 
   deletePlan(planId: string): boolean {
-    return this.db.prepare("DELETE FROM plans WHERE plan_id = ?").run(planId).changes > 0;
+    return this.stmt("DELETE FROM plans WHERE plan_id = ?").run(planId).changes > 0;
   }
 
   /** Every plan, newest first. */
   listPlans(): PlanSummary[] {
-    return this.db
-      .prepare(
+    return this.stmt(
         `SELECT p.plan_id, p.name, p.workflow_template_source, p.status, p.run_task_id, p.created_at, p.updated_at,
                 COUNT(t.task_id) AS tasks_total,
                 COALESCE(SUM(t.status IN ('completed', 'skipped')), 0) AS tasks_done
@@ -267,13 +270,13 @@ export class PlanStore {
   }
 
   private planRow(planId: string): PlanRow | undefined {
-    return this.db.prepare("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
+    return this.stmt("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
   }
 
   private migrate(): void {
     const upgrade = this.db.transaction(() => {
       this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      const row = this.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+      const row = this.stmt("SELECT value FROM meta WHERE key = 'schema_version'").get() as
         | { value: string }
         | undefined;
       const version = row ? Number(row.value) : undefined;
@@ -286,8 +289,7 @@ export class PlanStore {
       if (version === 1) migrateV1toV2(this.db);
       if (version !== undefined && version < 3) this.db.exec("ALTER TABLE plans ADD COLUMN run_task_id TEXT");
       this.db.exec(DDL);
-      this.db
-        .prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+      this.stmt("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
         .run(String(PLAN_SCHEMA_VERSION));
     });
     upgrade.immediate();
