@@ -62,6 +62,11 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
     const bound = planTool.boundPlan(ctx.scope);
     return bound && bound !== planId ? `unknown plan ${planId}; the plan of this run is ${bound} (omit plan_id to use it)` : `unknown plan ${planId}`;
   };
+  /** "its task ids: t1, t2, …" (the first 50), for a model that addressed a task by its name. */
+  const taskIds = async (planId: string): Promise<string> => {
+    const ids = (await planTool.get_plan_structure(planId))?.steps.flatMap((s) => s.tasks.map((t) => t.task_id)) ?? [];
+    return `its task ids: ${ids.slice(0, 50).join(", ")}${ids.length > 50 ? `, … (${ids.length} in all)` : ""}`;
+  };
   /** A list of tasks, refused for an unknown plan: an empty list would read as "nothing left to do". */
   const listOf = async (planId: string, ctx: ToolContext, list: () => Promise<unknown>): Promise<unknown> => {
     if ((await planTool.get_plan_status(planId)) === null) throw new Error(unknownPlan(planId, ctx));
@@ -104,7 +109,10 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
           typeof args.result_summary === "string" ? args.result_summary : undefined,
           emitTo(ctx),
         );
-        return !outcome.ok && outcome.error === `unknown plan ${planId}` ? { ok: false, error: unknownPlan(planId, ctx) } : outcome;
+        if (outcome.ok) return outcome;
+        if (outcome.error === `unknown plan ${planId}`) return { ok: false, error: unknownPlan(planId, ctx) };
+        if (outcome.error.startsWith("unknown task ")) return { ok: false, error: `${outcome.error}; ${await taskIds(planId)}` };
+        return outcome;
       },
     },
     get_ready_tasks: {

@@ -130,6 +130,12 @@ describe("plan tools", () => {
     expect(outside.error).toMatch(/unknown plan nope$/);
   });
 
+  it("answer an unknown task_id with the plan's task ids (models pass a task's name instead)", async () => {
+    const { call } = box();
+    const refused = await call("update_task_status", { plan_id: "p1", task_id: "Gather facts", status: "inprogress" });
+    expect(refused.result).toEqual({ ok: false, error: "unknown task Gather facts in plan p1; its task ids: t1, t2, t3, t4" });
+  });
+
   it("default plan_id to the plan bound to the caller's parent step (the sop run)", async () => {
     const unbind = planTool.bindStep("step-1", "p1");
     const { call } = box({ agent_id: "strategist", step_id: "step-2", parent_step_id: "step-1" });
