@@ -1,6 +1,8 @@
+import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.js";
-import { tempDir } from "../support/team.js";
+import { BIN, ROOT, runCli } from "../support/cli.js";
+import { startOpenAIServer, type ChatBody, type Reply } from "../support/openai-server.js";
+import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 // Spawns the built CLI: `npm run build` first.
 describe("runtime plan (after runtime exec of the safety-sop team)", () => {
@@ -50,4 +52,88 @@ describe("runtime plan (after runtime exec of the safety-sop team)", () => {
     expect(show.code).toBe(1);
     expect(show.stderr.split("\n")).toHaveLength(2);
   }, 60_000);
+});
+
+describe("runtime plan after a sop run was killed with SIGKILL", () => {
+  it("shows every update made before the kill, the plan still running, and the run to look at", async () => {
+    const counts = new Map<string, number>();
+    const call = (name: string, args: Record<string, unknown>): Reply => ({
+      content: reactReply("CALL_TOOL", {}),
+      tool_calls: [{ id: `c${counts.get("strategist")}`, name, arguments: args }],
+    });
+    const model = await startOpenAIServer({
+      respond(body: ChatBody) {
+        const system = String(body.messages?.find((m) => m.role === "system")?.content ?? "");
+        const agent = /^You are (\w+)/.exec(system)?.[1] ?? "?";
+        const n = counts.get(agent) ?? 0;
+        counts.set(agent, n + 1);
+        if (agent === "worker") return { content: reactReply("ANSWER", { answer: "t1 result" }) };
+        const steps: Reply[] = [
+          call("update_task_status", { task_id: "t1", status: "inprogress" }),
+          call("worker", { query: "Do t1" }),
+          call("update_task_status", { task_id: "t1", status: "completed", result_summary: "t1 result" }),
+          call("update_task_status", { task_id: "t2", status: "inprogress" }),
+        ];
+        // After that the model hangs: the process is killed while it waits.
+        return steps[n] ?? { content: reactReply("ANSWER", { answer: "late" }), delay_ms: 60_000 };
+      },
+    });
+    try {
+      const team = writeTeam(`version: 1
+name: sop-kill
+entry: review
+models:
+  default: { provider: openai, model: test-model, base_url: "${model.url}", api_key: sk-test, timeout_ms: 90000, max_retries: 0 }
+agents:
+  review: { kind: sop, workflow: W, strategist: strategist }
+  strategist: { kind: react, tools: [update_task_status, worker] }
+  worker: { kind: react, description: Does one task. }
+workflows:
+  W:
+    name: Two tasks
+    steps:
+      - step_id: s1
+        name: Only
+        tasks:
+          - { task_id: t1, name: First, assignee: worker, description: Do the first thing. }
+          - { task_id: t2, name: Second, assignee: worker, description: Do the second thing. }
+`);
+      const traces = tempDir("plan-kill-");
+      const child = spawn(process.execPath, [BIN, "exec", team, "Do the two tasks", "--events", "ndjson", "--trace-dir", traces], {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("close", (_code, signal) => resolve(signal)));
+      let stdout = "";
+      let taskId = "";
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`t2 never started:\n${stdout}`)), 30_000);
+        child.stdout.on("data", (d: Buffer) => {
+          stdout += d.toString();
+          taskId ||= /"task_id":"([0-9a-f-]{36})"/.exec(stdout)?.[1] ?? "";
+          if (/"plan_task_id":"t2","status":"inprogress"/.test(stdout)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      child.kill("SIGKILL");
+      expect(await exited).toBe("SIGKILL");
+
+      const show = await runCli(["plan", "show", "W-", "--trace-dir", traces]);
+      expect(show.code, show.stderr).toBe(0);
+      const lines = show.stdout.split("\n");
+      expect(lines[0]).toMatch(/^plan W-\S+ "Two tasks" \(W\) \[running\]$/);
+      expect(lines).toContain("   ├─ [completed] t1 First → worker");
+      expect(lines).toContain("   │     ↳ t1 result");
+      expect(lines).toContain("   └─ [inprogress] t2 Second → worker");
+      expect(lines.at(-2)).toBe(`made by run ${taskId}: runtime trace ${taskId}`);
+
+      const trace = await runCli(["trace", taskId, "--trace-dir", traces]);
+      expect(trace.code, trace.stderr).toBe(0);
+      expect(trace.stdout.split("\n")[0]).toMatch(/unfinished/);
+    } finally {
+      await model.close();
+    }
+  }, 90_000);
 });
