@@ -96,6 +96,7 @@ describe("plan_and_solve: automatic status and manual updates", () => {
     const { events } = await runPlan(planTeam(s.url, "    todo_complete_after: 1\n    todo_block_after: 1"), "q");
     expect(progress(events)).toEqual(["1:in_progress:0", "1:completed:1", "2:in_progress:0", "2:blocked:1"]);
     expect(systemPrompt(s.chatRequests[0]?.body)).toContain("after 1 successful calls that item is marked completed, after 1 failures in a row");
+    expectWellFormed(s.chatRequests.map((r) => r.body));
   });
 
   it("retries a failed item then skips it; illegal transitions are refused with a reason", async () => {
@@ -190,6 +191,7 @@ describe("plan_and_solve: ending the run", () => {
     const { events, result } = await runPlan(planTeam(s.url, "    max_iteration: 2"), "q");
     expect(result).toMatchObject({ result_type: "answer", answer: "area only" });
     expect(finalTodos(events).map((i) => i.status)).toEqual(["skipped", "skipped"]);
+    expectWellFormed(s.chatRequests.map((r) => r.body));
   });
 
   it("stops at max_iteration mid-plan with an error, a summary call and a well-formed transcript", async () => {
@@ -321,5 +323,6 @@ describe("plan_and_solve: ending the run", () => {
     expect(result.error).not.toContain("\n");
     expect(topLevel(events).at(-1)).toBe("FAILED");
     expect(events.some((e) => e.type === "llm.error")).toBe(true);
+    expectWellFormed(s.chatRequests.map((r) => r.body));
   });
 });
