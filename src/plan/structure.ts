@@ -6,7 +6,8 @@ import { Ajv } from "ajv";
 import type { JsonSchema } from "../config/types.js";
 import type { PlanTemplate } from "./types.js";
 
-const ID = { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$" } as const;
+// A leading '_' is allowed because team files allow it in workflow, step and task names.
+const ID = { type: "string", pattern: "^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$" } as const;
 const TEXT = { type: "string", maxLength: 10000 } as const;
 
 const TASK_SCHEMA = {
@@ -52,7 +53,7 @@ export const STRUCTURE_SCHEMA: JsonSchema = {
   },
 };
 
-/** A plan_id a caller may choose: letters, digits and `_ . : -`, at most 128 characters. */
+/** A plan_id a caller may choose: letters, digits and `_ . : -`, not starting with `. : -`, at most 128 characters. */
 export const PLAN_ID_SCHEMA: JsonSchema = ID;
 
 const ajv = new Ajv({ strict: true, allErrors: true });

@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ROOT } from "../support/cli.js";
 import { newPlanId, PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
 import { canTransition } from "../../src/plan/transitions.js";
 import { TASK_STATUSES, type TaskStatus } from "../../src/plan/types.js";
@@ -53,6 +56,22 @@ describe("create_plan_from_structure", () => {
     expect(await tool.create_plan_from_structure("bad", data)).toBe(false);
     expect(await tool.get_plan_status("bad")).toBeNull();
     expect(events).toEqual([]);
+  });
+
+  it("accepts every step, task and workflow id a team file accepts (they may start with '_')", async () => {
+    const schema = JSON.parse(readFileSync(join(ROOT, "schemas/team.schema.json"), "utf8")) as { $defs: { name: { pattern: string } } };
+    const teamName = new RegExp(schema.$defs.name.pattern);
+    const ids = ["_prep", "_", "a", "A-b_c", "_9"];
+    expect(ids.every((id) => teamName.test(id))).toBe(true);
+    const structure = {
+      id: "_private_sop",
+      name: "Underscores",
+      steps: ids.map((id, i) => ({ step_id: `${id}`, name: `S${i}`, tasks: [{ task_id: `${id}_t`, name: "T", assignee: "_agent" }] })),
+    };
+    const outcome = await tool.createPlan(newPlanId("_private_sop"), structure);
+    expect(outcome).toEqual({ ok: true, plan_status: "running" });
+    expect(await tool.create_plan_from_structure("_p", structure)).toBe(true);
+    expect(await tool.update_task_status("_p", "_prep_t", "inprogress")).toBe(true);
   });
 
   it("refuses an invalid plan_id", async () => {
