@@ -181,6 +181,34 @@ describe("sop runs through the real openai client and the test server", () => {
     expect(strategistTools.sort()).toEqual(["get_plan_status", "get_plan_structure", "get_ready_tasks", "update_task_status", "worker"]);
   });
 
+  it("lets the strategist retry a failed task, then skip it: the plan completes and the report keeps why", async () => {
+    const server = await serverByAgent({
+      strategist: (n) => {
+        const steps: Reply[] = [
+          call("update_task_status", { task_id: "t1", status: "inprogress" }),
+          call("worker", { query: "Do t1" }),
+          call("update_task_status", { task_id: "t1", status: "error", result_summary: "worker failed" }),
+          call("update_task_status", { task_id: "t1", status: "inprogress" }),
+          call("worker", { query: "Do t1 again" }),
+          call("update_task_status", { task_id: "t1", status: "error", result_summary: "worker failed twice; skipping" }),
+          call("update_task_status", { task_id: "t1", status: "skipped" }),
+          call("update_task_status", { task_id: "t2", status: "skipped", result_summary: "not needed" }),
+        ];
+        return steps[n] ?? answer("t1 skipped after two failures.");
+      },
+      worker: () => ({ status: 500, error: { message: "overloaded" } }),
+    });
+    const dir = traceDir();
+    const { result, events } = await run(serverTeam(server.url), "Do the two tasks", dir);
+    expect(result.result_type, result.error).toBe("answer");
+    expect(result.answer).toContain("[skipped] t1 First → worker");
+    // Skipping without a new summary keeps the last one, so the report still says why.
+    expect(result.answer).toContain("↳ worker failed twice; skipping");
+    const t1 = statusEvents(events).filter((e) => e.plan_task_id === "t1").map((e) => e.status);
+    expect(t1).toEqual(["ready", "inprogress", "error", "inprogress", "error", "skipped"]);
+    expect((await openPlanTool(dir).list_plans())[0]?.status).toBe("completed");
+  });
+
   it("ends in error when a required task ends in error, naming it; an optional one in error is tolerated", async () => {
     const server = await serverByAgent({
       strategist: (n, body) => {
