@@ -108,6 +108,8 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
       "completed",
     ]);
     expect(await items.first().textContent()).toMatch(/☑ Look up the circle formulas/);
+    // plan_and_solve plans with its todo list; the Plan panel says so instead of "No plan yet."
+    expect(await page.textContent("#plan")).toBe("The todo list is the plan.");
     expect(await page.textContent("#tools")).toMatch(/write_todos.*knowledge_lookup.*calculator.*terminate/s);
     expect(await page.locator("img").count()).toBe(0);
     expect(await page.title()).not.toBe("pwned");

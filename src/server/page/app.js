@@ -197,6 +197,8 @@ const TODO_MARK = { pending: "☐", in_progress: "◐", completed: "☑", failed
 function drawTodos() {
   const list = view.todoLists.get(view.todoSession);
   if (!list) return;
+  // A plan_and_solve agent plans with its todo list and announces no other plan.
+  if (!view.plan.steps.length && !view.planTool.tasks.size) $("plan").replaceChildren(el("li", "muted", "The todo list is the plan."));
   const items = [...list].sort((a, b) => a.index - b.index);
   $("todos").replaceChildren(
     ...items.map((t) => {
