@@ -2,8 +2,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { RuntimeError, describeError } from "../../errors.js";
-import { PLANS_DB, PlanTool } from "../../plan/plan-tool.js";
-import { renderPlanList, renderPlanTree } from "../../plan/tree.js";
+import type { PlanTool } from "../../plan/plan-tool.js";
 import type { PlanInstance } from "../../plan/types.js";
 import { EXIT, type SetExit } from "../main.js";
 
@@ -21,12 +20,12 @@ export function registerPlan(program: Command, setExit: SetExit): void {
       .option("--json", "print JSON instead of text");
 
   common(plan.command("list").description("list stored plans, newest first")).action((options: PlanOptions) =>
-    report("list", setExit, () => {
-      const plans = withPlans(options, (tool) => tool.list_plans());
-      return plans.then((list) => {
-        if (list.length === 0) throw new RuntimeError("NOT_FOUND", `no plans in ${dir(options)}`);
-        return options.json ? list.map((p) => JSON.stringify(p)).join("\n") : renderPlanList(list);
-      });
+    report("list", setExit, async () => {
+      const list = await withPlans(options, (tool) => tool.list_plans());
+      if (list.length === 0) throw new RuntimeError("NOT_FOUND", `no plans in ${dir(options)}`);
+      if (options.json) return list.map((p) => JSON.stringify(p)).join("\n");
+      const { renderPlanList } = await import("../../plan/tree.js");
+      return renderPlanList(list);
     }),
   );
 
@@ -40,6 +39,7 @@ export function registerPlan(program: Command, setExit: SetExit): void {
       withPlans(options, async (tool) => {
         const found = await findPlan(tool, planId);
         if (options.json) return JSON.stringify(found, null, 2);
+        const { renderPlanTree } = await import("../../plan/tree.js");
         // Where to look next: the run's trace (a plan left running by a run that died shows as unfinished there).
         const run = found.run_task_id ? `\nmade by run ${found.run_task_id}: runtime trace ${found.run_task_id}` : "";
         return `${renderPlanTree(found)}\n${run}`;
@@ -63,6 +63,8 @@ function dir(options: PlanOptions): string {
 
 /** Opens the store read-side (never creating it) for one command. */
 async function withPlans<T>(options: PlanOptions, use: (tool: PlanTool) => Promise<T>): Promise<T> {
+  // The Plan Tool (better-sqlite3) loads only when a plan command runs, so `runtime --help` starts fast.
+  const { PLANS_DB, PlanTool } = await import("../../plan/plan-tool.js");
   const file = join(dir(options), PLANS_DB);
   if (!existsSync(file)) throw new RuntimeError("NOT_FOUND", `no plans in ${dir(options)}`);
   let tool: PlanTool;

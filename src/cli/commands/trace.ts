@@ -2,8 +2,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { RuntimeError, describeError } from "../../errors.js";
 import type { RunEvent } from "../../events/types.js";
-import { TraceStore, type RunSummary } from "../../trace/store.js";
-import { formatRunList, renderRunTree, renderTraceEvents } from "../../trace/tree.js";
+import type { RunSummary, TraceStore } from "../../trace/store.js";
 import { EXIT, type SetExit } from "../main.js";
 
 interface TraceOptions {
@@ -25,9 +24,9 @@ export function registerTrace(program: Command, setExit: SetExit): void {
     .option("--json", "print raw events (or runs) as JSON lines")
     .option("--trace-dir <dir>", "where traces are stored (default: $RUNTIME_TRACE_DIR or .runtime)")
     .option("--limit <n>", "how many runs to list", "20")
-    .action((taskId: string | undefined, options: TraceOptions) => {
+    .action(async (taskId: string | undefined, options: TraceOptions) => {
       try {
-        const out = traceCommand(taskId, options);
+        const out = await traceCommand(taskId, options);
         process.stdout.write(out);
       } catch (err) {
         const usage = err instanceof RuntimeError && err.code === "USAGE";
@@ -38,14 +37,19 @@ export function registerTrace(program: Command, setExit: SetExit): void {
 }
 
 /** What `runtime trace` prints; throws RuntimeError NOT_FOUND (exit 1) or USAGE (exit 2). */
-function traceCommand(taskId: string | undefined, options: TraceOptions): string {
+async function traceCommand(taskId: string | undefined, options: TraceOptions): Promise<string> {
   const chosen = [taskId !== undefined, options.agent !== undefined, options.traceId !== undefined].filter(Boolean);
   if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME or --trace-id ID");
   const limit = Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new RuntimeError("USAGE", `--limit must be a positive integer, got "${options.limit}"`);
 
+  // The store (better-sqlite3) and the views load only when the command runs, so `runtime --help` starts fast.
+  const [{ TraceStore }, { formatRunList, renderRunTree, renderTraceEvents }] = await Promise.all([
+    import("../../trace/store.js"),
+    import("../../trace/tree.js"),
+  ]);
   const dir = resolve(options.traceDir ?? process.env["RUNTIME_TRACE_DIR"] ?? ".runtime");
-  const store = openForReading(dir);
+  const store = openForReading(TraceStore, dir);
   const color = process.stdout.isTTY === true && process.env["NO_COLOR"] === undefined;
   try {
     if (options.traceId !== undefined) {
@@ -68,9 +72,9 @@ function traceCommand(taskId: string | undefined, options: TraceOptions): string
   }
 }
 
-function openForReading(dir: string): TraceStore {
+function openForReading(stores: typeof TraceStore, dir: string): TraceStore {
   try {
-    return TraceStore.open(dir, { create: false });
+    return stores.open(dir, { create: false });
   } catch (err) {
     // A store that cannot be read is "nothing found here", exit 1; a newer schema says so itself.
     if (err instanceof RuntimeError) throw new RuntimeError("NOT_FOUND", err.message, { cause: err });

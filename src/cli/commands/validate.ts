@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { loadTeam } from "../../config/load.js";
 import { ConfigError, describeError, formatProblem } from "../../errors.js";
 import { EXIT, type SetExit } from "../main.js";
 
@@ -10,6 +9,8 @@ export function registerValidate(program: Command, setExit: SetExit): void {
     .description("check team files: each problem on stderr as FILE:LINE:COL PATH MESSAGE; exit 0 if all are valid, 2 otherwise")
     .argument("<file...>", "team files (YAML)")
     .action(async (files: string[]) => {
+      // The loader (yaml, ajv) is imported only when this command runs, so `runtime --help` starts fast.
+      const { loadTeam } = await import("../../config/load.js");
       let valid = true;
       for (const file of files) {
         try {
