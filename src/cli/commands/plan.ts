@@ -42,7 +42,7 @@ export function registerPlan(program: Command, setExit: SetExit): void {
         const { renderPlanTree } = await import("../../plan/tree.js");
         // Where to look next: the run's trace (a plan left running by a run that died shows as unfinished there).
         const run = found.run_task_id ? `\nmade by run ${found.run_task_id}: runtime trace ${found.run_task_id}` : "";
-        return `${renderPlanTree(found)}\n${run}`;
+        return `${renderPlanTree(found)}${run ? `\n${run}` : ""}`;
       }),
     ),
   );
