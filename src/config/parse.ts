@@ -62,6 +62,10 @@ export function parseTeamText(text: string, file: string, env: Env): Parsed {
   const value = walker.node(doc.contents, "", 0);
   if (doc.contents === null || value === null) {
     problems.push({ file, line: 1, col: 1, path: "", message: "the file is empty: expected a mapping with version, name, models and agents" });
+  } else if (!isMap(doc.contents) && walker.problems.length === 0) {
+    const { line, col } = lines.linePos(doc.contents.range?.[0] ?? 0);
+    const got = Array.isArray(value) ? "a list" : `'${String(value)}'`;
+    problems.push({ file, line, col, path: "", message: `expected a mapping with version, name, models and agents, got ${got}` });
   }
   return { value, source, problems: [...problems, ...walker.problems], unset: walker.unset };
 }

@@ -280,4 +280,14 @@ agents:
     text: "",
     expect: ["1:1 / the file is empty: expected a mapping with version, name, models and agents"],
   },
+  {
+    name: "top-level-list",
+    text: "- version: 1\n- name: t\n",
+    expect: ["1:1 / expected a mapping with version, name, models and agents, got a list"],
+  },
+  {
+    name: "top-level-scalar",
+    text: "# a team?\nhello\n",
+    expect: ["2:1 / expected a mapping with version, name, models and agents, got 'hello'"],
+  },
 ];
