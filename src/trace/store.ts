@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { RuntimeError, describeError } from "../errors.js";
@@ -124,6 +124,8 @@ export class TraceStore {
     const file = join(dir, TRACE_DB_FILE);
     const create = options.create ?? true;
     if (!create && !existsSync(file)) throw new RuntimeError("NOT_FOUND", `no trace store in ${dir} (expected ${file})`);
+    // Else mkdir reports EEXIST for a file where the directory should be, which reads as nonsense.
+    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new RuntimeError("USAGE", `trace directory ${dir} is not a directory`);
     let db: Database.Database | undefined;
     try {
       if (create) mkdirSync(dir, { recursive: true });

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -130,6 +130,24 @@ agents:
     const noInput = await runCli(["exec", "teams/circle-react.yaml"]);
     expect(noInput.code).toBe(2);
     expect(noInput.stderr).toContain("no input");
+  });
+
+  it("exits 2 with a one-line message for an unreadable --input-file and an unusable --trace-dir", async () => {
+    const dir = tempDir();
+    const missing = join(dir, "no-such-input.txt");
+    const r = await runCli(["exec", "teams/circle-react.yaml", "--input-file", missing, "--trace-dir", dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`runtime exec: cannot read --input-file ${missing}: no such file\n`);
+    const isDir = await runCli(["exec", "teams/circle-react.yaml", "--input-file", dir, "--trace-dir", dir]);
+    expect(isDir.code).toBe(2);
+    expect(isDir.stderr).toBe(`runtime exec: cannot read --input-file ${dir}: it is a directory\n`);
+
+    const file = join(dir, "a-file");
+    writeFileSync(file, "");
+    const traceIsFile = await runCli(["exec", "teams/circle-react.yaml", "hi", "--trace-dir", file]);
+    expect(traceIsFile.code).toBe(2);
+    expect(traceIsFile.stdout).toBe("");
+    expect(traceIsFile.stderr).toBe(`runtime exec: trace directory ${file} is not a directory\n`);
   });
 
   it("keeps the trace of a run killed with kill -9 mid-run, and Ctrl-C exits 130 with the trace flushed", async () => {

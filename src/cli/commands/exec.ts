@@ -52,18 +52,35 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
   if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
 
   // The engine is loaded only when a command needs it, so `runtime --help` starts fast.
-  const [{ runTeam, teamSecrets }, { ndjsonSink }, { terminalSink }, { createChatClient }, { recordingClient, writeScript }] =
-    await Promise.all([
-      import("../../runtime/run-team.js"),
-      import("../../events/ndjson-sink.js"),
-      import("../../events/terminal-sink.js"),
-      import("../../models/factory.js"),
-      import("../../models/recorder.js"),
-    ]);
+  const [
+    { runTeam, teamSecrets },
+    { ndjsonSink },
+    { terminalSink },
+    { createChatClient },
+    { recordingClient, writeScript },
+    { resolveTraceDir },
+    { acquireTraceStore, releaseTraceStore },
+  ] = await Promise.all([
+    import("../../runtime/run-team.js"),
+    import("../../events/ndjson-sink.js"),
+    import("../../events/terminal-sink.js"),
+    import("../../models/factory.js"),
+    import("../../models/recorder.js"),
+    import("../../runtime/trace-dir.js"),
+    import("../../runtime/trace-stores.js"),
+  ]);
   const team = await loadTeamOrReport(file, "exec");
   if (!team) return EXIT.USAGE;
   if (opts.agent !== undefined && !team.agents[opts.agent]) {
     return fail(`unknown agent '${opts.agent}' (agents: ${Object.keys(team.agents).join(", ")})`, EXIT.USAGE);
+  }
+  // A trace directory that cannot hold the store is a usage mistake: say so before anything runs.
+  // The store stays open for the run, which shares it.
+  const traceDir = resolveTraceDir(opts.traceDir);
+  try {
+    acquireTraceStore(traceDir);
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
   }
 
   const sinks: EventSink[] = [];
@@ -90,13 +107,14 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
   const run = runTeam(team, {
     input,
     ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
-    ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
+    traceDir,
     ...(opts.session !== undefined ? { sessionId: opts.session } : {}),
     signal: controller.signal,
     sinks,
     ...(opts.record ? { createClient: (config) => recordingClient(createChatClient(config), recorded) } : {}),
   });
   const result = await run.result;
+  releaseTraceStore(traceDir);
   process.off("SIGINT", onSigint);
   process.off("SIGTERM", onSigint);
   progress?.close();
@@ -128,5 +146,11 @@ async function readInput(words: string[], inputFile?: string): Promise<string> {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks).toString("utf8");
   }
-  return readFile(inputFile, "utf8");
+  try {
+    return await readFile(inputFile, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : describeError(err);
+    throw new Error(`cannot read --input-file ${inputFile}: ${why}`);
+  }
 }
