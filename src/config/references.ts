@@ -4,12 +4,13 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { Ajv } from "ajv";
+import type { Ajv } from "ajv";
 import type { ConfigProblem } from "../errors.js";
 import { describeError } from "../errors.js";
 import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from "./builtin-names.js";
 import { AGENT_REFERENCE_KEYS, isRecord, list, records, str, strings, type RawObject } from "./raw.js";
 import { pointer, type SourceMap } from "./source.js";
+import { createParametersAjv, explainSchemaError } from "./tool-parameters.js";
 import { didYouMean, listNames } from "./suggest.js";
 
 /** What the checks learnt that resolving needs too. */
@@ -173,12 +174,12 @@ let parametersAjv: Ajv | undefined;
  * so a broken schema is a config error and not a failure mid-run.
  */
 function compileProblem(schema: RawObject): string | undefined {
-  parametersAjv ??= new Ajv({ strict: true, allErrors: true, $data: false });
+  parametersAjv ??= createParametersAjv();
   try {
     parametersAjv.compile(schema);
     return undefined;
   } catch (err) {
-    return describeError(err);
+    return explainSchemaError(describeError(err));
   } finally {
     // Forget it again: an `$id` in one file must not clash with the next load.
     parametersAjv.removeSchema(schema);

@@ -1,4 +1,5 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { createParametersAjv, explainSchemaError } from "../config/tool-parameters.js";
 import type { JsonSchema } from "../config/types.js";
 import { describeError } from "../errors.js";
 
@@ -48,7 +49,7 @@ function* repairCandidates(text: string): Generator<string> {
  * Each schema object is compiled once and the validator kept beside it.
  */
 export class ArgsValidator {
-  private readonly ajv = new Ajv({ strict: true, allErrors: true, $data: false });
+  private readonly ajv = createParametersAjv();
   private readonly compiled = new WeakMap<JsonSchema, ValidateFunction | string>();
 
   /** Why a parameter schema cannot be compiled, or undefined when it can. */
@@ -72,7 +73,7 @@ export class ArgsValidator {
       try {
         entry = this.ajv.compile(schema);
       } catch (err) {
-        entry = describeError(err);
+        entry = explainSchemaError(describeError(err));
       }
       this.compiled.set(schema, entry);
     }

@@ -215,7 +215,20 @@ agents:
       properties: { topic: { type: string } }
       requird: [topic]
 `.replace("[calculator, terminate]", "[calculator, lookup]"),
-    expect: ['12:5 /tools/lookup/parameters invalid JSON Schema: strict mode: unknown keyword: "requird"'],
+    expect: ["12:5 /tools/lookup/parameters invalid JSON Schema: unknown keyword 'requird' (did you mean 'required'?)"],
+  },
+  {
+    name: "tool-parameters-unknown-format",
+    text: `${BASE}tools:
+  paint:
+    command: [node, ./paint.mjs]
+    parameters:
+      type: object
+      properties: { colour: { type: string, format: color } }
+`.replace("[calculator, terminate]", "[calculator, paint]"),
+    expect: [
+      "12:5 /tools/paint/parameters invalid JSON Schema: unsupported format 'color' at #/properties/colour; supported formats: date, time, date-time, duration, email, hostname, ipv4, ipv6, uri, uuid",
+    ],
   },
   {
     name: "unknown-kind",
