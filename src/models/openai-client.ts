@@ -211,6 +211,7 @@ function toRuntimeError(
 ): RuntimeError {
   if (err instanceof RuntimeError) return err;
   const model = config.model;
+  baseURL = displayURL(baseURL);
   if (err instanceof OpenAI.APIUserAbortError || signal?.aborted) return aborted(model);
   const attempts = config.max_retries + 1;
   const tries = attempts === 1 ? "1 attempt" : `${attempts} attempts`;
@@ -229,6 +230,16 @@ function toRuntimeError(
   }
   if (err instanceof SyntaxError) return badReply(model, "the reply is not valid JSON", undefined);
   return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${oneLine(redact(String((err as Error)?.message ?? err), apiKey))}`);
+}
+
+/** A base URL fit for a message: without user:password@, query string or fragment, where keys sometimes hide. */
+function displayURL(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return url.replace(/\/\/[^/@]*@/, "//").replace(/[?#].*$/, "");
+  }
 }
 
 /** Providers echo parts of a rejected key back ("Incorrect API key provided: sk-ab***"); keep none of it. */

@@ -155,6 +155,24 @@ describe("openai ChatClient", () => {
     expect(server.chatRequests).toHaveLength(3);
   });
 
+  it("never repeats credentials written into base_url (user:password@, a query string) in its errors", async () => {
+    const dead = await startOpenAIServer();
+    const port = dead.port;
+    await dead.close();
+    const client = createOpenAIChatClient({
+      name: "default",
+      provider: "openai",
+      model: "gpt-4o-mini",
+      base_url: `http://bob:pw-Zq9-userinfo@127.0.0.1:${port}/v1?api-version=2024&key=Qx7-query-secret`,
+      api_key: KEY,
+      timeout_ms: 1000,
+      max_retries: 0,
+      stream: false,
+    });
+    const err = await failure(client.chat(request));
+    expect(err.message).toBe(`model gpt-4o-mini: connection failed to http://127.0.0.1:${port}/v1 after 1 attempt`);
+  });
+
   it("fails on a dead endpoint with MODEL_UNAVAILABLE in bounded time, one line, no key", async () => {
     const dead = await startOpenAIServer();
     const url = dead.url;
