@@ -19,6 +19,8 @@ const SECRET_SUFFIXES = ["apikey", "password", "secret", "token"];
 const SECRET_PATTERNS: [RegExp, string][] = [
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${REDACTED}`],
   [/\bsk-[A-Za-z0-9_-]{6,}/g, `sk-${REDACTED}`],
+  // user:password@ in a URL (a proxy, a database, a base_url with credentials).
+  [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:"']+:[^\s/@"']+@/gi, `$1${REDACTED}@`],
   [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, REDACTED],
   // `"api_key": "..."` or `password=...` written into free text.
   [
@@ -60,7 +62,7 @@ export function redact<T>(value: T, secrets: readonly string[] = []): T {
  * compared), or a bearer scheme, an `sk-` key, a JWT (checked on the text as is).
  */
 const MAYBE_SECRET_NAME = /apikey|authorization|passw(or)?d|secret|token(?!s)/;
-const MAYBE_SECRET_TEXT = /bearer(\s|\\[nrt])|basic(\s|\\[nrt])|sk-[A-Za-z0-9_-]{6}|eyJ[A-Za-z0-9_-]{8}/i;
+const MAYBE_SECRET_TEXT = /bearer(\s|\\[nrt])|basic(\s|\\[nrt])|sk-[A-Za-z0-9_-]{6}|eyJ[A-Za-z0-9_-]{8}|:\/\/[^\s/@:"']+:[^\s/@"']+@/i;
 
 /**
  * `redact` and `JSON.stringify` in one, without copying the value when its

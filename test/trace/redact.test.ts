@@ -35,6 +35,15 @@ describe("redact", () => {
     expect(redactString("password=hunter22&user=bob")).toBe(`password=${REDACTED}&user=bob`);
     expect(redactString("the sky is blue; tokens used: 12")).toBe("the sky is blue; tokens used: 12");
     expect(redactString("uses my-configured-key!", ["my-configured-key"])).toBe(`uses ${REDACTED}!`);
+    expect(redactString("connect to https://bob:pw-123@proxy.example:8080/v1 failed")).toBe(
+      `connect to https://${REDACTED}@proxy.example:8080/v1 failed`,
+    );
+    expect(redactString("see https://example.org/a@b and mailto:ada@example.org")).toBe("see https://example.org/a@b and mailto:ada@example.org");
+  });
+
+  test("redactWithJson finds credentials in a URL", () => {
+    const event = { type: "tool.finished", result: { url: "postgres://app:s3cr3t-pass@db:5432/x" } };
+    expect(redactWithJson(event).json).toBe(`{"type":"tool.finished","result":{"url":"postgres://${REDACTED}@db:5432/x"}}`);
   });
 
   test("leaves unchanged values as they are (same object)", () => {
