@@ -21,6 +21,15 @@ export async function main(argv: string[]): Promise<number> {
   const setExit = (code: number) => {
     status = code;
   };
+  // A reader that went away (`runtime exec ... | head -1`) is not a crash: later writes
+  // are dropped, and a run goes on to its end so that its trace is complete.
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE" || err.code === "ERR_STREAM_DESTROYED") return;
+    process.stderr.write(`runtime: cannot write to stdout: ${describeError(err)}\n`);
+    status = EXIT.RUN_ERROR;
+  });
+  // Nowhere left to report a failing stderr to; the exit status still tells.
+  process.stderr.on("error", () => {});
   const program = new Command()
     .name("runtime")
     .description("A declarative, YAML-driven LLM agent runtime.")
