@@ -1,5 +1,5 @@
 import type { ResolvedTeam } from "../config/types.js";
-import { ConfigError, describeError, formatProblem } from "../errors.js";
+import { ConfigError, describeError, formatProblem, type ConfigProblem } from "../errors.js";
 
 /**
  * Load a team file for a command: every problem on stderr as
@@ -8,9 +8,8 @@ import { ConfigError, describeError, formatProblem } from "../errors.js";
  * only here, when a command needs it, so `runtime --help` starts fast.
  */
 export async function loadTeamOrReport(file: string, command: string): Promise<ResolvedTeam | undefined> {
-  const { loadTeam } = await import("../config/load.js");
   try {
-    return await loadTeam(file);
+    return await loadCheckedTeam(file);
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const p of err.problems) process.stderr.write(`${formatProblem(p)}\n`);
@@ -19,4 +18,26 @@ export async function loadTeamOrReport(file: string, command: string): Promise<R
     }
     return undefined;
   }
+}
+
+/**
+ * `loadTeam`, plus the scripts of the team's scripted models: a broken script
+ * is a mistake in the configuration (exit 2, located in the script), not a
+ * run that fails halfway. The loader itself knows nothing of models.
+ */
+export async function loadCheckedTeam(file: string): Promise<ResolvedTeam> {
+  const [{ loadTeam }, { loadScript }] = await Promise.all([import("../config/load.js"), import("../models/script-format.js")]);
+  const team = await loadTeam(file);
+  const problems: ConfigProblem[] = [];
+  for (const model of Object.values(team.models)) {
+    if (model.provider !== "scripted") continue;
+    try {
+      loadScript(model.script);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return team;
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runCli, type CliResult } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
-import { BAD_CASES } from "./bad-cases.js";
+import { BAD_CASES, BASE } from "./bad-cases.js";
 
 /** Problems of one file in `runtime validate` stderr, without the `FILE:` prefix. */
 function problemsOf(stderr: string, file: string): string[] {
@@ -48,6 +48,20 @@ describe("runtime validate on bad files", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(`${missing}:1:1 / file not found\n`);
     expect(r.stdout).toBe("teams/circle-react.yaml: ok\n");
+  });
+
+  it("checks the scripted model's script too: validate and exec exit 2 and point into the script", async () => {
+    const scripts = tempDir("runtime-config-script-");
+    writeFileSync(join(scripts, "script.yaml"), "version: 1\nreplies:\n  - { contnt: hi }\n");
+    const team = join(scripts, "team.yaml");
+    writeFileSync(team, BASE);
+    const r = await runCli(["validate", team]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(`${join(scripts, "script.yaml")}:3:5 /replies/0 scripted model: unknown key "contnt"\n`);
+    const exec = await runCli(["exec", team, "hi", "--trace-dir", scripts]);
+    expect(exec.code).toBe(2);
+    expect(exec.stderr).toBe(r.stderr);
   });
 
   it("validate without a file is a usage error", async () => {

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import { loadCheckedTeam } from "../load-team.js";
 import { EXIT, type SetExit } from "../main.js";
 
 /** `runtime validate FILE...`: every problem of every file, one per line on stderr. */
@@ -9,12 +10,10 @@ export function registerValidate(program: Command, setExit: SetExit): void {
     .description("check team files: each problem on stderr as FILE:LINE:COL PATH MESSAGE; exit 0 if all are valid, 2 otherwise")
     .argument("<file...>", "team files (YAML)")
     .action(async (files: string[]) => {
-      // The loader (yaml, ajv) is imported only when this command runs, so `runtime --help` starts fast.
-      const { loadTeam } = await import("../../config/load.js");
       let valid = true;
       for (const file of files) {
         try {
-          await loadTeam(file);
+          await loadCheckedTeam(file);
           process.stdout.write(`${file}: ok\n`);
         } catch (err) {
           valid = false;
