@@ -3,13 +3,16 @@
  * environment. `$${` stands for a literal `${`.
  */
 
-const PATTERN = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+// The last alternative catches what looks like a reference but is not one (`${ VAR }`, `${A-B}`, an unclosed `${`).
+const PATTERN = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{[^}\n]{0,80}\}?/g;
 
 /** What interpolating one string gave: the text and the variables it lacked. */
 export interface Interpolated {
   value: string;
   /** Names of `${VAR}` references (without a default) that are unset. */
   missing: string[];
+  /** `${...}` texts that are not a valid reference (a typo would otherwise stay in the value unnoticed). */
+  malformed?: string[];
 }
 
 /** Environment lookup; an empty variable counts as set. */
@@ -19,8 +22,13 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export function interpolate(text: string, env: Env): Interpolated {
   if (!text.includes("${")) return { value: text, missing: [] };
   const missing: string[] = [];
+  const malformed: string[] = [];
   const value = text.replace(PATTERN, (match, name: string | undefined, fallback: string | undefined) => {
     if (match === "$${") return "${";
+    if (name === undefined) {
+      malformed.push(match);
+      return match;
+    }
     const key = name ?? "";
     const found = Object.prototype.hasOwnProperty.call(env, key) ? env[key] : undefined;
     if (found !== undefined && !(fallback !== undefined && found === "")) return found;
@@ -28,5 +36,5 @@ export function interpolate(text: string, env: Env): Interpolated {
     missing.push(key);
     return match;
   });
-  return { value, missing };
+  return malformed.length ? { value, missing, malformed } : { value, missing };
 }

@@ -180,6 +180,9 @@ class Walker {
     if (typeof value === "string") {
       const result = interpolate(value, this.env);
       for (const name of result.missing) this.unset.push({ pointer, name });
+      for (const text of result.malformed ?? []) {
+        this.fail(pointer, `malformed variable reference '${text}': write \${NAME} or \${NAME:-default} (NAME of letters, digits and _), or $\${ for a literal \${`);
+      }
       return result.value;
     }
     if (typeof value === "number") return Number.isFinite(value) ? value : this.fail(pointer, "expected a finite number");

@@ -161,6 +161,24 @@ agents:
     ],
   },
   {
+    name: "malformed-variable",
+    text: `version: 1
+name: t
+models:
+  default:
+    provider: openai
+    model: gpt-4o-mini
+    base_url: "\${ BASE_URL }/v1"
+    api_key: \${OPENAI-KEY}
+agents:
+  solver: { kind: react }
+`,
+    expect: [
+      "7:15 /models/default/base_url malformed variable reference '${ BASE_URL }': write ${NAME} or ${NAME:-default} (NAME of letters, digits and _), or $${ for a literal ${",
+      "8:14 /models/default/api_key malformed variable reference '${OPENAI-KEY}': write ${NAME} or ${NAME:-default} (NAME of letters, digits and _), or $${ for a literal ${",
+    ],
+  },
+  {
     name: "duplicate-yaml-key",
     text: `${BASE}    kind: plan_and_solve\n`,
     expect: ["9:5 /agents/solver/kind duplicate key 'kind': each key may appear once in a mapping"],
