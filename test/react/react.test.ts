@@ -85,6 +85,13 @@ describe("react agent through the openai client and the test server", () => {
     const recursions = events.filter((e) => e.type === "recursion.started");
     expect(recursions).toHaveLength(2);
     expect(new Set(recursions.map((e) => e.trace_id)).size).toBe(2);
+    // Every event inside a recursion, state changes included, carries that recursion's trace_id.
+    let current: string | undefined;
+    for (const e of events) {
+      if (e.type === "recursion.started") current = e.trace_id;
+      if (e.type === "state.changed" || e.type.startsWith("llm.") || e.type.startsWith("tool.")) expect(e.trace_id).toBe(current);
+    }
+    expect(events.filter((e) => e.type === "state.changed").length).toBeGreaterThanOrEqual(3);
     expect(events.at(-1)).toMatchObject({ type: "run.finished", result_type: "answer" });
     expect(JSON.stringify(events)).not.toContain("SECRET");
   });

@@ -89,7 +89,9 @@ export const runReact: AgentRunner = async (ctx, input) => {
     runTools: ({ trace_id, action }) => toolbox.run(action.calls, { trace_id }),
   };
   const actor = createActor(reactMachine, { input: { max_iteration: agent.max_iteration, effects } });
-  observeStates(actor, "react", ctx.emit);
+  observeStates(actor, "react", ctx.emit, (snapshot: { value: unknown; context: { trace_id: string } }) =>
+    snapshot.context.trace_id ? { trace_id: snapshot.context.trace_id } : {},
+  );
   actor.start();
   const output = await toPromise(actor);
   return {
