@@ -6,12 +6,23 @@ import { addUsage, ZERO_USAGE, type RunEvent, type Usage } from "../events/types
 import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
+import { isSecretKey } from "../trace/redact.js";
 import { resolveTraceDir } from "./trace-dir.js";
 import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
 
-/** The team's own secrets (model API keys), masked wherever they might appear. */
+/**
+ * The team's own secrets, masked by value wherever they might appear: model
+ * API keys, and the values of secret-named command env variables and http
+ * headers (`SERVICE_TOKEN`, `X-Api-Key`, `Authorization`), which a tool's
+ * output or error could otherwise echo into events and the trace.
+ */
 export function teamSecrets(team: ResolvedTeam): string[] {
-  return Object.values(team.models).flatMap((m) => (m.provider === "openai" && m.api_key ? [m.api_key] : []));
+  const keys = Object.values(team.models).flatMap((m) => (m.provider === "openai" && m.api_key ? [m.api_key] : []));
+  const named = Object.values(team.tools).flatMap((t) => {
+    const values = t.type === "command" ? t.env : t.type === "http" ? t.headers : {};
+    return Object.entries(values).flatMap(([name, value]) => (isSecretKey(name) && value ? [value] : []));
+  });
+  return [...new Set([...keys, ...named])];
 }
 
 export interface RunOptions {

@@ -3,6 +3,8 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { loadTeam } from "../../src/config/load.js";
+import { teamSecrets } from "../../src/runtime/run-team.js";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
@@ -148,6 +150,53 @@ agents:
     expect(traceIsFile.code).toBe(2);
     expect(traceIsFile.stdout).toBe("");
     expect(traceIsFile.stderr).toBe(`runtime exec: trace directory ${file} is not a directory\n`);
+  });
+
+  it("masks the secrets a team gives its tools (a command's secret-named env, an http tool's secret-named headers) when a tool echoes them", async () => {
+    const token = "opaque9Value-Of-The-Token";
+    const dir = tempDir();
+    const team = writeTeam(
+      `version: 1
+name: echo
+models:
+  offline: { provider: scripted, script: ./script.yaml }
+tools:
+  echo_env:
+    command: [node, ./echo.mjs]
+    env: { SERVICE_TOKEN: "${token}", LANG: C }
+agents:
+  solver:
+    kind: react
+    tools: [echo_env]
+`,
+      {
+        "echo.mjs": "process.stdin.resume(); process.stdin.on('end', () => process.stdout.write(JSON.stringify({ seen: 'token is ' + process.env.SERVICE_TOKEN })));",
+        "script.yaml": `version: 1
+replies:
+  - content: null
+    tool_calls: [{ id: c1, name: echo_env, arguments: {} }]
+  - content: done
+`,
+      },
+    );
+    const r = await runCli(["exec", team, "echo", "--events", "ndjson", "--trace-dir", dir]);
+    expect(r.code).toBe(0);
+    const finished = r.stdout.split("\n").find((l) => l.includes('"tool.finished"')) ?? "";
+    expect(finished).toContain("token is [REDACTED]");
+    expect(r.stdout + r.stderr).not.toContain(token);
+    expect(traceBytes(dir)).not.toContain(token);
+    // The same rule for an http tool's headers: secret-named ones are masked by value, others are not secrets.
+    const http = writeTeam(`version: 1
+name: h
+models:
+  m: { provider: scripted, script: ./s.yaml }
+tools:
+  api:
+    http: { url: "https://example.org/x", headers: { X-Api-Key: "opaque9-header-key", Accept: application/json } }
+agents:
+  a: { kind: react, tools: [api] }
+`, { "s.yaml": "version: 1\nreplies: []\n" });
+    expect(teamSecrets(await loadTeam(http))).toEqual(["opaque9-header-key"]);
   });
 
   it("keeps the trace of a run killed with kill -9 mid-run, and Ctrl-C exits 130 with the trace flushed", async () => {
