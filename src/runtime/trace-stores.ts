@@ -4,11 +4,26 @@ import type { RunEvent } from "../events/types.js";
 import { TraceStore } from "../trace/store.js";
 
 /**
- * One TraceStore per trace directory, shared by the concurrent runs of a
- * process and closed when the last of them ends. Opening SQLite per run cost
- * ~2.4 ms and leaked a connection per run (bench/react-loop.mjs).
+ * One TraceStore per trace directory, shared by the runs of a process.
+ * Opening SQLite per run cost ~2.4 ms and leaked a connection per run
+ * (bench/react-loop.mjs); closing it after every run (a checkpoint of the WAL)
+ * cost ~9 ms per sequential task. So the last run out leaves the store open
+ * for a short idle time, on an unref'd timer that never keeps the process
+ * alive, and whatever is still open is closed when the process exits.
  */
-const stores = new Map<string, { store: TraceStore; users: number }>();
+const stores = new Map<string, { store: TraceStore; users: number; idle?: NodeJS.Timeout }>();
+
+/** How long a store nobody uses stays open for the next run. */
+const IDLE_CLOSE_MS = 5_000;
+
+let exitHook = false;
+function closeAll(): void {
+  for (const [dir, entry] of stores) {
+    stores.delete(dir);
+    if (entry.idle) clearTimeout(entry.idle);
+    entry.store.close();
+  }
+}
 
 /** The store of `dir` (an absolute path), opened on first use. Throws like `TraceStore.open`. */
 export function acquireTraceStore(dir: string): TraceStore {
@@ -16,17 +31,34 @@ export function acquireTraceStore(dir: string): TraceStore {
   if (!entry) {
     entry = { store: TraceStore.open(dir), users: 0 };
     stores.set(dir, entry);
+    if (!exitHook) {
+      exitHook = true;
+      process.once("exit", closeAll);
+    }
+  }
+  if (entry.idle) {
+    clearTimeout(entry.idle);
+    delete entry.idle;
   }
   entry.users++;
   return entry.store;
 }
 
-/** A run is done with the store of `dir`; the last one out closes it. */
+/** A run is done with the store of `dir`; once nobody uses it for a while, it is closed. */
 export function releaseTraceStore(dir: string): void {
   const entry = stores.get(dir);
   if (!entry || --entry.users > 0) return;
-  stores.delete(dir);
-  entry.store.close();
+  entry.idle = setTimeout(() => {
+    if (stores.get(dir) !== entry || entry.users > 0) return;
+    stores.delete(dir);
+    entry.store.close();
+  }, IDLE_CLOSE_MS);
+  entry.idle.unref();
+}
+
+/** Directories whose store is open in this process (for diagnostics and tests). */
+export function openTraceStores(): string[] {
+  return [...stores.keys()];
 }
 
 /**
