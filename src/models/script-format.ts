@@ -4,7 +4,7 @@
  * a writer used by the recorder.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { Ajv, type ErrorObject } from "ajv";
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { LineCounter, parseDocument, stringify, isNode } from "yaml";
 import { ConfigError, type ConfigProblem } from "../errors.js";
 
@@ -85,7 +85,18 @@ export const scriptSchema = {
   },
 } as const;
 
-const validate = new Ajv({ strict: true, allErrors: true, allowUnionTypes: true }).compile<Script>(scriptSchema);
+let compiled: ValidateFunction<Script> | undefined;
+/**
+ * The script validator, compiled on first use, without checking the (fixed,
+ * tested) schema against the meta-schema and without ajv's optimiser: a
+ * script is validated once per process.
+ */
+function scriptValidator(): ValidateFunction<Script> {
+  compiled ??= new Ajv({ strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } }).compile<Script>(
+    scriptSchema,
+  );
+  return compiled;
+}
 
 /** Reads and validates a script; any problem throws a ConfigError naming the file. */
 export function loadScript(file: string): LoadedScript {
@@ -124,6 +135,7 @@ export function parseScript(text: string, file: string): LoadedScript {
   for (const path of forbiddenKeys(value, [])) {
     problems.push({ file, ...locate(path.slice(0, -1)), path: pointer(path), message: "key is not allowed" });
   }
+  const validate = scriptValidator();
   if (problems.length === 0 && !validate(value)) {
     for (const e of validate.errors ?? []) problems.push(toProblem(file, e, locate));
   }
