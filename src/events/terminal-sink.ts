@@ -131,6 +131,7 @@ class TerminalView {
             `${e.usage.total_tokens} tok · ${formatDuration(e.duration_ms)}`,
         );
         if (e.thought) log(p.dim(`  thought: ${clip(e.thought, 160)}`));
+        if (e.error) log(p.red(`  refused: ${clip(e.error, 160)}`));
         break;
       case "llm.delta":
         if (this.options.deltas) {

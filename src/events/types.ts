@@ -55,6 +55,8 @@ export type RunEventBody =
       thought?: string;
       content?: string;
       tool_calls?: { id: string; name: string; arguments: string }[];
+      /** Why a reply was refused (action_type INVALID): what goes back to the model to repair. */
+      error?: string;
     }
   | { type: "llm.delta"; text: string }
   | { type: "llm.error"; model: string; error: string }

@@ -203,6 +203,7 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
         ];
         if (msgs !== undefined) parts.push(`${msgs} msgs`);
         const children = e.thought ? [leaf(paint.dim(`thought: ${clip(e.thought, maxValue)}`))] : [];
+        if (e.error) children.push(leaf(paint.red(`refused: ${clip(oneLine(e.error), maxValue)}`)));
         add(parts.join(" · "), children);
         break;
       }

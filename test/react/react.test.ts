@@ -128,12 +128,21 @@ describe("react agent through the openai client and the test server", () => {
       ],
     });
     servers.push(server);
-    const run = runTeam(await loadTeam(team(server.url)), { input: "q", traceDir: tempDir() });
+    const traceDir = tempDir();
+    const run = runTeam(await loadTeam(team(server.url)), { input: "q", traceDir });
     const result = await run.result;
     expect(result).toMatchObject({ result_type: "answer", answer: "fixed" });
     const second = server.requests[1]?.body?.messages ?? [];
     expect(second.map((m) => m.role)).toEqual(["user", "system", "assistant"]);
     expect(String(second[2]?.content)).toContain("action_type must be one of");
+    // Why the reply was refused is in its llm.response event, and so in the trace's tree.
+    const events = (await import("../../src/trace/store.js")).TraceStore.open(traceDir, { create: false });
+    const stored = events.eventsOfTask(result.task_id);
+    events.close();
+    const refused = stored.find((e) => e.type === "llm.response" && e.action_type === "INVALID");
+    expect(refused).toMatchObject({ error: expect.stringContaining("action_type must be one of CALL_TOOL, PLAN, REMEND, ANSWER (got \"DANCE\")") });
+    const { renderRunTree } = await import("../../src/trace/tree.js");
+    expect(renderRunTree(stored, { color: false })).toMatch(/INVALID .*\n.*refused: action\.result\.action_type must be one of/);
   });
 
   it("completes after two 429 replies (the client's retry)", async () => {

@@ -82,6 +82,7 @@ export const runReact: AgentRunner = async (ctx, input) => {
           thought: action.thought,
           ...(reply.content ? { content: reply.content } : {}),
           ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}),
+          ...(action.action_type === "INVALID" ? { error: action.error } : {}),
         },
         { trace_id },
       );
