@@ -144,6 +144,12 @@ agents:
     expect(isDir.code).toBe(2);
     expect(isDir.stderr).toBe(`runtime exec: cannot read --input-file ${dir}: it is a directory\n`);
 
+    const record = join(dir, "no-such-dir", "replies.yaml");
+    const badRecord = await runCli(["exec", "teams/circle-react.yaml", "hi", "--record", record, "--trace-dir", dir]);
+    expect(badRecord.code).toBe(2);
+    expect(badRecord.stdout).toBe("");
+    expect(badRecord.stderr).toBe(`runtime exec: cannot write --record ${record}: directory ${join(dir, "no-such-dir")} does not exist\n`);
+
     const file = join(dir, "a-file");
     writeFileSync(file, "");
     const traceIsFile = await runCli(["exec", "teams/circle-react.yaml", "hi", "--trace-dir", file]);

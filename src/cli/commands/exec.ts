@@ -1,4 +1,6 @@
+import { existsSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { describeError } from "../../errors.js";
 import { loadTeamOrReport } from "../load-team.js";
@@ -50,6 +52,13 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     return fail(describeError(err), EXIT.USAGE);
   }
   if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
+  // Found out before the run, not after it has cost a model its tokens.
+  if (opts.record) {
+    const parent = dirname(resolve(opts.record));
+    if (!existsSync(parent) || !statSync(parent).isDirectory()) {
+      return fail(`cannot write --record ${opts.record}: directory ${parent} does not exist`, EXIT.USAGE);
+    }
+  }
 
   // The engine is loaded only when a command needs it, so `runtime --help` starts fast.
   const [
