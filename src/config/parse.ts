@@ -54,7 +54,11 @@ export function parseTeamText(text: string, file: string, env: Env): Parsed {
   const error = doc.errors[0] ?? doc.warnings[0];
   if (error) {
     const { line, col } = lines.linePos(error.pos[0]);
-    problems.push({ file, line, col, path: "", message: yamlMessage(error.message) });
+    let message = yamlMessage(error.message);
+    // `{ api_key: ${KEY} }`: the `{` of the variable opens a flow mapping, which YAML reports cryptically.
+    const lineText = text.slice(lines.lineStarts[line - 1] ?? 0, lines.lineStarts[line] ?? text.length);
+    if (/[{[][^"'\n]*\$\{/.test(lineText)) message += ' (inside { } or [ ], quote a variable: "${VAR}")';
+    problems.push({ file, line, col, path: "", message });
     return { value: undefined, source, problems, unset: [] };
   }
 

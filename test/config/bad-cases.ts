@@ -274,6 +274,13 @@ agents:
     expect: ["10:1 / YAML syntax: Flow sequence in block collection must be sufficiently indented and end with a ]"],
   },
   {
+    name: "unquoted-variable-in-flow",
+    text: `version: 1\nname: t\nmodels:\n  m: { provider: openai, model: x, api_key: \${KEY} }\nagents:\n  solver: { kind: react }\n`,
+    expect: [
+      '4:46 / YAML syntax: Unexpected flow-map-start at node end (inside { } or [ ], quote a variable: "${VAR}")',
+    ],
+  },
+  {
     name: "tool-without-kind",
     text: `${BASE}tools:\n  lookup:\n    comand: [node, ./lookup.mjs]\n`,
     expect: ["10:3 /tools/lookup expected exactly one of the keys 'builtin', 'command', 'http' or 'mcp' (did you mean 'command'?)"],
