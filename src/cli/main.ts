@@ -35,6 +35,12 @@ export async function main(argv: string[]): Promise<number> {
     .description("A declarative, YAML-driven LLM agent runtime.")
     .version(await packageVersion(), "-V, --version")
     .showHelpAfterError()
+    .addHelpText(
+      "after",
+      "\nExit status: 0 success; 1 the run ended in error, or nothing found (trace, plan);\n" +
+        "2 bad usage or an invalid team file; 130 interrupted (the trace is kept).\n" +
+        "Run `runtime <command> --help` for a command's options; `runtime schema --markdown` for the team file reference.",
+    )
     .exitOverride();
 
   registerValidate(program, setExit);

@@ -37,6 +37,7 @@ describe("runtime start-up", () => {
     const top = await runCli(["--help"]);
     expect(top.code).toBe(0);
     for (const name of ["validate", "schema", "trace", "exec", "graph", "plan", "serve"]) expect(top.stdout).toContain(name);
+    expect(top.stdout).toContain("Exit status: 0 success; 1 the run ended in error");
     for (const name of ["validate", "schema", "trace", "plan"]) {
       const r = await runCli([name, "--help"]);
       expect(r.code).toBe(0);
