@@ -74,6 +74,10 @@ export class ArgsValidator {
         entry = this.ajv.compile(schema);
       } catch (err) {
         entry = explainSchemaError(describeError(err));
+      } finally {
+        // The compiled function is kept here; ajv's registry must not keep the `$id`,
+        // or the next team (or the same team loaded again) with that `$id` fails.
+        this.ajv.removeSchema(schema);
       }
       this.compiled.set(schema, entry);
     }

@@ -203,6 +203,17 @@ describe("createToolBox", () => {
 });
 
 describe("parameter schemas", () => {
+  it("two schemas with the same $id (two teams, or one team loaded twice, in one process) are both usable", () => {
+    const first = { $id: "args", type: "object", properties: { x: { type: "string" } }, required: ["x"] };
+    const second = { $id: "args", type: "object", properties: { y: { type: "number" } }, required: ["y"] };
+    expect(argsValidator.check("a", first, { x: "1" })).toEqual({ ok: true });
+    expect(argsValidator.check("b", second, { y: 1 })).toEqual({ ok: true });
+    expect(argsValidator.check("b", second, { x: "1" })).toMatchObject({ ok: false });
+    const recursive = { $id: "tree", type: "object", properties: { kids: { type: "array", items: { $ref: "#" } } } };
+    expect(argsValidator.check("t", recursive, { kids: [{ kids: [] }] })).toEqual({ ok: true });
+    expect(argsValidator.check("t", recursive, { kids: [{ kids: 3 }] })).toMatchObject({ ok: false });
+  });
+
   it("know the string formats OpenAI tool schemas use, and check them", () => {
     const formats = ["date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"];
     const schema = {
