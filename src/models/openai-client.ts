@@ -81,6 +81,10 @@ async function plainChat(openai: OpenAI, config: OpenAIModelConfig, request: Cha
   const { data, request_id } = await openai.chat.completions
     .create(baseParams(config, request), { signal: request.signal })
     .withResponse();
+  if (typeof data !== "object" || data === null) {
+    // A web page or a proxy answering 200: not an OpenAI-compatible endpoint at this URL.
+    throw badReply(config.model, "the reply is not a chat completion", request_id, `is base_url right? (${displayURL(openai.baseURL)})`);
+  }
   const choice = data.choices?.[0];
   if (!choice) throw badReply(config.model, "the reply has no choices", request_id);
   const toolCalls: ToolCallRequest[] = [];
@@ -197,8 +201,8 @@ function aborted(model: string): RuntimeError {
   return new RuntimeError("ABORTED", `model ${model}: request aborted`);
 }
 
-function badReply(model: string, what: string, requestId: string | null | undefined): RuntimeError {
-  return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: ${what}${requestId ? ` (request id ${requestId})` : ""}`);
+function badReply(model: string, what: string, requestId: string | null | undefined, hint?: string): RuntimeError {
+  return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: ${what}${requestId ? ` (request id ${requestId})` : ""}${hint ? `; ${hint}` : ""}`);
 }
 
 /** Maps whatever the client threw to a one-line RuntimeError; the cause is dropped so no header can leak. */
@@ -226,7 +230,10 @@ function toRuntimeError(
     const text = oneLine(redact(err.message, apiKey));
     const retried = err.status !== undefined && (err.status === 429 || err.status >= 500) && attempts > 1;
     const details = [err.requestID ? `request id ${err.requestID}` : "", retried ? `after ${tries}` : ""].filter(Boolean);
-    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${text}${details.length ? ` (${details.join(", ")})` : ""}`);
+    // A 404 without an OpenAI-style error body is a wrong URL, not a missing model.
+    const apiBody = typeof err.error === "object" && err.error !== null && "message" in err.error;
+    const hint = err.status === 404 && !apiBody ? `; is base_url right? ${baseURL}/chat/completions was not found` : "";
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${text}${details.length ? ` (${details.join(", ")})` : ""}${hint}`);
   }
   if (err instanceof SyntaxError) return badReply(model, "the reply is not valid JSON", undefined);
   return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${oneLine(redact(String((err as Error)?.message ?? err), apiKey))}`);

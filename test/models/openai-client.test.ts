@@ -251,6 +251,19 @@ describe("openai ChatClient", () => {
     expect(err.message).toBe("model gpt-4o-mini: the reply is not valid JSON");
   });
 
+  it("hints at base_url when the endpoint is not a Chat Completions API (a 404 page, a 200 HTML page)", async () => {
+    const notFound = await setup({ replies: [{ raw: "<html>Not Found</html>", status: 404, content_type: "text/html" }] }, { max_retries: 0 });
+    const err404 = await failure(notFound.client.chat(request));
+    expect(err404.message).toBe(
+      `model gpt-4o-mini: 404 <html>Not Found</html> (request id req_1); is base_url right? ${notFound.server.url}/chat/completions was not found`,
+    );
+    await server?.close();
+    const html = await setup({ replies: [{ raw: "<html>a web page</html>", status: 200, content_type: "text/html" }] }, { max_retries: 0 });
+    const errHtml = await failure(html.client.chat(request));
+    expect(errHtml.code).toBe("MODEL_BAD_REPLY");
+    expect(errHtml.message).toBe(`model gpt-4o-mini: the reply is not a chat completion (request id req_1); is base_url right? (${html.server.url})`);
+  });
+
   it("reports a stream that breaks off as MODEL_UNAVAILABLE", async () => {
     const { client } = await setup({ replies: [{ content: "a streamed reply cut short", drop_after_chunks: 3 }] }, { stream: true, max_retries: 0 });
     const err = await failure(client.chat(request));
