@@ -8,6 +8,7 @@ import { ConfigError, describeError, type ConfigProblem } from "../errors.js";
 import type { Env } from "./interpolate.js";
 import { MAX_FILE_BYTES, parseTeamText, type UnsetVariable } from "./parse.js";
 import { isRecord } from "./raw.js";
+import { pointerSegment, type SourceMap } from "./source.js";
 import { checkReferences, type References } from "./references.js";
 import { resolveTeam } from "./resolve.js";
 import type { ResolvedTeam } from "./types.js";
@@ -59,8 +60,27 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
     const message = `environment variable ${unset.name} is not set (write \${${unset.name}:-default} to give a fallback)`;
     problems.push(parsed.source.problem(unset.pointer, message));
   }
+  problems.push(...(await promptProblems(team, refs, parsed.source)));
   if (problems.length > 0) throw new ConfigError(sorted(problems));
   return resolveTeam(team, absolute, dir, refs);
+}
+
+/** Prompts (inline or from a file) that Handlebars cannot use, at the key that gives them. */
+async function promptProblems(team: Record<string, unknown>, refs: References, source: SourceMap): Promise<ConfigProblem[]> {
+  const texts: Array<[pointer: string, text: string]> = [];
+  for (const [name, agent] of Object.entries(isRecord(team.agents) ? team.agents : {})) {
+    const at = `/agents/${pointerSegment(name)}`;
+    if (isRecord(agent) && typeof agent.prompt === "string") texts.push([`${at}/prompt`, agent.prompt]);
+    const file = refs.prompts.get(name);
+    if (file !== undefined) texts.push([`${at}/system_prompt`, file]);
+  }
+  if (texts.length === 0) return [];
+  // Handlebars is loaded only for teams that bring their own prompts.
+  const { templateProblem } = await import("../prompts/render.js");
+  return texts.flatMap(([pointer, text]) => {
+    const problem = templateProblem(text);
+    return problem === undefined ? [] : [source.problem(pointer, `invalid Handlebars template: ${problem}`)];
+  });
 }
 
 /** An unset variable only matters in a model or tool some agent uses. */

@@ -33,6 +33,37 @@ export function defaultTemplate(kind: string): Template {
   return templateFromFile(`${DEFAULT_PROMPTS_DIR}${kind}.hbs`);
 }
 
+/**
+ * Why template text cannot be used, in one line, or undefined: a syntax error,
+ * or a partial (none are registered). Lets the loader refuse a broken prompt
+ * before any run.
+ */
+export function templateProblem(text: string): string | undefined {
+  let ast: unknown;
+  try {
+    ast = Handlebars.parse(text);
+  } catch (err) {
+    const lines = (err instanceof Error ? err.message : String(err)).split("\n");
+    const where = /^Parse error on line (\d+):/.exec(lines[0] ?? "");
+    return where ? `line ${where[1]}: ${lines[lines.length - 1] ?? ""}` : lines[0];
+  }
+  const partial = findPartial(ast, 0);
+  return partial === undefined ? undefined : `partials ({{> ${partial}}}) are not supported`;
+}
+
+function findPartial(node: unknown, depth: number): string | undefined {
+  if (typeof node !== "object" || node === null || depth > 200) return undefined;
+  const n = node as { type?: unknown; name?: { original?: unknown } };
+  if (n.type === "PartialStatement" || n.type === "PartialBlockStatement") return String(n.name?.original ?? "");
+  for (const value of Object.values(node)) {
+    const found = Array.isArray(value)
+      ? value.map((v) => findPartial(v, depth + 1)).find((p) => p !== undefined)
+      : findPartial(value, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
 function compile(text: string): Template {
   const hb = Handlebars.create();
   const fn = hb.compile(text, { noEscape: true, strict: true });

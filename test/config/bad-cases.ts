@@ -224,6 +224,18 @@ agents:
     expect: ["10:13 /agents/solver/prompt give either 'system_prompt' (a file) or 'prompt' (inline text), not both"],
   },
   {
+    name: "prompt-syntax",
+    text: `${BASE}    prompt: "Hi {{#if plan}} unclosed"\n`,
+    expect: [
+      "9:13 /agents/solver/prompt invalid Handlebars template: line 1: Expecting 'OPEN_INVERSE_CHAIN', 'INVERSE', 'OPEN_ENDBLOCK', got 'EOF'",
+    ],
+  },
+  {
+    name: "prompt-partial",
+    text: `${BASE}    prompt: "Hi {{> header}}"\n`,
+    expect: ["9:13 /agents/solver/prompt invalid Handlebars template: partials ({{> header}}) are not supported"],
+  },
+  {
     name: "bad-tool-parameters",
     text: `${BASE}tools:
   lookup:
