@@ -145,6 +145,19 @@ describe("react agent through the openai client and the test server", () => {
     expect(renderRunTree(stored, { color: false })).toMatch(/INVALID .*\n.*refused: action\.result\.action_type must be one of/);
   });
 
+  it("a prompt naming a variable react does not give fails in one line that lists the variables, before any model call", async () => {
+    const server = await startOpenAIServer({ replies: [{ content: reactReply("ANSWER", { answer: "never" }) }] });
+    servers.push(server);
+    const path = team(server.url, "", '    prompt: "You are {{agent_name}}. State: {{current_stat}}"');
+    const result = await runTeam(await loadTeam(path), { input: "q", traceDir: tempDir() }).result;
+    expect(result.result_type).toBe("error");
+    expect(result.error).toBe(
+      'the prompt of agent solver names "current_stat", which a react prompt does not have; ' +
+        "its variables: agent_name, description, tool_names, iteration, max_iteration, plan, current_state",
+    );
+    expect(server.requests).toHaveLength(0);
+  });
+
   it("completes after two 429 replies (the client's retry)", async () => {
     const server = await startOpenAIServer({
       replies: [

@@ -21,6 +21,18 @@ export const runReact: AgentRunner = async (ctx, input) => {
   const durations = new Map<string, number>();
   let planned = false;
 
+  /** The system prompt; a variable the template names but react does not give is a one-line error. */
+  const render = (data: Record<string, unknown>): string => {
+    try {
+      return template(data);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      const missing = /^"([^"]+)" not defined/.exec(message)?.[1];
+      const why = missing !== undefined ? `names "${missing}", which a react prompt does not have` : `cannot be rendered: ${message.split("\n")[0]}`;
+      throw new RuntimeError("CONFIG_INVALID", `the prompt of agent ${agent.name} ${why}; its variables: ${Object.keys(data).join(", ")}`);
+    }
+  };
+
   const effects: ReactEffects = {
     startRecursion(iteration) {
       const trace_id = ctx.newId();
@@ -28,7 +40,7 @@ export const runReact: AgentRunner = async (ctx, input) => {
       return trace_id;
     },
     async callModel({ iteration, trace_id, plan, history }) {
-      const system = template({
+      const system = render({
         agent_name: agent.name,
         description: agent.description,
         tool_names: toolNames,

@@ -143,7 +143,9 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     if (!ndjson) process.stdout.write(`${result.answer ?? ""}\n`);
     return EXIT.OK;
   }
-  process.stderr.write(`runtime exec: run failed: ${result.error ?? "unknown error"} (runtime trace ${result.task_id})\n`);
+  // One line, whatever an engine put into its error.
+  const error = (result.error ?? "unknown error").replace(/\s*\n\s*/g, " ");
+  process.stderr.write(`runtime exec: run failed: ${error} (runtime trace ${result.task_id})\n`);
   return EXIT.RUN_ERROR;
 }
 
