@@ -40,7 +40,7 @@ export function schemaMarkdown(): string {
     "Besides the schema, `runtime validate` and `loadTeam` check what a schema cannot: references to unknown models, tools, agents, workflows and assignees;",
     "agent cycles (an agent reaching itself through its tools or sub-agents); duplicate step and task ids in a workflow; that prompt, script and program files exist;",
     "that a tool's `parameters` compile as a JSON Schema; that every `${VAR}` without a default is set where it is used, and that no `${...}` is malformed.",
-    "`runtime validate` (and `exec`) also check the script of each scripted model.",
+    "Prompts must parse as Handlebars templates (no partials). `runtime validate` (and `exec`) also check the script of each scripted model.",
     "",
     "Unknown keys are errors. Names (of models, tools, agents, workflows, steps and tasks) use letters, digits, `_` and `-`, start with a letter or `_`, and have at most 64 characters.",
     "",
