@@ -3,7 +3,7 @@ import { RuntimeError } from "../../errors.js";
 import type { ChatMessage } from "../../models/types.js";
 import { compileTemplate, defaultTemplate, type Template } from "../../prompts/render.js";
 import type { AgentRunner } from "../../runtime/types.js";
-import { observeStates } from "../state-events.js";
+import { statePath } from "../state-events.js";
 import { reactMachine, type ReactEffects } from "./machine.js";
 import { recordContent, renderCurrentState } from "./state.js";
 
@@ -78,11 +78,6 @@ export const runReact: AgentRunner = async (ctx, input) => {
       }
     },
     observed(trace_id, reply, action) {
-      if (action.action_type === "PLAN" || action.action_type === "REMEND") {
-        const steps = planSteps(action.plan);
-        ctx.emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
-        planned = true;
-      }
       ctx.emit(
         {
           type: "llm.response",
@@ -98,13 +93,32 @@ export const runReact: AgentRunner = async (ctx, input) => {
         },
         { trace_id },
       );
+      // The plan follows the reply that made it.
+      if (action.action_type === "PLAN" || action.action_type === "REMEND") {
+        const steps = planSteps(action.plan);
+        ctx.emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
+        planned = true;
+      }
     },
     runTools: ({ trace_id, action }) => toolbox.run(action.calls, { trace_id }),
   };
-  const actor = createActor(reactMachine, { input: { max_iteration: agent.max_iteration, effects } });
-  observeStates(actor, "react", ctx.emit, (snapshot: { value: unknown; context: { trace_id: string } }) =>
-    snapshot.context.trace_id ? { trace_id: snapshot.context.trace_id } : {},
-  );
+  // Every microstep is a state change, transient states included (REACH_MAX_ITERATION, THOUGHT,
+  // ACTION_TYPE, RE_PLAN, ANSWER, RESULT_TYPE), so the events walk seed 004 state by state, each
+  // reported before the model call or tool calls it starts (a subscription sees only the
+  // settled state, after its invoked work has begun). The machine is the only one in its system.
+  let previous = "(start)";
+  const actor = createActor(reactMachine, {
+    input: { max_iteration: agent.max_iteration, effects },
+    inspect: (ev) => {
+      if (ev.type !== "@xstate.microstep") return;
+      const snapshot = ev.snapshot as unknown as { value: unknown; context: { trace_id: string } };
+      const to = statePath(snapshot.value);
+      if (to === previous) return;
+      const trace_id = snapshot.context.trace_id;
+      ctx.emit({ type: "state.changed", machine: "react", from: previous, to }, trace_id ? { trace_id } : undefined);
+      previous = to;
+    },
+  });
   actor.start();
   const output = await toPromise(actor);
   return {
