@@ -6,21 +6,13 @@ import type { RunEventBody } from "../events/types.js";
  * The state is written as a dotted path of the active leaf states
  * (`RECURSION.CALL_LLM.OBSERVE`), so the top-level sequence stays readable.
  */
-export function observeStates<S extends { value: unknown }>(
-  actor: AnyActorRef,
-  machine: string,
-  emit: (body: RunEventBody, extra?: { trace_id?: string }) => void,
-  /** Scope taken from the snapshot, e.g. the recursion's trace_id. */
-  scopeOf?: (snapshot: S) => { trace_id?: string },
-): void {
+export function observeStates(actor: AnyActorRef, machine: string, emit: (body: RunEventBody) => void): void {
   let previous = "";
   actor.subscribe({
-    next(snapshot: S) {
+    next(snapshot: { value: unknown }) {
       const current = statePath(snapshot.value);
       if (current !== previous) {
-        const body: RunEventBody = { type: "state.changed", machine, from: previous || "(start)", to: current };
-        if (scopeOf) emit(body, scopeOf(snapshot));
-        else emit(body);
+        emit({ type: "state.changed", machine, from: previous || "(start)", to: current });
         previous = current;
       }
     },
