@@ -108,12 +108,13 @@ class TerminalView {
       case "state.changed": {
         this.setStatus(e, { state: e.to });
         const key = `${e.step_id ?? e.agent_id}/${e.machine}`;
+        const path = [...(e.via ?? []), e.to].join(" → ");
         if (this.states?.key === key && this.states.last === e.from) {
-          this.states.text += ` → ${e.to}`;
+          this.states.text += ` → ${path}`;
           this.states.last = e.to;
         } else {
           this.flushStates();
-          this.states = { key, indent, text: `${p.dim(`state ${e.machine}:`)} ${e.from} → ${e.to}`, last: e.to };
+          this.states = { key, indent, text: `${p.dim(`state ${e.machine}:`)} ${e.from} → ${path}`, last: e.to };
         }
         this.redraw();
         break;

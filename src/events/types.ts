@@ -42,7 +42,14 @@ export type RunEventBody =
   | { type: "run.started"; input: string }
   | { type: "agent.started"; kind: string; input: string }
   | { type: "agent.finished"; result_type: "answer" | "error"; answer?: string; error?: string; usage: Usage }
-  | { type: "state.changed"; machine: string; from: string; to: string }
+  | {
+      type: "state.changed";
+      machine: string;
+      from: string;
+      to: string;
+      /** Transient states passed through on the way from `from` to `to`, in order. */
+      via?: string[];
+    }
   | { type: "recursion.started"; iteration: number }
   | { type: "llm.request"; model: string; messages: number }
   | {

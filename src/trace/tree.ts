@@ -184,8 +184,9 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
       case "state.changed": {
         const prev = container.children[container.children.length - 1];
         const lead = `state ${e.machine}: `;
-        if (prev?.text.startsWith(lead) && prev.text.endsWith(` ${e.from}`)) prev.text += ` → ${e.to}`;
-        else add(`${lead}${e.from} → ${e.to}`);
+        const path = [...(e.via ?? []), e.to].join(" → ");
+        if (prev?.text.startsWith(lead) && prev.text.endsWith(` ${e.from}`)) prev.text += ` → ${path}`;
+        else add(`${lead}${e.from} → ${path}`);
         break;
       }
       case "recursion.started":

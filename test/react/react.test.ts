@@ -94,12 +94,18 @@ describe("react agent through the openai client and the test server", () => {
     // The state changes walk seed 004's states one by one, each before what it causes.
     const flow = events
       .filter((e) => ["state.changed", "llm.request", "tool.started"].includes(e.type))
-      .map((e) => (e.type === "state.changed" ? e.to.split(".").at(-1) : e.type));
+      .flatMap((e) => (e.type === "state.changed" ? [...(e.via ?? []), e.to].map((st) => st.split(".").at(-1)) : [e.type]));
     const recursion = ["INPUT", "REACH_MAX_ITERATION", "OBSERVE", "llm.request", "THOUGHT", "ACTION_TYPE"];
     expect(flow).toEqual([
       ...recursion, "CALL_TOOL", "tool.started", "tool.started", "DONE", "EXIT", "RESULT_TYPE",
       ...recursion, "ANSWER", "DONE", "EXIT", "RESULT_TYPE", "DONE",
     ]);
+    // Transient states travel in one event (`via`) up to the next thing that happens: at most 3 per recursion, not 8.
+    expect(events.filter((e) => e.type === "state.changed")).toHaveLength(5);
+    expect(events.find((e) => e.type === "state.changed" && e.to.endsWith("CALL_TOOL"))).toMatchObject({
+      from: "RECURSION.CALL_LLM.OBSERVE",
+      via: ["RECURSION.CALL_LLM.THOUGHT", "RECURSION.CALL_LLM.ACTION_TYPE"],
+    });
     expect(events.at(-1)).toMatchObject({ type: "run.finished", result_type: "answer" });
     expect(JSON.stringify(events)).not.toContain("SECRET");
   });

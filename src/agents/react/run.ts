@@ -21,6 +21,22 @@ export const runReact: AgentRunner = async (ctx, input) => {
   const durations = new Map<string, number>();
   let planned = false;
 
+  // States are reported at microstep granularity (see below) but sent as one event per run of
+  // transient states: a change waits in `pending` until the next thing happens, and then goes
+  // first, carrying the states it passed through as `via`.
+  let previous = "(start)";
+  let pending: { from: string; via: string[]; to: string; trace_id: string } | undefined;
+  const flushStates = (): void => {
+    if (!pending) return;
+    const { from, via, to, trace_id } = pending;
+    pending = undefined;
+    ctx.emit({ type: "state.changed", machine: "react", from, to, ...(via.length ? { via } : {}) }, trace_id ? { trace_id } : undefined);
+  };
+  const emit: typeof ctx.emit = (body, extra) => {
+    flushStates();
+    ctx.emit(body, extra);
+  };
+
   /** The system prompt; a variable the template names but react does not give is a one-line error. */
   const render = (data: Record<string, unknown>): string => {
     try {
@@ -36,7 +52,7 @@ export const runReact: AgentRunner = async (ctx, input) => {
   const effects: ReactEffects = {
     startRecursion(iteration) {
       const trace_id = ctx.newId();
-      ctx.emit({ type: "recursion.started", iteration }, { trace_id });
+      emit({ type: "recursion.started", iteration }, { trace_id });
       return trace_id;
     },
     async callModel({ iteration, trace_id, plan, history }) {
@@ -59,7 +75,7 @@ export const runReact: AgentRunner = async (ctx, input) => {
         { role: "system", content: system },
         ...history.map((r): ChatMessage => ({ role: "assistant", content: recordContent(r) })),
       ];
-      ctx.emit({ type: "llm.request", model: client.model, messages: messages.length }, { trace_id });
+      emit({ type: "llm.request", model: client.model, messages: messages.length }, { trace_id });
       const started = Date.now();
       try {
         const reply = await client.chat({
@@ -67,18 +83,18 @@ export const runReact: AgentRunner = async (ctx, input) => {
           ...(toolbox.specs.length ? { tools: toolbox.specs } : {}),
           signal: ctx.signal,
           agent_id: agent.name,
-          onDelta: (text) => ctx.emit({ type: "llm.delta", text }, { trace_id }),
+          onDelta: (text) => emit({ type: "llm.delta", text }, { trace_id }),
         });
         durations.set(trace_id, Date.now() - started);
         return reply;
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        ctx.emit({ type: "llm.error", model: client.model, error: message }, { trace_id });
+        emit({ type: "llm.error", model: client.model, error: message }, { trace_id });
         throw ctx.signal.aborted ? new RuntimeError("ABORTED", "interrupted") : err;
       }
     },
     observed(trace_id, reply, action) {
-      ctx.emit(
+      emit(
         {
           type: "llm.response",
           model: client.model,
@@ -96,17 +112,19 @@ export const runReact: AgentRunner = async (ctx, input) => {
       // The plan follows the reply that made it.
       if (action.action_type === "PLAN" || action.action_type === "REMEND") {
         const steps = planSteps(action.plan);
-        ctx.emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
+        emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
         planned = true;
       }
     },
-    runTools: ({ trace_id, action }) => toolbox.run(action.calls, { trace_id }),
+    runTools: ({ trace_id, action }) => {
+      flushStates();
+      return toolbox.run(action.calls, { trace_id });
+    },
   };
   // Every microstep is a state change, transient states included (REACH_MAX_ITERATION, THOUGHT,
   // ACTION_TYPE, RE_PLAN, ANSWER, RESULT_TYPE), so the events walk seed 004 state by state, each
   // reported before the model call or tool calls it starts (a subscription sees only the
   // settled state, after its invoked work has begun). The machine is the only one in its system.
-  let previous = "(start)";
   const actor = createActor(reactMachine, {
     input: { max_iteration: agent.max_iteration, effects },
     inspect: (ev) => {
@@ -115,12 +133,19 @@ export const runReact: AgentRunner = async (ctx, input) => {
       const to = statePath(snapshot.value);
       if (to === previous) return;
       const trace_id = snapshot.context.trace_id;
-      ctx.emit({ type: "state.changed", machine: "react", from: previous, to }, trace_id ? { trace_id } : undefined);
+      if (pending && pending.trace_id === trace_id) {
+        pending.via.push(pending.to);
+        pending.to = to;
+      } else {
+        flushStates();
+        pending = { from: previous, via: [], to, trace_id };
+      }
       previous = to;
     },
   });
   actor.start();
   const output = await toPromise(actor);
+  flushStates();
   return {
     result_type: output.result_type,
     ...(output.answer !== undefined ? { answer: output.answer } : {}),
