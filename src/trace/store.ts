@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { RuntimeError, describeError } from "../errors.js";
 import type { RunEvent, Usage } from "../events/types.js";
@@ -128,7 +128,7 @@ export class TraceStore {
     if (existsSync(dir) && !statSync(dir).isDirectory()) throw new RuntimeError("USAGE", `trace directory ${dir} is not a directory`);
     let db: Database.Database | undefined;
     try {
-      if (create) mkdirSync(dir, { recursive: true });
+      if (create) makeDirectory(dir);
       db = new Database(file, { fileMustExist: !create });
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       db.pragma("journal_mode = WAL");
@@ -276,4 +276,27 @@ function toSummary(row: RunRow): RunSummary {
   if (row.error !== null) summary.error = row.error;
   if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;
   return summary;
+}
+
+/**
+ * `mkdir -p`, one level at a time: Node's `mkdirSync(dir, { recursive: true })`
+ * loops forever on some paths it cannot create (under /proc), where this fails.
+ */
+function makeDirectory(dir: string): void {
+  const missing: string[] = [];
+  let current = resolve(dir);
+  while (!existsSync(current)) {
+    missing.push(current);
+    const parent = dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  for (const path of missing.reverse()) {
+    try {
+      mkdirSync(path);
+    } catch (err) {
+      // Another process (or run) created it in the meantime.
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
 }

@@ -156,6 +156,10 @@ agents:
     expect(traceIsFile.code).toBe(2);
     expect(traceIsFile.stdout).toBe("");
     expect(traceIsFile.stderr).toBe(`runtime exec: trace directory ${file} is not a directory\n`);
+    // Node's recursive mkdir spins forever on a path it cannot create under /proc; the store must not.
+    const proc = await runCli(["exec", "teams/circle-react.yaml", "hi", "--trace-dir", "/proc/no-such-dir/traces"], { timeoutMs: 10_000 });
+    expect(proc.code).toBe(2);
+    expect(proc.stderr).toMatch(/^runtime exec: cannot open trace store \/proc\/no-such-dir\/traces\/traces\.db: .*ENOENT/);
   });
 
   it("masks the secrets a team gives its tools (a command's secret-named env, an http tool's secret-named headers) when a tool echoes them", async () => {
