@@ -50,9 +50,10 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
   const parsed = parseTeamText(text.replace(/^\uFEFF/, ""), file, env);
   if (parsed.problems.length > 0 || !isRecord(parsed.value)) throw new ConfigError(sorted(parsed.problems));
 
-  // ajv fills defaults into what it validates: give it a copy.
+  // ajv fills defaults into what it validates: give it a copy. The reference
+  // checks read it even when it is invalid, to report every problem at once.
   const team = structuredClone(parsed.value);
-  const problems = validateAgainstSchema(team, parsed.source);
+  const { team: valid, problems } = validateAgainstSchema(team, parsed.source);
   const { problems: referenceProblems, refs } = checkReferences(team, dir, parsed.source);
   problems.push(...referenceProblems);
   for (const unset of parsed.unset) {
@@ -61,8 +62,8 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
     problems.push(parsed.source.problem(unset.pointer, message));
   }
   problems.push(...(await promptProblems(team, refs, parsed.source)));
-  if (problems.length > 0) throw new ConfigError(sorted(problems));
-  return resolveTeam(team, absolute, dir, refs);
+  if (problems.length > 0 || valid === undefined) throw new ConfigError(sorted(problems));
+  return resolveTeam(valid, absolute, dir, refs);
 }
 
 /** Prompts (inline or from a file) that Handlebars cannot use, at the key that gives them. */

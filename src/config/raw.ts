@@ -2,6 +2,7 @@
  * Defensive reading of the validated (or partly invalid) raw team value: the
  * reference checks run even when the schema found problems, so that every
  * problem is reported at once, and must never trip over a wrong type.
+ * Once the schema accepts the value it is a RawTeam (raw-team.ts), read typed.
  */
 
 /** A mapping of the raw team value. */

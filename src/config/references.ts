@@ -8,15 +8,14 @@ import type { Ajv } from "ajv";
 import type { ConfigProblem } from "../errors.js";
 import { describeError } from "../errors.js";
 import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from "./builtin-names.js";
+import { agentModel } from "./defaults.js";
 import { AGENT_REFERENCE_KEYS, isRecord, list, records, str, strings, type RawObject } from "./raw.js";
 import { pointer, type SourceMap } from "./source.js";
 import { createParametersAjv, explainSchemaError } from "./tool-parameters.js";
 import { didYouMean, listNames } from "./suggest.js";
 
-/** What the checks learnt that resolving needs too. */
+/** What the checks learnt that loading and resolving need too. */
 export interface References {
-  /** Agent name → the model it resolves to (only when it resolves). */
-  models: Map<string, string>;
   /** Names of models and tools some agent uses: an unset `${VAR}` elsewhere is harmless. */
   usedModels: Set<string>;
   usedTools: Set<string>;
@@ -48,7 +47,7 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
   const agentSet = new Set(agentNames);
   const workflowSet = new Set(workflowNames);
   const isAgent = (name: string) => agentSet.has(name);
-  const refs: References = { models: new Map(), usedModels: new Set(), usedTools: new Set(), prompts: new Map() };
+  const refs: References = { usedModels: new Set(), usedTools: new Set(), prompts: new Map() };
   const edges = new Map<string, Edge[]>(agentNames.map((n) => [n, []]));
 
   const entry = str(team.entry);
@@ -72,17 +71,12 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
     const out = edges.get(name) ?? [];
     if (isBuiltinToolName(name)) report(at(), `agent '${name}' has the name of a built-in tool: rename it`, "key");
 
+    // Which model an agent gets without `model:` is decided once, in defaults.ts.
     const explicit = str(agent.model);
-    if (explicit !== undefined) {
-      if (modelSet.has(explicit)) refs.models.set(name, explicit);
-      else report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
-    } else if (modelSet.has("default")) {
-      refs.models.set(name, "default");
-    } else if (modelNames.length === 1 && modelNames[0] !== undefined) {
-      refs.models.set(name, modelNames[0]);
-    } else if (modelNames.length > 1) {
-      report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
-    }
+    const model = agentModel(explicit, modelSet);
+    if (model !== undefined && modelSet.has(model)) refs.usedModels.add(model);
+    else if (explicit !== undefined) report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
+    else if (modelNames.length > 1) report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
 
     for (const [index, tool] of strings(agent.tools)) {
       if (toolSet.has(tool)) refs.usedTools.add(tool);
@@ -142,7 +136,6 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
   for (const [id, workflow] of workflows) if (problems.length < MAX_PROBLEMS) checkWorkflow(id, workflow, agentSet, report);
   for (const problem of findCycles(agentNames, edges)) report(problem.at, problem.message);
 
-  for (const model of refs.models.values()) refs.usedModels.add(model);
   return { problems, refs };
 }
 

@@ -1,168 +1,140 @@
 /**
- * Builds the ResolvedTeam from a value that passed the schema (defaults
+ * Builds the ResolvedTeam from a team that passed the schema (plain defaults
  * already filled by ajv) and the reference checks: paths made absolute,
- * models chosen, prompt files read. The only place defaults are decided.
+ * computed defaults applied (decided in defaults.ts), prompt files read.
  */
 import { resolve } from "node:path";
-import type {
-  AgentConfig,
-  ModelConfig,
-  ResolvedTeam,
-  ToolConfig,
-  Workflow,
-  JsonSchema,
-} from "./types.js";
+import type { AgentConfig, ModelConfig, ResolvedTeam, ToolConfig, Workflow } from "./types.js";
 import type { References } from "./references.js";
-import { isRecord, records, type RawObject } from "./raw.js";
+import type { RawAgent, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
+import { agentModel, builtinParameters, commandCwd, entryAgent, flowReplanner } from "./defaults.js";
 
 /** The ResolvedTeam of a team that passed the schema and the reference checks. */
-export function resolveTeam(team: RawObject, file: string, dir: string, refs: References): ResolvedTeam {
-  const agents = Object.fromEntries(records(team.agents).map(([name, raw]) => [name, resolveAgent(name, raw, dir, refs)]));
-  const firstAgent = Object.keys(agents)[0] ?? "";
+export function resolveTeam(team: RawTeam, file: string, dir: string, refs: References): ResolvedTeam {
+  const modelNames = new Set(Object.keys(team.models));
   return {
     version: 1,
-    name: team.name as string,
-    description: team.description as string,
+    name: team.name,
+    description: team.description,
     file,
     dir,
-    entry: (team.entry as string | undefined) ?? firstAgent,
-    models: Object.fromEntries(records(team.models).map(([name, raw]) => [name, resolveModel(name, raw, dir)])),
-    tools: Object.fromEntries(records(team.tools).map(([name, raw]) => [name, resolveTool(name, raw, dir)])),
-    agents,
-    workflows: Object.fromEntries(records(team.workflows).map(([id, raw]) => [id, resolveWorkflow(id, raw)])),
+    entry: checked(entryAgent(team.entry, Object.keys(team.agents)), "the team has no agent"),
+    models: mapValues(team.models, (name, raw) => resolveModel(name, raw, dir)),
+    tools: mapValues(team.tools, (name, raw) => resolveTool(name, raw, dir)),
+    agents: mapValues(team.agents, (name, raw) => resolveAgent(name, raw, dir, modelNames, refs)),
+    workflows: mapValues(team.workflows, (id, raw) => resolveWorkflow(id, raw)),
   };
 }
 
-function resolveModel(name: string, raw: RawObject, dir: string): ModelConfig {
-  if (raw.provider === "scripted") {
-    return { name, provider: "scripted", model: raw.model as string, script: resolve(dir, raw.script as string) };
-  }
-  const model: ModelConfig = {
+function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
+  if (raw.provider === "scripted") return { name, provider: "scripted", model: raw.model, script: resolve(dir, raw.script) };
+  const { base_url, api_key, temperature, max_tokens } = raw;
+  return {
     name,
     provider: "openai",
-    model: raw.model as string,
-    timeout_ms: raw.timeout_ms as number,
-    max_retries: raw.max_retries as number,
-    stream: raw.stream as boolean,
+    model: raw.model,
+    timeout_ms: raw.timeout_ms,
+    max_retries: raw.max_retries,
+    stream: raw.stream,
+    // An empty value (e.g. `${OPENAI_BASE_URL:-}`) means "let the client decide".
+    ...(base_url ? { base_url } : {}),
+    ...(api_key ? { api_key } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+    ...(max_tokens !== undefined ? { max_tokens } : {}),
   };
-  // An empty value (e.g. `${OPENAI_BASE_URL:-}`) means "let the client decide".
-  if (typeof raw.base_url === "string" && raw.base_url !== "") model.base_url = raw.base_url;
-  if (typeof raw.api_key === "string" && raw.api_key !== "") model.api_key = raw.api_key;
-  if (typeof raw.temperature === "number") model.temperature = raw.temperature;
-  if (typeof raw.max_tokens === "number") model.max_tokens = raw.max_tokens;
-  return model;
 }
 
 /** argv[0] that looks like a relative path (`./x`, `../x`) is resolved against the team file. */
-function resolveArgv(argv: string[], dir: string): string[] {
+function resolveArgv(argv: readonly string[], dir: string): string[] {
   const [program, ...rest] = argv;
   if (program === undefined) return [];
   return [program.startsWith(".") ? resolve(dir, program) : program, ...rest];
 }
 
-function resolveTool(name: string, raw: RawObject, dir: string): ToolConfig {
+function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
   const base = {
     name,
-    description: raw.description as string,
-    parameters: (isRecord(raw.parameters) ? raw.parameters : { type: "object", properties: {} }) as JsonSchema,
-    timeout_ms: raw.timeout_ms as number,
-    max_output_bytes: raw.max_output_bytes as number,
+    description: raw.description,
+    parameters: "builtin" in raw ? builtinParameters() : raw.parameters,
+    timeout_ms: raw.timeout_ms,
+    max_output_bytes: raw.max_output_bytes,
   };
-  if (typeof raw.builtin === "string") return { ...base, type: "builtin", builtin: raw.builtin };
-  if (Array.isArray(raw.command)) {
-    return {
-      ...base,
-      type: "command",
-      command: resolveArgv(raw.command as string[], dir),
-      cwd: typeof raw.cwd === "string" ? resolve(dir, raw.cwd) : dir,
-      env: raw.env as Record<string, string>,
-    };
-  }
-  if (isRecord(raw.http)) {
-    const http = raw.http;
-    return {
-      ...base,
-      type: "http",
-      url: http.url as string,
-      method: http.method as "GET" | "POST",
-      headers: http.headers as Record<string, string>,
-    };
-  }
-  const mcp = raw.mcp as RawObject;
-  return { ...base, type: "mcp", server: resolveArgv(mcp.server as string[], dir), tool: mcp.tool as string };
+  if ("builtin" in raw) return { ...base, type: "builtin", builtin: raw.builtin };
+  if ("command" in raw) return { ...base, type: "command", command: resolveArgv(raw.command, dir), cwd: commandCwd(raw.cwd, dir), env: raw.env };
+  if ("http" in raw) return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers };
+  return { ...base, type: "mcp", server: resolveArgv(raw.mcp.server, dir), tool: raw.mcp.tool };
 }
 
-function resolveAgent(name: string, raw: RawObject, dir: string, refs: References): AgentConfig {
-  const base = {
+function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: ReadonlySet<string>, refs: References): AgentConfig {
+  const common = {
     name,
-    description: raw.description as string,
-    model: refs.models.get(name) ?? "default",
-    max_iteration: raw.max_iteration as number,
-    tools: [...(raw.tools as string[])],
+    description: raw.description,
+    model: checked(agentModel(raw.model, modelNames), `agent '${name}' has no model`),
+    max_iteration: raw.max_iteration,
+    tools: [...raw.tools],
+    ...(raw.system_prompt !== undefined
+      ? { system_prompt_file: resolve(dir, raw.system_prompt), prompt: checked(refs.prompts.get(name), `the prompt file of '${name}' was not read`) }
+      : raw.prompt !== undefined
+        ? { prompt: raw.prompt }
+        : {}),
   };
-  const prompt: { system_prompt_file?: string; prompt?: string } = {};
-  if (typeof raw.system_prompt === "string") {
-    prompt.system_prompt_file = resolve(dir, raw.system_prompt);
-    prompt.prompt = refs.prompts.get(name) ?? "";
-  } else if (typeof raw.prompt === "string") {
-    prompt.prompt = raw.prompt;
-  }
-  const common = { ...base, ...prompt };
   switch (raw.kind) {
+    case "react":
+      return { ...common, kind: "react" };
     case "plan_and_solve":
+      return { ...common, kind: "plan_and_solve", todo_complete_after: raw.todo_complete_after, todo_block_after: raw.todo_block_after };
+    case "plan_and_solve_flow":
       return {
         ...common,
-        kind: "plan_and_solve",
-        todo_complete_after: raw.todo_complete_after as number,
-        todo_block_after: raw.todo_block_after as number,
-      };
-    case "plan_and_solve_flow": {
-      const agent: AgentConfig = {
-        ...common,
         kind: "plan_and_solve_flow",
-        planner: raw.planner as string,
-        executor: raw.executor as string,
-        enable_replanner: raw.enable_replanner as boolean,
-        max_replan_rounds: raw.max_replan_rounds as number,
+        planner: raw.planner,
+        executor: raw.executor,
+        enable_replanner: raw.enable_replanner,
+        max_replan_rounds: raw.max_replan_rounds,
+        replanner: flowReplanner(raw),
+        ...(raw.pre_plan_steps !== undefined ? { pre_plan_steps: [...raw.pre_plan_steps] } : {}),
       };
-      if (typeof raw.replanner === "string") agent.replanner = raw.replanner;
-      if (Array.isArray(raw.pre_plan_steps)) agent.pre_plan_steps = [...(raw.pre_plan_steps as string[])];
-      return agent;
-    }
-    case "plan_solver": {
-      const agent: AgentConfig = {
+    case "plan_solver":
+      return {
         ...common,
         kind: "plan_solver",
-        planner: raw.planner as string,
-        solver: raw.solver as string,
-        concurrency: raw.concurrency as number,
+        planner: raw.planner,
+        solver: raw.solver,
+        concurrency: raw.concurrency,
+        ...(raw.aggregator !== undefined ? { aggregator: raw.aggregator } : {}),
       };
-      if (typeof raw.aggregator === "string") agent.aggregator = raw.aggregator;
-      return agent;
-    }
     case "sop":
-      return { ...common, kind: "sop", workflow: raw.workflow as string, strategist: raw.strategist as string };
-    default:
-      return { ...common, kind: "react" };
+      return { ...common, kind: "sop", workflow: raw.workflow, strategist: raw.strategist };
   }
 }
 
-function resolveWorkflow(id: string, raw: RawObject): Workflow {
+function resolveWorkflow(id: string, raw: RawWorkflow): Workflow {
   return {
     id,
-    name: raw.name as string,
-    description: raw.description as string,
-    steps: (raw.steps as RawObject[]).map((step) => ({
-      step_id: step.step_id as string,
-      name: step.name as string,
-      description: step.description as string,
-      tasks: (step.tasks as RawObject[]).map((task) => ({
-        task_id: task.task_id as string,
-        name: task.name as string,
-        assignee: task.assignee as string,
-        description: task.description as string,
-        optional: task.optional as boolean,
+    name: raw.name,
+    description: raw.description,
+    steps: raw.steps.map((step) => ({
+      step_id: step.step_id,
+      name: step.name,
+      description: step.description,
+      tasks: step.tasks.map((task) => ({
+        task_id: task.task_id,
+        name: task.name,
+        assignee: task.assignee,
+        description: task.description,
+        optional: task.optional,
       })),
     })),
   };
+}
+
+/** A new record with `f` applied to each entry of `record`, keys kept in order. */
+function mapValues<T, U>(record: Record<string, T>, f: (key: string, value: T) => U): Record<string, U> {
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, f(key, value)]));
+}
+
+/** A value the schema or the reference checks guarantee; its absence is a bug here, not a problem of the file. */
+function checked<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`internal error resolving the team: ${what}, yet it passed the checks`);
+  return value;
 }

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import type { RawTeam } from "./raw-team.js";
 
 /** Path of `schemas/team.schema.json` inside the package (same from src/ and dist/). */
 export const TEAM_SCHEMA_URL = new URL("../../schemas/team.schema.json", import.meta.url);
@@ -11,7 +12,7 @@ export const TEAM_SCHEMA_URL = new URL("../../schemas/team.schema.json", import.
 export type SchemaObject = Record<string, unknown>;
 
 let schema: SchemaObject | undefined;
-let validator: ValidateFunction | undefined;
+let validator: ValidateFunction<RawTeam> | undefined;
 
 /** The schema as parsed JSON. */
 export function teamSchema(): SchemaObject {
@@ -19,8 +20,13 @@ export function teamSchema(): SchemaObject {
   return schema;
 }
 
-/** The compiled validator: strict, every error, defaults filled into the data it checks. */
-export function teamValidator(): ValidateFunction {
+/**
+ * The compiled validator: strict, every error, defaults filled into the data
+ * it checks. A value it accepts is a RawTeam: raw-team.ts is generated from
+ * the same schema (a test keeps it so), which is what makes this the one
+ * trusted step from `unknown` to typed.
+ */
+export function teamValidator(): ValidateFunction<RawTeam> {
   if (!validator) {
     // The schema itself is checked against the 2020-12 meta-schema by a test;
     // skipping that here, and compiling each $ref once, halves start-up time.
@@ -35,7 +41,7 @@ export function teamValidator(): ValidateFunction {
       // ajv's optimiser passes cost ~30% of compile time; a team file is validated once per process.
       code: { optimize: false },
     });
-    validator = ajv.compile(teamSchema());
+    validator = ajv.compile<RawTeam>(teamSchema());
   }
   return validator;
 }

@@ -1,7 +1,7 @@
 /**
  * The resolved team: what `loadTeam` returns. Every default is already
- * applied here, every path is absolute, every reference has been checked;
- * nothing downstream applies a default again.
+ * applied here (defaults.ts lists them), every path is absolute, every
+ * reference has been checked; nothing downstream applies a default again.
  */
 
 export type JsonSchema = Record<string, unknown>;
@@ -81,7 +81,7 @@ interface AgentConfigBase {
   name: string;
   kind: AgentKind;
   description: string;
-  /** Resolved model name (an agent without `model:` gets `default`). */
+  /** Resolved model name. @default the model named `default`, else the only model */
   model: string;
   /** @default 30 */
   max_iteration: number;
@@ -109,7 +109,11 @@ export interface PlanAndSolveFlowConfig extends AgentConfigBase {
   kind: "plan_and_solve_flow";
   planner: string;
   executor: string;
-  replanner?: string;
+  /**
+   * The agent asked to answer or replan after each step (when enable_replanner).
+   * @default the planner
+   */
+  replanner: string;
   /** @default false */
   enable_replanner: boolean;
   /** @default 30 */
@@ -171,7 +175,7 @@ export interface ResolvedTeam {
   file: string;
   /** Directory of the team file; relative paths resolve against it. */
   dir: string;
-  /** The agent `runtime exec` runs when --agent is not given. */
+  /** The agent `runtime exec` runs when --agent is not given. @default the first agent declared */
   entry: string;
   models: Record<string, ModelConfig>;
   tools: Record<string, ToolConfig>;

@@ -4,6 +4,7 @@
  */
 import type { ErrorObject } from "ajv";
 import type { ConfigProblem } from "../errors.js";
+import type { RawTeam } from "./raw-team.js";
 import { agentKindsWithKey, allowedKeys, describeKey, teamValidator } from "./schema.js";
 import type { SourceMap } from "./source.js";
 import { pointerSegment } from "./source.js";
@@ -11,11 +12,11 @@ import { didYouMean, listNames } from "./suggest.js";
 
 /**
  * Validate `value` against the team schema, filling defaults into it (pass a
- * copy you own). Returns every problem found.
+ * copy you own). Returns the value typed when it is valid, else every problem found.
  */
-export function validateAgainstSchema(value: unknown, source: SourceMap): ConfigProblem[] {
+export function validateAgainstSchema(value: unknown, source: SourceMap): { team: RawTeam | undefined; problems: ConfigProblem[] } {
   const validate = teamValidator();
-  if (validate(value)) return [];
+  if (validate(value)) return { team: value, problems: [] };
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
   // A hostile file can produce an error per key; past a point more add nothing.
@@ -34,7 +35,9 @@ export function validateAgainstSchema(value: unknown, source: SourceMap): Config
     seen.add(id);
     problems.push(problem);
   }
-  return problems;
+  // Every error above may be one a clearer one speaks for; an invalid file must still say so.
+  if (problems.length === 0) problems.push(source.problem("", "does not match the team schema"));
+  return { team: undefined, problems };
 }
 
 const MAX_ERRORS = 1000;

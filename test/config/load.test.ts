@@ -86,6 +86,7 @@ agents:
       executor: "solver",
       enable_replanner: false,
       max_replan_rounds: 30,
+      replanner: "planner",
     });
     expect(team.agents.solver).toEqual({
       name: "solver",

@@ -1,0 +1,69 @@
+/**
+ * Every default of a team file, and where it is decided. Nothing else, in
+ * config/ or downstream, writes a default of the team file: a ResolvedTeam
+ * has every field filled.
+ *
+ * Plain values are `default`s in schemas/team.schema.json, filled in by ajv
+ * while validating (schema.ts, `useDefaults`); a test keeps this list equal
+ * to the schema's:
+ * - team: description "", tools {}, workflows {}
+ * - openai model: timeout_ms 60000, max_retries 2, stream false
+ * - scripted model: model "scripted"
+ * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
+ * - command, http and mcp tool: parameters {"type":"object","properties":{}}
+ * - command tool: env {}
+ * - http tool: method "POST", headers {}
+ * - agent (every kind): description "", max_iteration 30, tools []
+ * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2
+ * - plan_and_solve_flow agent: enable_replanner false, max_replan_rounds 30
+ * - plan_solver agent: concurrency 4
+ * - workflow and workflow step: description ""; workflow task: optional false
+ *
+ * Defaults that depend on other keys are decided by the functions below and
+ * applied by resolve.ts:
+ * - entry: the first agent declared (`entryAgent`)
+ * - agent model: the model named `default`, else the only model (`agentModel`;
+ *   references.ts asks it too, to report an agent left without one)
+ * - command tool cwd: the team file's directory (`commandCwd`)
+ * - built-in tool parameters: an empty object schema (`builtinParameters`)
+ * - plan_and_solve_flow replanner: the flow's planner (`flowReplanner`)
+ * - openai model base_url and api_key: unset or empty is left out, so the
+ *   openai client uses its own (OPENAI_BASE_URL, OPENAI_API_KEY) (resolve.ts)
+ */
+import { resolve } from "node:path";
+import type { JsonSchema } from "./types.js";
+
+/** The agent `runtime exec` runs without --agent: `entry`, else the first agent declared. */
+export function entryAgent(entry: string | undefined, agentNames: readonly string[]): string | undefined {
+  return entry ?? agentNames[0];
+}
+
+/**
+ * The model an agent uses: its `model`, else the model named `default`, else
+ * the only model. Undefined when none is named and that leaves a choice.
+ */
+export function agentModel(model: string | undefined, modelNames: ReadonlySet<string>): string | undefined {
+  if (model !== undefined) return model;
+  if (modelNames.has("default")) return "default";
+  return modelNames.size === 1 ? modelNames.values().next().value : undefined;
+}
+
+/** A command tool's working directory: `cwd` against the team file's directory `dir`, else `dir`. */
+export function commandCwd(cwd: string | undefined, dir: string): string {
+  return cwd === undefined ? dir : resolve(dir, cwd);
+}
+
+/**
+ * The `parameters` of a built-in tool, which the team file cannot set: the
+ * same empty object schema as the schema's default for the other tools (a
+ * test keeps them equal). At run time a built-in keeps its own schema.
+ */
+export function builtinParameters(): JsonSchema {
+  // A fresh object per tool: the resolved team is the caller's to change.
+  return { type: "object", properties: {} };
+}
+
+/** The agent a plan_and_solve_flow asks to replan: `replanner`, else its planner (which knows the Plan format). */
+export function flowReplanner(flow: { planner: string; replanner?: string | undefined }): string {
+  return flow.replanner ?? flow.planner;
+}
