@@ -1,11 +1,11 @@
 /** The library: load a team file, run it, consume its events. The CLI is a thin shell over this. */
 export { loadTeam } from "./config/load.js";
-export { runTeam, type RunOptions, type RunResult, type TeamRun } from "./runtime/run-team.js";
+export { runTeam, type RunOptions, type RunResult, type TeamRun } from "./engine/run-team.js";
 export type * from "./config/types.js";
 export type * from "./events/types.js";
 export type { EventSink } from "./events/bus.js";
 export type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec, ToolCallRequest } from "./models/types.js";
 export type { Tool, ToolContext, ToolOutcome } from "./tools/types.js";
-export type { AgentContext, AgentResult, AgentRunner, ToolBox } from "./runtime/types.js";
+export type { AgentContext, AgentResult, AgentRunner, ToolBox } from "./kinds/types.js";
 export { RuntimeError, ConfigError, type ConfigProblem, type ErrorCode } from "./errors.js";
 export { machineToMermaid } from "./graph/mermaid.js";

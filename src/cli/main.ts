@@ -7,9 +7,7 @@ import { registerSchema } from "./commands/schema.js";
 import { registerServe } from "./commands/serve.js";
 import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
-
-/** Exit codes of PRODUCT.md section 3. */
-export const EXIT = { OK: 0, RUN_ERROR: 1, USAGE: 2, INTERRUPTED: 130 } as const;
+import { EXIT } from "./exit.js";
 
 /**
  * Run the CLI and resolve to its exit status. Commands set the status through
@@ -63,9 +61,6 @@ export async function main(argv: string[]): Promise<number> {
   }
   return status;
 }
-
-/** Signature every command module exports: `register<Name>(program, setExit)`. */
-export type SetExit = (code: number) => void;
 
 async function packageVersion(): Promise<string> {
   const { readFile } = await import("node:fs/promises");

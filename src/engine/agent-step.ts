@@ -1,13 +1,21 @@
+/**
+ * One agent step (docs/design/engine.md#steps): `agent.started`, the kind's
+ * runner with an AgentContext whose services are the engine's, then
+ * `agent.finished`. Agents called by agents are child steps of their caller.
+ */
 import type { ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import type { EventBus } from "../events/bus.js";
 import { ZERO_USAGE, type EventScope } from "../events/types.js";
-import type { ChatClient } from "../models/types.js";
-import { createToolBox } from "../tools/toolbox.js";
+import { KINDS } from "../kinds/registry.js";
+import type { AgentContext, AgentResult, AgentRunner } from "../kinds/types.js";
+import type { ChatClient, ToolCallRequest } from "../models/types.js";
+import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
 import type { Tool } from "../tools/types.js";
-import { AGENT_RUNNERS } from "./kinds.js";
+import { StepKeys, type Journal } from "./journal.js";
+import { callModel } from "./model-call.js";
 import { resolveTools } from "./resolve-tools.js";
-import type { AgentContext, AgentResult } from "./types.js";
+import { stateInspector } from "./state-reporter.js";
 
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
 const MAX_DEPTH = 16;
@@ -16,6 +24,7 @@ const MAX_DEPTH = 16;
 export interface RunShared {
   team: ResolvedTeam;
   bus: EventBus;
+  journal: Journal;
   task_id: string;
   session_id: string;
   trace_dir: string;
@@ -27,48 +36,52 @@ export interface RunShared {
   now(): Date;
 }
 
+/** The calling step, for a child step. */
+interface Parent {
+  step_id: string;
+  depth: number;
+  keys: StepKeys;
+}
+
 /**
- * Run one agent of the team as one step: emit `agent.started`, hand an
- * AgentContext to the kind's runner, emit `agent.finished`. Never throws:
- * a bug in a runner becomes an error result with a one-line message.
+ * Run one agent of the team as one step. Never throws: a bug in a runner
+ * becomes an error result with a one-line message.
  */
-export function runAgentStep(
-  run: RunShared,
-  name: string,
-  input: string,
-  signal: AbortSignal,
-  parent?: { step_id: string; depth: number },
-): Promise<AgentResult> {
+export function runAgentStep(run: RunShared, name: string, input: string, signal: AbortSignal, parent?: Parent): Promise<AgentResult> {
   const step = runStep(run, name, input, signal, parent);
   run.inflight.add(step);
   void step.finally(() => run.inflight.delete(step));
   return step;
 }
 
-async function runStep(
-  run: RunShared,
-  name: string,
-  input: string,
-  signal: AbortSignal,
-  parent?: { step_id: string; depth: number },
-): Promise<AgentResult> {
+async function runStep(run: RunShared, name: string, input: string, signal: AbortSignal, parent?: Parent): Promise<AgentResult> {
   const agent = run.team.agents[name];
   const step_id = run.newId();
+  const keys = new StepKeys(parent ? parent.keys.nextChild() : "0");
   const scope: EventScope = { agent_id: name, step_id, ...(parent ? { parent_step_id: parent.step_id } : {}) };
   const depth = (parent?.depth ?? -1) + 1;
-  if (!agent) return { result_type: "error", error: `unknown agent '${name}'`, usage: ZERO_USAGE };
+  if (!agent) return failed(`unknown agent '${name}'`);
 
   run.bus.emit({ type: "agent.started", kind: agent.kind, input }, scope);
   const finish = (result: AgentResult): AgentResult => {
     run.bus.emit({ type: "agent.finished", ...result }, scope);
     return result;
   };
-  const runner = AGENT_RUNNERS[agent.kind];
+  // Dispatch is the one place a kind is looked at; the runner gets its own config type.
+  const runner = KINDS[agent.kind]?.run as AgentRunner | undefined;
   if (!runner) return finish(failed(`agent kind '${agent.kind}' is not available in this build`));
   if (depth > MAX_DEPTH) return finish(failed(`agents nested deeper than ${MAX_DEPTH} levels`));
 
   const child = (childName: string, query: string, childSignal: AbortSignal) =>
-    runAgentStep(run, childName, query, childSignal, { step_id, depth });
+    runAgentStep(run, childName, query, childSignal, { step_id, depth, keys });
+  const emit: AgentContext["emit"] = (body, extra) =>
+    run.bus.emit(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope);
+  const client = (modelName = agent.model): ChatClient => {
+    const config = run.team.models[modelName];
+    if (!config) throw new Error(`unknown model '${modelName}'`);
+    return run.client(config);
+  };
+  const journal = toolJournal(run.journal, keys);
 
   const ctx: AgentContext = {
     team: run.team,
@@ -78,30 +91,16 @@ async function runStep(
     session_id: run.session_id,
     signal,
     trace_dir: run.trace_dir,
-    emit: (body, extra) => run.bus.emit(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope),
-    model(modelName = agent.model) {
-      const config = run.team.models[modelName];
-      if (!config) throw new Error(`unknown model '${modelName}'`);
-      return run.client(config);
-    },
+    emit,
+    callModel: (call) => callModel({ client, emit, signal, agent_id: name, journal: run.journal, keys }, call),
+    modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
-      const tools = resolveTools({
-        team: run.team,
-        agent,
-        trace_dir: run.trace_dir,
-        callAgent: child,
-        extra,
-        cache: run.toolCache,
-      });
-      return createToolBox({
-        tools,
-        allow: agent.tools,
-        scope,
-        emit: (body, s) => run.bus.emit(body, s),
-        signal,
-      });
+      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache });
+      return createToolBox({ tools, allow: agent.tools, scope, emit: (body, s) => run.bus.emit(body, s), signal, journal });
     },
     callAgent: (childName, query) => child(childName, query, signal),
+    inspectStates: (machine, options) =>
+      stateInspector(machine, { emit, deferUntilNext: (flush, trace_id) => run.bus.deferUntilNext(flush, trace_id) }, options),
     newId: run.newId,
     now: run.now,
   };
@@ -111,6 +110,22 @@ async function runStep(
   } catch (err) {
     return finish(failed(`agent ${name} failed: ${describeError(err)}`));
   }
+}
+
+/** The step's tool calls in the run's journal, each under the step's next tool key. */
+function toolJournal(journal: Journal, keys: StepKeys): ToolJournal {
+  const keyOf = new WeakMap<ToolCallRequest, string>();
+  return {
+    started(call, args) {
+      const key = keys.nextTool();
+      keyOf.set(call, key);
+      journal.toolStarted(key, call, args);
+    },
+    finished(call, outcome) {
+      const key = keyOf.get(call);
+      if (key !== undefined) journal.toolResult(key, outcome);
+    },
+  };
 }
 
 function failed(error: string): AgentResult {

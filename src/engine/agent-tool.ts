@@ -1,6 +1,6 @@
 import type { AgentConfig } from "../config/types.js";
 import type { Tool } from "../tools/types.js";
-import type { AgentResult } from "./types.js";
+import type { AgentResult } from "../kinds/types.js";
 
 /** Run a named agent as a child of the calling step, under the given signal. */
 export type CallAgentFromTool = (name: string, query: string, signal: AbortSignal) => Promise<AgentResult>;

@@ -5,25 +5,14 @@ import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage, ZERO_USAGE, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
+import type { TraceStore } from "../trace/store.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
-import { isSecretKey } from "../trace/redact.js";
+import { Journal } from "./journal.js";
+import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
 import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
 
-/**
- * The team's own secrets, masked by value wherever they might appear: model
- * API keys, and the values of secret-named command env variables and http
- * headers (`SERVICE_TOKEN`, `X-Api-Key`, `Authorization`), which a tool's
- * output or error could otherwise echo into events and the trace.
- */
-export function teamSecrets(team: ResolvedTeam): string[] {
-  const keys = Object.values(team.models).flatMap((m) => (m.provider === "openai" && m.api_key ? [m.api_key] : []));
-  const named = Object.values(team.tools).flatMap((t) => {
-    const values = t.type === "command" ? t.env : t.type === "http" ? t.headers : {};
-    return Object.entries(values).flatMap(([name, value]) => (isSecretKey(name) && value ? [value] : []));
-  });
-  return [...new Set([...keys, ...named])];
-}
+export { teamSecrets } from "./secrets.js";
 
 export interface RunOptions {
   /** The user's request. */
@@ -72,7 +61,9 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
   const newId = options.newId ?? randomUUID;
   const now = options.now ?? (() => new Date());
   const task_id = newId();
-  const bus = new EventBus(task_id, now);
+  const secrets = teamSecrets(team);
+  // The one redaction stage: every sink, the event stream and so SSE get masked events.
+  const bus = new EventBus(task_id, now, { secrets });
   const agentName = options.agent ?? team.entry;
   const trace_dir = resolveTraceDir(options.traceDir);
 
@@ -83,12 +74,12 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
   let traceError: string | undefined;
   let storeHeld = false;
   let flushTrace = () => {};
+  let store: TraceStore | undefined;
   if (options.trace !== false) {
     try {
-      const store = acquireTraceStore(trace_dir);
+      store = acquireTraceStore(trace_dir);
       storeHeld = true;
-      // The store is shared by every team of the process; this team's keys are masked as it writes.
-      const trace = batchedTraceSink(store, teamSecrets(team));
+      const trace = batchedTraceSink(store);
       bus.subscribe(trace.sink);
       flushTrace = trace.flush;
     } catch (err) {
@@ -102,6 +93,7 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
   const shared: RunShared = {
     team,
     bus,
+    journal: new Journal(task_id, store, secrets, now),
     task_id,
     session_id: options.sessionId ?? newId(),
     trace_dir,
@@ -135,9 +127,18 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
       if (signal.aborted) outcome = { task_id, result_type: "error", error: "interrupted", interrupted: true, usage };
     }
     const { task_id: _id, interrupted: _i, ...finished } = outcome;
-    bus.emit({ type: "run.finished", ...finished, usage }, scope);
+    // The result is read back from the masked event, so an answer or error never carries a secret either.
+    const event = bus.emit({ type: "run.finished", ...finished, usage }, scope);
     bus.close();
-    return { ...outcome, usage };
+    const masked = event.type === "run.finished" ? event : { ...finished, usage };
+    return {
+      task_id,
+      result_type: masked.result_type,
+      ...(masked.answer !== undefined ? { answer: masked.answer } : {}),
+      ...(masked.error !== undefined ? { error: masked.error } : {}),
+      ...(outcome.interrupted ? { interrupted: true } : {}),
+      usage,
+    };
   })().finally(() => {
     flushTrace();
     if (storeHeld) releaseTraceStore(trace_dir);

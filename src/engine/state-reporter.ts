@@ -1,23 +1,68 @@
-import type { AnyActorRef } from "xstate";
+/**
+ * The one state reporter (docs/design/engine.md#states): every kind's machine
+ * reports its states through it as `state.changed` events.
+ *
+ * States are read from the actor's microsteps, not its snapshots: a
+ * subscription sees only settled states, after the work a state invokes has
+ * begun, while a microstep is seen before it. A run of transient states
+ * (`always` transitions) goes out as one event, `from` → `to` with the states
+ * passed through as `via`, held until just before the next event of the run
+ * (any event: the bus runs the flush first), so the events walk every state
+ * in causal order at a few events per round.
+ */
+import type { InspectionEvent } from "xstate";
 import type { RunEventBody } from "../events/types.js";
+import type { StateReportOptions } from "../kinds/types.js";
+
+/** What the reporter needs of the run: emit from the step, and hold work until the next event. */
+export interface ReporterPorts {
+  emit(body: RunEventBody, extra?: { trace_id?: string }): void;
+  deferUntilNext(flush: () => void, trace_id?: string): void;
+}
 
 /**
- * Emit a `state.changed` event whenever an actor's state value changes.
- * The state is written as a dotted path of the active leaf states
- * (`RECURSION.CALL_LLM.OBSERVE`), so the top-level sequence stays readable.
+ * The inspector to create a machine's actor with (`createActor(machine, {
+ * inspect })`): it must see the microsteps of the initial state, which are
+ * taken when the actor is created.
  */
-export function observeStates(actor: AnyActorRef, machine: string, emit: (body: RunEventBody) => void): void {
-  let previous = "";
-  actor.subscribe({
-    next(snapshot: { value: unknown }) {
-      const current = statePath(snapshot.value);
-      if (current !== previous) {
-        emit({ type: "state.changed", machine, from: previous || "(start)", to: current });
-        previous = current;
+export function stateInspector(machine: string, ports: ReporterPorts, options: StateReportOptions = {}): (event: InspectionEvent) => void {
+  let previous = "(start)";
+  let pending: { from: string; via: string[]; to: string; trace_id: string | undefined } | undefined;
+  const flush = (): void => {
+    if (!pending) return;
+    const { from, via, to, trace_id } = pending;
+    pending = undefined;
+    ports.emit(
+      { type: "state.changed", machine, from, to, ...(via.length ? { via } : {}) },
+      trace_id !== undefined && trace_id !== "" ? { trace_id } : undefined,
+    );
+  };
+  return (event) => {
+    // The machine's own microsteps, not those of actors it invokes.
+    if (event.type !== "@xstate.microstep" || event.actorRef.sessionId !== event.rootId) return;
+    const snapshot = event.snapshot as unknown as { value: unknown; context: unknown; status: string };
+    const to = statePath(snapshot.value);
+    if (previous === "(start)") {
+      // The initial state is left by the first microstep, which names it as its source.
+      const source = (event as { _transitions?: { source?: { path?: string[] } }[] })._transitions?.[0]?.source?.path?.join(".");
+      if (source) {
+        previous = source;
+        pending = { from: "(start)", via: [], to: source, trace_id: options.traceId?.(snapshot) };
+        ports.deferUntilNext(flush, pending.trace_id);
       }
-    },
-    error() {},
-  });
+    }
+    if (to === previous) return;
+    const trace_id = options.traceId?.(snapshot);
+    if (pending && pending.trace_id === trace_id) {
+      pending.via.push(pending.to);
+      pending.to = to;
+    } else {
+      flush();
+      pending = { from: previous, via: [], to, trace_id };
+      ports.deferUntilNext(flush, trace_id);
+    }
+    previous = to;
+  };
 }
 
 /** `{A: {B: 'C'}}` → `A.B.C`; parallel regions joined with `|`. */

@@ -69,7 +69,7 @@ export function openTraceStores(): string[] {
  * process loses at most the events of the instant it died in. A failing write
  * becomes a process warning, never an exception inside the run.
  */
-export function batchedTraceSink(store: TraceStore, secrets: readonly string[]): { sink: EventSink; flush(): void } {
+export function batchedTraceSink(store: TraceStore): { sink: EventSink; flush(): void } {
   let pending: RunEvent[] = [];
   let scheduled = false;
   let warned = false;
@@ -79,7 +79,7 @@ export function batchedTraceSink(store: TraceStore, secrets: readonly string[]):
     const batch = pending;
     pending = [];
     try {
-      store.appendMany(batch, secrets);
+      store.appendMany(batch);
     } catch (err) {
       if (!warned) process.emitWarning(`trace store ${store.file}: ${describeError(err)}`, "TraceStoreWarning");
       warned = true;

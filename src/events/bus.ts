@@ -1,11 +1,22 @@
+import { redactWithJson } from "./redact.js";
 import type { EventScope, RunEvent, RunEventBody } from "./types.js";
 
 /** A consumer of events. Sinks are called synchronously, in order, for every event. */
 export type EventSink = (event: RunEvent) => void;
 
+/** The JSON text of each event that passed a bus, made once when it was redacted. */
+const jsonOfEvent = new WeakMap<RunEvent, string>();
+
+/** An event's JSON text: the bus's own when the event came through one, else made now. */
+export function eventJson(event: RunEvent): string {
+  return jsonOfEvent.get(event) ?? JSON.stringify(event);
+}
+
 /**
  * The per-task event bus: stamps `seq`, `ts` and `task_id` on every event,
- * fans it out to sinks, and offers the stream as an async iterable.
+ * masks secrets in it (the one redaction stage: every sink, the stream of
+ * `events()` and so SSE get the masked event), fans it out to sinks, and
+ * offers the stream as an async iterable.
  */
 export class EventBus {
   private seq = 0;
@@ -13,25 +24,53 @@ export class EventBus {
   private readonly buffer: RunEvent[] = [];
   private waiters: (() => void)[] = [];
   private closed = false;
+  private readonly secrets: readonly string[];
+  /** Work to do before the next event goes out (a state change waiting to be reported), by the recursion it belongs to. */
+  private readonly beforeNext = new Map<() => void, string | undefined>();
 
   constructor(
     readonly taskId: string,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+    /** Exact values masked in every event, on top of the generic rules (src/events/redact.ts). */
+    options: { secrets?: readonly string[] } = {},
+  ) {
+    this.secrets = options.secrets ?? [];
+  }
 
   subscribe(sink: EventSink): void {
     this.sinks.push(sink);
   }
 
+  /**
+   * Run `flush` just before the next event is emitted (by anyone), once.
+   * The state reporter holds a run of transient states this way. Work of
+   * recursion `trace_id` waits past that recursion's own `recursion.started`,
+   * which opens it and so goes first.
+   */
+  deferUntilNext(flush: () => void, trace_id?: string): void {
+    this.beforeNext.set(flush, trace_id);
+  }
+
+  /** Run what waits for the next event now; `opening` names a recursion whose own work waits on. */
+  flushDeferred(opening?: string): void {
+    if (this.beforeNext.size === 0) return;
+    const due = [...this.beforeNext].filter(([, trace_id]) => opening === undefined || trace_id !== opening);
+    for (const [flush] of due) this.beforeNext.delete(flush);
+    for (const [flush] of due) flush();
+  }
+
   emit(body: RunEventBody, scope: EventScope): RunEvent {
     if (this.closed) throw new Error(`event ${body.type} emitted after the task's bus closed`);
-    const event = {
+    this.flushDeferred(body.type === "recursion.started" ? scope.trace_id : undefined);
+    const raw = {
       ...body,
       seq: ++this.seq,
       ts: this.now().toISOString(),
       task_id: this.taskId,
       ...stripUndefined(scope),
     } as RunEvent;
+    const { value: event, json } = redactWithJson(raw, this.secrets);
+    jsonOfEvent.set(event, json);
     for (const sink of this.sinks) sink(event);
     this.buffer.push(event);
     this.wake();
@@ -40,6 +79,7 @@ export class EventBus {
 
   /** No more events; iterators finish once they have drained the buffer. */
   close(): void {
+    this.flushDeferred();
     this.closed = true;
     this.wake();
   }

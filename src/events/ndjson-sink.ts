@@ -1,16 +1,10 @@
-import { redactWithJson } from "../trace/redact.js";
-import type { EventSink } from "./bus.js";
-
-export interface NdjsonSinkOptions {
-  /** Exact values (configured API keys) masked on top of `redact`'s rules. */
-  secrets?: readonly string[];
-}
+import { eventJson, type EventSink } from "./bus.js";
 
 /**
- * A sink writing one redacted JSON event per line. `write` receives each line
- * with its trailing `\n`, ready for `process.stdout.write`.
+ * A sink writing one JSON event per line. `write` receives each line with its
+ * trailing `\n`, ready for `process.stdout.write`. Events are already masked
+ * by the bus (src/events/bus.ts), which also made their JSON text once.
  */
-export function ndjsonSink(write: (line: string) => void, options: NdjsonSinkOptions = {}): EventSink {
-  const secrets = options.secrets ?? [];
-  return (event) => write(`${redactWithJson(event, secrets).json}\n`);
+export function ndjsonSink(write: (line: string) => void): EventSink {
+  return (event) => write(`${eventJson(event)}\n`);
 }

@@ -4,7 +4,6 @@
  * terminal the status line and checklist are a block redrawn in place at the
  * bottom; elsewhere everything is plain appended lines.
  */
-import { redact } from "../trace/redact.js";
 import type { EventSink } from "./bus.js";
 import {
   clip,
@@ -31,8 +30,6 @@ export interface TerminalSinkOptions {
   color: boolean;
   /** Show streamed model tokens (llm.delta). @default false */
   deltas?: boolean;
-  /** Exact values (configured API keys) masked on top of `redact`'s rules. */
-  secrets?: readonly string[];
   /** Width the live block is cut to. @default stream.columns, else 100 */
   columns?: number;
 }
@@ -54,7 +51,6 @@ interface TodoState {
 
 class TerminalView {
   private readonly paint: Paint;
-  private readonly secrets: readonly string[];
   private readonly depth = new Map<string, number>();
   private readonly todos = new Map<string, TodoState>();
   private readonly runningTools = new Map<string, string>();
@@ -71,7 +67,6 @@ class TerminalView {
     private readonly options: TerminalSinkOptions,
   ) {
     this.paint = painter(options.color);
-    this.secrets = options.secrets ?? [];
   }
 
   sink(): TerminalSink {
@@ -80,9 +75,9 @@ class TerminalView {
     return sink;
   }
 
-  private onEvent(raw: RunEvent): void {
+  /** Events come masked from the bus (src/events/bus.ts). */
+  private onEvent(e: RunEvent): void {
     if (this.closed) return;
-    const e = redact(raw, this.secrets);
     if (e.type !== "state.changed") this.flushStates();
     if (e.type !== "llm.delta") this.flushDelta(true);
     const p = this.paint;

@@ -6,7 +6,7 @@ export function calls(agent: AgentConfig, team: ResolvedTeam): { callee: string;
   switch (agent.kind) {
     case "plan_and_solve_flow":
       out.push({ callee: agent.planner, role: "plan" }, { callee: agent.executor, role: "each step" });
-      if (agent.replanner && agent.enable_replanner) out.push({ callee: agent.replanner, role: "replan" });
+      if (agent.enable_replanner) out.push({ callee: agent.replanner, role: "replan" });
       break;
     case "plan_solver":
       out.push({ callee: agent.planner, role: "plan" }, { callee: agent.solver, role: `each task (≤${agent.concurrency} at once)` });

@@ -1,13 +1,15 @@
 /**
  * Structured output for the flows (seed 001's PydanticOutputParser): format
- * instructions generated from a JSON Schema, a tolerant JSON extractor, and
- * ajv validation with readable errors that can go back to the model for repair.
+ * instructions generated from a JSON Schema, the tolerant JSON parser of
+ * `parse/json.ts`, and ajv validation with readable errors that can go back to
+ * the model for repair.
  */
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import type { JsonSchema } from "../config/types.js";
 import { addUsage, type Usage } from "../events/types.js";
-import type { AgentContext } from "../runtime/types.js";
+import { parseJsonTolerant } from "../parse/json.js";
+import type { AgentContext } from "./types.js";
 
 /** The planner's answer: the steps to follow, in order. */
 export interface Plan {
@@ -83,16 +85,15 @@ export function withFormatInstructions(query: string, schema: JsonSchema): strin
 export function parseStructured<T>(text: string, schema: JsonSchema): Structured<T> {
   const validate = validatorFor(schema);
   let firstErrors: string | undefined;
-  for (const candidate of jsonCandidates(text)) {
-    let value: unknown;
-    try {
-      value = JSON.parse(candidate);
-    } catch {
-      continue;
-    }
-    if (validate(value)) return { ok: true, value: value as T };
-    firstErrors ??= formatErrors(validate.errors ?? []);
-  }
+  const parsed = parseJsonTolerant(text, {
+    accept: (value) => {
+      if (validate(value)) return true;
+      // ajv overwrites `validate.errors` on every call: keep the first candidate's now.
+      firstErrors ??= formatErrors(validate.errors ?? []);
+      return false;
+    },
+  });
+  if (parsed.ok) return { ok: true, value: parsed.value as T };
   if (firstErrors !== undefined) return { ok: false, errors: `the JSON does not match the schema: ${firstErrors}` };
   return { ok: false, errors: text.trim() === "" ? "the answer is empty" : "no JSON object found in the answer" };
 }
@@ -119,44 +120,6 @@ function branchNames(parentSchema: unknown): string {
     return branch.title ?? branch.$ref?.split("/").pop() ?? `option ${i + 1}`;
   });
   return names.length ? names.join(" or ") : "the allowed shapes";
-}
-
-const MAX_OBJECT_STARTS = 32;
-
-/** Texts that may hold the JSON: the whole answer, fenced blocks, balanced `{...}` spans. */
-function* jsonCandidates(text: string): Generator<string> {
-  const trimmed = text.trim();
-  if (trimmed) yield trimmed;
-  for (const match of trimmed.matchAll(/```[\w-]*[ \t]*\r?\n?([\s\S]*?)```/g)) {
-    const body = match[1]?.trim();
-    if (body) yield body;
-  }
-  let starts = 0;
-  for (let i = trimmed.indexOf("{"); i >= 0 && starts < MAX_OBJECT_STARTS; i = trimmed.indexOf("{", i + 1)) {
-    starts++;
-    const end = balancedEnd(trimmed, i);
-    if (end > i) yield trimmed.slice(i, end + 1);
-  }
-}
-
-/** Index of the `}` closing the object opened at `start`, honouring strings; -1 if unbalanced. */
-function balancedEnd(text: string, start: number): number {
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const ch = text[i];
-    if (inString) {
-      if (ch === "\\") i++;
-      else if (ch === '"') inString = false;
-    } else if (ch === '"') inString = true;
-    else if (ch === "{" || ch === "[") depth++;
-    else if (ch === "}" || ch === "]") {
-      depth--;
-      if (depth === 0) return ch === "}" ? i : -1;
-      if (depth < 0) return -1;
-    }
-  }
-  return -1;
 }
 
 /** A structured answer obtained from an agent, with the usage it cost. */

@@ -1,7 +1,17 @@
-import type { AgentConfig, ResolvedTeam } from "../config/types.js";
-import type { EventScope, RunEventBody, Usage } from "../events/types.js";
-import type { ChatClient, ToolCallRequest, ToolSpec } from "../models/types.js";
-import type { Tool, ToolOutcome } from "../tools/types.js";
+/**
+ * The contract between the engine and the agent kinds (docs/design/engine.md).
+ * A kind is a folder under src/kinds/ with its machine and its runner; the
+ * engine hands the runner an `AgentContext` whose services (call a model, call
+ * tools, report states, call another agent) are the engine's, written once.
+ * Kinds import this file, never the engine.
+ */
+import type { AnyStateMachine, InspectionEvent } from "xstate";
+import type { AgentConfig, AgentKind, ResolvedTeam } from "../config/types.js";
+import type { RunEventBody, EventScope, Usage } from "../events/types.js";
+import type { ChatMessage, ChatResponse, ToolSpec } from "../models/types.js";
+import type { Tool, ToolBox } from "../tools/types.js";
+
+export type { ToolBox } from "../tools/types.js";
 
 /** How one agent step ended. */
 export interface AgentResult {
@@ -11,23 +21,46 @@ export interface AgentResult {
   usage: Usage;
 }
 
-/**
- * The tools one agent step may use: its allow-list, resolved. `run` validates
- * arguments against each tool's JSON Schema, refuses tools outside the
- * allow-list back to the model, runs the calls of one reply concurrently with
- * timeouts and output caps, emits `tool.started`/`tool.finished`, and returns
- * the outcomes in call order. It never throws for a tool's failure.
- */
-export interface ToolBox {
-  readonly specs: ToolSpec[];
-  has(name: string): boolean;
-  run(calls: ToolCallRequest[], options?: { trace_id?: string }): Promise<ToolOutcome[]>;
+/** What a kind adds to the `llm.response` event of a reply it has understood. */
+export interface ReplyReading {
+  action_type?: string;
+  observe?: string;
+  thought?: string;
+  /** Why the reply was refused: what goes back to the model to repair. */
+  error?: string;
 }
 
-/** Services a run offers its agents, created once per run by `runTeam`. */
-export interface AgentContext {
+/** One model call, as a kind asks for it. */
+export interface ModelCall<R extends ReplyReading = ReplyReading> {
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  /** The recursion (round) the call belongs to; its events carry it. */
+  trace_id?: string;
+  /** The model, by name. @default the agent's own model */
+  model?: string;
+  /**
+   * Reads the reply for the `llm.response` event (action type, thought, ...).
+   * The reading is returned beside the reply, so the kind parses it once.
+   */
+  read?: (reply: ChatResponse) => R;
+}
+
+/** A model's reply with the kind's reading of it. */
+export interface ModelReply<R extends ReplyReading = ReplyReading> {
+  reply: ChatResponse;
+  reading: R | undefined;
+}
+
+/** Options of the state reporter of one machine. */
+export interface StateReportOptions {
+  /** The recursion a state belongs to, read from the snapshot at each microstep. */
+  traceId?: (snapshot: { context: unknown }) => string | undefined;
+}
+
+/** Services the engine offers one agent step. */
+export interface AgentContext<C extends AgentConfig = AgentConfig> {
   readonly team: ResolvedTeam;
-  readonly agent: AgentConfig;
+  readonly agent: C;
   /** agent_id, step_id and parent_step_id of this step. */
   readonly scope: EventScope;
   readonly task_id: string;
@@ -38,8 +71,15 @@ export interface AgentContext {
   readonly trace_dir: string;
   /** Emit an event from this step; `trace_id` marks the recursion it belongs to. */
   emit(body: RunEventBody, extra?: { trace_id?: string }): void;
-  /** The chat client of a model, by name; the agent's own model by default. */
-  model(name?: string): ChatClient;
+  /**
+   * The one way to call a model: `llm.request`, `llm.delta`, `llm.response`
+   * (with the kind's reading) and `llm.error` events, the reply committed to
+   * the run's journal before it is returned. Throws a one-line RuntimeError
+   * (ABORTED when the step's signal fired).
+   */
+  callModel<R extends ReplyReading>(call: ModelCall<R>): Promise<ModelReply<R>>;
+  /** The name the agent's model reports in events. */
+  modelName(name?: string): string;
   /**
    * The agent's allow-listed tools, plus `extra` tools the agent kind binds
    * itself (todo tools, say). Agents named in the allow-list become tools that
@@ -48,9 +88,26 @@ export interface AgentContext {
   tools(extra?: Tool[]): ToolBox;
   /** Run another agent of the team as a child step of this one. */
   callAgent(name: string, input: string): Promise<AgentResult>;
+  /**
+   * The one state reporter: give it as `inspect` when creating the kind's
+   * actor (`createActor(machine, { input, inspect: ctx.inspectStates("react") })`)
+   * and the machine's states become `state.changed` events, each before the
+   * work it starts.
+   */
+  inspectStates(machine: string, options?: StateReportOptions): (event: InspectionEvent) => void;
   newId(): string;
   now(): Date;
 }
 
 /** An agent kind's entry point: runs one step to its end, never throws for a run failure. */
-export type AgentRunner = (ctx: AgentContext, input: string) => Promise<AgentResult>;
+export type AgentRunner<C extends AgentConfig = AgentConfig> = (ctx: AgentContext<C>, input: string) => Promise<AgentResult>;
+
+/** One agent kind: what the registry (src/kinds/registry.ts) knows of it. */
+export interface KindDefinition<K extends AgentKind = AgentKind> {
+  kind: K;
+  /** The machine that runs an agent of this kind (drawn by `runtime graph`). */
+  machine: AnyStateMachine;
+  /** Its title in `runtime graph`, naming the design it mirrors. */
+  title: string;
+  run: AgentRunner<Extract<AgentConfig, { kind: K }>>;
+}

@@ -1,6 +1,6 @@
 import type { ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
-import { runTeam, type RunOptions, type RunResult } from "../runtime/run-team.js";
+import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
 
 type Listener = (event: RunEvent) => void;
 

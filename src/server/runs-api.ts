@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
-import { redact } from "../trace/redact.js";
 import type { TraceStore } from "../trace/store.js";
 import { HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRun, LiveRuns } from "./live-runs.js";
@@ -13,7 +12,6 @@ export interface ApiContext {
   traceDir: string;
   store: TraceStore;
   live: LiveRuns;
-  secrets: readonly string[];
   maxBodyBytes: number;
   maxLiveRuns: number;
 }
@@ -64,7 +62,7 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
     ...(body.agent !== undefined ? { agent: body.agent } : {}),
     ...(body.session_id !== undefined ? { sessionId: body.session_id } : {}),
   });
-  const stream = new EventStream(res, ctx.secrets, { "x-task-id": run.task_id });
+  const stream = new EventStream(res, { "x-task-id": run.task_id });
   res.once("close", () => {
     if (!run.finished) run.cancel();
   });
@@ -79,12 +77,12 @@ export function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerR
   const after = lastEventId(req.headers["last-event-id"]);
   const live = ctx.live.get(taskId);
   if (live) {
-    pipe(live, after, new EventStream(res, ctx.secrets, { "x-task-id": taskId }));
+    pipe(live, after, new EventStream(res, { "x-task-id": taskId }));
     return;
   }
   const events = ctx.store.eventsOfTask(taskId);
   if (events.length === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
-  const stream = new EventStream(res, ctx.secrets, { "x-task-id": taskId });
+  const stream = new EventStream(res, { "x-task-id": taskId });
   for (const event of events) if (event.seq > after) stream.send(event);
   stream.end();
 }
@@ -94,7 +92,7 @@ export function getRun(ctx: ApiContext, res: ServerResponse, taskId: string): vo
   const run = ctx.store.run(taskId);
   if (!run) throw new HttpError(404, `no run with task_id ${taskId}`);
   const events = ctx.store.eventsOfTask(taskId);
-  sendJson(res, 200, redact({ run, live: ctx.live.get(taskId) !== undefined, events }, ctx.secrets));
+  sendJson(res, 200, { run, live: ctx.live.get(taskId) !== undefined, events });
 }
 
 /** `GET /v1/runs?agent=NAME&limit=N`: runs, newest first. */
@@ -104,14 +102,14 @@ export function listRuns(ctx: ApiContext, res: ServerResponse, query: URLSearchP
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError(400, `limit must be an integer from 1 to 1000, got "${limitText}"`);
   const agent = query.get("agent");
   const runs = agent !== null ? ctx.store.runsOfAgent(agent, { limit }) : ctx.store.listRuns({ limit });
-  sendJson(res, 200, redact({ runs }, ctx.secrets));
+  sendJson(res, 200, { runs });
 }
 
 /** `GET /v1/traces/:trace_id`: the events of one recursion. */
 export function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string): void {
   const events: RunEvent[] = ctx.store.eventsOfTrace(traceId);
   if (events.length === 0) throw new HttpError(404, `no events with trace_id ${traceId}`);
-  sendJson(res, 200, redact({ trace_id: traceId, events }, ctx.secrets));
+  sendJson(res, 200, { trace_id: traceId, events });
 }
 
 /** Forward a live run's events to a stream; end it after run.finished, stop following when the client leaves. */

@@ -2,14 +2,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError, describeError } from "../errors.js";
-import { resolveTraceDir } from "../runtime/trace-dir.js";
-import { redactString } from "../trace/redact.js";
+import { resolveTraceDir } from "../engine/trace-dir.js";
+import { redactString } from "../events/redact.js";
 import { TraceStore } from "../trace/store.js";
 import { HttpError, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
 import { getRun, getTrace, listRuns, startRun, streamEvents, type ApiContext } from "./runs-api.js";
-import { teamInfo, teamSecrets } from "./team-info.js";
+import { teamInfo } from "./team-info.js";
+import { teamSecrets } from "../engine/secrets.js";
 
 export interface ServerOptions {
   team: ResolvedTeam;
@@ -45,13 +46,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.host ?? DEFAULT_HOST;
   const traceDir = resolveTraceDir(options.traceDir);
   const secrets = teamSecrets(options.team);
-  const store = TraceStore.open(traceDir, { secrets });
+  const store = TraceStore.open(traceDir);
   const ctx: ApiContext = {
     team: options.team,
     traceDir,
     store,
     live: new LiveRuns(),
-    secrets,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     maxLiveRuns: options.maxLiveRuns ?? 16,
   };

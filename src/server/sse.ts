@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { RunEvent } from "../events/types.js";
-import { redact } from "../trace/redact.js";
+import { eventJson } from "../events/bus.js";
 import { BASE_HEADERS } from "./http.js";
 
 /** How often a comment line is sent so that idle proxies keep the stream open. */
@@ -9,7 +9,8 @@ const HEARTBEAT_MS = 15_000;
 /**
  * One Server-Sent Events response carrying RunEvents: `id` is the event's
  * `seq` (so a reconnecting client's Last-Event-ID asks for newer events only),
- * `event` its type, `data` its JSON with secrets masked.
+ * `event` its type, `data` its JSON. Events come masked from the run's bus
+ * (src/events/bus.ts) or from the trace store, which holds only masked events.
  */
 export class EventStream {
   private readonly heartbeat: NodeJS.Timeout;
@@ -17,7 +18,6 @@ export class EventStream {
 
   constructor(
     private readonly res: ServerResponse,
-    private readonly secrets: readonly string[],
     headers: Record<string, string> = {},
   ) {
     res.writeHead(200, {
@@ -45,8 +45,7 @@ export class EventStream {
   }
 
   send(event: RunEvent): void {
-    const safe = redact(event, this.secrets);
-    this.write(`id: ${safe.seq}\nevent: ${safe.type}\ndata: ${JSON.stringify(safe)}\n\n`);
+    this.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`);
   }
 
   end(): void {

@@ -37,13 +37,3 @@ export function teamInfo(team: ResolvedTeam): TeamInfo {
     models: Object.values(team.models).map((m) => ({ name: m.name, provider: m.provider, model: m.model })),
   };
 }
-
-/** Exact secret values of a team (API keys), masked in every response on top of the generic rules. */
-export function teamSecrets(team: ResolvedTeam): string[] {
-  const secrets: string[] = [];
-  for (const model of Object.values(team.models)) {
-    if (model.provider === "openai" && model.api_key) secrets.push(model.api_key);
-  }
-  if (process.env["OPENAI_API_KEY"]) secrets.push(process.env["OPENAI_API_KEY"]);
-  return secrets;
-}

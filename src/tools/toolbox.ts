@@ -1,8 +1,7 @@
 import { describeError } from "../errors.js";
 import type { Emit, EventScope } from "../events/types.js";
 import type { ToolCallRequest, ToolSpec } from "../models/types.js";
-import type { ToolBox } from "../runtime/types.js";
-import type { Tool, ToolOutcome } from "./types.js";
+import type { Tool, ToolBox, ToolOutcome } from "./types.js";
 import { argsValidator, parseToolArguments } from "./validate-args.js";
 
 /** What a ToolBox is built from. */
@@ -15,6 +14,14 @@ export interface ToolBoxOptions {
   emit: Emit;
   /** Aborting it stops every running tool. */
   signal: AbortSignal;
+  /** The run's journal: told of each call before it runs and of its outcome before the step moves on. */
+  journal?: ToolJournal;
+}
+
+/** Where a ToolBox commits its calls (the engine's journal, src/engine/journal.ts). */
+export interface ToolJournal {
+  started(call: ToolCallRequest, args: unknown): void;
+  finished(call: ToolCallRequest, outcome: ToolOutcome): void;
 }
 
 /**
@@ -39,11 +46,39 @@ export function createToolBox(options: ToolBoxOptions): ToolBox {
     specs,
     has: (name) => allowed.has(name),
     run: (calls, runOptions) => {
-      const scope: EventScope = { ...options.scope };
-      if (runOptions?.trace_id !== undefined) scope.trace_id = runOptions.trace_id;
+      const scope = scopeOf(options, runOptions?.trace_id);
       return Promise.all(calls.map((call) => runOne(call, allowed, scope, options)));
     },
+    refuse: (call, error, runOptions) => {
+      const scope = scopeOf(options, runOptions?.trace_id);
+      const parsed = parseToolArguments(call.arguments);
+      const args: unknown = parsed.ok ? parsed.value : call.arguments;
+      options.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, scope);
+      options.journal?.started(call, args);
+      return settle(call, args, { ok: false, error }, 0, scope, options);
+    },
   };
+}
+
+function scopeOf(options: ToolBoxOptions, trace_id: string | undefined): EventScope {
+  return trace_id === undefined ? options.scope : { ...options.scope, trace_id };
+}
+
+/** The outcome of a call: journalled, then reported by `tool.finished`. */
+function settle(
+  call: ToolCallRequest,
+  args: unknown,
+  settled: Settled,
+  duration_ms: number,
+  scope: EventScope,
+  options: ToolBoxOptions,
+): ToolOutcome {
+  const outcome: ToolOutcome = { call_id: call.id, tool: call.name, arguments: args, ok: settled.ok, duration_ms };
+  if (settled.ok) outcome.result = settled.result;
+  else outcome.error = settled.error;
+  options.journal?.finished(call, outcome);
+  options.emit({ type: "tool.finished", ...outcome }, scope);
+  return outcome;
 }
 
 async function runOne(
@@ -56,19 +91,9 @@ async function runOne(
   const parsed = parseToolArguments(call.arguments);
   const args: unknown = parsed.ok ? parsed.value : call.arguments;
   options.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, scope);
-
+  options.journal?.started(call, args);
   const settled = await attempt(call, parsed, allowed, scope, options);
-  const outcome: ToolOutcome = {
-    call_id: call.id,
-    tool: call.name,
-    arguments: args,
-    ok: settled.ok,
-    duration_ms: Math.round(performance.now() - started),
-  };
-  if (settled.ok) outcome.result = settled.result;
-  else outcome.error = settled.error;
-  options.emit({ type: "tool.finished", ...outcome }, scope);
-  return outcome;
+  return settle(call, args, settled, Math.round(performance.now() - started), scope, options);
 }
 
 type Settled = { ok: true; result: unknown } | { ok: false; error: string };

@@ -1,5 +1,5 @@
 import type { EventScope, RunEventBody } from "../events/types.js";
-import type { ToolSpec } from "../models/types.js";
+import type { ToolCallRequest, ToolSpec } from "../models/types.js";
 
 /** What a tool sees while it runs. */
 export interface ToolContext {
@@ -31,4 +31,23 @@ export interface ToolOutcome {
   result?: unknown;
   error?: string;
   duration_ms: number;
+}
+
+/**
+ * The tools one agent step may use: its allow-list, resolved. `run` validates
+ * arguments against each tool's JSON Schema, refuses tools outside the
+ * allow-list back to the model, runs the calls of one reply concurrently with
+ * timeouts and output caps, emits `tool.started`/`tool.finished`, commits each
+ * result to the run's journal, and returns the outcomes in call order. It
+ * never throws for a tool's failure.
+ */
+export interface ToolBox {
+  readonly specs: ToolSpec[];
+  has(name: string): boolean;
+  run(calls: ToolCallRequest[], options?: { trace_id?: string }): Promise<ToolOutcome[]>;
+  /**
+   * Answer a call with an error without running it (a kind's own rule refused
+   * it): the same events and journal entry as a call that failed.
+   */
+  refuse(call: ToolCallRequest, error: string, options?: { trace_id?: string }): ToolOutcome;
 }

@@ -2,6 +2,7 @@ import type { ErrorObject, ValidateFunction } from "ajv";
 import { createParametersAjv, explainSchemaError } from "../config/tool-parameters.js";
 import type { JsonSchema } from "../config/types.js";
 import { describeError } from "../errors.js";
+import { parseJsonTolerant } from "../parse/json.js";
 
 /** The result of reading a model's argument text. */
 export type ParsedArgs =
@@ -20,28 +21,27 @@ export type ArgsCheck = { ok: true } | { ok: false; error: string };
 export function parseToolArguments(raw: string): ParsedArgs {
   const text = raw.trim();
   if (text === "") return { ok: true, value: {} };
-  let firstError: string | undefined;
-  for (const candidate of repairCandidates(text)) {
-    try {
-      const value: unknown = JSON.parse(candidate);
-      if (value === null || typeof value !== "object" || Array.isArray(value)) {
-        return { ok: false, error: `arguments must be a JSON object, got ${describeJsonType(value)}: ${clip(raw)}` };
-      }
-      return { ok: true, value: value as Record<string, unknown> };
-    } catch (err) {
-      firstError ??= describeError(err);
-    }
+  // Arguments are the object or nothing: no `{...}` span is cut out of them, and
+  // only a fence wrapping them all is taken off. So a value that parses but is not
+  // an object is the model's answer, reported with its type.
+  let refused: { value: unknown } | undefined;
+  const parsed = parseJsonTolerant(text, {
+    fences: "whole",
+    maxSpanStarts: 0,
+    repair: true,
+    accept: (value) => {
+      if (isRecord(value)) return true;
+      refused ??= { value };
+      return false;
+    },
+  });
+  if (parsed.ok) return { ok: true, value: parsed.value as Record<string, unknown> };
+  if (refused) {
+    return { ok: false, error: `arguments must be a JSON object, got ${describeJsonType(refused.value)}: ${clip(raw)}` };
   }
-  return { ok: false, error: `arguments are not valid JSON (${firstError}): ${clip(raw)}` };
-}
-
-function* repairCandidates(text: string): Generator<string> {
-  yield text;
-  const fenced = /^```(?:json)?\s*([\s\S]*?)\s*```$/i.exec(text);
-  const unfenced = fenced?.[1] ?? text;
-  if (fenced) yield unfenced;
-  const noTrailingCommas = unfenced.replace(/,\s*([}\]])/g, "$1");
-  if (noTrailingCommas !== unfenced) yield noTrailingCommas;
+  // One line of the parse error: it quotes the text, which follows in full anyway.
+  const reason = parsed.error?.split("\n")[0];
+  return { ok: false, error: `arguments are not valid JSON (${reason}): ${clip(raw)}` };
 }
 
 /**
@@ -102,6 +102,10 @@ export function formatAjvErrors(errors: ErrorObject[]): string {
       return `${where} ${e.message ?? "is invalid"}${extra}`;
     })
     .join("; ");
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 function describeJsonType(value: unknown): string {

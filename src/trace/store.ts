@@ -3,10 +3,10 @@ import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { RuntimeError, describeError } from "../errors.js";
 import type { RunEvent, Usage } from "../events/types.js";
-import { redactWithJson } from "./redact.js";
+import { eventJson } from "../events/bus.js";
 
 /** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
-export const TRACE_SCHEMA_VERSION = 1;
+export const TRACE_SCHEMA_VERSION = 2;
 
 /** The file name of the store inside the trace directory. */
 export const TRACE_DB_FILE = "traces.db";
@@ -32,8 +32,6 @@ export interface TraceStoreOptions {
    * @default true
    */
   create?: boolean;
-  /** Exact values (API keys from the team file) masked in every stored event, on top of `redact`'s rules. */
-  secrets?: readonly string[];
   /**
    * How long a writer waits for another process's lock before failing.
    * @default 5000
@@ -69,7 +67,29 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent_id, started_at);
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
+CREATE TABLE IF NOT EXISTS journal (
+  task_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  ts TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY (task_id, key)
+) WITHOUT ROWID;
 `;
+
+/**
+ * One entry of a run's journal (src/engine/journal.ts): a model reply or a
+ * tool call's start or result, under a key that names it within the run.
+ */
+export interface JournalEntry {
+  task_id: string;
+  /** `<step key>/m<k>` (model call k of a step), `<step key>/t<n>` (its tool call n). */
+  key: string;
+  kind: "model.reply" | "tool.started" | "tool.result";
+  ts: string;
+  /** The entry's value as JSON (masked like events). */
+  json: string;
+}
 
 interface RunRow {
   task_id: string;
@@ -93,13 +113,13 @@ export class TraceStore {
   private readonly insertEvent: Database.Statement;
   private readonly upsertStarted: Database.Statement;
   private readonly upsertFinished: Database.Statement;
+  private readonly upsertJournal: Database.Statement;
   private closed = false;
 
   private constructor(
     private readonly db: Database.Database,
     /** The database file. */
     readonly file: string,
-    private readonly secrets: readonly string[],
   ) {
     this.insertEvent = db.prepare(
       `INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json)
@@ -114,6 +134,10 @@ export class TraceStore {
        VALUES (@task_id, @agent_id, '', @ts, @ts, @result_type, @answer, @error, @usage_json)
        ON CONFLICT (task_id) DO UPDATE SET finished_at = excluded.finished_at, result_type = excluded.result_type,
          answer = excluded.answer, error = excluded.error, usage_json = excluded.usage_json`,
+    );
+    this.upsertJournal = db.prepare(
+      `INSERT INTO journal (task_id, key, kind, ts, json) VALUES (@task_id, @key, @kind, @ts, @json)
+       ON CONFLICT (task_id, key) DO UPDATE SET kind = excluded.kind, ts = excluded.ts, json = excluded.json`,
     );
     // Bound so it can be handed to `EventBus.subscribe` as it is.
     this.append = this.append.bind(this);
@@ -136,7 +160,7 @@ export class TraceStore {
       // process loses nothing; only a power cut may lose the last commits.
       db.pragma("synchronous = NORMAL");
       migrate(db, file);
-      return new TraceStore(db, file, options.secrets ?? []);
+      return new TraceStore(db, file);
     } catch (err) {
       db?.close();
       if (err instanceof RuntimeError) throw err;
@@ -144,25 +168,27 @@ export class TraceStore {
     }
   }
 
-  /** Store one event, redacted, committed before returning. Usable directly as an `EventSink`. */
-  append(event: RunEvent, secrets: readonly string[] = []): void {
-    this.db.transaction(() => this.write(event, secrets))();
+  /**
+   * Store one event, committed before returning. Usable directly as an
+   * `EventSink`; events are masked by the bus they come from (src/events/bus.ts).
+   */
+  append(event: RunEvent): void {
+    this.db.transaction(() => this.write(event))();
   }
 
   /**
    * Store several events in one transaction: all of them or none. One commit
    * for a burst of events costs about a quarter of one commit per event.
    */
-  appendMany(events: readonly RunEvent[], secrets: readonly string[] = []): void {
+  appendMany(events: readonly RunEvent[]): void {
     if (events.length === 0) return;
     this.db.transaction(() => {
-      for (const event of events) this.write(event, secrets);
+      for (const event of events) this.write(event);
     })();
   }
 
-  private write(event: RunEvent, extraSecrets: readonly string[]): void {
-    const secrets = extraSecrets.length ? [...this.secrets, ...extraSecrets] : this.secrets;
-    const { value: safe, json } = redactWithJson(event, secrets);
+  private write(safe: RunEvent): void {
+    const json = eventJson(safe);
     const row = {
       task_id: safe.task_id,
       seq: safe.seq,
@@ -188,6 +214,16 @@ export class TraceStore {
         usage_json: JSON.stringify(safe.usage),
       });
     }
+  }
+
+  /** Commit one journal entry (its own transaction: it is durable when this returns). */
+  writeJournal(entry: JournalEntry): void {
+    this.upsertJournal.run(entry);
+  }
+
+  /** A run's journal, in key order. */
+  journalOf(taskId: string): JournalEntry[] {
+    return this.db.prepare("SELECT task_id, key, kind, ts, json FROM journal WHERE task_id = ? ORDER BY key").all(taskId) as JournalEntry[];
   }
 
   /** Every event of one run, in `seq` order. */

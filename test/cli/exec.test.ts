@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
-import { teamSecrets } from "../../src/runtime/run-team.js";
+import { teamSecrets } from "../../src/engine/run-team.js";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";

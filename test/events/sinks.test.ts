@@ -126,9 +126,9 @@ describe("terminalSink, not a terminal", () => {
   });
 
   test("never prints secrets", () => {
-    const bus = new EventBus("task-s", steppingClock());
+    const bus = new EventBus("task-s", steppingClock(), { secrets: ["conf-key-123456"] });
     const out = collector();
-    bus.subscribe(terminalSink(out, { tty: false, color: false, secrets: ["conf-key-123456"] }));
+    bus.subscribe(terminalSink(out, { tty: false, color: false }));
     bus.emit({ type: "run.started", input: "key sk-abcdefghijklmnop" }, s);
     bus.emit(
       { type: "tool.finished", tool: "http", call_id: "c", arguments: { api_key: "k-SECRET-1" }, ok: false, error: "401 Bearer tok-SECRET-2 conf-key-123456", duration_ms: 1 },

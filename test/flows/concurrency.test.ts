@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLimiter, mapLimited } from "../../src/flows/concurrency.js";
+import { createLimiter, mapLimited } from "../../src/kinds/plan-solver/concurrency.js";
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

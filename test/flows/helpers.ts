@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentConfig, PlanAndSolveFlowConfig, PlanSolverConfig, ReactAgentConfig, ResolvedTeam } from "../../src/config/types.js";
 import type { RunEvent } from "../../src/events/types.js";
-import { runTeam, type RunOptions, type RunResult } from "../../src/runtime/run-team.js";
+import { runTeam, type RunOptions, type RunResult } from "../../src/engine/run-team.js";
 import type { ChatBody, MessageReply, Reply } from "../support/openai-server.js";
 
 /** A react agent whose system prompt names its role, so the test server can tell agents apart. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Action, formatInstructions, loadSchema, type Plan, parseStructured } from "../../src/flows/structured.js";
+import { type Action, formatInstructions, loadSchema, type Plan, parseStructured } from "../../src/kinds/structured.js";
 
 const plan = loadSchema("plan");
 const action = loadSchema("action");

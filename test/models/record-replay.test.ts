@@ -5,7 +5,7 @@ import { loadTeam } from "../../src/config/load.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { createChatClient } from "../../src/models/factory.js";
 import { recordingClient, writeScript, type RecordedReply } from "../../src/models/recorder.js";
-import { runTeam } from "../../src/runtime/run-team.js";
+import { runTeam } from "../../src/engine/run-team.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 

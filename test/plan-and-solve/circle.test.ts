@@ -15,6 +15,7 @@ import {
   todos,
   toolResult,
   topLevel,
+  walked,
 } from "./support.js";
 
 const servers: { close(): Promise<void> }[] = [];
@@ -75,7 +76,7 @@ describe("plan_and_solve: the circle question (seed 000 diagram 7)", () => {
     expect(result.answer).toContain("31.42");
     expect(topLevel(events)).toEqual(["IDLE", "PLANNING", "SOLVING", "VERIFYING", "FINISHED"]);
     // Substates of the seed diagram, in the order the calls drove them.
-    const to = events.flatMap((e) => (e.type === "state.changed" ? [e.to] : []));
+    const to = walked(events);
     expect(to.slice(0, 6)).toEqual([
       "IDLE",
       "PLANNING.AnalyzeProblem",

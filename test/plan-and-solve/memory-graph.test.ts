@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { planAndSolveMachine } from "../../src/agents/plan-and-solve/machine.js";
-import { Memory, toolContent } from "../../src/agents/plan-and-solve/memory.js";
-import { taskMachine } from "../../src/agents/plan-and-solve/task-machine.js";
+import { planAndSolveMachine } from "../../src/kinds/plan-and-solve/machine.js";
+import { Memory, toolContent } from "../../src/kinds/plan-and-solve/memory.js";
+import { taskMachine } from "../../src/kinds/plan-and-solve/task-machine.js";
 import { machineToMermaid } from "../../src/index.js";
 
 const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };

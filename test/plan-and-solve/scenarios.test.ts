@@ -15,6 +15,7 @@ import {
   todos,
   toolResult,
   topLevel,
+  walked,
 } from "./support.js";
 
 const servers: { close(): Promise<void> }[] = [];
@@ -147,7 +148,7 @@ describe("plan_and_solve: planning", () => {
     const review = JSON.parse(toolResult(bodies[2], "v1") ?? "{}") as { valid: boolean; problems: string[] };
     expect(review.valid).toBe(false);
     expect(review.problems.join(" ")).toMatch(/question.*Items 2 and 3 say the same thing|Items 2 and 3 say the same thing/);
-    const to = events.flatMap((e) => (e.type === "state.changed" ? [e.to] : []));
+    const to = walked(events);
     // Each failed attempt leads back to AnalyzeProblem; the valid plan goes on to SOLVING.
     expect(to.filter((t) => t === "PLANNING.AnalyzeProblem")).toHaveLength(3);
     expect(to.indexOf("SOLVING.CheckNextTask")).toBeGreaterThan(to.lastIndexOf("PLANNING.AnalyzeProblem"));

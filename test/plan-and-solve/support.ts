@@ -66,12 +66,18 @@ export const calls = (...tool_calls: ReplyToolCall[]): MessageReply => ({ conten
 
 export const todos = (...contents: string[]) => ({ todos: contents.map((content) => ({ content })) });
 
+/** Every state a machine walked, in order: each state.changed's `via` (the transient states passed through), then its `to`. */
+export function walked(events: RunEvent[], machine?: string): string[] {
+  return events.flatMap((e) =>
+    e.type === "state.changed" && (machine === undefined || e.machine === machine) ? [...(e.via ?? []), e.to] : [],
+  );
+}
+
 /** The top-level states the lifecycle machine went through, in order, without repeats in a row. */
 export function topLevel(events: RunEvent[]): string[] {
   const out: string[] = [];
-  for (const e of events) {
-    if (e.type !== "state.changed" || e.machine !== "plan_and_solve") continue;
-    const top = e.to.split(".")[0] ?? "";
+  for (const state of walked(events, "plan_and_solve")) {
+    const top = state.split(".")[0] ?? "";
     if (out.at(-1) !== top) out.push(top);
   }
   return out;

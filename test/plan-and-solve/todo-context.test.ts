@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEventBody } from "../../src/events/types.js";
-import { checkTransition } from "../../src/agents/plan-and-solve/task-machine.js";
-import { SessionStore } from "../../src/agents/plan-and-solve/session-store.js";
-import { TodoLoopContext, TodoRefusal } from "../../src/agents/plan-and-solve/todo-context.js";
-import { reviewPlan, todoTools } from "../../src/agents/plan-and-solve/todo-tools.js";
+import { checkTransition } from "../../src/kinds/plan-and-solve/task-machine.js";
+import { SessionStore } from "../../src/kinds/plan-and-solve/session-store.js";
+import { TodoLoopContext, TodoRefusal } from "../../src/kinds/plan-and-solve/todo-context.js";
+import { reviewPlan, todoTools } from "../../src/kinds/plan-and-solve/todo-tools.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -19,8 +19,9 @@ function context(options: { store?: SessionStore; session?: string; complete_aft
     session_id: options.session ?? "s1",
     emit: (e) => events.push(e),
     ...(options.store ? { store: options.store } : {}),
-    ...(options.complete_after ? { complete_after: options.complete_after } : {}),
-    ...(options.block_after ? { block_after: options.block_after } : {}),
+    // The team file's defaults (schemas/team.schema.json: todo_complete_after 3, todo_block_after 2).
+    complete_after: options.complete_after ?? 3,
+    block_after: options.block_after ?? 2,
   });
   return { todos, events };
 }

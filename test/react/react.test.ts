@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import type { RunEvent } from "../../src/events/types.js";
-import { runTeam } from "../../src/runtime/run-team.js";
+import { runTeam } from "../../src/engine/run-team.js";
 import { startOpenAIServer, type ChatBody } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
@@ -97,7 +97,7 @@ describe("react agent through the openai client and the test server", () => {
       .flatMap((e) => (e.type === "state.changed" ? [...(e.via ?? []), e.to].map((st) => st.split(".").at(-1)) : [e.type]));
     const recursion = ["INPUT", "REACH_MAX_ITERATION", "OBSERVE", "llm.request", "THOUGHT", "ACTION_TYPE"];
     expect(flow).toEqual([
-      ...recursion, "CALL_TOOL", "tool.started", "tool.started", "DONE", "EXIT", "RESULT_TYPE",
+      "INIT", ...recursion, "CALL_TOOL", "tool.started", "tool.started", "DONE", "EXIT", "RESULT_TYPE",
       ...recursion, "ANSWER", "DONE", "EXIT", "RESULT_TYPE", "DONE",
     ]);
     // Transient states travel in one event (`via`) up to the next thing that happens: at most 3 per recursion, not 8.

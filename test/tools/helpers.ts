@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { CommandToolConfig } from "../../src/config/types.js";
 import { EventBus } from "../../src/events/bus.js";
 import type { EventScope, RunEvent } from "../../src/events/types.js";
-import type { ToolBox } from "../../src/runtime/types.js";
+import type { ToolBox } from "../../src/kinds/types.js";
 import { createToolBox } from "../../src/tools/toolbox.js";
 import type { Tool } from "../../src/tools/types.js";
 

@@ -2,8 +2,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
-import { runTeam } from "../../src/runtime/run-team.js";
-import { openTraceStores } from "../../src/runtime/trace-stores.js";
+import { runTeam } from "../../src/engine/run-team.js";
+import { openTraceStores } from "../../src/engine/trace-stores.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
 

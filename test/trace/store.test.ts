@@ -98,13 +98,13 @@ describe("TraceStore", () => {
     expect(run?.result_type).toBeUndefined();
   });
 
-  test("uses the WAL journal, records schema_version 1 and indexes agent_id and trace_id", () => {
+  test("uses the WAL journal, records schema_version 2 and indexes agent_id and trace_id", () => {
     const dir = tempDir();
     openStore(dir).append(todoRun("t")[0]!);
     const db = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "1" });
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "2" });
       const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'").all() as { name: string }[]).map((r) => r.name);
       expect(indexes).toEqual(expect.arrayContaining(["events_agent", "events_trace"]));
     } finally {
@@ -148,9 +148,9 @@ describe("TraceStore", () => {
     const dir = tempDir();
     TraceStore.open(dir).close();
     const db = new Database(join(dir, TRACE_DB_FILE));
-    db.prepare("UPDATE meta SET value = '2' WHERE key = 'schema_version'").run();
+    db.prepare("UPDATE meta SET value = '3' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => TraceStore.open(dir)).toThrow(/schema_version 2, newer than this runtime supports \(1\)/);
+    expect(() => TraceStore.open(dir)).toThrow(/schema_version 3, newer than this runtime supports \(2\)/);
   });
 
   test("a reader does not create a missing store, and a file that is not a database is reported in one line", () => {
@@ -245,8 +245,9 @@ describe("TraceStore across processes", () => {
 describe("secrets never reach the store", () => {
   test("keys and bearer tokens are masked in stored events and absent from the database files", () => {
     const dir = tempDir();
-    const store = TraceStore.open(dir, { secrets: ["configured-key-0123456789"] });
-    const bus = new EventBus("task-secret", steppingClock());
+    const store = TraceStore.open(dir);
+    // The bus is the one redaction stage; the store keeps what it is given.
+    const bus = new EventBus("task-secret", steppingClock(), { secrets: ["configured-key-0123456789"] });
     bus.subscribe(store.append);
     const scope = { agent_id: "solver", step_id: "s1", trace_id: "tr-1" };
     bus.emit({ type: "run.started", input: "use key sk-proj-ABCDEFGHIJKLMNOP1234 please" }, { agent_id: "solver" });

@@ -6,7 +6,7 @@ import { describeError } from "../../errors.js";
 import { loadTeamOrReport } from "../load-team.js";
 import type { EventSink } from "../../events/bus.js";
 import type { RecordedReply } from "../../models/recorder.js";
-import { EXIT, type SetExit } from "../main.js";
+import { EXIT, type SetExit } from "../exit.js";
 
 interface ExecOptions {
   agent?: string;
@@ -62,7 +62,7 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
 
   // The engine is loaded only when a command needs it, so `runtime --help` starts fast.
   const [
-    { runTeam, teamSecrets },
+    { runTeam },
     { ndjsonSink },
     { terminalSink },
     { createChatClient },
@@ -70,13 +70,13 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     { resolveTraceDir },
     { acquireTraceStore, releaseTraceStore },
   ] = await Promise.all([
-    import("../../runtime/run-team.js"),
+    import("../../engine/run-team.js"),
     import("../../events/ndjson-sink.js"),
     import("../../events/terminal-sink.js"),
     import("../../models/factory.js"),
     import("../../models/recorder.js"),
-    import("../../runtime/trace-dir.js"),
-    import("../../runtime/trace-stores.js"),
+    import("../../engine/trace-dir.js"),
+    import("../../engine/trace-stores.js"),
   ]);
   const team = await loadTeamOrReport(file, "exec");
   if (!team) return EXIT.USAGE;
@@ -94,11 +94,10 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
 
   const sinks: EventSink[] = [];
   const ndjson = opts.events === "ndjson";
-  const secrets = teamSecrets(team);
-  if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line), { secrets }));
+  if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
   const showProgress = opts.progress ?? process.stderr.isTTY === true;
   const progress = showProgress
-    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true, secrets })
+    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true })
     : undefined;
   if (progress) sinks.push(progress);
 

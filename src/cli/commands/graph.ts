@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { loadTeamOrReport } from "../load-team.js";
-import { EXIT, type SetExit } from "../main.js";
+import { EXIT, type SetExit } from "../exit.js";
 
 const MACHINE_NAMES = "react | plan_and_solve | task | plan_tool | plan_and_solve_flow";
 
@@ -18,7 +18,7 @@ export function registerGraph(program: Command, setExit: SetExit): void {
 }
 
 async function graph(file: string | undefined, opts: { agent?: string; machine?: string }): Promise<number> {
-  const [{ compositionToMermaid }, { MACHINES, MACHINE_OF_KIND }, { machineToMermaid }] = await Promise.all([
+  const [{ compositionToMermaid }, { MACHINES, machineOfKind }, { machineToMermaid }] = await Promise.all([
     import("../../graph/composition.js"),
     import("../../graph/machines.js"),
     import("../../graph/mermaid.js"),
@@ -43,7 +43,7 @@ async function graph(file: string | undefined, opts: { agent?: string; machine?:
     if (!agent) return err(`unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
     out.push(`%% agent ${name} (${agent.kind})`);
     out.push(compositionToMermaid(team, name));
-    const machine = MACHINES[MACHINE_OF_KIND[agent.kind] ?? ""];
+    const machine = MACHINES[machineOfKind(agent.kind) ?? ""];
     if (machine) out.push(machineToMermaid(machine.machine, `${name}: ${machine.title}`));
   }
   process.stdout.write(out.join("\n"));

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { RuntimeError, describeError } from "../../errors.js";
 import type { PlanTool } from "../../plan/plan-tool.js";
 import type { PlanInstance } from "../../plan/types.js";
-import { EXIT, type SetExit } from "../main.js";
+import { EXIT, type SetExit } from "../exit.js";
 
 interface PlanOptions {
   traceDir?: string;

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { EXIT, type SetExit } from "../main.js";
+import { EXIT, type SetExit } from "../exit.js";
 
 /** `runtime schema`: the JSON Schema of team.yaml on stdout. */
 export function registerSchema(program: Command, setExit: SetExit): void {

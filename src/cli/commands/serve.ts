@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { describeError } from "../../errors.js";
 import { loadTeamOrReport } from "../load-team.js";
-import { EXIT, type SetExit } from "../main.js";
+import { EXIT, type SetExit } from "../exit.js";
 
 interface ServeOptions {
   port: string;

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { RuntimeError, describeError } from "../../errors.js";
 import type { RunEvent } from "../../events/types.js";
 import type { RunSummary, TraceStore } from "../../trace/store.js";
-import { EXIT, type SetExit } from "../main.js";
+import { EXIT, type SetExit } from "../exit.js";
 
 interface TraceOptions {
   agent?: string;

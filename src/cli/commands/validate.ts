@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { ConfigError, describeError, formatProblem } from "../../errors.js";
 import { loadCheckedTeam } from "../load-team.js";
-import { EXIT, type SetExit } from "../main.js";
+import { EXIT, type SetExit } from "../exit.js";
 
 /** `runtime validate FILE...`: every problem of every file, one per line on stderr. */
 export function registerValidate(program: Command, setExit: SetExit): void {

@@ -6,8 +6,8 @@
  * whose implementations come in through `services`.
  */
 import { assign, fromPromise, setup } from "xstate";
-import type { AgentResult } from "../runtime/types.js";
-import type { Action } from "./structured.js";
+import type { AgentResult } from "../types.js";
+import type { Action } from "../structured.js";
 
 /** What a service produced, or why it could not; `fatal` failures (interruption) are never passed on. */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: string; fatal?: boolean };
@@ -51,15 +51,6 @@ export type FlowOutput = Pick<AgentResult, "result_type" | "answer" | "error">;
 
 type Executed = Outcome<string>;
 
-/**
- * Invoked actors start before observers hear of the new state; waiting one
- * microtask lets `state.changed` precede the events the service emits.
- */
-const afterTransition = async <T>(work: () => Promise<T>): Promise<T> => {
-  await Promise.resolve();
-  return work();
-};
-
 const numbered = (steps: string[]) => steps.map((step, i) => `${i + 1}. ${step}`).join("\n");
 
 export const planAndSolveFlowMachine = setup({
@@ -69,15 +60,15 @@ export const planAndSolveFlowMachine = setup({
     output: {} as FlowOutput,
   },
   actors: {
-    plan: fromPromise<Outcome<string[]>, { services: FlowServices }>(({ input }) => afterTransition(() => input.services.plan())),
+    plan: fromPromise<Outcome<string[]>, { services: FlowServices }>(({ input }) => input.services.plan()),
     execute: fromPromise<Executed, { services: FlowServices; step: string; past_steps: string }>(({ input }) =>
-      afterTransition(() => input.services.execute(input.step, input.past_steps)),
+      input.services.execute(input.step, input.past_steps),
     ),
     replan: fromPromise<Outcome<Action["action"]>, { services: FlowServices; plan_str: string; past_steps: string }>(
-      ({ input }) => afterTransition(() => input.services.replan(input.plan_str, input.past_steps)),
+      ({ input }) => input.services.replan(input.plan_str, input.past_steps),
     ),
     summarize: fromPromise<Outcome<string>, { services: FlowServices; plan_str: string; past_steps: string }>(({ input }) =>
-      afterTransition(() => input.services.summarize(input.plan_str, input.past_steps)),
+      input.services.summarize(input.plan_str, input.past_steps),
     ),
   },
   guards: {

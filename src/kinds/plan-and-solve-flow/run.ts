@@ -10,14 +10,13 @@
  * (`task:…, execute task failed:…`) and the replanner decides what to do.
  */
 import { createActor, toPromise } from "xstate";
-import type { PlanAndSolveFlowConfig } from "../config/types.js";
-import { describeError } from "../errors.js";
-import { addUsage, type Usage, ZERO_USAGE } from "../events/types.js";
-import type { ChatMessage } from "../models/types.js";
-import type { AgentContext, AgentResult, AgentRunner } from "../runtime/types.js";
-import { observeStates } from "../agents/state-events.js";
-import { type FlowServices, type Outcome, planAndSolveFlowMachine } from "./plan-and-solve-flow-machine.js";
-import { type Action, askStructured, loadSchema, type Plan } from "./structured.js";
+import type { PlanAndSolveFlowConfig } from "../../config/types.js";
+import { describeError } from "../../errors.js";
+import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
+import type { ChatMessage } from "../../models/types.js";
+import type { AgentContext, AgentResult, AgentRunner } from "../types.js";
+import { type FlowServices, type Outcome, planAndSolveFlowMachine } from "./machine.js";
+import { type Action, askStructured, loadSchema, type Plan } from "../structured.js";
 
 /** Name of the machine in `state.changed` events. */
 export const FLOW_MACHINE = "plan_and_solve_flow";
@@ -61,17 +60,15 @@ export function summaryMessages(input: string, plan_str: string, past_steps: str
 }
 
 /** Run a `plan_and_solve_flow` agent step. */
-export const runPlanAndSolveFlow: AgentRunner = async (ctx, input) => {
+export const runPlanAndSolveFlow: AgentRunner<PlanAndSolveFlowConfig> = async (ctx, input) => {
   const config = ctx.agent;
-  if (config.kind !== "plan_and_solve_flow") {
-    return { result_type: "error", error: `agent '${config.name}' is not a plan_and_solve_flow`, usage: ZERO_USAGE };
-  }
   let usage: Usage = ZERO_USAGE;
   const services = flowServices(ctx, config, input, (spent) => {
     usage = addUsage(usage, spent);
   });
 
   const actor = createActor(planAndSolveFlowMachine, {
+    inspect: ctx.inspectStates(FLOW_MACHINE),
     input: {
       services,
       enable_replanner: config.enable_replanner,
@@ -79,14 +76,13 @@ export const runPlanAndSolveFlow: AgentRunner = async (ctx, input) => {
       ...(config.pre_plan_steps ? { pre_plan_steps: config.pre_plan_steps } : {}),
     },
   });
-  observeStates(actor, FLOW_MACHINE, (body) => ctx.emit(body));
   actor.start();
   const output = await toPromise(actor);
   return { ...output, usage } satisfies AgentResult;
 };
 
 function flowServices(
-  ctx: AgentContext,
+  ctx: AgentContext<PlanAndSolveFlowConfig>,
   config: PlanAndSolveFlowConfig,
   input: string,
   spend: (usage: Usage) => void,
@@ -110,10 +106,8 @@ function flowServices(
     },
 
     async replan(plan_str, past_steps) {
-      // The team file names the replanner; without one the planner replans, as it knows the Plan format.
-      const replanner = config.replanner ?? config.planner;
       const query = replannerQuery(input, plan_str, past_steps);
-      const asked = await askStructured<Action>(ctx, "replanner", replanner, query, loadSchema("action"));
+      const asked = await askStructured<Action>(ctx, "replanner", config.replanner, query, loadSchema("action"));
       spend(asked.usage);
       if (ctx.signal.aborted) return interrupted();
       return asked.ok ? { ok: true, value: asked.value.action } : { ok: false, error: asked.error };
@@ -122,23 +116,11 @@ function flowServices(
     async summarize(plan_str, past_steps) {
       if (ctx.signal.aborted) return interrupted();
       try {
-        const model = ctx.model();
-        const messages = summaryMessages(input, plan_str, past_steps);
-        ctx.emit({ type: "llm.request", model: model.model, messages: messages.length });
-        const started = Date.now();
-        const reply = await model.chat({ messages, signal: ctx.signal, agent_id: ctx.scope.agent_id });
+        const { reply } = await ctx.callModel({ messages: summaryMessages(input, plan_str, past_steps) });
         spend(reply.usage);
-        ctx.emit({
-          type: "llm.response",
-          model: model.model,
-          usage: reply.usage,
-          duration_ms: Date.now() - started,
-          content: reply.content ?? "",
-        });
         return { ok: true, value: reply.content ?? "" };
       } catch (err) {
         if (ctx.signal.aborted) return interrupted();
-        ctx.emit({ type: "llm.error", model: config.model, error: describeError(err) });
         return { ok: false, error: `fallback summary failed: ${describeError(err)}` };
       }
     },

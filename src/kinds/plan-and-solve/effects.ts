@@ -1,8 +1,8 @@
-import { RuntimeError, describeError } from "../../errors.js";
+import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import { ZERO_USAGE, type TodoItem } from "../../events/types.js";
-import type { ChatClient, ChatRequest, ChatResponse, ToolCallRequest } from "../../models/types.js";
+import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../../models/types.js";
 import type { Template } from "../../prompts/render.js";
-import type { AgentContext, ToolBox } from "../../runtime/types.js";
+import type { AgentContext, ToolBox } from "../types.js";
 import type { ToolOutcome } from "../../tools/types.js";
 import type { PlanAndSolveEffects, SummaryReason, Verdict } from "./types.js";
 import type { Memory } from "./memory.js";
@@ -10,13 +10,12 @@ import type { TodoLoopContext } from "./todo-context.js";
 import { describeOpen } from "./todo-tools.js";
 
 export interface EffectsDeps {
-  ctx: AgentContext;
+  ctx: AgentContext<PlanAndSolveAgentConfig>;
   input: string;
   template: Template;
   todos: TodoLoopContext;
   memory: Memory;
   toolbox: ToolBox;
-  client: ChatClient;
   /** The heuristics' thresholds, shown in the prompt. */
   thresholds: { complete_after: number; block_after: number };
   /** Told the trace_id of each new round, so todo and state events carry it. */
@@ -31,7 +30,7 @@ export const SKIPPED_NOTE = "skipped: the run finished before this item was done
  * todo list, tool box and model. The machine decides; these only act.
  */
 export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
-  const { ctx, memory, todos, toolbox, client } = d;
+  const { ctx, memory, todos, toolbox } = d;
   const agent = ctx.agent;
   let trace_id = "";
   let lastIteration = 0;
@@ -42,34 +41,18 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     return trace_id;
   };
 
-  const chat = async (request: Omit<ChatRequest, "signal" | "agent_id">): Promise<ChatResponse> => {
-    ctx.emit({ type: "llm.request", model: client.model, messages: request.messages.length }, { trace_id });
-    const started = Date.now();
-    try {
-      const reply = await client.chat({
-        ...request,
-        signal: ctx.signal,
-        agent_id: ctx.scope.agent_id,
-        onDelta: (text) => ctx.emit({ type: "llm.delta", text }, { trace_id }),
-      });
-      ctx.emit(
-        {
-          type: "llm.response",
-          model: client.model,
-          usage: reply.usage,
-          duration_ms: Date.now() - started,
-          action_type: reply.tool_calls.length > 0 ? "CALL_TOOL" : "ANSWER",
-          ...(reply.content ? { content: reply.content, thought: reply.content } : {}),
-          ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}),
-        },
-        { trace_id },
-      );
-      memory.addAssistant(reply);
-      return reply;
-    } catch (err) {
-      ctx.emit({ type: "llm.error", model: client.model, error: describeError(err) }, { trace_id });
-      throw ctx.signal.aborted ? new RuntimeError("ABORTED", "interrupted") : err;
-    }
+  const chat = async (messages: ChatMessage[], tools?: ToolSpec[]): Promise<ChatResponse> => {
+    const { reply } = await ctx.callModel({
+      messages,
+      ...(tools ? { tools } : {}),
+      trace_id,
+      read: (r) => ({
+        action_type: r.tool_calls.length > 0 ? "CALL_TOOL" : "ANSWER",
+        ...(r.content ? { thought: r.content } : {}),
+      }),
+    });
+    memory.addAssistant(reply);
+    return reply;
   };
 
   /** The system prompt, rendered afresh for each request; every variable is always defined (strict templates). */
@@ -103,7 +86,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       newRound();
       ctx.emit({ type: "recursion.started", iteration }, { trace_id });
       const system = prompt(iteration, toolbox.specs.map((t) => t.name).join(", "));
-      return chat({ messages: memory.request(system), ...(toolbox.specs.length ? { tools: toolbox.specs } : {}) });
+      return chat(memory.request(system), toolbox.specs);
     },
 
     execute,
@@ -148,7 +131,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       const system = prompt(lastIteration, "");
       try {
         // No tools offered: the model can only answer in text.
-        const reply = await chat({ messages: memory.request(system) });
+        const reply = await chat(memory.request(system));
         const text = reply.content?.trim();
         return { ...(text ? { text } : {}), usage: reply.usage };
       } catch {
@@ -162,19 +145,9 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     },
   };
 
-  /** Answer a terminate call with a refusal; the tool never ran, so the events say so. */
+  /** Answer a terminate call with a refusal: the tool never ran, and the events and journal say so. */
   function refuse(call: ToolCallRequest, error: string): void {
-    let args: unknown = call.arguments;
-    try {
-      args = JSON.parse(call.arguments);
-    } catch {
-      // The raw text is what the model sent; keep it.
-    }
-    ctx.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, { trace_id });
-    ctx.emit(
-      { type: "tool.finished", tool: call.name, call_id: call.id, arguments: args, ok: false, error, duration_ms: 0 },
-      { trace_id },
-    );
+    toolbox.refuse(call, error, { trace_id });
     memory.addTool(call.id, `Error: ${error}`);
   }
 }

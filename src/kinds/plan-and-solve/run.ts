@@ -1,9 +1,8 @@
-import { createActor, toPromise, type Actor } from "xstate";
+import { createActor, toPromise } from "xstate";
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import type { RunEventBody } from "../../events/types.js";
 import { compileTemplate, defaultTemplate } from "../../prompts/render.js";
-import type { AgentRunner } from "../../runtime/types.js";
-import { statePath } from "../state-events.js";
+import type { AgentRunner } from "../types.js";
 import { createEffects } from "./effects.js";
 import { planAndSolveMachine } from "./machine.js";
 import { Memory } from "./memory.js";
@@ -18,9 +17,8 @@ import { todoTools } from "./todo-tools.js";
  * continues it; an agent called by another agent has a list of its own. Each request is `[system, user, assistant, tool, ...]` with
  * the system prompt, todo list included, rendered afresh every round.
  */
-export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
-  // Dispatched for kind plan_and_solve only, so the resolved config has the thresholds.
-  const agent = ctx.agent as PlanAndSolveAgentConfig;
+export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx, input) => {
+  const agent = ctx.agent;
   const template = agent.prompt !== undefined ? compileTemplate(agent.prompt) : defaultTemplate("plan_and_solve");
 
   // Todo events belong to the round that caused them.
@@ -44,25 +42,16 @@ export const runPlanAndSolve: AgentRunner = async (ctx, input) => {
       todos,
       memory: new Memory(input),
       toolbox: ctx.tools(todoTools(todos)),
-      client: ctx.model(),
       thresholds: limits,
       round: (id) => {
         trace_id = id;
       },
     });
-    // Microsteps, not snapshots: state.changed then precedes what the new state does.
-    let previous = "";
-    const actor: Actor<typeof planAndSolveMachine> = createActor(planAndSolveMachine, {
+    // Todo events and states belong to the round that caused them.
+    const actor = createActor(planAndSolveMachine, {
       input: { max_iteration: agent.max_iteration, effects },
-      inspect: (event) => {
-        if (event.type !== "@xstate.microstep" || event.actorRef !== actor) return;
-        const current = statePath((event.snapshot as unknown as { value: unknown }).value);
-        if (current !== previous) emit({ type: "state.changed", machine: "plan_and_solve", from: previous, to: current });
-        previous = current;
-      },
+      inspect: ctx.inspectStates("plan_and_solve", { traceId: () => trace_id }),
     });
-    previous = statePath(actor.getSnapshot().value);
-    emit({ type: "state.changed", machine: "plan_and_solve", from: "(start)", to: previous });
     actor.start();
     actor.send({ type: "RUN" });
     const output = await toPromise(actor);

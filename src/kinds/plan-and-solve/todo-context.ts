@@ -14,10 +14,10 @@ export interface TodoLoopOptions {
   emit: (body: RunEventBody) => void;
   store?: SessionStore;
   now?: () => Date;
-  /** Successful tool calls after which the active item is completed. @default 3 */
-  complete_after?: number;
-  /** Failed tool calls in a row after which the active item is blocked. @default 2 */
-  block_after?: number;
+  /** Successful tool calls after which the active item is completed (the agent's `todo_complete_after`). */
+  complete_after: number;
+  /** Failed tool calls in a row after which the active item is blocked (the agent's `todo_block_after`). */
+  block_after: number;
 }
 
 /** Why a manual update was refused, in words the model can act on. */
@@ -49,8 +49,8 @@ export class TodoLoopContext {
 
   constructor(private readonly options: TodoLoopOptions) {
     this.session_id = options.session_id;
-    this.completeAfter = options.complete_after ?? 3;
-    this.blockAfter = options.block_after ?? 2;
+    this.completeAfter = options.complete_after;
+    this.blockAfter = options.block_after;
     this.state = options.store?.load(options.session_id) ?? { version: 0, items: [] };
   }
 

@@ -5,17 +5,20 @@
  * A failing solver does not stop the others; the aggregator is told which
  * failed and why. When the step's signal aborts, the runs in flight are
  * cancelled (callAgent passes the signal on), no new run starts, and the
- * step ends with the error `interrupted`.
+ * step ends with the error `interrupted`. The pipeline lives in
+ * `planSolverMachine`; this file binds its actors to one agent step.
  */
 import { getMaxListeners, setMaxListeners } from "node:events";
-import type { PlanSolverConfig } from "../config/types.js";
-import { addUsage, type Usage, ZERO_USAGE } from "../events/types.js";
-import type { AgentResult, AgentRunner } from "../runtime/types.js";
+import { createActor, fromPromise, toPromise } from "xstate";
+import type { PlanSolverConfig } from "../../config/types.js";
+import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
+import type { AgentContext, AgentRunner } from "../types.js";
 import { mapLimited } from "./concurrency.js";
-import { askStructured, loadSchema, type Plan } from "./structured.js";
+import { type Outcome, planSolverMachine, type SolverOutcome } from "./machine.js";
+import { askStructured, loadSchema, type Plan } from "../structured.js";
 
-/** What one solver run produced. */
-export type SolverOutcome = { task: string; ok: true; output: string } | { task: string; ok: false; error: string };
+/** Name of the machine in `state.changed` events. */
+export const PLAN_SOLVER_MACHINE = "plan_solver";
 
 const INTERRUPTED = "interrupted";
 
@@ -46,74 +49,81 @@ export function aggregatorQuery(input: string, outcomes: SolverOutcome[]): strin
   ].join("\n\n");
 }
 
-/** Without an aggregator, the answer is the solvers' outputs joined in plan order. */
-export function joinedOutputs(outcomes: SolverOutcome[]): string {
-  return outcomes.map((o, i) => `${i + 1}. ${o.task}\n${o.ok ? o.output : `FAILED: ${o.error}`}`).join("\n\n");
-}
-
 /** Run a `plan_solver` agent step. */
-export const runPlanSolver: AgentRunner = async (ctx, input) => {
+export const runPlanSolver: AgentRunner<PlanSolverConfig> = async (ctx, input) => {
   const config = ctx.agent;
-  if (config.kind !== "plan_solver") {
-    return { result_type: "error", error: `agent '${config.name}' is not a plan_solver`, usage: ZERO_USAGE };
-  }
   // Every solver in flight listens on the step's signal (model requests,
   // tools); Node warns past 10 listeners, which is no leak here.
   const listeners = 10 + 4 * config.concurrency;
   if (getMaxListeners(ctx.signal) < listeners) setMaxListeners(listeners, ctx.signal);
 
   let usage: Usage = ZERO_USAGE;
-  const done = (result: Omit<AgentResult, "usage">): AgentResult => ({ ...result, usage });
-  const interrupted = () => done({ result_type: "error", error: INTERRUPTED });
-
-  const planned = await askStructured<Plan>(ctx, "planner", config.planner, input, loadSchema("plan"));
-  usage = addUsage(usage, planned.usage);
-  if (ctx.signal.aborted) return interrupted();
-  if (!planned.ok) return done({ result_type: "error", error: planned.error });
-  const tasks = planned.value.steps;
-  ctx.emit({ type: "plan.created", steps: tasks });
-
-  // `plan.updated.finished` means "the first N steps are done", so it only
-  // moves when the run of finished tasks at the head of the plan grows.
-  const settled = tasks.map(() => false);
-  let finished = 0;
-  const outcomes = await mapLimited(tasks, config.concurrency, async (task, index): Promise<SolverOutcome> => {
-    if (ctx.signal.aborted) return { task, ok: false, error: INTERRUPTED };
-    const result = await ctx.callAgent(config.solver, solverQuery(input, tasks, index));
-    usage = addUsage(usage, result.usage);
-    settled[index] = true;
-    const head = settled.indexOf(false) === -1 ? tasks.length : settled.indexOf(false);
-    if (head > finished) {
-      finished = head;
-      ctx.emit({ type: "plan.updated", steps: tasks, finished });
-    }
-    return result.result_type === "answer"
-      ? { task, ok: true, output: result.answer ?? "" }
-      : { task, ok: false, error: result.error ?? "unknown error" };
+  const spend = (spent: Usage) => {
+    usage = addUsage(usage, spent);
+  };
+  const actor = createActor(bindPipeline(ctx, spend), {
+    input: { objective: input, solver: config.solver, ...(config.aggregator ? { aggregator: config.aggregator } : {}) },
+    inspect: ctx.inspectStates(PLAN_SOLVER_MACHINE),
   });
-  if (ctx.signal.aborted) return interrupted();
-
-  if (!config.aggregator) return aggregateWithout(config, outcomes, done);
-  const aggregated = await ctx.callAgent(config.aggregator, aggregatorQuery(input, outcomes));
-  usage = addUsage(usage, aggregated.usage);
-  if (ctx.signal.aborted) return interrupted();
-  if (aggregated.result_type === "error") {
-    return done({ result_type: "error", error: `aggregator '${config.aggregator}' failed: ${aggregated.error ?? "unknown error"}` });
-  }
-  return done({ result_type: "answer", answer: aggregated.answer ?? "" });
+  actor.start();
+  const output = await toPromise(actor);
+  return { ...output, usage };
 };
 
-function aggregateWithout(
-  config: PlanSolverConfig,
-  outcomes: SolverOutcome[],
-  done: (result: Omit<AgentResult, "usage">) => AgentResult,
-): AgentResult {
-  if (outcomes.every((o) => !o.ok)) {
-    const first = outcomes.find((o) => !o.ok);
-    return done({
-      result_type: "error",
-      error: `all ${outcomes.length} runs of solver '${config.solver}' failed${first && !first.ok ? `; the first: ${first.error}` : ""}`,
+/** The machine with its actors bound to this step: the planner, the solvers, the aggregator. */
+function bindPipeline(ctx: AgentContext<PlanSolverConfig>, spend: (usage: Usage) => void) {
+  const config = ctx.agent;
+  const interrupted = <T>(): Outcome<T> => ({ ok: false, error: INTERRUPTED });
+
+  const plan = async ({ objective }: { objective: string }): Promise<Outcome<string[]>> => {
+    const planned = await askStructured<Plan>(ctx, "planner", config.planner, objective, loadSchema("plan"));
+    spend(planned.usage);
+    if (ctx.signal.aborted) return interrupted();
+    return planned.ok ? { ok: true, value: planned.value.steps } : { ok: false, error: planned.error };
+  };
+
+  const solve = async ({ objective, tasks }: { objective: string; tasks: string[] }): Promise<Outcome<SolverOutcome[]>> => {
+    // `plan.updated.finished` means "the first N steps are done", so it only
+    // moves when the run of finished tasks at the head of the plan grows.
+    const settled = tasks.map(() => false);
+    let finished = 0;
+    const drafts = await mapLimited(tasks, config.concurrency, async (task, index): Promise<SolverOutcome> => {
+      if (ctx.signal.aborted) return { task, ok: false, error: INTERRUPTED };
+      const result = await ctx.callAgent(config.solver, solverQuery(objective, tasks, index));
+      spend(result.usage);
+      settled[index] = true;
+      const head = settled.indexOf(false) === -1 ? tasks.length : settled.indexOf(false);
+      if (head > finished) {
+        finished = head;
+        ctx.emit({ type: "plan.updated", steps: tasks, finished });
+      }
+      return result.result_type === "answer"
+        ? { task, ok: true, output: result.answer ?? "" }
+        : { task, ok: false, error: result.error ?? "unknown error" };
     });
-  }
-  return done({ result_type: "answer", answer: joinedOutputs(outcomes) });
+    if (ctx.signal.aborted) return interrupted();
+    return { ok: true, value: drafts };
+  };
+
+  const aggregate = async ({ objective, drafts }: { objective: string; drafts: SolverOutcome[] }): Promise<Outcome<string>> => {
+    const aggregator = config.aggregator ?? "";
+    const aggregated = await ctx.callAgent(aggregator, aggregatorQuery(objective, drafts));
+    spend(aggregated.usage);
+    if (ctx.signal.aborted) return interrupted();
+    if (aggregated.result_type === "error") {
+      return { ok: false, error: `aggregator '${aggregator}' failed: ${aggregated.error ?? "unknown error"}` };
+    }
+    return { ok: true, value: aggregated.answer ?? "" };
+  };
+
+  return planSolverMachine.provide({
+    actors: {
+      plan: fromPromise(({ input }: { input: { objective: string } }) => plan(input)),
+      solve: fromPromise(({ input }: { input: { objective: string; tasks: string[] } }) => solve(input)),
+      aggregate: fromPromise(({ input }: { input: { objective: string; drafts: SolverOutcome[] } }) => aggregate(input)),
+    },
+    actions: {
+      announcePlan: (_, { tasks }) => ctx.emit({ type: "plan.created", steps: tasks }),
+    },
+  });
 }

@@ -1,24 +1,28 @@
 import { assign, fromPromise, setup } from "xstate";
 import { ZERO_USAGE, addUsage, type Usage } from "../../events/types.js";
-import type { ChatResponse } from "../../models/types.js";
+import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
-import { parseReply, type ReactAction } from "./protocol.js";
+import type { ReactAction } from "./protocol.js";
 import type { RecursionRecord } from "./state.js";
 
-/** What the machine needs from the outside world; the runner provides it. */
-export interface ReactEffects {
-  /** Called once per recursion at INPUT; returns the fresh trace_id. */
-  startRecursion(iteration: number): string;
-  /** One model call with the exact layout `[user, system, ...assistant]`. */
-  callModel(input: { iteration: number; trace_id: string; plan?: string; history: RecursionRecord[] }): Promise<ChatResponse>;
-  /** Report the understood reply (llm.response event). */
-  observed(trace_id: string, reply: ChatResponse, action: ReactAction): void;
-  runTools(input: { trace_id: string; action: Extract<ReactAction, { action_type: "CALL_TOOL" }> }): Promise<ToolOutcome[]>;
+/** What one model call of a recursion is given. */
+export interface CallModelInput {
+  iteration: number;
+  trace_id: string;
+  plan?: string;
+  history: RecursionRecord[];
+}
+
+/** A reply and how the protocol reads it. */
+export interface Understood {
+  reply: ChatResponse;
+  action: ReactAction;
 }
 
 export interface ReactInput {
   max_iteration: number;
-  effects: ReactEffects;
+  /** A fresh trace_id for each recursion. */
+  newId: () => string;
 }
 
 export interface ReactContext extends ReactInput {
@@ -26,7 +30,6 @@ export interface ReactContext extends ReactInput {
   trace_id: string;
   plan?: string;
   history: RecursionRecord[];
-  reply?: ChatResponse;
   action?: ReactAction;
   result_type?: "answer" | "error";
   answer?: string;
@@ -42,6 +45,8 @@ export interface ReactOutput {
   iterations: number;
 }
 
+const notProvided = (what: string) => () => Promise.reject(new Error(`react machine: ${what} was not provided`));
+
 /**
  * The recursive ReAct agent of seed 004, state for state:
  * INIT → RECURSION{INPUT → REACH_MAX_ITERATION → CALL_LLM{OBSERVE → THOUGHT →
@@ -52,21 +57,18 @@ export const reactMachine = setup({
     context: {} as ReactContext,
     input: {} as ReactInput,
     output: {} as ReactOutput,
+    events: {} as { type: "RUN" },
   },
+  // Implementations come from the runner through `provide` (src/kinds/react/run.ts).
   actors: {
-    callModel: fromPromise<ChatResponse, { context: ReactContext }>(({ input: { context } }) =>
-      context.effects.callModel({
-        iteration: context.iteration,
-        trace_id: context.trace_id,
-        ...(context.plan !== undefined ? { plan: context.plan } : {}),
-        history: context.history,
-      }),
-    ),
-    runTools: fromPromise<ToolOutcome[], { context: ReactContext }>(({ input: { context } }) => {
-      const action = context.action;
-      if (action?.action_type !== "CALL_TOOL") return Promise.resolve([]);
-      return context.effects.runTools({ trace_id: context.trace_id, action });
-    }),
+    callModel: fromPromise<Understood, CallModelInput>(notProvided("callModel")),
+    runTools: fromPromise<ToolOutcome[], { trace_id: string; calls: ToolCallRequest[] }>(notProvided("runTools")),
+  },
+  actions: {
+    /** `recursion.started`, before anything else of the recursion (none past max_iteration). */
+    startRecursion: (_, _params: { iteration: number; trace_id: string; over: boolean }) => {},
+    /** `plan.created` / `plan.updated` for a plan the model wrote. */
+    announcePlan: (_, _params: { plan: string; trace_id: string }) => {},
   },
   guards: {
     overMaxIteration: ({ context }) => context.iteration > context.max_iteration,
@@ -83,17 +85,29 @@ export const reactMachine = setup({
   context: ({ input }) => ({ ...input, iteration: 0, trace_id: "", history: [], usage: ZERO_USAGE }),
   initial: "INIT",
   states: {
-    INIT: { always: "RECURSION" },
+    // RUN comes once the actor has started, so the first recursion's work runs in order (xstate
+    // defers the actions of the initial state until start(), after the actors it invokes).
+    INIT: { on: { RUN: "RECURSION" } },
     RECURSION: {
       initial: "INPUT",
       onDone: "RESULT_TYPE",
       states: {
         INPUT: {
-          entry: assign(({ context }) => {
-            const iteration = context.iteration + 1;
-            if (iteration > context.max_iteration) return { iteration };
-            return { iteration, trace_id: context.effects.startRecursion(iteration), reply: undefined, action: undefined };
-          }),
+          entry: [
+            assign(({ context }) => {
+              const iteration = context.iteration + 1;
+              if (iteration > context.max_iteration) return { iteration };
+              return { iteration, trace_id: context.newId(), action: undefined };
+            }),
+            {
+              type: "startRecursion",
+              params: ({ context }) => ({
+                iteration: context.iteration,
+                trace_id: context.trace_id,
+                over: context.iteration > context.max_iteration,
+              }),
+            },
+          ],
           always: "REACH_MAX_ITERATION",
         },
         REACH_MAX_ITERATION: {
@@ -116,13 +130,17 @@ export const reactMachine = setup({
             OBSERVE: {
               invoke: {
                 src: "callModel",
-                input: ({ context }) => ({ context }),
+                input: ({ context }) => ({
+                  iteration: context.iteration,
+                  trace_id: context.trace_id,
+                  ...(context.plan !== undefined ? { plan: context.plan } : {}),
+                  history: context.history,
+                }),
                 onDone: {
                   target: "THOUGHT",
                   actions: assign(({ context, event }) => ({
-                    reply: event.output,
-                    action: parseReply(event.output.content, event.output.tool_calls),
-                    usage: addUsage(context.usage, event.output.usage),
+                    action: event.output.action,
+                    usage: addUsage(context.usage, event.output.reply.usage),
                   })),
                 },
                 onError: {
@@ -135,8 +153,13 @@ export const reactMachine = setup({
               },
             },
             THOUGHT: {
-              entry: ({ context }) => {
-                if (context.reply && context.action) context.effects.observed(context.trace_id, context.reply, context.action);
+              // The plan a reply wrote is announced as the reply is understood.
+              entry: {
+                type: "announcePlan",
+                params: ({ context }) => ({
+                  plan: context.action && "plan" in context.action ? context.action.plan : "",
+                  trace_id: context.trace_id,
+                }),
               },
               always: "ACTION_TYPE",
             },
@@ -150,7 +173,10 @@ export const reactMachine = setup({
             CALL_TOOL: {
               invoke: {
                 src: "runTools",
-                input: ({ context }) => ({ context }),
+                input: ({ context }) => ({
+                  trace_id: context.trace_id,
+                  calls: context.action?.action_type === "CALL_TOOL" ? context.action.calls : [],
+                }),
                 onDone: {
                   target: "DONE",
                   actions: assign(({ context, event }) => {

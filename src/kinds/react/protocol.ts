@@ -1,4 +1,5 @@
 import type { ToolCallRequest } from "../../models/types.js";
+import { parseJsonTolerant } from "../../parse/json.js";
 
 /** The action types of seed 004. */
 export type ActionType = "CALL_TOOL" | "PLAN" | "REMEND" | "ANSWER";
@@ -72,25 +73,17 @@ interface Extracted {
   error?: string;
 }
 
-/** Find the JSON object in a reply: the whole text, a fenced block, or the outermost braces. */
+/** Find the JSON in a reply: the whole text, a fenced block, or the object from the first brace. */
 export function extractJson(text: string): Extracted {
-  const candidates: string[] = [];
-  const fenced = /```(?:json|JSON)?\s*\n?([\s\S]*?)```/.exec(text);
-  if (text.startsWith("{")) candidates.push(text);
-  if (fenced?.[1]) candidates.push(fenced[1].trim());
-  const first = text.indexOf("{");
-  const last = text.lastIndexOf("}");
-  if (first >= 0 && last > first) candidates.push(text.slice(first, last + 1));
-  const attempted = text.startsWith("{") || fenced !== null || /"action"\s*:/.test(text);
-  let error: string | undefined;
-  for (const candidate of candidates) {
-    try {
-      return { attempted: true, value: JSON.parse(candidate) };
-    } catch (err) {
-      error ??= err instanceof Error ? err.message : String(err);
-    }
-  }
-  return error === undefined ? { attempted } : { attempted, error };
+  // A reply that opens with prose is not parsed whole, and only the first `{` is
+  // tried: the error sent back must be about the object the model attempted, not
+  // about its prose or an object nested in a truncated reply.
+  const parsed = parseJsonTolerant(text, { whole: "object", maxSpanStarts: 1 });
+  if (parsed.ok) return { attempted: true, value: parsed.value };
+  // Whether the reply tries to be JSON is the protocol's call, not the parser's:
+  // prose with a stray brace in it is an answer.
+  const attempted = text.startsWith("{") || /```[\s\S]*?```/.test(text) || /"action"\s*:/.test(text);
+  return parsed.error === undefined ? { attempted } : { attempted, error: parsed.error };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
