@@ -1,3 +1,17 @@
+/** The Plan Tool's methods (seed 003), named as in its spec; src/plan/tools.ts implements them. */
+export const PLAN_TOOL_NAMES = [
+  "create_plan_from_structure",
+  "get_task",
+  "update_task_status",
+  "get_ready_tasks",
+  "get_tasks_for_role",
+  "get_plan_status",
+  "get_plan_structure",
+  "delete_plan",
+] as const;
+
+export type PlanToolName = (typeof PLAN_TOOL_NAMES)[number];
+
 /**
  * Names an agent's `tools` list may use without declaring them under `tools:`.
  * The schema's `builtin` enum lists the same names (a test keeps them equal).
@@ -9,15 +23,7 @@ export const BUILTIN_TOOL_NAMES = [
   "create_todo_list",
   "update_todo_item",
   "validate_plan",
-  // The Plan Tool's methods (seed 003).
-  "create_plan_from_structure",
-  "get_task",
-  "update_task_status",
-  "get_ready_tasks",
-  "get_tasks_for_role",
-  "get_plan_status",
-  "get_plan_structure",
-  "delete_plan",
+  ...PLAN_TOOL_NAMES,
 ] as const;
 
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];

@@ -12,19 +12,10 @@ import { TASK_STATUSES, type TaskStatus } from "./types.js";
 
 export { openPlanTool } from "./plan-tool.js";
 
-/** The spec's method names: what an agent's allow-list names to get each tool. */
-export const PLAN_TOOL_NAMES = [
-  "create_plan_from_structure",
-  "get_task",
-  "update_task_status",
-  "get_ready_tasks",
-  "get_tasks_for_role",
-  "get_plan_status",
-  "get_plan_structure",
-  "delete_plan",
-] as const;
+/** The spec's method names: what an agent's allow-list names to get each tool (listed once, with the other built-ins). */
+import { PLAN_TOOL_NAMES, type PlanToolName } from "../config/builtin-names.js";
 
-export type PlanToolName = (typeof PLAN_TOOL_NAMES)[number];
+export { PLAN_TOOL_NAMES, type PlanToolName };
 
 const TIMEOUT_MS = 35_000; // above the store's 30 s busy timeout, so a lock wait fails as a lock error
 const MAX_OUTPUT_BYTES = 262_144;

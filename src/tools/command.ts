@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { resolve as resolvePath } from "node:path";
 import type { CommandToolConfig } from "../config/types.js";
+import { declaredTool } from "./declared.js";
 import type { Tool } from "./types.js";
 
 /** How much of stderr is kept for error messages. */
@@ -14,14 +15,7 @@ const STDERR_LINES = 5;
  * timeout or an abort kills everything it started, grandchildren included.
  */
 export function commandTool(config: CommandToolConfig): Tool {
-  return {
-    name: config.name,
-    description: config.description,
-    parameters: config.parameters,
-    timeout_ms: config.timeout_ms,
-    max_output_bytes: config.max_output_bytes,
-    execute: (args, ctx) => runCommand(config, args, ctx.signal),
-  };
+  return declaredTool(config, (args, ctx) => runCommand(config, args, ctx.signal));
 }
 
 function runCommand(config: CommandToolConfig, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {

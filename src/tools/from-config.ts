@@ -2,6 +2,7 @@ import type { ToolConfig } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import { BUILTIN_TOOL_NAMES, builtinTool } from "./builtin/index.js";
 import { commandTool } from "./command.js";
+import { declaredTool } from "./declared.js";
 import { httpTool } from "./http.js";
 import type { Tool } from "./types.js";
 
@@ -33,15 +34,8 @@ export function toolFromConfig(config: ToolConfig): Tool {
     case "http":
       return httpTool(config);
     case "mcp":
-      return {
-        name: config.name,
-        description: config.description,
-        parameters: config.parameters,
-        timeout_ms: config.timeout_ms,
-        max_output_bytes: config.max_output_bytes,
-        execute: async () => {
-          throw new RuntimeError("TOOL_FAILED", `tool "${config.name}": mcp tools are not supported yet`);
-        },
-      };
+      return declaredTool(config, async () => {
+        throw new RuntimeError("TOOL_FAILED", `tool "${config.name}": mcp tools are not supported yet`);
+      });
   }
 }

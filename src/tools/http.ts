@@ -1,4 +1,5 @@
 import type { HttpToolConfig } from "../config/types.js";
+import { declaredTool } from "./declared.js";
 import type { Tool } from "./types.js";
 
 /**
@@ -8,14 +9,7 @@ import type { Tool } from "./types.js";
  * since they may carry credentials.
  */
 export function httpTool(config: HttpToolConfig): Tool {
-  return {
-    name: config.name,
-    description: config.description,
-    parameters: config.parameters,
-    timeout_ms: config.timeout_ms,
-    max_output_bytes: config.max_output_bytes,
-    execute: (args, ctx) => request(config, args, ctx.signal),
-  };
+  return declaredTool(config, (args, ctx) => request(config, args, ctx.signal));
 }
 
 async function request(config: HttpToolConfig, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {

@@ -8,6 +8,7 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
 import type { Action } from "../structured.js";
+import { outcomeOf } from "../result.js";
 
 /** What a service produced, or why it could not; `fatal` failures (interruption) are never passed on. */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: string; fatal?: boolean };
@@ -219,10 +220,7 @@ export const planAndSolveFlowMachine = setup({
     DONE: { type: "final" },
     FAILED: { type: "final" },
   },
-  output: ({ context }) =>
-    context.error !== undefined
-      ? { result_type: "error", error: context.error }
-      : { result_type: "answer", answer: context.answer ?? "" },
+  output: ({ context }) => outcomeOf(context),
 });
 
 function stepFailure(context: FlowContext, outcome: Executed): string {

@@ -7,6 +7,7 @@ import type { PlanAndSolveContext, PlanAndSolveInput, PlanAndSolveOutput, Step, 
 export type * from "./types.js";
 
 const ID = "plan_and_solve";
+const notProvided = (what: string) => () => Promise.reject(new Error(`plan_and_solve machine: ${what} was not provided`));
 const at = (path: string) => `#${ID}.${path}`;
 
 /** The calls still to handle: a fresh reply's, else the queue. */
@@ -74,53 +75,18 @@ export const planAndSolveMachine = setup({
     output: {} as PlanAndSolveOutput,
     events: {} as { type: "RUN" },
   },
+  // Implementations come from the runner through `provide` (src/kinds/plan-and-solve/actors.ts).
   actors: {
-    callModel: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => ({
-      kind: "reply",
-      reply: await context.effects.callModel(context.iteration + 1),
-    })),
-    /** CreatePlan, ValidatePlan: run the todo tool and answer it at once. */
-    runTodoTool: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
-      const outcome = await context.effects.execute(context.current!);
-      context.effects.record(outcome);
-      return { kind: "outcome", outcome };
-    }),
-    storePlan: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
-      context.effects.storePlan(),
-    ),
-    markInProgress: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
-      context.effects.begin(),
-    ),
-    executeTool: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => ({
-      kind: "outcome",
-      outcome: await context.effects.execute(context.current!),
-    })),
-    recordResult: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
-      context.effects.record(context.outcome!),
-    ),
-    markCompleted: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
-      if (context.current?.name !== "update_todo_item") context.effects.track(context.outcome!);
-    }),
-    validateAnswer: fromPromise<Verdict, { context: PlanAndSolveContext }>(({ input: { context } }) =>
-      context.effects.verify({
-        ...(context.current ? { call: context.current } : { text: context.text ?? "" }),
-        may_refuse: !context.refused && context.iteration < context.max_iteration,
-      }),
-    ),
-    formatResponse: fromPromise<{ answer?: string; usage: Usage }, { context: PlanAndSolveContext }>(
-      async ({ input: { context } }) => {
-        context.effects.finish(true);
-        if (context.answer) return { answer: context.answer, usage: ZERO_USAGE };
-        const summary = await context.effects.summarize("no_answer");
-        return { ...(summary.text ? { answer: summary.text } : {}), usage: summary.usage };
-      },
-    ),
-    finalSummary: fromPromise<{ text?: string; usage: Usage }, { context: PlanAndSolveContext }>(
-      async ({ input: { context } }) => {
-        context.effects.finish(false);
-        return context.effects.summarize("max_iteration");
-      },
-    ),
+    callModel: fromPromise<Step, { context: PlanAndSolveContext }>(notProvided("callModel")),
+    runTodoTool: fromPromise<Step, { context: PlanAndSolveContext }>(notProvided("runTodoTool")),
+    storePlan: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("storePlan")),
+    markInProgress: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("markInProgress")),
+    executeTool: fromPromise<Step, { context: PlanAndSolveContext }>(notProvided("executeTool")),
+    recordResult: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("recordResult")),
+    markCompleted: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("markCompleted")),
+    validateAnswer: fromPromise<Verdict, { context: PlanAndSolveContext }>(notProvided("validateAnswer")),
+    formatResponse: fromPromise<{ answer?: string; usage: Usage }, { context: PlanAndSolveContext }>(notProvided("formatResponse")),
+    finalSummary: fromPromise<{ text?: string; usage: Usage }, { context: PlanAndSolveContext }>(notProvided("finalSummary")),
   },
   guards: {
     callsWriteTodos: ({ context, event }) => headIn(context, event, WRITE_TOOLS),
@@ -133,9 +99,10 @@ export const planAndSolveMachine = setup({
       return reply !== undefined && reply.tool_calls.length === 0;
     },
     maxReached: ({ context }) => context.iteration >= context.max_iteration,
-    doneAtLimit: ({ context }) => context.iteration >= context.max_iteration && context.effects.todos.allTerminal(),
-    needsPlan: ({ context }) => context.plan_invalid || context.effects.todos.isEmpty(),
-    allDone: ({ context }) => context.effects.todos.allTerminal(),
+    // The todo list's state is the runner's: these read it through `provide` as well.
+    doneAtLimit: () => false,
+    needsPlan: () => false,
+    allDone: () => false,
     outcomeFailed: ({ event }) => {
       const step = (event as { output?: Step }).output;
       return step?.kind === "outcome" && !step.outcome.ok;

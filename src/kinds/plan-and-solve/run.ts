@@ -3,12 +3,14 @@ import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import type { RunEventBody } from "../../events/types.js";
 import { compileTemplate, defaultTemplate } from "../../prompts/render.js";
 import type { AgentRunner } from "../types.js";
+import { planAndSolveImplementations } from "./actors.js";
 import { createEffects } from "./effects.js";
 import { planAndSolveMachine } from "./machine.js";
 import { Memory } from "./memory.js";
 import { SessionStore } from "./session-store.js";
 import { TodoLoopContext } from "./todo-context.js";
 import { todoTools } from "./todo-tools.js";
+import { stepResult } from "../result.js";
 
 /**
  * Run a `plan_and_solve` agent (seeds 000 and 002): plan with a todo list,
@@ -48,19 +50,14 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       },
     });
     // Todo events and states belong to the round that caused them.
-    const actor = createActor(planAndSolveMachine, {
-      input: { max_iteration: agent.max_iteration, effects },
+    const actor = createActor(planAndSolveMachine.provide(planAndSolveImplementations(effects)), {
+      input: { max_iteration: agent.max_iteration },
       inspect: ctx.inspectStates("plan_and_solve", { traceId: () => trace_id }),
     });
     actor.start();
     actor.send({ type: "RUN" });
     const output = await toPromise(actor);
-    return {
-      result_type: output.result_type,
-      ...(output.answer !== undefined ? { answer: output.answer } : {}),
-      ...(output.error !== undefined ? { error: output.error } : {}),
-      usage: output.usage,
-    };
+    return stepResult(output, output.usage);
   } finally {
     store?.close();
   }

@@ -11,7 +11,7 @@ export type Verdict =
   | { kind: "refused" }
   | { kind: "invalid" };
 
-/** What the machine needs from the outside world; the runner provides it. */
+/** What the machine's actors need from the outside world (src/kinds/plan-and-solve/actors.ts); the runner provides it. */
 export interface PlanAndSolveEffects {
   /** Read by guards only: whether a plan exists and whether it is done. */
   todos: { isEmpty(): boolean; allTerminal(): boolean; openItems(): TodoItem[] };
@@ -49,7 +49,6 @@ export interface PlanAndSolveEffects {
 
 export interface PlanAndSolveInput {
   max_iteration: number;
-  effects: PlanAndSolveEffects;
 }
 
 export interface PlanAndSolveContext extends PlanAndSolveInput {

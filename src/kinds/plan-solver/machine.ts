@@ -18,6 +18,7 @@
  */
 import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
+import { outcomeOf } from "../result.js";
 
 /** What a phase produced, or why it could not (`interrupted` when the step's signal fired). */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -157,10 +158,7 @@ export const planSolverMachine = setup({
     DONE: { type: "final" },
     FAILED: { type: "final" },
   },
-  output: ({ context }) =>
-    context.error !== undefined
-      ? { result_type: "error", error: context.error }
-      : { result_type: "answer", answer: context.answer ?? "" },
+  output: ({ context }) => outcomeOf(context),
 });
 
 function allFailedError({ drafts, solver }: PlanSolverContext): string {

@@ -7,6 +7,7 @@ import type { AgentRunner } from "../types.js";
 import { reactMachine, type CallModelInput, type Understood } from "./machine.js";
 import { parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState } from "./state.js";
+import { stepResult } from "../result.js";
 
 /**
  * Run a `react` agent (seed 004). Each request holds exactly `[0]` the user's
@@ -95,12 +96,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   actor.start();
   actor.send({ type: "RUN" });
   const output = await toPromise(actor);
-  return {
-    result_type: output.result_type,
-    ...(output.answer !== undefined ? { answer: output.answer } : {}),
-    ...(output.error !== undefined ? { error: output.error } : {}),
-    usage: output.usage,
-  };
+  return stepResult(output, output.usage);
 };
 
 /** The steps of a numbered plan written as text ("1. ...\n2. ..."). */

@@ -24,6 +24,7 @@ import { describeOpenTasks } from "../../plan/tree.js";
 import type { PlanInstance } from "../../plan/types.js";
 import type { AgentResult } from "../types.js";
 import { failureReport, planErrorReason, report } from "./report.js";
+import { outcomeOf } from "../result.js";
 
 /** The strategist's first round plus the reminders it may get when it answers too early. */
 export const MAX_STRATEGIST_ROUNDS = 3;
@@ -175,10 +176,7 @@ export const sopMachine = setup({
     DONE: { type: "final" },
     FAILED: { type: "final" },
   },
-  output: ({ context }) =>
-    context.error !== undefined
-      ? { result_type: "error", error: context.error }
-      : { result_type: "answer", answer: context.answer ?? "" },
+  output: ({ context }) => outcomeOf(context),
 });
 
 function stillRunning({ strategist }: SopContext, plan: PlanInstance): string {

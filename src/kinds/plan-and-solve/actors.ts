@@ -1,0 +1,63 @@
+import { fromPromise } from "xstate";
+import { ZERO_USAGE, type Usage } from "../../events/types.js";
+import type { PlanAndSolveContext, PlanAndSolveEffects, Step, Verdict } from "./types.js";
+
+/**
+ * The implementations the plan_and_solve machine is given through `provide`:
+ * its invoked actors over one run's effects, and the guards that read the
+ * run's todo list.
+ */
+export function planAndSolveImplementations(effects: PlanAndSolveEffects) {
+  return {
+    actors: {
+      callModel: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => ({
+        kind: "reply",
+        reply: await effects.callModel(context.iteration + 1),
+      })),
+      /** CreatePlan, ValidatePlan: run the todo tool and answer it at once. */
+      runTodoTool: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
+        const outcome = await effects.execute(context.current!);
+        effects.record(outcome);
+        return { kind: "outcome", outcome };
+      }),
+      storePlan: fromPromise<void, { context: PlanAndSolveContext }>(async () => effects.storePlan()),
+      markInProgress: fromPromise<void, { context: PlanAndSolveContext }>(async () => effects.begin()),
+      executeTool: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => ({
+        kind: "outcome",
+        outcome: await effects.execute(context.current!),
+      })),
+      recordResult: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
+        effects.record(context.outcome!),
+      ),
+      markCompleted: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
+        if (context.current?.name !== "update_todo_item") effects.track(context.outcome!);
+      }),
+      validateAnswer: fromPromise<Verdict, { context: PlanAndSolveContext }>(({ input: { context } }) =>
+        effects.verify({
+          ...(context.current ? { call: context.current } : { text: context.text ?? "" }),
+          may_refuse: !context.refused && context.iteration < context.max_iteration,
+        }),
+      ),
+      formatResponse: fromPromise<{ answer?: string; usage: Usage }, { context: PlanAndSolveContext }>(
+        async ({ input: { context } }) => {
+          effects.finish(true);
+          if (context.answer) return { answer: context.answer, usage: ZERO_USAGE };
+          const summary = await effects.summarize("no_answer");
+          return { ...(summary.text ? { answer: summary.text } : {}), usage: summary.usage };
+        },
+      ),
+      finalSummary: fromPromise<{ text?: string; usage: Usage }, { context: PlanAndSolveContext }>(
+        async () => {
+          effects.finish(false);
+          return effects.summarize("max_iteration");
+        },
+      ),
+    },
+    guards: {
+      doneAtLimit: ({ context }: { context: PlanAndSolveContext }) =>
+        context.iteration >= context.max_iteration && effects.todos.allTerminal(),
+      needsPlan: ({ context }: { context: PlanAndSolveContext }) => context.plan_invalid || effects.todos.isEmpty(),
+      allDone: () => effects.todos.allTerminal(),
+    },
+  };
+}

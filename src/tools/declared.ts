@@ -1,0 +1,14 @@
+import type { ToolConfig } from "../config/types.js";
+import type { Tool } from "./types.js";
+
+/** A tool declared under `tools:` in the team file, with its way of running. */
+export function declaredTool(config: ToolConfig, execute: Tool["execute"]): Tool {
+  return {
+    name: config.name,
+    description: config.description,
+    parameters: config.parameters,
+    timeout_ms: config.timeout_ms,
+    max_output_bytes: config.max_output_bytes,
+    execute,
+  };
+}
