@@ -5,9 +5,8 @@ import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage, ZERO_USAGE, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
-import type { TraceStore } from "../trace/store.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
-import { Journal } from "./journal.js";
+import { Journal, type JournalSink } from "./journal.js";
 import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
 import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
@@ -68,20 +67,21 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
   const trace_dir = resolveTraceDir(options.traceDir);
 
   let usage: Usage = ZERO_USAGE;
-  bus.subscribe((e) => {
+  bus.tap((e) => {
     if (e.type === "llm.response") usage = addUsage(usage, e.usage);
   });
   let traceError: string | undefined;
   let storeHeld = false;
   let flushTrace = () => {};
-  let store: TraceStore | undefined;
+  let journalSink: JournalSink | undefined;
   if (options.trace !== false) {
     try {
-      store = acquireTraceStore(trace_dir);
+      const store = acquireTraceStore(trace_dir);
       storeHeld = true;
       const trace = batchedTraceSink(store);
       bus.subscribe(trace.sink);
       flushTrace = trace.flush;
+      journalSink = { writeJournal: trace.journal };
     } catch (err) {
       traceError = `cannot open the trace store in ${trace_dir}: ${describeError(err)}`;
     }
@@ -93,7 +93,7 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
   const shared: RunShared = {
     team,
     bus,
-    journal: new Journal(task_id, store, secrets, now),
+    journal: new Journal(task_id, journalSink, secrets, now),
     task_id,
     session_id: options.sessionId ?? newId(),
     trace_dir,
@@ -128,7 +128,7 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     }
     const { task_id: _id, interrupted: _i, ...finished } = outcome;
     // The result is read back from the masked event, so an answer or error never carries a secret either.
-    const event = bus.emit({ type: "run.finished", ...finished, usage }, scope);
+    const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage }, scope));
     bus.close();
     const masked = event.type === "run.finished" ? event : { ...finished, usage };
     return {

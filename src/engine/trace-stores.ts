@@ -1,7 +1,7 @@
 import { describeError } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import type { RunEvent } from "../events/types.js";
-import { TraceStore } from "../trace/store.js";
+import { TraceStore, type JournalEntry } from "../trace/store.js";
 
 /**
  * One TraceStore per trace directory, shared by the runs of a process.
@@ -69,28 +69,43 @@ export function openTraceStores(): string[] {
  * process loses at most the events of the instant it died in. A failing write
  * becomes a process warning, never an exception inside the run.
  */
-export function batchedTraceSink(store: TraceStore): { sink: EventSink; flush(): void } {
+export function batchedTraceSink(store: TraceStore): { sink: EventSink; flush(): void; journal(entry: JournalEntry): void } {
   let pending: RunEvent[] = [];
+  let entries: JournalEntry[] = [];
   let scheduled = false;
   let warned = false;
   const flush = () => {
     scheduled = false;
-    if (pending.length === 0) return;
-    const batch = pending;
+    if (pending.length === 0 && entries.length === 0) return;
+    const [batch, journal] = [pending, entries];
     pending = [];
+    entries = [];
     try {
-      store.appendMany(batch);
+      store.appendMany(batch, journal);
     } catch (err) {
       if (!warned) process.emitWarning(`trace store ${store.file}: ${describeError(err)}`, "TraceStoreWarning");
       warned = true;
     }
   };
-  const sink: EventSink = (event) => {
-    pending.push(event);
+  const schedule = () => {
     if (!scheduled) {
       scheduled = true;
       queueMicrotask(flush);
     }
   };
-  return { sink, flush };
+  const sink: EventSink = (event) => {
+    pending.push(event);
+    schedule();
+  };
+  /**
+   * A journal entry joins the burst's transaction. The commit runs at the end
+   * of the current microtask, before the code awaiting the call that made the
+   * entry resumes (a reply reaches its kind, a tool's body starts), so the
+   * entry is durable before the run moves on, at no extra commit.
+   */
+  const journal = (entry: JournalEntry) => {
+    entries.push(entry);
+    schedule();
+  };
+  return { sink, flush, journal };
 }

@@ -21,7 +21,11 @@ export function eventJson(event: RunEvent): string {
 export class EventBus {
   private seq = 0;
   private readonly sinks: EventSink[] = [];
+  private readonly taps: EventSink[] = [];
+  /** Every event as emitted, and its masked form once made (the stream and sinks only ever see that). */
   private readonly buffer: RunEvent[] = [];
+  private readonly maskedEvents: RunEvent[] = [];
+  private reading = 0;
   private waiters: (() => void)[] = [];
   private closed = false;
   private readonly secrets: readonly string[];
@@ -39,6 +43,15 @@ export class EventBus {
 
   subscribe(sink: EventSink): void {
     this.sinks.push(sink);
+  }
+
+  /**
+   * Watch events inside the engine (usage totals): called with each event as
+   * emitted, before masking, so it must never pass an event on. Sinks that
+   * write, print or send use `subscribe`.
+   */
+  tap(watch: EventSink): void {
+    this.taps.push(watch);
   }
 
   /**
@@ -69,12 +82,30 @@ export class EventBus {
       task_id: this.taskId,
       ...stripUndefined(scope),
     } as RunEvent;
-    const { value: event, json } = redactWithJson(raw, this.secrets);
-    jsonOfEvent.set(event, json);
+    this.buffer.push(raw);
+    for (const watch of this.taps) watch(raw);
+    // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).
+    const event = this.sinks.length > 0 || this.reading > 0 ? this.masked(this.buffer.length - 1) : raw;
     for (const sink of this.sinks) sink(event);
-    this.buffer.push(event);
     this.wake();
     return event;
+  }
+
+  /** The event at `index` of the stream, masked (once). */
+  private masked(index: number): RunEvent {
+    let event = this.maskedEvents[index];
+    if (event === undefined) {
+      const { value, json } = redactWithJson(this.buffer[index] as RunEvent, this.secrets);
+      jsonOfEvent.set(value, json);
+      this.maskedEvents[index] = event = value;
+    }
+    return event;
+  }
+
+  /** The masked form of an event this bus emitted (what `emit` returned may be the raw one when nobody listened). */
+  mask(event: RunEvent): RunEvent {
+    const index = event.seq - 1;
+    return this.buffer[index] === event || this.maskedEvents[index] === event ? this.masked(index) : redactWithJson(event, this.secrets).value;
   }
 
   /** No more events; iterators finish once they have drained the buffer. */
@@ -91,10 +122,15 @@ export class EventBus {
   /** Every event from the first, whenever iteration starts. */
   async *events(): AsyncGenerator<RunEvent> {
     let i = 0;
-    for (;;) {
-      while (i < this.buffer.length) yield this.buffer[i++] as RunEvent;
-      if (this.closed) return;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    this.reading++;
+    try {
+      for (;;) {
+        while (i < this.buffer.length) yield this.masked(i++);
+        if (this.closed) return;
+        await new Promise<void>((resolve) => this.waiters.push(resolve));
+      }
+    } finally {
+      this.reading--;
     }
   }
 

@@ -177,13 +177,15 @@ export class TraceStore {
   }
 
   /**
-   * Store several events in one transaction: all of them or none. One commit
-   * for a burst of events costs about a quarter of one commit per event.
+   * Store several events (and journal entries) in one transaction: all of
+   * them or none. One commit for a burst of events costs about a quarter of
+   * one commit per event.
    */
-  appendMany(events: readonly RunEvent[]): void {
-    if (events.length === 0) return;
+  appendMany(events: readonly RunEvent[], journal: readonly JournalEntry[] = []): void {
+    if (events.length === 0 && journal.length === 0) return;
     this.db.transaction(() => {
       for (const event of events) this.write(event);
+      for (const entry of journal) this.upsertJournal.run(entry);
     })();
   }
 

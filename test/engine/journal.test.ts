@@ -46,13 +46,18 @@ describe("the journal", () => {
     expect(keys.filter((k) => /^0\/m\d+$/.test(k))).toHaveLength(responses.length);
     expect(journal.filter((e) => e.kind === "tool.result")).toHaveLength(finished.length);
     expect(finished.length).toBeGreaterThan(0);
-    // Reply k is in the store when its llm.response goes out; a tool's result when its tool.finished does.
-    responses.forEach((s, k) => expect(s.keys.has(`0/m${k}`), `reply ${k}`).toBe(true));
+    // Before the run moves on: reply k is in the store when the run next acts (a tool starts, or the
+    // next recursion begins); a tool's result, when the next model call is made.
+    const next = (i: number, types: string[]) => seen.slice(i + 1).find((s) => types.includes(s.event.type));
+    responses.forEach((s, k) => {
+      const after = next(seen.indexOf(s), ["tool.started", "recursion.started", "agent.finished"]);
+      expect(after?.keys.has(`0/m${k}`), `reply ${k}`).toBe(true);
+    });
     for (const s of finished) {
       const call_id = s.event.type === "tool.finished" ? s.event.call_id : "";
       const entry = journal.find((e) => e.kind === "tool.result" && value(e).call_id === call_id);
       expect(entry, call_id).toBeDefined();
-      expect(s.keys.has(entry!.key)).toBe(true);
+      expect(next(seen.indexOf(s), ["llm.request", "agent.finished"])?.keys.has(entry!.key)).toBe(true);
       expect(value(entry)).toMatchObject({ ok: true, tool: "calculator" });
     }
     // The stored reply is the reply: its tool calls are the ones the tools ran.

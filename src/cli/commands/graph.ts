@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { loadTeamOrReport } from "../load-team.js";
 import { EXIT, type SetExit } from "../exit.js";
 
-const MACHINE_NAMES = "react | plan_and_solve | task | plan_tool | plan_and_solve_flow";
+const MACHINE_NAMES = "react | plan_and_solve | plan_and_solve_flow | plan_solver | sop | task | plan_tool";
 
 /** `runtime graph --machine NAME` or `runtime graph FILE [--agent NAME]`: Mermaid from the definitions. */
 export function registerGraph(program: Command, setExit: SetExit): void {
