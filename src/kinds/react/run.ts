@@ -1,10 +1,10 @@
-import { createActor, fromPromise, toPromise } from "xstate";
+import { createActor, toPromise } from "xstate";
 import type { ReactAgentConfig } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
 import type { ChatMessage } from "../../models/types.js";
 import { compileTemplate, defaultTemplate, type Template } from "../../prompts/render.js";
 import type { AgentRunner } from "../types.js";
-import { reactMachine, type CallModelInput, type Understood } from "./machine.js";
+import { reactMachine, type CallModelInput, type ReactPorts, type Understood } from "./machine.js";
 import { parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState } from "./state.js";
 import { stepResult } from "../result.js";
@@ -71,26 +71,19 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
     return { reply, action: reading?.action ?? parseReply(reply.content, reply.tool_calls) };
   };
 
-  const machine = reactMachine.provide({
-    actors: {
-      callModel: fromPromise(({ input }: { input: CallModelInput }) => callModel(input)),
-      runTools: fromPromise(({ input }) => toolbox.run(input.calls, { trace_id: input.trace_id })),
+  const ports: ReactPorts = {
+    callModel,
+    runTools: ({ trace_id, calls }) => toolbox.run(calls, { trace_id }),
+    startRecursion: ({ iteration, trace_id }) => ctx.emit({ type: "recursion.started", iteration }, { trace_id }),
+    // The plan follows the reply that made it.
+    announcePlan: ({ plan, trace_id }) => {
+      const steps = planSteps(plan);
+      ctx.emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
+      planned = true;
     },
-    actions: {
-      startRecursion: (_, { iteration, trace_id, over }) => {
-        if (!over) ctx.emit({ type: "recursion.started", iteration }, { trace_id });
-      },
-      // The plan follows the reply that made it.
-      announcePlan: (_, { plan, trace_id }) => {
-        if (!plan) return;
-        const steps = planSteps(plan);
-        ctx.emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
-        planned = true;
-      },
-    },
-  });
-  const actor = createActor(machine, {
-    input: { max_iteration: agent.max_iteration, newId: ctx.newId },
+  };
+  const actor = createActor(reactMachine, {
+    input: { max_iteration: agent.max_iteration, newId: ctx.newId, ports },
     inspect: ctx.inspectStates("react", { traceId: (snapshot) => (snapshot.context as { trace_id: string }).trace_id }),
   });
   actor.start();
