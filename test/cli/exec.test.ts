@@ -7,7 +7,7 @@ import { loadTeam } from "../../src/config/load.js";
 import { teamSecrets } from "../../src/engine/run-team.js";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
-import { reactReply, tempDir, writeTeam } from "../support/team.js";
+import { echoEnvTeam, reactReply, tempDir, writeTeam } from "../support/team.js";
 
 const SECRET = "plain-SECRET-cli-5f3a9b2c7d";
 const servers: { close(): Promise<void> }[] = [];
@@ -165,30 +165,7 @@ agents:
   it("masks the secrets a team gives its tools (a command's secret-named env, an http tool's secret-named headers) when a tool echoes them", async () => {
     const token = "opaque9Value-Of-The-Token";
     const dir = tempDir();
-    const team = writeTeam(
-      `version: 1
-name: echo
-models:
-  offline: { provider: scripted, script: ./script.yaml }
-tools:
-  echo_env:
-    command: [node, ./echo.mjs]
-    env: { SERVICE_TOKEN: "${token}", LANG: C }
-agents:
-  solver:
-    kind: react
-    tools: [echo_env]
-`,
-      {
-        "echo.mjs": "process.stdin.resume(); process.stdin.on('end', () => process.stdout.write(JSON.stringify({ seen: 'token is ' + process.env.SERVICE_TOKEN })));",
-        "script.yaml": `version: 1
-replies:
-  - content: null
-    tool_calls: [{ id: c1, name: echo_env, arguments: {} }]
-  - content: done
-`,
-      },
-    );
+    const team = echoEnvTeam(token);
     const r = await runCli(["exec", team, "echo", "--events", "ndjson", "--trace-dir", dir]);
     expect(r.code).toBe(0);
     const finished = r.stdout.split("\n").find((l) => l.includes('"tool.finished"')) ?? "";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { writeTeam } from "../support/team.js";
+import { echoEnvTeam } from "../support/team.js";
 import { postRun, serveTeam } from "./support.js";
 
 const TOKEN = "opaque9Value-Of-The-SSE-Token";
@@ -10,30 +10,7 @@ afterEach(async () => {
 
 describe("runtime serve: secrets", () => {
   it("never sends a tool's secret-named env value over SSE, nor in the run's stored events it serves", async () => {
-    const team = writeTeam(
-      `version: 1
-name: echo
-models:
-  offline: { provider: scripted, script: ./script.yaml }
-tools:
-  echo_env:
-    command: [node, ./echo.mjs]
-    env: { SERVICE_TOKEN: "${TOKEN}", LANG: C }
-agents:
-  solver:
-    kind: react
-    tools: [echo_env]
-`,
-      {
-        "echo.mjs": "process.stdin.resume(); process.stdin.on('end', () => process.stdout.write(JSON.stringify({ seen: 'token is ' + process.env.SERVICE_TOKEN })));",
-        "script.yaml": `version: 1
-replies:
-  - content: null
-    tool_calls: [{ id: c1, name: echo_env, arguments: {} }]
-  - content: done
-`,
-      },
-    );
+    const team = echoEnvTeam(TOKEN);
     const server = await serveTeam(team);
     closers.push(server);
     const { response, events } = await postRun(server.url, { input: "echo" });

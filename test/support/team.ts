@@ -19,3 +19,35 @@ export function writeTeam(yaml: string, files: Record<string, string> = {}, dir 
 export function reactReply(action_type: string, output: Record<string, unknown>, observe = "", thought = ""): string {
   return JSON.stringify({ observe, thought, action: { result: { action_type, output } } });
 }
+
+/**
+ * A team whose command tool `echo_env` is given `SERVICE_TOKEN=token` and
+ * echoes it ("token is ..."), called once by a scripted react agent: a secret
+ * that reaches the run, for tests that it never leaves it.
+ */
+export function echoEnvTeam(token: string): string {
+  return writeTeam(
+    `version: 1
+name: echo
+models:
+  offline: { provider: scripted, script: ./script.yaml }
+tools:
+  echo_env:
+    command: [node, ./echo.mjs]
+    env: { SERVICE_TOKEN: "${token}", LANG: C }
+agents:
+  solver:
+    kind: react
+    tools: [echo_env]
+`,
+    {
+      "echo.mjs": "process.stdin.resume(); process.stdin.on('end', () => process.stdout.write(JSON.stringify({ seen: 'token is ' + process.env.SERVICE_TOKEN })));",
+      "script.yaml": `version: 1
+replies:
+  - content: null
+    tool_calls: [{ id: c1, name: echo_env, arguments: {} }]
+  - content: done
+`,
+    },
+  );
+}
