@@ -125,6 +125,7 @@ function toolJournal(journal: Journal, keys: StepKeys): ToolJournal {
       const key = keyOf.get(call);
       if (key !== undefined) journal.toolResult(key, outcome);
     },
+    commit: () => journal.commit(),
   };
 }
 

@@ -20,7 +20,9 @@ import type { JournalEntry } from "../trace/store.js";
 
 /** Where entries are committed: the trace store, or nowhere when tracing is off. */
 export interface JournalSink {
-  writeJournal(entry: JournalEntry): void;
+  write(entry: JournalEntry): void;
+  /** Commit what was written (and the events so far) now. */
+  commit(): void;
 }
 
 /** A run's journal. Writes never throw into the run: a failing store is reported once. */
@@ -33,6 +35,14 @@ export class Journal {
     private readonly secrets: readonly string[],
     private readonly now: () => Date,
   ) {}
+
+  /**
+   * Make everything written so far durable. The engine calls it right before
+   * the run acts outside the process: a model request, a tool's body.
+   */
+  commit(): void {
+    this.sink?.commit();
+  }
 
   modelReply(key: string, reply: ChatResponse): void {
     this.write(key, "model.reply", reply);
@@ -50,7 +60,7 @@ export class Journal {
     if (!this.sink) return;
     try {
       const { json } = redactWithJson(value, this.secrets);
-      this.sink.writeJournal({ task_id: this.task_id, key, kind, ts: this.now().toISOString(), json });
+      this.sink.write({ task_id: this.task_id, key, kind, ts: this.now().toISOString(), json });
     } catch (err) {
       if (!this.warned) process.emitWarning(`journal of ${this.task_id}: ${err instanceof Error ? err.message : String(err)}`, "JournalWarning");
       this.warned = true;

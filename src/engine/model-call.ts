@@ -26,6 +26,8 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   const extra = call.trace_id !== undefined ? { trace_id: call.trace_id } : undefined;
   const key = ports.keys.nextModel();
   ports.emit({ type: "llm.request", model: client.model, messages: call.messages.length }, extra);
+  // Write-ahead: the replies and tool results this request is built from are committed before it leaves.
+  ports.journal.commit();
   const started = Date.now();
   let reply;
   try {

@@ -80,8 +80,8 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
       storeHeld = true;
       const trace = batchedTraceSink(store);
       bus.subscribe(trace.sink);
-      flushTrace = trace.flush;
-      journalSink = { writeJournal: trace.journal };
+      flushTrace = trace.commit;
+      journalSink = { write: trace.journal, commit: trace.commit };
     } catch (err) {
       traceError = `cannot open the trace store in ${trace_dir}: ${describeError(err)}`;
     }

@@ -62,20 +62,28 @@ export function openTraceStores(): string[] {
 }
 
 /**
- * A sink that stores a run's events, committing each synchronous burst of
- * events in one transaction at the end of the current microtask: a burst
- * (a model reply's llm.response, tool.started × N, state.changed) costs one
- * commit instead of one per event, and nothing waits for a timer, so a killed
- * process loses at most the events of the instant it died in. A failing write
- * becomes a process warning, never an exception inside the run.
+ * A sink that stores a run's events and journal entries
+ * (docs/design/journal.md#when-it-is-written). A synchronous burst of events
+ * is committed in one transaction at the end of its microtask, so a killed
+ * process loses at most the events of the instant it died in, and a tool's
+ * result is durable as soon as the tool is done. One window is held open
+ * longer: from a model reply until the run acts on it (`commit()`, called
+ * before a tool's body runs and before the next request is sent) or the
+ * next turn of the event loop. Nothing irreversible happens in that window
+ * (a reply lost there is asked for again), and the reply, the state it moves
+ * the machine to and the tool calls it starts become one commit instead of
+ * two. A failing write becomes a process warning, never an exception inside
+ * the run.
  */
-export function batchedTraceSink(store: TraceStore): { sink: EventSink; flush(): void; journal(entry: JournalEntry): void } {
+export function batchedTraceSink(store: TraceStore): { sink: EventSink; commit(): void; journal(entry: JournalEntry): void } {
   let pending: RunEvent[] = [];
   let entries: JournalEntry[] = [];
-  let scheduled = false;
+  let microtask = false;
+  let held: NodeJS.Immediate | undefined;
   let warned = false;
-  const flush = () => {
-    scheduled = false;
+  const commit = () => {
+    if (held) clearImmediate(held);
+    held = undefined;
     if (pending.length === 0 && entries.length === 0) return;
     const [batch, journal] = [pending, entries];
     pending = [];
@@ -88,24 +96,21 @@ export function batchedTraceSink(store: TraceStore): { sink: EventSink; flush():
     }
   };
   const schedule = () => {
-    if (!scheduled) {
-      scheduled = true;
-      queueMicrotask(flush);
-    }
+    if (held || microtask) return;
+    microtask = true;
+    queueMicrotask(() => {
+      microtask = false;
+      if (!held) commit();
+    });
   };
   const sink: EventSink = (event) => {
     pending.push(event);
     schedule();
   };
-  /**
-   * A journal entry joins the burst's transaction. The commit runs at the end
-   * of the current microtask, before the code awaiting the call that made the
-   * entry resumes (a reply reaches its kind, a tool's body starts), so the
-   * entry is durable before the run moves on, at no extra commit.
-   */
   const journal = (entry: JournalEntry) => {
     entries.push(entry);
-    schedule();
+    if (entry.kind === "model.reply") held ??= setImmediate(commit);
+    else schedule();
   };
-  return { sink, flush, journal };
+  return { sink, commit, journal };
 }

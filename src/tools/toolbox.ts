@@ -22,6 +22,8 @@ export interface ToolBoxOptions {
 export interface ToolJournal {
   started(call: ToolCallRequest, args: unknown): void;
   finished(call: ToolCallRequest, outcome: ToolOutcome): void;
+  /** Commit what the run has written so far: called right before a tool's body runs. */
+  commit(): void;
 }
 
 /**
@@ -115,6 +117,8 @@ async function attempt(
   const check = argsValidator.check(tool.name, tool.parameters, parsed.value);
   if (!check.ok) return check;
   if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };
+  // Write-ahead: the reply that asked for this call, and its start, are durable before the body acts.
+  options.journal?.commit();
   const executed = await execute(tool, parsed.value, call.id, scope, options);
   return executed.ok ? capOutput(executed.result, tool.max_output_bytes) : executed;
 }

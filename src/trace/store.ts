@@ -6,7 +6,7 @@ import type { RunEvent, Usage } from "../events/types.js";
 import { eventJson } from "../events/bus.js";
 
 /** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
-export const TRACE_SCHEMA_VERSION = 2;
+export const TRACE_SCHEMA_VERSION = 3;
 
 /** The file name of the store inside the trace directory. */
 export const TRACE_DB_FILE = "traces.db";
@@ -52,8 +52,12 @@ CREATE TABLE IF NOT EXISTS events (
   json TEXT NOT NULL,
   PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS events_agent ON events (agent_id);
-CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id);
+-- Version 3: no index on events.agent_id (nothing reads events by agent; runs
+-- has its own), and trace_id indexed only where it is set, so an event
+-- without one (most of them) updates one B-tree, not three.
+DROP INDEX IF EXISTS events_agent;
+DROP INDEX IF EXISTS events_trace;
+CREATE INDEX IF NOT EXISTS events_trace_id ON events (trace_id) WHERE trace_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS runs (
   task_id TEXT PRIMARY KEY,
   agent_id TEXT NOT NULL,
@@ -216,11 +220,6 @@ export class TraceStore {
         usage_json: JSON.stringify(safe.usage),
       });
     }
-  }
-
-  /** Commit one journal entry (its own transaction: it is durable when this returns). */
-  writeJournal(entry: JournalEntry): void {
-    this.upsertJournal.run(entry);
   }
 
   /** A run's journal, in key order. */

@@ -220,7 +220,7 @@ agents:
       if (signal === "SIGINT") expect(trace.stdout).toMatch(/interrupted/);
       const json = await runCli(["trace", taskId, "--json", "--trace-dir", traces]);
       const types = json.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { type: string }).type);
-      expect(types).toContain("tool.finished");
+      expect(types, JSON.stringify(types)).toContain("tool.finished");
       expect(types.at(-1) === "run.finished").toBe(signal === "SIGINT");
     }
   }, 60_000);

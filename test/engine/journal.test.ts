@@ -5,64 +5,79 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
+import { createChatClient } from "../../src/models/factory.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore, type JournalEntry } from "../../src/trace/store.js";
 
 const teamFile = (name: string) => fileURLToPath(new URL(`../../teams/${name}`, import.meta.url));
 const QUESTION = "What are the area and circumference of a circle with radius 5 meters?";
 
-/** Run an example team offline; a sink reads the journal (through its own connection) at every event. */
+/**
+ * Run an example team offline. A sink records every event; at every model
+ * request, as it leaves, the journal is read through a second connection
+ * (what is committed, not what is pending).
+ */
 async function runWithReader(name: string) {
   const traceDir = mkdtempSync(join(tmpdir(), "journal-"));
   const team = await loadTeam(teamFile(name));
   const reader: { store?: TraceStore } = {};
-  const seen: { event: RunEvent; keys: Set<string> }[] = [];
+  const seen: RunEvent[] = [];
+  const requests: { events: number; committed: Map<string, string> }[] = [];
   const run = runTeam(team, {
     input: QUESTION,
     traceDir,
-    sinks: [
-      (event) => {
-        reader.store ??= TraceStore.open(traceDir, { create: false });
-        seen.push({ event, keys: new Set(reader.store.journalOf(event.task_id).map((e) => e.key)) });
-      },
-    ],
+    sinks: [(event) => seen.push(event)],
+    createClient: (config) => {
+      const client = createChatClient(config);
+      return {
+        model: client.model,
+        chat: (request) => {
+          reader.store ??= TraceStore.open(traceDir, { create: false });
+          const committed = new Map(reader.store.journalOf(seen[0]!.task_id).map((e) => [e.key, e.kind]));
+          requests.push({ events: seen.length, committed });
+          return client.chat(request);
+        },
+      };
+    },
   });
   const result = await run.result;
+  if (result.result_type !== "answer") throw new Error(String(result.error));
   const journal = reader.store!.journalOf(run.task_id);
   reader.store!.close();
-  return { result, journal, seen };
+  return { result, journal, seen, requests };
 }
 
 const value = (entry: JournalEntry | undefined) => JSON.parse(entry?.json ?? "null") as Record<string, unknown>;
 
 describe("the journal", () => {
-  it("holds every model reply and tool result of a react run, each committed before the run moves on", async () => {
-    const { result, journal, seen } = await runWithReader("circle-react.yaml");
+  it("holds every model reply and tool result of a react run, committed before the next request leaves", async () => {
+    const { result, journal, seen, requests } = await runWithReader("circle-react.yaml");
     expect(result.result_type).toBe("answer");
     const keys = journal.map((e) => e.key);
-    const responses = seen.filter((s) => s.event.type === "llm.response");
-    const finished = seen.filter((s) => s.event.type === "tool.finished");
+    const responses = seen.filter((e) => e.type === "llm.response");
+    const finished = seen.filter((e) => e.type === "tool.finished");
     // One reply per model call of the step (key 0), one start and one result per tool call.
     expect(keys.filter((k) => /^0\/m\d+$/.test(k))).toHaveLength(responses.length);
     expect(journal.filter((e) => e.kind === "tool.result")).toHaveLength(finished.length);
     expect(finished.length).toBeGreaterThan(0);
-    // Before the run moves on: reply k is in the store when the run next acts (a tool starts, or the
-    // next recursion begins); a tool's result, when the next model call is made.
-    const next = (i: number, types: string[]) => seen.slice(i + 1).find((s) => types.includes(s.event.type));
-    responses.forEach((s, k) => {
-      const after = next(seen.indexOf(s), ["tool.started", "recursion.started", "agent.finished"]);
-      expect(after?.keys.has(`0/m${k}`), `reply ${k}`).toBe(true);
+    // Write-ahead: when request k leaves, replies 0..k-1 and the results of every tool call
+    // finished before it are already committed (read through another connection).
+    expect(requests).toHaveLength(responses.length);
+    requests.forEach((request, k) => {
+      for (let j = 0; j < k; j++) expect(request.committed.get(`0/m${j}`), `reply ${j} before request ${k}`).toBe("model.reply");
+      const before = seen.slice(0, request.events).filter((e) => e.type === "tool.finished");
+      const results = [...request.committed.values()].filter((kind) => kind === "tool.result");
+      expect(results, `tool results before request ${k}`).toHaveLength(before.length);
     });
-    for (const s of finished) {
-      const call_id = s.event.type === "tool.finished" ? s.event.call_id : "";
+    for (const event of finished) {
+      const call_id = event.type === "tool.finished" ? event.call_id : "";
       const entry = journal.find((e) => e.kind === "tool.result" && value(e).call_id === call_id);
       expect(entry, call_id).toBeDefined();
-      expect(next(seen.indexOf(s), ["llm.request", "agent.finished"])?.keys.has(entry!.key)).toBe(true);
       expect(value(entry)).toMatchObject({ ok: true, tool: "calculator" });
     }
     // The stored reply is the reply: its tool calls are the ones the tools ran.
     const firstCalls = (value(journal.find((e) => e.key === "0/m0")).tool_calls ?? []) as { id: string }[];
-    const started = seen.filter((s) => s.event.type === "tool.started").map((s) => (s.event.type === "tool.started" ? s.event.call_id : ""));
+    const started = seen.map((e) => (e.type === "tool.started" ? e.call_id : ""));
     expect(firstCalls.length === 0 || started.includes(firstCalls[0]!.id)).toBe(true);
   });
 

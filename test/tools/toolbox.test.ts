@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { builtinTool } from "../../src/tools/builtin/index.js";
+import { createToolBox } from "../../src/tools/toolbox.js";
 import { argsValidator } from "../../src/tools/validate-args.js";
 import type { Tool } from "../../src/tools/types.js";
 import { call, makeBox, SCOPE, sleep } from "./helpers.js";
@@ -269,5 +270,28 @@ describe("parameter schemas", () => {
     const [outcome] = await box.run([call("odd", {})]);
     expect(outcome!.ok).toBe(false);
     expect(outcome!.error).toBe("tool \"odd\" has an invalid parameter schema: unknown keyword 'frobnicate'");
+  });
+
+  it("journals a call's start, commits before the body runs, and journals its outcome", async () => {
+    const order: string[] = [];
+    const tool = { ...waiter(), execute: async () => (order.push("body"), { done: true }) };
+    const box = createToolBox({
+      tools: [tool],
+      allow: ["wait"],
+      scope: SCOPE,
+      emit: () => {},
+      signal: new AbortController().signal,
+      journal: {
+        started: (c) => order.push(`started ${c.id}`),
+        commit: () => order.push("commit"),
+        finished: (c, outcome) => order.push(`finished ${c.id} ${outcome.ok}`),
+      },
+    });
+    await box.run([call("wait", { ms: 0 }, "c1")]);
+    expect(order).toEqual(["started c1", "commit", "body", "finished c1 true"]);
+    // A call refused before any body runs has nothing to commit ahead of.
+    order.length = 0;
+    await box.run([call("wait", { ms: "x" }, "c2")]);
+    expect(order).toEqual(["started c2", "finished c2 false"]);
   });
 });

@@ -98,26 +98,32 @@ describe("TraceStore", () => {
     expect(run?.result_type).toBeUndefined();
   });
 
-  test("uses the WAL journal, records schema_version 2 and indexes agent_id and trace_id", () => {
+  test("uses the WAL journal, records schema_version 3 and indexes trace_id where it is set", () => {
     const dir = tempDir();
     openStore(dir).append(todoRun("t")[0]!);
     const db = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "2" });
-      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'").all() as { name: string }[]).map((r) => r.name);
-      expect(indexes).toEqual(expect.arrayContaining(["events_agent", "events_trace"]));
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "3" });
+      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
+      expect(indexes).toEqual(["events_trace_id"]);
+      const plan = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM events WHERE trace_id = ? ORDER BY task_id, seq").all("x") as { detail: string }[];
+      expect(plan.map((p) => p.detail).join(" ")).toContain("USING INDEX events_trace_id");
     } finally {
       db.close();
     }
   });
 
-  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends", () => {
+  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 3", () => {
     const dir = tempDir();
     const db = new Database(join(dir, TRACE_DB_FILE));
     db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
     db.close();
     const store = openStore(dir);
+    const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
+    const names = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
+    check.close();
+    expect(names).toEqual(["events_trace_id"]);
     expect(store.eventsOfTask("v1-task").map((e) => e.type)).toEqual([
       "run.started",
       "agent.started",
@@ -148,9 +154,9 @@ describe("TraceStore", () => {
     const dir = tempDir();
     TraceStore.open(dir).close();
     const db = new Database(join(dir, TRACE_DB_FILE));
-    db.prepare("UPDATE meta SET value = '3' WHERE key = 'schema_version'").run();
+    db.prepare("UPDATE meta SET value = '4' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => TraceStore.open(dir)).toThrow(/schema_version 3, newer than this runtime supports \(2\)/);
+    expect(() => TraceStore.open(dir)).toThrow(/schema_version 4, newer than this runtime supports \(3\)/);
   });
 
   test("a reader does not create a missing store, and a file that is not a database is reported in one line", () => {
