@@ -7,7 +7,7 @@
  * while validating (schema.ts, `useDefaults`); a test keeps this list equal
  * to the schema's:
  * - team: description "", tools {}, workflows {}
- * - openai model: timeout_ms 60000, max_retries 2, stream false
+ * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, fallback []
  * - scripted model: model "scripted"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
  * - command, http and mcp tool: parameters {"type":"object","properties":{}}
@@ -27,6 +27,8 @@
  * - command tool cwd: the team file's directory (`commandCwd`)
  * - built-in tool parameters: an empty object schema (`builtinParameters`)
  * - plan_and_solve_flow replanner: the flow's planner (`flowReplanner`)
+ * - openai model idle_timeout_ms: timeout_ms or 30000, the smaller
+ *   (`streamIdleTimeout`)
  * - openai model base_url and api_key: unset or empty is left out, so the
  *   openai client uses its own (OPENAI_BASE_URL, OPENAI_API_KEY) (resolve.ts)
  */
@@ -66,4 +68,12 @@ export function builtinParameters(): JsonSchema {
 /** The agent a plan_and_solve_flow asks to replan: `replanner`, else its planner (which knows the Plan format). */
 export function flowReplanner(flow: { planner: string; replanner?: string | undefined }): string {
   return flow.replanner ?? flow.planner;
+}
+
+/** Silence allowed between two streamed chunks when a model sets none. */
+export const STREAM_IDLE_MS = 30_000;
+
+/** A model's `idle_timeout_ms`: its own, else timeout_ms or STREAM_IDLE_MS, the smaller. */
+export function streamIdleTimeout(idle: number | undefined, timeout_ms: number): number {
+  return idle ?? Math.min(timeout_ms, STREAM_IDLE_MS);
 }

@@ -42,12 +42,28 @@ export interface RawOpenaiModel {
   temperature?: number;
   /** Cap on tokens generated per reply; unset leaves the endpoint's default. */
   max_tokens?: number;
-  /** Timeout of one request, in milliseconds. @default 60000 */
+  /** Nucleus sampling; unset leaves the endpoint's default. */
+  top_p?: number;
+  /** Sampling seed, for servers that honour it. */
+  seed?: number;
+  /** Deadline of one model call, in milliseconds: connecting, waiting, reading the whole reply (a stalled or dripping stream included) and any retries all fit in it. @default 60000 */
   timeout_ms: number;
-  /** Retries of a failed request (connection errors, 429, 5xx) before the run fails. @default 2 */
+  /** Retries of a failed request (connection errors, 408, 409, 429, 5xx), within timeout_ms, before the model counts as unavailable. @default 2 */
   max_retries: number;
   /** Stream tokens (Server-Sent Events) and emit llm.delta events. @default false */
   stream: boolean;
+  /** Streamed replies: the longest silence between two chunks before the call fails. Unset: timeout_ms or 30000, whichever is smaller. */
+  idle_timeout_ms?: number;
+  /** The longest `retry-after` a 429 or 503 may ask for; a longer one fails the call at once instead of sleeping. @default 30000 */
+  max_retry_wait_ms: number;
+  /** Extra HTTP headers sent with every request (e.g. OpenRouter's HTTP-Referer). Values of secret-named headers (Authorization, X-Api-Key, ...) are masked like api_key. @default {} */
+  headers: Record<string, string>;
+  /** Fields merged into every request body as they are, e.g. vLLM's `chat_template_kwargs: {enable_thinking: false}` or Ollama's `options`. @default {} */
+  extra_body: Record<string, unknown>;
+  /** How requests lay out their roles. Unset: as the agent kind builds them, switching by itself when the server's chat template refuses them (said once, as an llm.notice event). `alternate`: one system message first, then user and assistant turns alternating (Mistral, Gemma, Llama 2 templates). `no_system`: the same, with the system text at the head of the first user message. */
+  roles?: "alternate" | "no_system";
+  /** Models, by name, tried in order when this one is unavailable after its retries; events and the trace name the model that answered. @default [] */
+  fallback: string[];
 }
 
 /** A model whose replies are read, in order, from a YAML script: deterministic, offline. */

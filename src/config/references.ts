@@ -58,6 +58,11 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
     if (model.provider === "scripted" && script !== undefined) {
       checkFile(resolve(dir, script), pointer("models", name, "script"), "script file", report);
     }
+    for (const [index, other] of strings(model.fallback)) {
+      const at = pointer("models", name, "fallback", index);
+      if (other === name) report(at, `model '${name}' cannot be its own fallback`);
+      else if (!modelSet.has(other)) report(at, `unknown model '${other}'${didYouMean(other, modelNames)}${declared("models", modelNames)}`);
+    }
   }
 
   for (const [name, tool] of tools) {
@@ -132,6 +137,10 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
       }
     }
   }
+
+  // A used model's fallbacks are used too (their ${VAR}s must be set).
+  const fallbacks = new Map(models.map(([n, m]) => [n, strings(m.fallback).map(([, other]) => other)]));
+  for (const used of refs.usedModels) for (const other of fallbacks.get(used) ?? []) if (modelSet.has(other)) refs.usedModels.add(other);
 
   for (const [id, workflow] of workflows) if (problems.length < MAX_PROBLEMS) checkWorkflow(id, workflow, agentSet, report);
   for (const problem of findCycles(agentNames, edges)) report(problem.at, problem.message);

@@ -7,7 +7,7 @@ import { resolve } from "node:path";
 import type { AgentConfig, ModelConfig, ResolvedTeam, ToolConfig, Workflow } from "./types.js";
 import type { References } from "./references.js";
 import type { RawAgent, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
-import { agentModel, builtinParameters, commandCwd, entryAgent, flowReplanner } from "./defaults.js";
+import { agentModel, builtinParameters, commandCwd, entryAgent, flowReplanner, streamIdleTimeout } from "./defaults.js";
 
 /** The ResolvedTeam of a team that passed the schema and the reference checks. */
 export function resolveTeam(team: RawTeam, file: string, dir: string, refs: References): ResolvedTeam {
@@ -28,7 +28,7 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
 
 function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
   if (raw.provider === "scripted") return { name, provider: "scripted", model: raw.model, script: resolve(dir, raw.script) };
-  const { base_url, api_key, temperature, max_tokens } = raw;
+  const { base_url, api_key, temperature, max_tokens, top_p, seed, roles } = raw;
   return {
     name,
     provider: "openai",
@@ -36,6 +36,14 @@ function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
     timeout_ms: raw.timeout_ms,
     max_retries: raw.max_retries,
     stream: raw.stream,
+    idle_timeout_ms: streamIdleTimeout(raw.idle_timeout_ms, raw.timeout_ms),
+    max_retry_wait_ms: raw.max_retry_wait_ms,
+    headers: raw.headers,
+    extra_body: raw.extra_body,
+    fallback: raw.fallback,
+    ...(top_p !== undefined ? { top_p } : {}),
+    ...(seed !== undefined ? { seed } : {}),
+    ...(roles !== undefined ? { roles } : {}),
     // An empty value (e.g. `${OPENAI_BASE_URL:-}`) means "let the client decide".
     ...(base_url ? { base_url } : {}),
     ...(api_key ? { api_key } : {}),

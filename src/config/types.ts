@@ -16,12 +16,26 @@ export interface OpenAIModelConfig {
   api_key?: string;
   temperature?: number;
   max_tokens?: number;
-  /** @default 60000 */
+  top_p?: number;
+  seed?: number;
+  /** Deadline of a whole model call, retries included. @default 60000 */
   timeout_ms: number;
   /** @default 2 */
   max_retries: number;
   /** @default false */
   stream: boolean;
+  /** Longest silence between two streamed chunks. @default min(timeout_ms, 30000) */
+  idle_timeout_ms: number;
+  /** Longest `retry-after` obeyed; longer fails at once. @default 30000 */
+  max_retry_wait_ms: number;
+  /** Extra headers on every request; secret-named values are masked. */
+  headers: Record<string, string>;
+  /** Fields merged into every request body. */
+  extra_body: Record<string, unknown>;
+  /** A role layout forced from the first request; unset: detected from the server's refusal. */
+  roles?: "alternate" | "no_system";
+  /** Models (by name) tried in order when this one is unavailable. */
+  fallback: string[];
 }
 
 export interface ScriptedModelConfig {

@@ -30,6 +30,8 @@ export interface RunShared {
   trace_dir: string;
   client(model: ModelConfig): ChatClient;
   toolCache: Map<string, Tool>;
+  /** Models found unavailable in this run (src/engine/model-call.ts). */
+  unavailableModels: Set<string>;
   /** Steps still running; the run waits for all of them before it finishes. */
   inflight: Set<Promise<unknown>>;
   newId(): string;
@@ -81,6 +83,10 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     if (!config) throw new Error(`unknown model '${modelName}'`);
     return run.client(config);
   };
+  const fallbacks = (modelName: string): readonly string[] => {
+    const config = run.team.models[modelName];
+    return config?.provider === "openai" ? config.fallback : [];
+  };
   const journal = toolJournal(run.journal, keys);
 
   const ctx: AgentContext = {
@@ -92,7 +98,11 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     signal,
     trace_dir: run.trace_dir,
     emit,
-    callModel: (call) => callModel({ client, emit, signal, agent_id: name, journal: run.journal, keys }, call),
+    callModel: (call) =>
+      callModel(
+        { model: agent.model, client, fallbacks, unavailable: run.unavailableModels, emit, signal, agent_id: name, journal: run.journal, keys },
+        call,
+      ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
       const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache });

@@ -2,18 +2,28 @@
  * The one way to call a model (docs/design/engine.md#model-calls): every kind
  * reaches it through `AgentContext.callModel`. It emits `llm.request`,
  * `llm.delta` (streamed text), then `llm.response` with the kind's reading of
- * the reply, or `llm.error`; and it commits the reply to the run's journal
- * before the kind sees it.
+ * the reply, or `llm.error`; it commits the reply to the run's journal before
+ * the kind sees it; and it does, for every kind, what real servers need
+ * (docs/servers.md): a model's `fallback` list tried when it is unavailable,
+ * reasoning reported apart, a reply cut off at the token limit stripped of
+ * its half-written tool calls, and the client's notices emitted.
  */
 import { RuntimeError, describeError } from "../errors.js";
 import type { RunEventBody } from "../events/types.js";
-import type { ChatClient } from "../models/types.js";
+import type { ChatClient, ChatResponse } from "../models/types.js";
 import type { ModelCall, ModelReply, ReplyReading } from "../kinds/types.js";
 import type { Journal, StepKeys } from "./journal.js";
 
 /** What one step lends its model calls. */
 export interface ModelCallPorts {
-  client(name?: string): ChatClient;
+  /** The step's own model, by name. */
+  model: string;
+  /** The client of a model, by name. */
+  client(name: string): ChatClient;
+  /** A model's fallbacks, by name, in order. */
+  fallbacks(name: string): readonly string[];
+  /** Models of this run found unavailable: later calls go straight to their fallbacks. */
+  unavailable: Set<string>;
   emit(body: RunEventBody, extra?: { trace_id?: string }): void;
   signal: AbortSignal;
   agent_id: string;
@@ -22,26 +32,40 @@ export interface ModelCallPorts {
 }
 
 export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, call: ModelCall<R>): Promise<ModelReply<R>> {
-  const client = ports.client(call.model);
   const extra = call.trace_id !== undefined ? { trace_id: call.trace_id } : undefined;
   const key = ports.keys.nextModel();
+  const candidates = chain(ports, call.model ?? ports.model);
+  let client = ports.client(candidates[0]);
   ports.emit({ type: "llm.request", model: client.model, messages: call.messages.length }, extra);
   // Write-ahead: the replies and tool results this request is built from are committed before it leaves.
   ports.journal.commit();
   const started = Date.now();
-  let reply;
-  try {
-    reply = await client.chat({
-      messages: call.messages,
-      ...(call.tools?.length ? { tools: call.tools } : {}),
-      signal: ports.signal,
-      agent_id: ports.agent_id,
-      onDelta: (text) => ports.emit({ type: "llm.delta", text }, extra),
-    });
-  } catch (err) {
-    ports.emit({ type: "llm.error", model: client.model, error: describeError(err) }, extra);
-    throw ports.signal.aborted ? new RuntimeError("ABORTED", "interrupted") : err;
+  let reply: ChatResponse | undefined;
+  for (const [i, name] of candidates.entries()) {
+    client = ports.client(name);
+    try {
+      reply = await client.chat({
+        messages: call.messages,
+        ...(call.tools?.length ? { tools: call.tools } : {}),
+        signal: ports.signal,
+        agent_id: ports.agent_id,
+        onDelta: (text) => ports.emit({ type: "llm.delta", text }, extra),
+        onNotice: ({ notice, message }) => ports.emit({ type: "llm.notice", model: client.model, notice, message }, extra),
+      });
+      break;
+    } catch (err) {
+      ports.emit({ type: "llm.error", model: client.model, error: describeError(err) }, extra);
+      if (ports.signal.aborted) throw new RuntimeError("ABORTED", "interrupted");
+      const next = candidates[i + 1];
+      if (next === undefined || !(err instanceof RuntimeError) || err.code !== "MODEL_UNAVAILABLE") throw err;
+      ports.unavailable.add(name);
+      const message = `${describeError(err)}; trying fallback model '${next}'`;
+      ports.emit({ type: "llm.notice", model: client.model, notice: "fallback", message }, extra);
+    }
   }
+  if (!reply) throw new RuntimeError("MODEL_UNAVAILABLE", "no model answered");
+  // A reply cut off at the token limit may end inside a tool call's arguments: none of its calls is run.
+  if (reply.finish_reason === "length" && reply.tool_calls.length > 0) reply = { ...reply, tool_calls: [] };
   const duration_ms = Date.now() - started;
   ports.journal.modelReply(key, reply);
   const reading = call.read?.(reply);
@@ -51,9 +75,11 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
       model: client.model,
       usage: reply.usage,
       duration_ms,
+      ...(reply.finish_reason !== "stop" && reply.finish_reason !== "tool_calls" ? { finish_reason: reply.finish_reason } : {}),
       ...(reading?.action_type !== undefined ? { action_type: reading.action_type } : {}),
       ...(reading?.observe !== undefined ? { observe: reading.observe } : {}),
       ...(reading?.thought !== undefined ? { thought: reading.thought } : {}),
+      ...(reply.reasoning ? { reasoning: reply.reasoning } : {}),
       ...(reply.content ? { content: reply.content } : {}),
       ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls } : {}),
       ...(reading?.error !== undefined ? { error: reading.error } : {}),
@@ -61,4 +87,22 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
     extra,
   );
   return { reply, reading };
+}
+
+/**
+ * The models to try, in order: the named one and its fallbacks (theirs too,
+ * each once), those found unavailable earlier in the run moved to the end.
+ */
+function chain(ports: ModelCallPorts, first: string): [string, ...string[]] {
+  const order: string[] = [];
+  const visit = (name: string) => {
+    if (order.includes(name)) return;
+    order.push(name);
+    for (const next of ports.fallbacks(name)) visit(next);
+  };
+  visit(first);
+  if (order.length === 1) return [first];
+  const up = order.filter((n) => !ports.unavailable.has(n));
+  const down = order.filter((n) => ports.unavailable.has(n));
+  return [...up, ...down] as [string, ...string[]];
 }

@@ -106,6 +106,7 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
       return client;
     },
     toolCache: new Map(),
+    unavailableModels: new Set(),
     inflight: new Set(),
     newId,
     now,

@@ -4,17 +4,18 @@ import { isSecretKey } from "../events/redact.js";
 /**
  * The team's own secrets, masked by value wherever they might appear (the
  * one list, read by the bus of every run and by the server): model API keys,
- * and the values of secret-named command env variables and http headers
+ * the values of secret-named model headers, and the values of secret-named command env variables and http headers
  * (`SERVICE_TOKEN`, `X-Api-Key`, `Authorization`), which a tool's output or
  * error could otherwise echo into events and the trace; and the `openai`
  * client's own OPENAI_API_KEY, used when a model names no key.
  */
 export function teamSecrets(team: ResolvedTeam, env: NodeJS.ProcessEnv = process.env): string[] {
   const keys = Object.values(team.models).flatMap((m) => (m.provider === "openai" && m.api_key ? [m.api_key] : []));
-  const named = Object.values(team.tools).flatMap((t) => {
-    const values = t.type === "command" ? t.env : t.type === "http" ? t.headers : {};
-    return Object.entries(values).flatMap(([name, value]) => (isSecretKey(name) && value ? [value] : []));
-  });
+  const modelHeaders = Object.values(team.models).flatMap((m) => (m.provider === "openai" ? Object.entries(m.headers) : []));
+  const named = [
+    ...modelHeaders,
+    ...Object.values(team.tools).flatMap((t) => Object.entries(t.type === "command" ? t.env : t.type === "http" ? t.headers : {})),
+  ].flatMap(([name, value]) => (isSecretKey(name) && value ? [value] : []));
   const fromEnv = env["OPENAI_API_KEY"] ? [env["OPENAI_API_KEY"]] : [];
   return [...new Set([...keys, ...named, ...fromEnv])];
 }

@@ -22,7 +22,18 @@ export function msBetween(fromIso: string, toIso: string): number {
 /** `1,234 tokens (prompt 1,000, completion 234)`. */
 export function formatUsage(usage: Usage): string {
   const n = (x: number) => x.toLocaleString("en-US");
-  return `${n(usage.total_tokens)} tokens (prompt ${n(usage.prompt_tokens)}, completion ${n(usage.completion_tokens)})`;
+  const unknown = usage.unknown ? `; usage unknown for ${unknownCalls(usage.unknown)}, so at least that` : "";
+  return `${n(usage.total_tokens)} tokens (prompt ${n(usage.prompt_tokens)}, completion ${n(usage.completion_tokens)}${unknown})`;
+}
+
+/** Tokens used, short, saying when some calls reported no usage (the count is then a lower bound). */
+export function tokens(usage: Usage): string {
+  if (!usage.unknown) return `${usage.total_tokens} tok`;
+  return usage.total_tokens > 0 ? `≥${usage.total_tokens} tok (usage unknown for ${unknownCalls(usage.unknown)})` : `tok unknown`;
+}
+
+function unknownCalls(n: number): string {
+  return n === 1 ? "1 call" : `${n} calls`;
 }
 
 const TODO_MARKS: Record<TodoStatus, string> = {

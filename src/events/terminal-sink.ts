@@ -13,6 +13,7 @@ import {
   painter,
   todoLine,
   todoProgress,
+  tokens,
   type Paint,
 } from "./format.js";
 import type { RunEvent, TodoItem } from "./types.js";
@@ -96,7 +97,7 @@ class TerminalView {
       case "agent.finished":
         log(
           e.result_type === "answer"
-            ? `${p.green(`■ ${e.agent_id}`)} answered · ${e.usage.total_tokens} tok`
+            ? `${p.green(`■ ${e.agent_id}`)} answered · ${tokens(e.usage)}`
             : p.red(`✗ ${e.agent_id} error: ${clip(e.error ?? "", 200)}`),
         );
         break;
@@ -124,10 +125,15 @@ class TerminalView {
       case "llm.response":
         log(
           `llm ${e.model} → ${e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply")} · ` +
-            `${e.usage.total_tokens} tok · ${formatDuration(e.duration_ms)}`,
+            `${tokens(e.usage)} · ${formatDuration(e.duration_ms)}` +
+            (e.finish_reason === "length" ? p.red(" · cut off") : ""),
         );
+        if (e.reasoning) log(p.dim(`  reasoning: ${clip(e.reasoning, 160)}`));
         if (e.thought) log(p.dim(`  thought: ${clip(e.thought, 160)}`));
         if (e.error) log(p.red(`  refused: ${clip(e.error, 160)}`));
+        break;
+      case "llm.notice":
+        log(p.yellow(`! ${clip(e.message, 240)}`));
         break;
       case "llm.delta":
         if (this.options.deltas) {
@@ -170,7 +176,7 @@ class TerminalView {
         this.status = undefined;
         log(
           e.result_type === "answer"
-            ? `${p.green("■ answer")} · ${formatDuration(msBetween(this.runStartedAt.get(e.task_id) ?? e.ts, e.ts))} · ${e.usage.total_tokens} tok`
+            ? `${p.green("■ answer")} · ${formatDuration(msBetween(this.runStartedAt.get(e.task_id) ?? e.ts, e.ts))} · ${tokens(e.usage)}`
             : p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`),
         );
         break;
@@ -302,3 +308,4 @@ function colorTodo(line: string, item: TodoItem, paint: Paint): string {
   if (item.status === "in_progress") return paint.yellow(line);
   return line;
 }
+

@@ -9,6 +9,12 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /**
+   * How many of the model calls counted here reported no usage, or only part
+   * of it (some local servers): the token counts are then a lower bound.
+   * Absent when every call reported its usage.
+   */
+  unknown?: number;
 }
 
 export type TodoStatus = "pending" | "in_progress" | "completed" | "failed" | "skipped" | "blocked";
@@ -57,6 +63,10 @@ export type RunEventBody =
       model: string;
       usage: Usage;
       duration_ms: number;
+      /** The model's reasoning (`reasoning_content`, or a `<think>` block), shown apart and never sent back. */
+      reasoning?: string;
+      /** Why the reply ended: `stop`, `tool_calls`, `length` (cut off at the token limit), ... */
+      finish_reason?: string;
       action_type?: string;
       observe?: string;
       thought?: string;
@@ -67,6 +77,13 @@ export type RunEventBody =
     }
   | { type: "llm.delta"; text: string }
   | { type: "llm.error"; model: string; error: string }
+  /**
+   * Something the runtime noticed about a model's server and adapted to, said
+   * once: `layout` (its chat template refused the request's roles; requests
+   * are laid out for it from now on) or `fallback` (the model failed; the
+   * next one in its `fallback` list takes over).
+   */
+  | { type: "llm.notice"; model: string; notice: "layout" | "fallback"; message: string }
   | { type: "tool.started"; tool: string; call_id: string; arguments: unknown }
   | {
       type: "tool.finished";
@@ -120,9 +137,11 @@ export type Emit = (body: RunEventBody, scope: EventScope) => void;
 export const ZERO_USAGE: Usage = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
 
 export function addUsage(a: Usage, b: Usage): Usage {
+  const unknown = (a.unknown ?? 0) + (b.unknown ?? 0);
   return {
     prompt_tokens: a.prompt_tokens + b.prompt_tokens,
     completion_tokens: a.completion_tokens + b.completion_tokens,
     total_tokens: a.total_tokens + b.total_tokens,
+    ...(unknown > 0 ? { unknown } : {}),
   };
 }

@@ -1,19 +1,28 @@
 /**
  * The `openai`-backed ChatClient: Chat Completions with native tool calling,
- * streaming when asked, the client's own retries, and failures turned into
- * one-line RuntimeErrors that never carry a key.
+ * streaming when asked, and the field's habits handled (docs/servers.md):
+ *
+ * - one deadline, `timeout_ms`, over the whole call: connecting, waiting,
+ *   reading the body or stream (a stall or a drip included) and the retries;
+ *   streams also fail after `idle_timeout_ms` without a chunk;
+ * - retries of its own (the client's are off): connection errors, 408, 409,
+ *   429 and 5xx, backing off, obeying `retry-after` up to `max_retry_wait_ms`
+ *   and failing at once past it;
+ * - a chat template's refusal of the roles switches the layout
+ *   (`dialect.ts`), said once through `onNotice`, remembered per endpoint;
+ * - failures are one-line RuntimeErrors that never carry a key.
  */
 import OpenAI from "openai";
-import type {
-  ChatCompletionChunk,
-  ChatCompletionCreateParamsNonStreaming,
-  ChatCompletionMessageParam,
-  ChatCompletionTool,
-} from "openai/resources/chat/completions";
+import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { RuntimeError } from "../errors.js";
-import type { Usage } from "../events/types.js";
 import type { OpenAIModelConfig } from "../config/types.js";
-import type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolCallRequest, ToolSpec } from "./types.js";
+import { layOut, layoutFromRefusal, type RoleLayout } from "./dialect.js";
+import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
+import { readCompletion, StreamReader } from "./openai-reply.js";
+import type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec } from "./types.js";
+
+/** Layouts learnt from servers' refusals, per endpoint and model, for the life of the process. */
+const learnt = new Map<string, RoleLayout>();
 
 /** Creates a ChatClient over any OpenAI-compatible endpoint; the key is checked on first use. */
 export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
@@ -22,17 +31,15 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
 
   const getClient = (): OpenAI => {
     if (apiKey === undefined) {
-      throw new RuntimeError(
-        "MODEL_UNAVAILABLE",
-        `model ${config.model}: no API key: set api_key in the team file or OPENAI_API_KEY`,
-      );
+      throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: no API key: set api_key in the team file or OPENAI_API_KEY`);
     }
     client ??= new OpenAI({
       apiKey,
       // undefined lets the client read OPENAI_BASE_URL itself
       baseURL: nonEmpty(config.base_url),
       timeout: config.timeout_ms,
-      maxRetries: config.max_retries,
+      maxRetries: 0,
+      ...(Object.keys(config.headers).length ? { defaultHeaders: config.headers } : {}),
     });
     return client;
   };
@@ -42,129 +49,156 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
     async chat(request: ChatRequest): Promise<ChatResponse> {
       if (request.signal?.aborted) throw aborted(config.model);
       const openai = getClient();
-      // openai-node adds an abort listener to the signal it is given and never
-      // removes it; a per-request signal keeps the caller's (a whole run's) clean.
-      const link = linkedSignal(request.signal);
-      const linked: ChatRequest = { ...request, signal: link.signal };
-      try {
-        return config.stream ? await streamChat(openai, config, linked) : await plainChat(openai, config, linked);
-      } catch (err) {
-        throw toRuntimeError(err, config, openai.baseURL, apiKey, request.signal);
-      } finally {
-        link.release();
+      const endpoint = `${openai.baseURL} ${config.model}`;
+      const deadline = Date.now() + config.timeout_ms;
+      let attempt = 0;
+      for (;;) {
+        const layout: RoleLayout = config.roles ?? learnt.get(endpoint) ?? "as_is";
+        const call = new CallControl(request.signal, deadline, `${config.timeout_ms} ms (timeout_ms) from ${displayURL(openai.baseURL)}`);
+        try {
+          return await once(openai, config, request, layout, call);
+        } catch (err) {
+          if (request.signal?.aborted) throw aborted(config.model);
+          if (call.expired) throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: ${call.expired}${tries(attempt)}`);
+          const refused = err instanceof OpenAI.APIError && err.status === 400 ? layoutFromRefusal(err.message) : undefined;
+          if (refused && refused !== layout && !(refused === "alternate" && layout === "no_system") && config.roles === undefined) {
+            learnt.set(endpoint, refused);
+            request.onNotice?.({ notice: "layout", message: layoutNotice(config.model, refused) });
+            continue;
+          }
+          if (!isRetryable(err) || attempt >= config.max_retries) throw describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
+          const asked = retryAfterMs(err);
+          if (asked !== undefined && asked > config.max_retry_wait_ms) {
+            const failure = describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
+            throw new RuntimeError(
+              "MODEL_UNAVAILABLE",
+              `${failure.message}; the server asks to retry after ${seconds(asked)}, longer than max_retry_wait_ms (${seconds(config.max_retry_wait_ms)})`,
+            );
+          }
+          const wait = asked ?? backoff(attempt);
+          if (Date.now() + wait >= deadline) {
+            const failure = describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
+            throw new RuntimeError("MODEL_UNAVAILABLE", `${failure.message}; no time left for a retry within timeout_ms (${config.timeout_ms} ms)`);
+          }
+          await sleep(wait, request.signal);
+          if (request.signal?.aborted) throw aborted(config.model);
+          attempt++;
+        } finally {
+          call.release();
+        }
       }
     },
   };
 }
 
-/** A signal that aborts with `parent`, detached again by `release`. */
-function linkedSignal(parent: AbortSignal | undefined): { signal: AbortSignal; release(): void } {
-  const controller = new AbortController();
-  if (!parent) return { signal: controller.signal, release() {} };
-  const onAbort = () => controller.abort(parent.reason);
-  parent.addEventListener("abort", onAbort, { once: true });
-  return { signal: controller.signal, release: () => parent.removeEventListener("abort", onAbort) };
+/** One attempt. */
+async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequest, layout: RoleLayout, call: CallControl): Promise<ChatResponse> {
+  const params = requestBody(config, request, layout);
+  const tools = (request.tools?.length ?? 0) > 0;
+  if (!config.stream) {
+    call.phase("waiting for the reply");
+    const { data, request_id } = await openai.chat.completions.create(params, { signal: call.signal }).withResponse();
+    return readCompletion(data, { model: config.model, request_id, tools }, `is base_url right? (${displayURL(openai.baseURL)})`);
+  }
+  call.phase("waiting for the reply stream");
+  const { data: stream, request_id, response } = await openai.chat.completions
+    .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: call.signal })
+    .withResponse();
+  const type = response.headers.get("content-type") ?? "";
+  if (!/event-stream/i.test(type)) {
+    stream.controller.abort();
+    throw new RuntimeError(
+      "MODEL_BAD_REPLY",
+      `model ${config.model}: the reply is not an event stream (content-type ${type || "none"})${request_id ? ` (request id ${request_id})` : ""}; is base_url right? (${displayURL(openai.baseURL)})`,
+    );
+  }
+  const reader = new StreamReader({ model: config.model, request_id, tools }, request.onDelta);
+  call.idle(config.idle_timeout_ms, () => `the reply stream stalled: no chunk for ${config.idle_timeout_ms} ms after ${reader.count} chunk(s)`);
+  try {
+    for await (const chunk of stream) {
+      call.idle(config.idle_timeout_ms, () => `the reply stream stalled: no chunk for ${config.idle_timeout_ms} ms after ${reader.count} chunk(s)`);
+      call.phase(`reading the reply stream (${reader.count + 1} chunk(s) so far)`);
+      reader.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof OpenAI.APIError || call.signal.aborted) throw err;
+    throw new StreamBroke(err, request_id);
+  }
+  // The client's stream ends quietly on abort instead of throwing.
+  if (call.signal.aborted) throw new OpenAI.APIUserAbortError();
+  return reader.end();
 }
 
-function baseParams(config: OpenAIModelConfig, request: ChatRequest): ChatCompletionCreateParamsNonStreaming {
+function requestBody(config: OpenAIModelConfig, request: ChatRequest, layout: RoleLayout): ChatCompletionCreateParamsNonStreaming {
   const params: ChatCompletionCreateParamsNonStreaming = {
+    // extra_body first: the runtime's own fields win.
+    ...(config.extra_body as object),
     model: config.model,
-    messages: request.messages.map(toWireMessage),
+    messages: layOut(request.messages, layout).map(toWireMessage),
   };
   if (request.tools && request.tools.length > 0) params.tools = request.tools.map(toWireTool);
   if (config.temperature !== undefined) params.temperature = config.temperature;
   if (config.max_tokens !== undefined) params.max_tokens = config.max_tokens;
+  if (config.top_p !== undefined) params.top_p = config.top_p;
+  if (config.seed !== undefined) params.seed = config.seed;
   return params;
 }
 
-async function plainChat(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequest): Promise<ChatResponse> {
-  const { data, request_id } = await openai.chat.completions
-    .create(baseParams(config, request), { signal: request.signal })
-    .withResponse();
-  if (typeof data !== "object" || data === null) {
-    // A web page or a proxy answering 200: not an OpenAI-compatible endpoint at this URL.
-    throw badReply(config.model, "the reply is not a chat completion", request_id, `is base_url right? (${displayURL(openai.baseURL)})`);
+/**
+ * The abort signal and deadline of one attempt: aborts when the caller's
+ * signal does, when the call's deadline passes, or when a stream is idle
+ * too long; `expired` then says which, in words.
+ */
+class CallControl {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private now = "connecting";
+  expired: string | undefined;
+  private readonly onAbort = () => this.controller.abort();
+
+  constructor(
+    private readonly parent: AbortSignal | undefined,
+    deadline: number,
+    within: string,
+  ) {
+    parent?.addEventListener("abort", this.onAbort, { once: true });
+    const left = Math.max(0, deadline - Date.now());
+    this.timer = setTimeout(() => this.expire(`no complete reply within ${within}, while ${this.now}`), left);
   }
-  const choice = data.choices?.[0];
-  if (!choice) throw badReply(config.model, "the reply has no choices", request_id);
-  const toolCalls: ToolCallRequest[] = [];
-  for (const call of choice.message.tool_calls ?? []) {
-    if (call.type === "function") {
-      toolCalls.push({ id: call.id, name: call.function.name, arguments: call.function.arguments });
-    }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
   }
-  return {
-    content: choice.message.content ?? null,
-    tool_calls: toolCalls,
-    usage: toUsage(data.usage),
-    finish_reason: choice.finish_reason ?? "stop",
-    ...(request_id ? { request_id } : {}),
-  };
+
+  phase(what: string): void {
+    this.now = what;
+  }
+
+  idle(ms: number, why: () => string): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.expire(why()), ms);
+  }
+
+  private expire(why: string): void {
+    if (this.controller.signal.aborted) return;
+    this.expired = why;
+    this.controller.abort();
+  }
+
+  release(): void {
+    clearTimeout(this.timer);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    // openai-node adds an abort listener to the signal it is given and never removes it;
+    // a per-attempt signal keeps the caller's (a whole run's) clean.
+    this.parent?.removeEventListener("abort", this.onAbort);
+  }
 }
 
-async function streamChat(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequest): Promise<ChatResponse> {
-  const { data: stream, request_id } = await openai.chat.completions
-    .create(
-      { ...baseParams(config, request), stream: true, stream_options: { include_usage: true } },
-      { signal: request.signal },
-    )
-    .withResponse();
-  const acc: StreamState = { content: "", sawContent: false, finishReason: "stop", usage: toUsage(undefined), calls: [] };
-  try {
-    for await (const chunk of stream) {
-      if (request.signal?.aborted) break;
-      absorbChunk(acc, chunk, request.onDelta);
-    }
-  } catch (err) {
-    if (err instanceof OpenAI.APIError || request.signal?.aborted) throw err;
-    // undici reports a dropped body as a bare "terminated"; say what it means
-    const why = oneLine(String((err as Error)?.message ?? err));
-    const id = request_id ? ` (request id ${request_id})` : "";
-    throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: the reply stream broke off (${why})${id}`);
-  }
-  // The client's stream ends quietly on abort instead of throwing.
-  if (request.signal?.aborted) throw aborted(config.model);
-  const toolCalls = acc.calls.filter((c) => c !== undefined);
-  for (const [i, call] of toolCalls.entries()) call.id ||= `call_${i + 1}`;
-  return {
-    content: acc.sawContent ? acc.content : null,
-    tool_calls: toolCalls,
-    usage: acc.usage,
-    finish_reason: acc.finishReason,
-    ...(request_id ? { request_id } : {}),
-  };
-}
-
-interface StreamState {
-  content: string;
-  sawContent: boolean;
-  finishReason: string;
-  usage: Usage;
-  calls: ToolCallRequest[];
-}
-
-function absorbChunk(acc: StreamState, chunk: ChatCompletionChunk, onDelta: ((text: string) => void) | undefined): void {
-  if (chunk.usage) acc.usage = toUsage(chunk.usage);
-  const choice = chunk.choices?.[0];
-  if (!choice) return;
-  const text = choice.delta?.content;
-  if (text) {
-    acc.sawContent = true;
-    acc.content += text;
-    onDelta?.(text);
-  }
-  for (const delta of choice.delta?.tool_calls ?? []) accumulateToolCall(acc.calls, delta);
-  if (choice.finish_reason) acc.finishReason = choice.finish_reason;
-}
-
-type ToolCallDelta = NonNullable<ChatCompletionChunk.Choice.Delta["tool_calls"]>[number];
-
-/** Deltas arrive keyed by `index`: the first carries id and name, later ones pieces of the arguments. */
-function accumulateToolCall(calls: ToolCallRequest[], delta: ToolCallDelta): void {
-  const slot = (calls[delta.index] ??= { id: "", name: "", arguments: "" });
-  if (delta.id) slot.id = delta.id;
-  if (delta.function?.name) slot.name += delta.function.name;
-  if (delta.function?.arguments) slot.arguments += delta.function.arguments;
+function layoutNotice(model: string, layout: RoleLayout): string {
+  return layout === "no_system"
+    ? `model ${model}: the server's chat template takes no system role; requests now carry the system text in the first user message (set roles: no_system to start so)`
+    : `model ${model}: the server's chat template wants one system message first and alternating user/assistant turns; requests are now laid out so (set roles: alternate to start so)`;
 }
 
 function toWireMessage(message: ChatMessage): ChatCompletionMessageParam {
@@ -172,11 +206,7 @@ function toWireMessage(message: ChatMessage): ChatCompletionMessageParam {
     return {
       role: "assistant",
       content: message.content,
-      tool_calls: message.tool_calls.map((c) => ({
-        id: c.id,
-        type: "function" as const,
-        function: { name: c.name, arguments: c.arguments },
-      })),
+      tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } })),
     };
   }
   if (message.role === "assistant") return { role: "assistant", content: message.content };
@@ -187,10 +217,29 @@ function toWireTool(tool: ToolSpec): ChatCompletionTool {
   return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
 }
 
-function toUsage(usage: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null | undefined): Usage {
-  const prompt_tokens = usage?.prompt_tokens ?? 0;
-  const completion_tokens = usage?.completion_tokens ?? 0;
-  return { prompt_tokens, completion_tokens, total_tokens: usage?.total_tokens ?? prompt_tokens + completion_tokens };
+/** Exponential backoff with jitter: ~0.5 s, 1 s, 2 s, ... capped at 8 s. */
+function backoff(attempt: number): number {
+  return Math.min(8000, 500 * 2 ** attempt) * (0.75 + Math.random() * 0.25);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+function tries(attempt: number): string {
+  return attempt === 0 ? "" : ` (attempt ${attempt + 1})`;
+}
+
+function seconds(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -199,64 +248,4 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 function aborted(model: string): RuntimeError {
   return new RuntimeError("ABORTED", `model ${model}: request aborted`);
-}
-
-function badReply(model: string, what: string, requestId: string | null | undefined, hint?: string): RuntimeError {
-  return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: ${what}${requestId ? ` (request id ${requestId})` : ""}${hint ? `; ${hint}` : ""}`);
-}
-
-/** Maps whatever the client threw to a one-line RuntimeError; the cause is dropped so no header can leak. */
-function toRuntimeError(
-  err: unknown,
-  config: OpenAIModelConfig,
-  baseURL: string,
-  apiKey: string | undefined,
-  signal: AbortSignal | undefined,
-): RuntimeError {
-  if (err instanceof RuntimeError) return err;
-  const model = config.model;
-  baseURL = displayURL(baseURL);
-  if (err instanceof OpenAI.APIUserAbortError || signal?.aborted) return aborted(model);
-  const attempts = config.max_retries + 1;
-  const tries = attempts === 1 ? "1 attempt" : `${attempts} attempts`;
-  if (err instanceof OpenAI.APIConnectionTimeoutError) {
-    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: no response within ${config.timeout_ms} ms from ${baseURL} after ${tries}`);
-  }
-  if (err instanceof OpenAI.APIConnectionError) {
-    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: connection failed to ${baseURL} after ${tries}`);
-  }
-  if (err instanceof OpenAI.APIError) {
-    // the client already prefixes the status: "500 Internal error"
-    const text = oneLine(redact(err.message, apiKey));
-    const retried = err.status !== undefined && (err.status === 429 || err.status >= 500) && attempts > 1;
-    const details = [err.requestID ? `request id ${err.requestID}` : "", retried ? `after ${tries}` : ""].filter(Boolean);
-    // A 404 without an OpenAI-style error body is a wrong URL, not a missing model.
-    const apiBody = typeof err.error === "object" && err.error !== null && "message" in err.error;
-    const hint = err.status === 404 && !apiBody ? `; is base_url right? ${baseURL}/chat/completions was not found` : "";
-    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${text}${details.length ? ` (${details.join(", ")})` : ""}${hint}`);
-  }
-  if (err instanceof SyntaxError) return badReply(model, "the reply is not valid JSON", undefined);
-  return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${oneLine(redact(String((err as Error)?.message ?? err), apiKey))}`);
-}
-
-/** A base URL fit for a message: without user:password@, query string or fragment, where keys sometimes hide. */
-function displayURL(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return url.replace(/\/\/[^/@]*@/, "//").replace(/[?#].*$/, "");
-  }
-}
-
-/** Providers echo parts of a rejected key back ("Incorrect API key provided: sk-ab***"); keep none of it. */
-function redact(text: string, apiKey: string | undefined): string {
-  let out = apiKey ? text.split(apiKey).join("***") : text;
-  out = out.replace(/\b(sk|key|pk)-[A-Za-z0-9_*\-]{3,}/g, "$1-***");
-  return out.replace(/Bearer\s+\S+/gi, "Bearer ***");
-}
-
-function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat;
 }

@@ -30,6 +30,8 @@ export interface ChatRequest {
   onDelta?: (text: string) => void;
   /** The agent asking; the scripted model uses it to pick replies. */
   agent_id?: string;
+  /** Told when the client adapts to the server (docs/servers.md); the engine emits it as `llm.notice`. */
+  onNotice?: (notice: { notice: "layout"; message: string }) => void;
 }
 
 export interface ChatResponse {
@@ -37,6 +39,8 @@ export interface ChatResponse {
   tool_calls: ToolCallRequest[];
   usage: Usage;
   finish_reason: string;
+  /** The model's reasoning, apart from `content` (which never holds it): never parsed, never sent back. */
+  reasoning?: string;
   /** The provider's request id, when it sends one (for error reports). */
   request_id?: string;
 }

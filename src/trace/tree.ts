@@ -13,6 +13,7 @@ import {
   painter,
   todoLine,
   todoProgress,
+  tokens,
   type Paint,
 } from "../events/format.js";
 import { addUsage, ZERO_USAGE, type EventOf, type RunEvent, type TodoItem, type Usage } from "../events/types.js";
@@ -199,11 +200,13 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
         const parts = [
           `llm ${e.model}`,
           e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply"),
-          `${e.usage.total_tokens} tok (${e.usage.prompt_tokens}+${e.usage.completion_tokens})`,
+          e.usage.unknown ? tokens(e.usage) : `${e.usage.total_tokens} tok (${e.usage.prompt_tokens}+${e.usage.completion_tokens})`,
           formatDuration(e.duration_ms),
         ];
         if (msgs !== undefined) parts.push(`${msgs} msgs`);
-        const children = e.thought ? [leaf(paint.dim(`thought: ${clip(e.thought, maxValue)}`))] : [];
+        if (e.finish_reason === "length") parts.push(paint.red("cut off"));
+        const children = e.reasoning ? [leaf(paint.dim(`reasoning: ${clip(oneLine(e.reasoning), maxValue)}`))] : [];
+        if (e.thought) children.push(leaf(paint.dim(`thought: ${clip(e.thought, maxValue)}`)));
         if (e.error) children.push(leaf(paint.red(`refused: ${clip(oneLine(e.error), maxValue)}`)));
         add(parts.join(" · "), children);
         break;
@@ -212,6 +215,9 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
         break;
       case "llm.error":
         add(paint.red(`✗ llm ${e.model} error: ${oneLine(e.error)}`));
+        break;
+      case "llm.notice":
+        add(paint.yellow(`! ${oneLine(e.message)}`));
         break;
       case "tool.started":
         pendingTools.set(
@@ -300,7 +306,7 @@ function finishStep(step: StepState, paint: Paint): void {
   if (f) {
     parts.push(f.result_type === "answer" ? paint.green("answer") : paint.red("error"));
     if (step.startedAt) parts.push(formatDuration(msBetween(step.startedAt, f.ts)));
-    parts.push(`${f.usage.total_tokens} tok`);
+    parts.push(tokens(f.usage));
   } else {
     parts.push(paint.yellow("unfinished"));
   }

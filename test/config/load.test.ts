@@ -61,6 +61,11 @@ agents:
       timeout_ms: 60000,
       max_retries: 2,
       stream: false,
+      idle_timeout_ms: 30000,
+      max_retry_wait_ms: 30000,
+      headers: {},
+      extra_body: {},
+      fallback: [],
     });
     expect(team.models.offline).toEqual({ name: "offline", provider: "scripted", model: "scripted", script: join(dir, "script.yaml") });
     expect(team.tools.lookup).toEqual({

@@ -1,3 +1,4 @@
+import { OPENAI_MODEL_DEFAULTS } from "../support/team.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,6 +66,7 @@ export function makeTeam(url: string, entry: AgentConfig, helpers: string[]): Re
         timeout_ms: 10_000,
         max_retries: 0,
         stream: false,
+        ...OPENAI_MODEL_DEFAULTS,
       },
     },
     tools: {},

@@ -1,3 +1,4 @@
+import { OPENAI_MODEL_DEFAULTS } from "../support/team.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { RuntimeError } from "../../src/errors.js";
 import type { OpenAIModelConfig } from "../../src/config/types.js";
@@ -23,6 +24,7 @@ async function setup(options: OpenAIServerOptions, overrides: Partial<OpenAIMode
     timeout_ms: 5000,
     max_retries: 2,
     stream: false,
+    ...OPENAI_MODEL_DEFAULTS,
     ...overrides,
   };
   return { server, client: createOpenAIChatClient(config) };
@@ -110,7 +112,7 @@ describe("openai ChatClient", () => {
           },
         ],
       },
-      { stream: true },
+      { stream: true, ...OPENAI_MODEL_DEFAULTS },
     );
     const deltas: string[] = [];
     const res = await client.chat({ ...request, onDelta: (t) => deltas.push(t) });
@@ -128,7 +130,7 @@ describe("openai ChatClient", () => {
   });
 
   it("streams a plain text answer with content null when there is none", async () => {
-    const { client } = await setup({ replies: [{ tool_calls: [{ name: "terminate", arguments: {} }] }] }, { stream: true });
+    const { client } = await setup({ replies: [{ tool_calls: [{ name: "terminate", arguments: {} }] }] }, { stream: true, ...OPENAI_MODEL_DEFAULTS });
     const res = await client.chat(request);
     expect(res.content).toBeNull();
     expect(res.tool_calls.map((c) => c.name)).toEqual(["terminate"]);
@@ -168,6 +170,7 @@ describe("openai ChatClient", () => {
       timeout_ms: 1000,
       max_retries: 0,
       stream: false,
+      ...OPENAI_MODEL_DEFAULTS,
     });
     const err = await failure(client.chat(request));
     expect(err.message).toBe(`model gpt-4o-mini: connection failed to http://127.0.0.1:${port}/v1 after 1 attempt`);
@@ -183,9 +186,10 @@ describe("openai ChatClient", () => {
       model: "gpt-4o-mini",
       base_url: url,
       api_key: KEY,
-      timeout_ms: 1000,
+      timeout_ms: 5000,
       max_retries: 2,
       stream: false,
+      ...OPENAI_MODEL_DEFAULTS,
     });
     const started = Date.now();
     const err = await failure(client.chat(request));
@@ -202,7 +206,7 @@ describe("openai ChatClient", () => {
     const err = await failure(client.chat(request));
     expect(Date.now() - started).toBeLessThan(2000);
     expect(err.code).toBe("MODEL_UNAVAILABLE");
-    expect(err.message).toMatch(/^model gpt-4o-mini: no response within 200 ms from http:\/\/127\.0\.0\.1:\d+\/v1 after 1 attempt$/);
+    expect(err.message).toMatch(/^model gpt-4o-mini: no complete reply within 200 ms \(timeout_ms\) from http:\/\/127\.0\.0\.1:\d+\/v1, while waiting for the reply$/);
   });
 
   it("aborts an in-flight request through the signal, and refuses an already aborted one", async () => {
@@ -285,13 +289,13 @@ describe("openai ChatClient", () => {
       server = await startOpenAIServer({ apiKey: "sk-from-env", replies: [{ content: "via env" }] });
       process.env["OPENAI_BASE_URL"] = server.url;
       process.env["OPENAI_API_KEY"] = "sk-from-env";
-      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", timeout_ms: 2000, max_retries: 0, stream: false });
+      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", timeout_ms: 2000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS });
       expect((await client.chat(request)).content).toBe("via env");
     });
 
     it("fails clearly when there is no key anywhere", async () => {
       delete process.env["OPENAI_API_KEY"];
-      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", api_key: "", timeout_ms: 2000, max_retries: 0, stream: false });
+      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", api_key: "", timeout_ms: 2000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS });
       const err = await failure(client.chat(request));
       expect(err.code).toBe("MODEL_UNAVAILABLE");
       expect(err.message).toBe("model m: no API key: set api_key in the team file or OPENAI_API_KEY");

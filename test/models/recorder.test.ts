@@ -1,3 +1,4 @@
+import { OPENAI_MODEL_DEFAULTS } from "../support/team.js";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,6 +47,7 @@ describe("recorder", () => {
       timeout_ms: 5000,
       max_retries: 0,
       stream: true,
+      ...OPENAI_MODEL_DEFAULTS,
     });
     const sink: RecordedReply[] = [];
     const recorder = recordingClient(live, sink);
@@ -77,7 +79,7 @@ describe("recorder", () => {
     server = await startOpenAIServer({ replies: [{ status: 400, error: { message: "bad request" } }] });
     const sink: RecordedReply[] = [];
     const recorder = recordingClient(
-      createChatClient({ name: "d", provider: "openai", model: "m", base_url: server.url, api_key: KEY, timeout_ms: 2000, max_retries: 0, stream: false }),
+      createChatClient({ name: "d", provider: "openai", model: "m", base_url: server.url, api_key: KEY, timeout_ms: 2000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS }),
       sink,
     );
     await expect(recorder.chat(requests[0] as ChatRequest)).rejects.toThrow("model m: 400 bad request (request id req_1)");

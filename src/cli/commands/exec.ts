@@ -100,6 +100,9 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true })
     : undefined;
   if (progress) sinks.push(progress);
+  // What the runtime adapted to (a chat template's rules, a fallback model) is said once on stderr,
+  // whatever else is shown (docs/servers.md); the progress display says it itself.
+  else sinks.push((e) => e.type === "llm.notice" && process.stderr.write(`runtime exec: warning: ${e.message}\n`));
 
   const recorded: RecordedReply[] = [];
   const controller = new AbortController();

@@ -11,6 +11,7 @@
  */
 import { createActor, toPromise } from "xstate";
 import type { PlanAndSolveFlowConfig } from "../../config/types.js";
+import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 import { describeError } from "../../errors.js";
 import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
 import type { ChatMessage } from "../../models/types.js";
@@ -116,8 +117,16 @@ function flowServices(
     async summarize(plan_str, past_steps) {
       if (ctx.signal.aborted) return interrupted();
       try {
-        const { reply } = await ctx.callModel({ messages: summaryMessages(input, plan_str, past_steps) });
+        const messages = summaryMessages(input, plan_str, past_steps);
+        let { reply } = await ctx.callModel({ messages });
         spend(reply.usage);
+        if (isCutOff(reply)) {
+          // Sent back once, as every kind does with a reply cut off at the token limit.
+          const again = [...messages, { role: "assistant" as const, content: reply.content }, { role: "user" as const, content: CUT_OFF_ERROR }];
+          ({ reply } = await ctx.callModel({ messages: again }));
+          spend(reply.usage);
+          if (isCutOff(reply)) return { ok: false, error: `fallback summary failed: ${CUT_OFF_ERROR.split(";")[0]}, twice` };
+        }
         return { ok: true, value: reply.content ?? "" };
       } catch (err) {
         if (ctx.signal.aborted) return interrupted();

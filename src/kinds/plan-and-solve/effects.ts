@@ -1,5 +1,6 @@
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import { ZERO_USAGE, type TodoItem } from "../../events/types.js";
+import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../../models/types.js";
 import type { Template } from "../../prompts/render.js";
 import type { AgentContext, ToolBox } from "../types.js";
@@ -34,6 +35,8 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
   const agent = ctx.agent;
   let trace_id = "";
   let lastIteration = 0;
+  /** The last reply was cut off at the token limit: it is sent back, not taken (docs/servers.md). */
+  let cutOff = false;
 
   const newRound = (): string => {
     trace_id = ctx.newId();
@@ -47,11 +50,13 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       ...(tools ? { tools } : {}),
       trace_id,
       read: (r) => ({
-        action_type: r.tool_calls.length > 0 ? "CALL_TOOL" : "ANSWER",
+        action_type: isCutOff(r) ? "INVALID" : r.tool_calls.length > 0 ? "CALL_TOOL" : "ANSWER",
         ...(r.content ? { thought: r.content } : {}),
+        ...(isCutOff(r) ? { error: CUT_OFF_ERROR } : {}),
       }),
     });
     memory.addAssistant(reply);
+    cutOff = isCutOff(reply);
     return reply;
   };
 
@@ -97,6 +102,10 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
 
     async verify({ call, text, may_refuse }): Promise<Verdict> {
       const open = todos.openItems();
+      if (!call && cutOff && lastIteration < agent.max_iteration) {
+        memory.addUser(CUT_OFF_ERROR);
+        return { kind: "refused" };
+      }
       if (!call) {
         // Seed 000 diagram 5: a reply without tool calls ends the run only when
         // the work is done. Models often narrate ("I will now compute ...")

@@ -1,5 +1,6 @@
 import type { ToolCallRequest } from "../../models/types.js";
 import { parseJsonTolerant } from "../../parse/json.js";
+import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 
 /** The action types of seed 004. */
 export type ActionType = "CALL_TOOL" | "PLAN" | "REMEND" | "ANSWER";
@@ -17,9 +18,11 @@ const ACTION_TYPES = new Set<string>(["CALL_TOOL", "PLAN", "REMEND", "ANSWER"]);
  * Parse a reply strictly, tolerating the common slips: a fenced ```json
  * block, text around the JSON, an `action` without its `result` wrapper.
  * A reply with tool calls is CALL_TOOL whatever its content says; a reply
- * with no tool calls and no attempt at JSON is the answer.
+ * with no tool calls and no attempt at JSON is the answer. A reply cut off
+ * at the token limit is INVALID, whatever it holds.
  */
-export function parseReply(content: string | null, toolCalls: ToolCallRequest[]): ReactAction {
+export function parseReply(content: string | null, toolCalls: ToolCallRequest[], finish_reason?: string): ReactAction {
+  if (finish_reason !== undefined && isCutOff({ finish_reason })) return invalid(CUT_OFF_ERROR);
   const text = (content ?? "").trim();
   const json = extractJson(text);
   const obj = json.value !== undefined && isRecord(json.value) ? json.value : undefined;

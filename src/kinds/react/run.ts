@@ -58,7 +58,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
       tools: toolbox.specs,
       trace_id,
       read: (r) => {
-        const action = parseReply(r.content, r.tool_calls);
+        const action = parseReply(r.content, r.tool_calls, r.finish_reason);
         return {
           action,
           action_type: action.action_type,
@@ -68,7 +68,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
         };
       },
     });
-    return { reply, action: reading?.action ?? parseReply(reply.content, reply.tool_calls) };
+    return { reply, action: reading?.action ?? parseReply(reply.content, reply.tool_calls, reply.finish_reason) };
   };
 
   const ports: ReactPorts = {

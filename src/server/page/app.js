@@ -77,11 +77,15 @@ function apply(event) {
       view.state = `${event.machine}: ${event.to}`;
       break;
     case "llm.response":
+      if (event.reasoning) log(event.agent_id, `#${view.iteration} reasoning — ${clip(event.reasoning, 240)}`);
       log(event.agent_id, `#${view.iteration} ${event.action_type ?? "reply"}${event.thought ? ` — ${clip(event.thought, 240)}` : ""}`);
       if (event.action_type === "PLAN" || event.action_type === "REMEND") planFromReply(event.content);
       break;
     case "llm.error":
       log(event.agent_id, `model error: ${clip(event.error, 240)}`);
+      break;
+    case "llm.notice":
+      log(event.agent_id, `notice: ${clip(event.message, 240)}`);
       break;
     case "plan.created":
     case "plan.updated":

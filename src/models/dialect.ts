@@ -1,0 +1,189 @@
+/**
+ * The habits of real Chat Completions servers, handled in one place
+ * (docs/servers.md): reasoning text, chat templates with role rules, tool
+ * calls without ids or written into the content, arguments as objects,
+ * missing usage. Pure functions over the runtime's own message and reply
+ * types; `openai-client.ts` applies them on the way out and on the way in.
+ */
+import type { Usage } from "../events/types.js";
+import type { ChatMessage, ToolCallRequest } from "./types.js";
+
+// ---------------------------------------------------------------- reasoning
+
+/**
+ * Splits reasoning written into the content (`<think>...</think>` at its
+ * start, as Qwen3, QwQ and DeepSeek-R1 distills do without a reasoning
+ * parser; or a lone `</think>` when the template opened the block itself)
+ * from the reply proper. An unclosed `<think>` is all reasoning.
+ */
+export function splitThink(content: string | null): { content: string | null; reasoning?: string } {
+  if (content === null) return { content };
+  const open = /^\s*<think>/i.exec(content);
+  const closeAt = content.search(/<\/think>/i);
+  if (!open && closeAt < 0) return { content };
+  if (!open && content.slice(0, closeAt).includes("<think>")) return { content };
+  const start = open ? open[0].length : 0;
+  if (closeAt < 0) return { content: "", reasoning: content.slice(start).trim() };
+  const reasoning = content.slice(start, closeAt).trim();
+  const rest = content.slice(closeAt + "</think>".length).trim();
+  return reasoning ? { content: rest, reasoning } : { content: rest };
+}
+
+/**
+ * Strips think blocks from streamed text as it arrives, so `llm.delta`
+ * carries the reply and not the thinking. Feed every delta; `text` is what
+ * may be shown as reply text so far.
+ */
+export class ThinkFilter {
+  private buffer = "";
+  private state: "start" | "thinking" | "reply" = "start";
+
+  /** The part of `delta` that belongs to the reply (may be empty). */
+  push(delta: string): string {
+    if (this.state === "reply") return delta;
+    this.buffer += delta;
+    if (this.state === "start") {
+      const trimmed = this.buffer.trimStart();
+      if (trimmed.length < "<think>".length && "<think>".startsWith(trimmed.toLowerCase())) return "";
+      if (!trimmed.toLowerCase().startsWith("<think>")) {
+        // A lone </think> (template-opened block) is only known at its end; deltas before it are shown.
+        this.state = "reply";
+        const out = this.buffer;
+        this.buffer = "";
+        return out;
+      }
+      this.state = "thinking";
+    }
+    const close = this.buffer.search(/<\/think>/i);
+    if (close < 0) return "";
+    this.state = "reply";
+    const out = this.buffer.slice(close + "</think>".length).trimStart();
+    this.buffer = "";
+    return out;
+  }
+}
+
+// ---------------------------------------------------------------- chat templates with rules
+
+/** The layouts a request can be sent in. */
+export type RoleLayout = "as_is" | "alternate" | "no_system";
+
+/** What a template's refusal says about the layout it wants, if it is one. */
+export function layoutFromRefusal(message: string): RoleLayout | undefined {
+  if (/system role (is )?not supported|system messages? (are|is) not (supported|allowed)/i.test(message)) return "no_system";
+  if (/roles must alternate|must alternate user\/assistant|system message must be (at the beginning|first)|only user and assistant roles/i.test(message)) {
+    return "alternate";
+  }
+  return undefined;
+}
+
+/** What goes between two answers of the model when a template wants a user turn there. */
+export const CONTINUE = "Continue.";
+
+/**
+ * The same conversation laid out for a strict chat template: one system
+ * message, first (or, for `no_system`, its text at the head of the first
+ * user message); user and assistant turns alternating from a user turn
+ * (tool results and tool-calling assistant turns stand apart, as templates
+ * treat them); consecutive user texts joined; a `Continue.` user turn
+ * between two answers and after a final one.
+ */
+export function layOut(messages: readonly ChatMessage[], layout: RoleLayout): ChatMessage[] {
+  if (layout === "as_is") return [...messages];
+  const system = messages.flatMap((m) => (m.role === "system" ? [m.content] : [])).join("\n\n");
+  const out: ChatMessage[] = [];
+  let expect: "user" | "assistant" = "user";
+  for (const m of messages) {
+    if (m.role === "system") continue;
+    if (m.role === "tool" || (m.role === "assistant" && m.tool_calls?.length)) {
+      out.push(m);
+      continue;
+    }
+    if (m.role === "user") {
+      const last = out[out.length - 1];
+      if (expect === "assistant" && last?.role === "user") {
+        out[out.length - 1] = { role: "user", content: `${last.content}\n\n${m.content}` };
+        continue;
+      }
+      out.push(m);
+      expect = "assistant";
+      continue;
+    }
+    if (expect === "user") out.push({ role: "user", content: CONTINUE });
+    out.push(m);
+    expect = "user";
+  }
+  if (out.length === 0 || expect === "user") out.push({ role: "user", content: CONTINUE });
+  if (!system) return out;
+  if (layout === "alternate") return [{ role: "system", content: system }, ...out];
+  const first = out.findIndex((m) => m.role === "user");
+  const head = out[first] as { role: "user"; content: string };
+  out[first] = { role: "user", content: `${system}\n\n${head.content}` };
+  return out;
+}
+
+// ---------------------------------------------------------------- tool calls
+
+/** A tool call as servers send it: id missing or repeated, arguments a string or an object. */
+export interface WireToolCall {
+  id?: string | null;
+  name: string;
+  arguments?: unknown;
+}
+
+/**
+ * Tool calls with a unique, non-empty id each (a missing or repeated id gets
+ * `call_<n>` made unique) and arguments as JSON text (an object is encoded).
+ */
+export function normaliseToolCalls(calls: readonly WireToolCall[]): ToolCallRequest[] {
+  const seen = new Set<string>();
+  return calls.map((call, i) => {
+    let id = typeof call.id === "string" ? call.id.trim() : "";
+    if (!id || seen.has(id)) {
+      let n = i + 1;
+      do id = `call_${n++}`;
+      while (seen.has(id) || calls.some((c) => c.id === id));
+    }
+    seen.add(id);
+    const args = call.arguments;
+    const text = typeof args === "string" ? args : args === undefined || args === null ? "{}" : JSON.stringify(args);
+    return { id, name: call.name, arguments: text };
+  });
+}
+
+const TOOL_CALL_BLOCK = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/gi;
+
+/**
+ * Hermes-style templates write calls into the content as
+ * `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`. Returns the
+ * calls found (blocks that are not such JSON are left in the content) and
+ * the content without them.
+ */
+export function toolCallsInContent(content: string | null): { content: string | null; calls: WireToolCall[] } {
+  if (content === null || !/<tool_call>/i.test(content)) return { content, calls: [] };
+  const calls: WireToolCall[] = [];
+  const rest = content.replace(TOOL_CALL_BLOCK, (block, body: string) => {
+    try {
+      const value = JSON.parse(body) as { name?: unknown; arguments?: unknown; parameters?: unknown };
+      if (typeof value?.name !== "string") return block;
+      calls.push({ name: value.name, arguments: value.arguments ?? value.parameters ?? {} });
+      return "";
+    } catch {
+      return block;
+    }
+  });
+  return { content: calls.length ? rest.trim() || null : content, calls };
+}
+
+// ---------------------------------------------------------------- usage
+
+/** Usage as reported; missing or partial usage is counted as unknown instead of read as 0 (see `Usage.unknown`). */
+export function usageOf(usage: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null | undefined): Usage {
+  const prompt = usage?.prompt_tokens;
+  const completion = usage?.completion_tokens;
+  const complete = typeof prompt === "number" && typeof completion === "number";
+  const prompt_tokens = typeof prompt === "number" ? prompt : 0;
+  const completion_tokens = typeof completion === "number" ? completion : 0;
+  const total_tokens = typeof usage?.total_tokens === "number" ? usage.total_tokens : prompt_tokens + completion_tokens;
+  return complete ? { prompt_tokens, completion_tokens, total_tokens } : { prompt_tokens, completion_tokens, total_tokens, unknown: 1 };
+}

@@ -1,0 +1,98 @@
+/**
+ * What the `openai` client threw, in one line a user can act on (status,
+ * provider message, request id, a hint), never carrying a key; and whether
+ * it is worth another attempt.
+ */
+import OpenAI from "openai";
+import { RuntimeError } from "../errors.js";
+import type { OpenAIModelConfig } from "../config/types.js";
+
+/** A stream that broke off mid-way (undici's bare "terminated"): retried like a dropped connection. */
+export class StreamBroke extends Error {
+  constructor(
+    readonly original: unknown,
+    readonly request_id?: string | null,
+  ) {
+    super(String((original as Error)?.message ?? original));
+  }
+}
+
+/** Connection errors, a body or stream cut short, 408, 409, 429 and 5xx are tried again. */
+export function isRetryable(err: unknown): boolean {
+  if (err instanceof OpenAI.APIUserAbortError) return false;
+  if (err instanceof OpenAI.APIConnectionError || err instanceof StreamBroke) return true;
+  if (err instanceof OpenAI.APIError) {
+    const status = err.status ?? 0;
+    return status === 408 || status === 409 || status === 429 || status >= 500;
+  }
+  // undici's "terminated": the connection closed while the body was read.
+  return err instanceof TypeError && /terminated|other side closed|socket/i.test(err.message);
+}
+
+/** The wait a 429 or 503 asks for (`retry-after-ms`, `retry-after` in seconds or as a date), in ms. */
+export function retryAfterMs(err: unknown): number | undefined {
+  if (!(err instanceof OpenAI.APIError) || !err.headers) return undefined;
+  const ms = Number.parseFloat(err.headers.get("retry-after-ms") ?? "");
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const header = err.headers.get("retry-after");
+  if (!header) return undefined;
+  const secs = Number.parseFloat(header);
+  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  const date = Date.parse(header);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+/** Maps whatever the client threw to a one-line RuntimeError; the cause is dropped so no header can leak. */
+export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL: string, apiKey: string | undefined, attempts: number): RuntimeError {
+  if (err instanceof RuntimeError) return err;
+  const model = config.model;
+  const url = displayURL(baseURL);
+  const after = attempts > 1 ? ` after ${attempts} attempts` : "";
+  const tries = ` after ${attempts === 1 ? "1 attempt" : `${attempts} attempts`}`;
+  if (err instanceof OpenAI.APIConnectionTimeoutError) {
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: no response within ${config.timeout_ms} ms from ${url}${tries}`);
+  }
+  if (err instanceof StreamBroke) {
+    const id = err.request_id ? ` (request id ${err.request_id})` : "";
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the reply stream broke off (${oneLine(redact(err.message, apiKey))})${id}${after}`);
+  }
+  if (err instanceof OpenAI.APIConnectionError) {
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: connection failed to ${url}${tries}`);
+  }
+  if (err instanceof OpenAI.APIError) {
+    // the client already prefixes the status: "500 Internal error"
+    const text = oneLine(redact(err.message, apiKey));
+    const details = [err.requestID ? `request id ${err.requestID}` : "", after.trim()].filter(Boolean);
+    // A 404 without an OpenAI-style error body is a wrong URL, not a missing model.
+    const apiBody = typeof err.error === "object" && err.error !== null && "message" in err.error;
+    const hint = err.status === 404 && !apiBody ? `; is base_url right? ${url}/chat/completions was not found` : "";
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${text}${details.length ? ` (${details.join(", ")})` : ""}${hint}`);
+  }
+  if (err instanceof SyntaxError) return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: the reply is not valid JSON`);
+  if (isRetryable(err)) {
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the connection closed before the reply was complete${after}`);
+  }
+  return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${oneLine(redact(String((err as Error)?.message ?? err), apiKey))}`);
+}
+
+/** A base URL fit for a message: without user:password@, query string or fragment, where keys sometimes hide. */
+export function displayURL(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return url.replace(/\/\/[^/@]*@/, "//").replace(/[?#].*$/, "");
+  }
+}
+
+/** Providers echo parts of a rejected key back ("Incorrect API key provided: sk-ab***"); keep none of it. */
+function redact(text: string, apiKey: string | undefined): string {
+  let out = apiKey ? text.split(apiKey).join("***") : text;
+  out = out.replace(/\b(sk|key|pk)-[A-Za-z0-9_*\-]{3,}/g, "$1-***");
+  return out.replace(/Bearer\s+\S+/gi, "Bearer ***");
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat;
+}
