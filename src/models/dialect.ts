@@ -80,13 +80,17 @@ export function layoutFromRefusal(message: string): RoleLayout | undefined {
 /** What goes between two answers of the model when a template wants a user turn there. */
 export const CONTINUE = "Continue.";
 
+/** What goes between tool results and a user turn when a template wants an assistant turn there. */
+export const NOTED = "Noted.";
+
 /**
  * The same conversation laid out for a strict chat template: one system
  * message, first (or, for `no_system`, its text at the head of the first
  * user message); user and assistant turns alternating from a user turn
  * (tool results and tool-calling assistant turns stand apart, as templates
  * treat them); consecutive user texts joined; a `Continue.` user turn
- * between two answers and after a final one.
+ * between two answers and after a final one, a `Noted.` assistant turn
+ * between tool results and a user turn.
  */
 export function layOut(messages: readonly ChatMessage[], layout: RoleLayout): ChatMessage[] {
   if (layout === "as_is") return [...messages];
@@ -105,6 +109,8 @@ export function layOut(messages: readonly ChatMessage[], layout: RoleLayout): Ch
         out[out.length - 1] = { role: "user", content: `${last.content}\n\n${m.content}` };
         continue;
       }
+      // A user turn right after tool results: the template counts it against the previous user turn.
+      if (expect === "assistant") out.push({ role: "assistant", content: NOTED });
       out.push(m);
       expect = "assistant";
       continue;

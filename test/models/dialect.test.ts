@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   CONTINUE,
+  NOTED,
   layOut,
   layoutFromRefusal,
   normaliseToolCalls,
@@ -58,6 +59,16 @@ describe("strict chat templates", () => {
     expect(layOut(react, "no_system")[0]).toEqual({ role: "user", content: "S\n\nQ" });
     expect(layOut(react, "no_system").some((m) => m.role === "system")).toBe(false);
     expect(layOut(react, "as_is")).toEqual(react);
+  });
+
+  it("puts an assistant turn between tool results and a user turn", () => {
+    const after: ChatMessage[] = [
+      { role: "user", content: "Q" },
+      { role: "assistant", content: null, tool_calls: [{ id: "a", name: "calc", arguments: "{}" }] },
+      { role: "tool", tool_call_id: "a", content: "4" },
+      { role: "user", content: "reminder" },
+    ];
+    expect(layOut(after, "alternate").map((m) => `${m.role}:${m.content ?? ""}`)).toEqual(["user:Q", "assistant:", "tool:4", `assistant:${NOTED}`, "user:reminder"]);
   });
 
   it("leaves tool turns where they are and joins user texts in a row", () => {

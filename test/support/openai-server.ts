@@ -2,10 +2,31 @@
  * An OpenAI-compatible Chat Completions server on 127.0.0.1 for tests and
  * benchmarks: scripted replies, SSE streaming with tool-call deltas, and
  * faults (status codes with retry-after, delays, dropped sockets, malformed
- * bodies). Real HTTP, so the real `openai` client is exercised end to end.
+ * bodies, stalls, drips, resets, HTML pages, empty streams). Real HTTP, so the
+ * real `openai` client is exercised end to end. `dialect` gives it the habits
+ * of real servers and `strict` makes it refuse what they refuse
+ * (openai-server-dialects.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import {
+  type Delivery,
+  type Dialect,
+  type PlainToolCall,
+  type Refusal,
+  type RenderedMessage,
+  deliver,
+  dialectRefusal,
+  firstHalf,
+  messageToolCall,
+  pieces,
+  renderMessage,
+  streamToolCallStart,
+  strictProblems,
+  usageForDialect,
+} from "./openai-server-dialects.js";
+
+export { roleSequence, strictProblems, type Dialect } from "./openai-server-dialects.js";
 
 /** A tool call the server answers with; object arguments are JSON-encoded, strings sent verbatim. */
 export interface ReplyToolCall {
@@ -24,6 +45,20 @@ export interface MessageReply {
   delay_ms?: number;
   /** Streaming only: destroy the socket after this many SSE chunks. */
   drop_after_chunks?: number;
+  /** The model's thinking, rendered as `dialect.reasoning` says (`<think>` tags before the content by default). */
+  reasoning?: string;
+  /**
+   * Streamed: write this many SSE events (`data: [DONE]` counts as one) and then nothing, never
+   * ending, until the client closes. Non-streamed: headers and the first half of the body, then nothing.
+   */
+  stall_after_chunks?: number;
+  /** Streamed: wait this long between SSE chunks. Non-streamed: the body in ~10 pieces this far apart. */
+  drip_ms?: number;
+  /**
+   * Non-streamed: headers (content-length of the full body) and half the body, then the socket is
+   * destroyed. Streamed: the first half of the stream's bytes, then the same.
+   */
+  reset_mid_body?: boolean;
 }
 
 /** An HTTP error reply, e.g. `{status: 429, headers: {"retry-after": "0"}}`. */
@@ -54,7 +89,24 @@ export interface RawReply {
   delay_ms?: number;
 }
 
-export type Reply = MessageReply | FaultReply | DropReply | MalformedReply | RawReply;
+/** An nginx welcome page (a proxy, or a wrong base URL) with `text/html`, whatever `stream` says. */
+export interface HtmlReply {
+  html: true;
+  /** @default 200 */
+  status?: number;
+  delay_ms?: number;
+}
+
+/**
+ * A 200 without choices: streamed, 3 chunks whose `choices` is `[]` then `data: [DONE]`;
+ * non-streamed, a chat.completion with `choices: []`.
+ */
+export interface EmptyStreamReply {
+  empty_stream: true;
+  delay_ms?: number;
+}
+
+export type Reply = MessageReply | FaultReply | DropReply | MalformedReply | RawReply | HtmlReply | EmptyStreamReply;
 
 /** The JSON body of a chat completion request, as received. */
 export type ChatBody = Record<string, unknown> & {
@@ -89,6 +141,16 @@ export interface OpenAIServerOptions {
   chunk_size?: number;
   /** Model ids listed by GET /v1/models. @default ["test-model"] */
   models?: string[];
+  /**
+   * Server-wide habits of a real server: reasoning rendering, role rules, tool-call and usage
+   * quirks. Requests its rules refuse are recorded but consume no reply (`respond` is not called).
+   */
+  dialect?: Dialect;
+  /**
+   * Answer 400 (the first of `strictProblems(body)`) to any chat request OpenAI, DeepSeek or vLLM
+   * would refuse, checked before anything else. Refused requests are recorded but consume no reply.
+   */
+  strict?: boolean;
 }
 
 export interface OpenAIServer {
@@ -148,6 +210,12 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       return;
     }
 
+    const refusal = refusalFor(options, record.body);
+    if (refusal !== undefined) {
+      sendJson(res, refusal.status, refusal.body);
+      return;
+    }
+
     const index = chatIndex++;
     const reply = options.respond ? await options.respond(record.body, index) : options.replies?.[index];
     if (reply === undefined) {
@@ -158,7 +226,7 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       const aborted = await sleepUnlessClosed(reply.delay_ms, res);
       if (aborted) return;
     }
-    sendReply(res, reply, record.body, index, options.chunk_size ?? 4);
+    await sendReply(res, reply, record.body, index, { chunkSize: options.chunk_size ?? 4, dialect: options.dialect });
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -182,7 +250,23 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
   };
 }
 
-function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: number, chunkSize: number): void {
+/** The 400 a strict server or the dialect answers this request with, if any. */
+function refusalFor(options: OpenAIServerOptions, body: ChatBody): Refusal | undefined {
+  if (options.strict) {
+    const [problem] = strictProblems(body);
+    if (problem !== undefined) {
+      return { status: 400, body: { error: { message: problem, type: "invalid_request_error", param: "messages", code: null } } };
+    }
+  }
+  return dialectRefusal(options.dialect, body);
+}
+
+interface ReplyContext {
+  chunkSize: number;
+  dialect: Dialect | undefined;
+}
+
+function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: number, ctx: ReplyContext): void | Promise<void> {
   if ("drop" in reply) {
     res.socket?.destroy();
     return;
@@ -197,22 +281,31 @@ function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: num
     res.end(reply.raw);
     return;
   }
+  if ("html" in reply) {
+    res.writeHead(reply.status ?? 200, { "content-type": "text/html" });
+    res.end(NGINX_PAGE);
+    return;
+  }
+  if ("empty_stream" in reply) {
+    sendEmpty(res, body, index);
+    return;
+  }
   if ("status" in reply) {
     res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
     res.end(JSON.stringify({ error: { message: `status ${reply.status}`, type: "server_error", code: null, ...reply.error } }));
     return;
   }
-  const message = normalise(reply, index);
-  const usage = usageOf(reply, body, message);
-  const finishReason = reply.finish_reason ?? (message.tool_calls.length > 0 ? "tool_calls" : "stop");
+  const plain = normalise(reply, index);
+  const message = renderMessage(plain.content, plain.tool_calls, reply.reasoning, ctx.dialect);
+  const usage = usageForDialect(usageOf(reply, body, message), ctx.dialect);
+  const finishReason = reply.finish_reason ?? message.finish_reason;
   const id = `chatcmpl-${index + 1}`;
-  const model = typeof body.model === "string" ? body.model : "test-model";
+  const model = modelOf(body);
 
   if (body.stream === true) {
-    streamReply(res, { id, model, message, usage, finishReason, chunkSize, body, dropAfter: reply.drop_after_chunks });
-    return;
+    return streamReply(res, { id, model, message, usage, finishReason, body, reply, ...ctx });
   }
-  sendJson(res, 200, {
+  const completion = {
     id,
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
@@ -223,22 +316,52 @@ function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: num
         message: {
           role: "assistant",
           content: message.content,
+          ...(message.reasoning ? { [message.reasoning.field]: message.reasoning.text } : {}),
           refusal: null,
-          ...(message.tool_calls.length > 0
-            ? { tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) }
-            : {}),
+          ...(message.tool_calls.length > 0 ? { tool_calls: message.tool_calls.map((c) => messageToolCall(c, ctx.dialect)) } : {}),
         },
         finish_reason: finishReason,
         logprobs: null,
       },
     ],
-    usage,
-  });
+    ...(usage ? { usage } : {}),
+  };
+  if (reply.drip_ms || reply.stall_after_chunks !== undefined || reply.reset_mid_body) return sendJsonFaulty(res, completion, reply);
+  sendJson(res, 200, completion);
+}
+
+const NGINX_PAGE = "<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>";
+
+function modelOf(body: ChatBody): string {
+  return typeof body.model === "string" ? body.model : "test-model";
+}
+
+/** A 200 with `choices: []`: three such chunks and [DONE] when streamed, one chat.completion otherwise. */
+function sendEmpty(res: ServerResponse, body: ChatBody, index: number): void {
+  const base = { id: `chatcmpl-${index + 1}`, created: Math.floor(Date.now() / 1000), model: modelOf(body), choices: [] };
+  if (body.stream !== true) {
+    sendJson(res, 200, { ...base, object: "chat.completion" });
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  for (let i = 0; i < 3; i++) res.write(sse({ ...base, object: "chat.completion.chunk" }));
+  res.end(DONE);
+}
+
+/** A JSON 200 with a full content-length, delivered dripping, stalling half way, or reset half way. */
+function sendJsonFaulty(res: ServerResponse, value: unknown, reply: MessageReply): Promise<void> {
+  const text = JSON.stringify(value);
+  const bytes = Buffer.from(text, "utf8");
+  const cut = reply.stall_after_chunks !== undefined || reply.reset_mid_body ? firstHalf(text) : bytes;
+  const ending: Delivery["ending"] = reply.stall_after_chunks !== undefined ? "stall" : reply.reset_mid_body ? "reset" : "end";
+  res.writeHead(200, { "content-type": "application/json", "content-length": String(bytes.length) });
+  const size = reply.drip_ms ? Math.ceil(bytes.length / 10) : cut.length;
+  return deliver(res, pieces(cut, size), { drip_ms: reply.drip_ms, ending });
 }
 
 interface NormalisedMessage {
   content: string | null;
-  tool_calls: { id: string; name: string; arguments: string }[];
+  tool_calls: PlainToolCall[];
 }
 
 function normalise(reply: MessageReply, index: number): NormalisedMessage {
@@ -252,28 +375,32 @@ function normalise(reply: MessageReply, index: number): NormalisedMessage {
   };
 }
 
-function usageOf(reply: MessageReply, body: ChatBody, message: NormalisedMessage) {
+function usageOf(reply: MessageReply, body: ChatBody, message: RenderedMessage) {
   const promptChars = JSON.stringify(body.messages ?? []).length;
   const completionChars =
-    (message.content ?? "").length + message.tool_calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
+    (message.content ?? "").length +
+    (message.reasoning?.text.length ?? 0) +
+    message.tool_calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
   const prompt_tokens = reply.usage?.prompt_tokens ?? Math.ceil(promptChars / 4);
   const completion_tokens = reply.usage?.completion_tokens ?? Math.ceil(completionChars / 4);
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
 }
 
-interface StreamPlan {
+interface StreamPlan extends ReplyContext {
   id: string;
   model: string;
-  message: NormalisedMessage;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  message: RenderedMessage;
+  usage: Record<string, number> | undefined;
   finishReason: string;
-  chunkSize: number;
   body: ChatBody;
-  dropAfter: number | undefined;
+  reply: MessageReply;
 }
 
-/** SSE the way OpenAI sends it: role, content pieces, tool-call pieces by index, finish, usage, [DONE]. */
-function streamReply(res: ServerResponse, plan: StreamPlan): void {
+/**
+ * SSE the way OpenAI sends it: role, reasoning pieces (reasoning field dialects), content pieces,
+ * tool-call pieces by index, finish, usage, [DONE].
+ */
+function streamChunks(plan: StreamPlan): unknown[] {
   const created = Math.floor(Date.now() / 1000);
   const chunk = (delta: Record<string, unknown>, finish_reason: string | null = null) => ({
     id: plan.id,
@@ -282,30 +409,49 @@ function streamReply(res: ServerResponse, plan: StreamPlan): void {
     model: plan.model,
     choices: [{ index: 0, delta, finish_reason, logprobs: null }],
   });
-  const chunks: unknown[] = [chunk({ role: "assistant", content: "" })];
-  for (const piece of split(plan.message.content ?? "", plan.chunkSize)) chunks.push(chunk({ content: piece }));
-  plan.message.tool_calls.forEach((call, index) => {
-    chunks.push(chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
-    for (const piece of split(call.arguments, plan.chunkSize)) {
+  const { message, chunkSize } = plan;
+  const chunks: unknown[] = [chunk({ role: "assistant", content: message.reasoning ? null : "" })];
+  if (message.reasoning) {
+    for (const piece of split(message.reasoning.text, chunkSize)) chunks.push(chunk({ [message.reasoning.field]: piece }));
+  }
+  for (const piece of split(message.content ?? "", chunkSize)) chunks.push(chunk({ content: piece }));
+  message.tool_calls.forEach((call, index) => {
+    chunks.push(chunk({ tool_calls: [streamToolCallStart(call, index, plan.dialect)] }));
+    for (const piece of split(call.arguments, chunkSize)) {
       chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     }
   });
   chunks.push(chunk({}, plan.finishReason));
-  if (plan.body.stream_options?.include_usage === true) {
+  if (plan.body.stream_options?.include_usage === true && plan.usage !== undefined) {
     chunks.push({ id: plan.id, object: "chat.completion.chunk", created, model: plan.model, choices: [], usage: plan.usage });
   }
+  return chunks;
+}
 
+/** Writes the stream, with the reply's faults: dropped, stalled or reset part way, or dripping. */
+async function streamReply(res: ServerResponse, plan: StreamPlan): Promise<void> {
+  const chunks = streamChunks(plan).map(sse);
+  const { drop_after_chunks: dropAfter, stall_after_chunks: stallAfter, drip_ms } = plan.reply;
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-  chunks.forEach((c, i) => {
-    if (plan.dropAfter !== undefined && i >= plan.dropAfter) return;
-    res.write(`data: ${JSON.stringify(c)}\n\n`);
-  });
-  if (plan.dropAfter !== undefined && plan.dropAfter < chunks.length) {
+  if (dropAfter !== undefined && dropAfter < chunks.length) {
+    await deliver(res, chunks.slice(0, dropAfter), { drip_ms, ending: "stall" });
     // Let the written chunks reach the client before the socket dies.
     setTimeout(() => res.socket?.destroy(), 20);
     return;
   }
-  res.end("data: [DONE]\n\n");
+  const events = [...chunks, DONE];
+  if (stallAfter !== undefined) return deliver(res, events.slice(0, stallAfter), { drip_ms, ending: "stall" });
+  if (plan.reply.reset_mid_body) {
+    const half = firstHalf(events.join(""));
+    return deliver(res, drip_ms ? pieces(half, Math.ceil(half.length / 5)) : [half], { drip_ms, ending: "reset" });
+  }
+  return deliver(res, events, { drip_ms, ending: "end" });
+}
+
+const DONE = "data: [DONE]\n\n";
+
+function sse(value: unknown): string {
+  return `data: ${JSON.stringify(value)}\n\n`;
 }
 
 function split(text: string, size: number): string[] {
