@@ -184,6 +184,15 @@ agents:
   a: { kind: react, tools: [api] }
 `, { "s.yaml": "version: 1\nreplies: []\n" });
     expect(teamSecrets(await loadTeam(http))).toEqual(["opaque9-header-key"]);
+    // And a model's headers (OpenRouter, Azure gateways): secret-named ones only.
+    const model = writeTeam(`version: 1
+name: mh
+models:
+  m: { provider: openai, model: x, api_key: sk-model-key-1, headers: { Authorization: "Bearer gw-opaque-7", HTTP-Referer: "https://example.com" } }
+agents:
+  a: { kind: react }
+`);
+    expect(teamSecrets(await loadTeam(model), {})).toEqual(["sk-model-key-1", "Bearer gw-opaque-7"]);
   });
 
   it("keeps the trace of a run killed with kill -9 mid-run, and Ctrl-C exits 130 with the trace flushed", async () => {
