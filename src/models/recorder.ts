@@ -4,6 +4,7 @@
  */
 import type { ScriptReply } from "./script-format.js";
 import type { ChatClient, ChatRequest, ChatResponse } from "./types.js";
+import { parseObject } from "../parse/json.js";
 
 export { writeScript } from "./script-format.js";
 
@@ -36,13 +37,4 @@ function toRecorded(request: ChatRequest, response: ChatResponse): RecordedReply
   }
   reply.usage = { prompt_tokens: response.usage.prompt_tokens, completion_tokens: response.usage.completion_tokens };
   return reply;
-}
-
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -215,3 +215,13 @@ function dropTrailingCommas(text: string): string {
   }
   return out + text.slice(from);
 }
+
+/** The JSON object a text holds exactly (no tolerance), or undefined. */
+export function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

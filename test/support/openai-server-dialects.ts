@@ -7,6 +7,7 @@
  */
 import type { ServerResponse } from "node:http";
 import type { ChatBody } from "./openai-server.js";
+import { parseObject } from "../../src/parse/json.js";
 
 /** Server-wide habits of a real server; every field is off by default. */
 export interface Dialect {
@@ -326,7 +327,7 @@ function gone(res: ServerResponse): boolean {
 }
 
 /** Resolves true when the client went away (now or during the wait). */
-function sleepUnlessGone(ms: number, res: ServerResponse): Promise<boolean> {
+export function sleepUnlessGone(ms: number, res: ServerResponse): Promise<boolean> {
   if (gone(res)) return Promise.resolve(true);
   return new Promise((resolve) => {
     const onClose = () => {
@@ -360,12 +361,3 @@ function parsesAsJson(text: string): boolean {
   }
 }
 
-/** The JSON object a string holds, or undefined. */
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -21,6 +21,7 @@ import {
   messageToolCall,
   pieces,
   renderMessage,
+  sleepUnlessGone,
   streamToolCallStart,
   strictProblems,
   usageForDialect,
@@ -223,7 +224,7 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       return;
     }
     if (reply.delay_ms) {
-      const aborted = await sleepUnlessClosed(reply.delay_ms, res);
+      const aborted = await sleepUnlessGone(reply.delay_ms, res);
       if (aborted) return;
     }
     await sendReply(res, reply, record.body, index, { chunkSize: options.chunk_size ?? 4, dialect: options.dialect });
@@ -490,17 +491,3 @@ function flattenHeaders(headers: IncomingMessage["headers"]): Record<string, str
   return out;
 }
 
-/** Resolves true when the client went away during the wait (an abort), so nothing is written. */
-function sleepUnlessClosed(ms: number, res: ServerResponse): Promise<boolean> {
-  return new Promise((resolve) => {
-    const onClose = () => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    const timer = setTimeout(() => {
-      res.off("close", onClose);
-      resolve(false);
-    }, ms);
-    res.once("close", onClose);
-  });
-}
