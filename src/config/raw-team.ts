@@ -60,6 +60,8 @@ export interface RawOpenaiModel {
   headers: Record<string, string>;
   /** Fields merged into every request body as they are, e.g. vLLM's `chat_template_kwargs: {enable_thinking: false}` or Ollama's `options`. @default {} */
   extra_body: Record<string, unknown>;
+  /** The server takes `response_format: {type: json_schema, strict: true}`: planners and replanners ask for their answer's schema that way, besides the format instructions they always get. If the server refuses it, the runtime says so once (llm.notice) and goes on with the instructions and the repair round-trip alone. @default false */
+  structured_output: boolean;
   /** How requests lay out their roles. Unset: as the agent kind builds them, switching by itself when the server's chat template refuses them (said once, as an llm.notice event). `alternate`: one system message first, then user and assistant turns alternating (Mistral, Gemma, Llama 2 templates). `no_system`: the same, with the system text at the head of the first user message. */
   roles?: "alternate" | "no_system";
   /** Models, by name, tried in order when this one is unavailable after its retries; events and the trace name the model that answered. @default [] */

@@ -32,6 +32,8 @@ export interface OpenAIModelConfig {
   headers: Record<string, string>;
   /** Fields merged into every request body. */
   extra_body: Record<string, unknown>;
+  /** The server takes `response_format: json_schema` (strict). @default false */
+  structured_output: boolean;
   /** A role layout forced from the first request; unset: detected from the server's refusal. */
   roles?: "alternate" | "no_system";
   /** Models (by name) tried in order when this one is unavailable. */

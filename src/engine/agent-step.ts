@@ -3,7 +3,7 @@
  * runner with an AgentContext whose services are the engine's, then
  * `agent.finished`. Agents called by agents are child steps of their caller.
  */
-import type { ModelConfig, ResolvedTeam } from "../config/types.js";
+import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import type { EventBus } from "../events/bus.js";
 import { ZERO_USAGE, type EventScope } from "../events/types.js";
@@ -43,6 +43,8 @@ interface Parent {
   step_id: string;
   depth: number;
   keys: StepKeys;
+  /** The schema the caller expects the child's answer to match. */
+  expects?: JsonSchema;
 }
 
 /**
@@ -74,8 +76,8 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   if (!runner) return finish(failed(`agent kind '${agent.kind}' is not available in this build`));
   if (depth > MAX_DEPTH) return finish(failed(`agents nested deeper than ${MAX_DEPTH} levels`));
 
-  const child = (childName: string, query: string, childSignal: AbortSignal) =>
-    runAgentStep(run, childName, query, childSignal, { step_id, depth, keys });
+  const child = (childName: string, query: string, childSignal: AbortSignal, expects?: JsonSchema) =>
+    runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, ...(expects ? { expects } : {}) });
   const emit: AgentContext["emit"] = (body, extra) =>
     run.bus.emit(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope);
   const client = (modelName = agent.model): ChatClient => {
@@ -108,7 +110,8 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache });
       return createToolBox({ tools, allow: agent.tools, scope, emit: (body, s) => run.bus.emit(body, s), signal, journal });
     },
-    callAgent: (childName, query) => child(childName, query, signal),
+    callAgent: (childName, query, options) => child(childName, query, signal, options?.expects),
+    ...(parent?.expects ? { expects: parent.expects } : {}),
     inspectStates: (machine, options) =>
       stateInspector(machine, { emit, deferUntilNext: (flush, trace_id) => run.bus.deferUntilNext(flush, trace_id) }, options),
     newId: run.newId,

@@ -47,6 +47,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
       reply = await client.chat({
         messages: call.messages,
         ...(call.tools?.length ? { tools: call.tools } : {}),
+        ...(call.response_format ? { response_format: call.response_format } : {}),
         signal: ports.signal,
         agent_id: ports.agent_id,
         onDelta: (text) => ports.emit({ type: "llm.delta", text }, extra),

@@ -80,10 +80,11 @@ export type RunEventBody =
   /**
    * Something the runtime noticed about a model's server and adapted to, said
    * once: `layout` (its chat template refused the request's roles; requests
-   * are laid out for it from now on) or `fallback` (the model failed; the
-   * next one in its `fallback` list takes over).
+   * are laid out for it from now on), `structured_output` (it refused
+   * `response_format`; instructions alone from now on) or `fallback` (the
+   * model failed; the next one in its `fallback` list takes over).
    */
-  | { type: "llm.notice"; model: string; notice: "layout" | "fallback"; message: string }
+  | { type: "llm.notice"; model: string; notice: "layout" | "structured_output" | "fallback"; message: string }
   | { type: "tool.started"; tool: string; call_id: string; arguments: unknown }
   | {
       type: "tool.finished";

@@ -138,14 +138,14 @@ export async function askStructured<T>(
   schema: JsonSchema,
 ): Promise<Asked<T>> {
   const title = typeof schema.title === "string" ? schema.title : "answer";
-  const first = await ctx.callAgent(agent, withFormatInstructions(query, schema));
+  const first = await ctx.callAgent(agent, withFormatInstructions(query, schema), { expects: schema });
   let usage = first.usage;
   if (first.result_type === "error") return { ok: false, error: `${role} '${agent}' failed: ${first.error ?? "unknown error"}`, usage };
   const parsed = parseStructured<T>(first.answer ?? "", schema);
   if (parsed.ok) return { ok: true, value: parsed.value, usage };
   if (ctx.signal.aborted) return { ok: false, error: "interrupted", usage };
 
-  const repair = await ctx.callAgent(agent, repairQuery(query, first.answer ?? "", parsed.errors, schema));
+  const repair = await ctx.callAgent(agent, repairQuery(query, first.answer ?? "", parsed.errors, schema), { expects: schema });
   usage = addUsage(usage, repair.usage);
   if (repair.result_type === "error") {
     return { ok: false, error: `${role} '${agent}' failed while repairing its ${title}: ${repair.error ?? "unknown error"}`, usage };

@@ -6,9 +6,9 @@
  * Kinds import this file, never the engine.
  */
 import type { AnyStateMachine, InspectionEvent } from "xstate";
-import type { AgentConfig, AgentKind, ResolvedTeam } from "../config/types.js";
+import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config/types.js";
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
-import type { ChatMessage, ChatResponse, ToolSpec } from "../models/types.js";
+import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
 import type { Tool, ToolBox } from "../tools/types.js";
 
 export type { ToolBox } from "../tools/types.js";
@@ -38,6 +38,8 @@ export interface ModelCall<R extends ReplyReading = ReplyReading> {
   trace_id?: string;
   /** The model, by name. @default the agent's own model */
   model?: string;
+  /** Structured output to ask for, where the model supports it (docs/servers.md#structured-output). */
+  response_format?: ResponseFormat;
   /**
    * Reads the reply for the `llm.response` event (action type, thought, ...).
    * The reading is returned beside the reply, so the kind parses it once.
@@ -86,8 +88,14 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
    * call them (`{query}` in, answer out) as child steps.
    */
   tools(extra?: Tool[]): ToolBox;
-  /** Run another agent of the team as a child step of this one. */
-  callAgent(name: string, input: string): Promise<AgentResult>;
+  /**
+   * Run another agent of the team as a child step of this one. `expects`:
+   * the JSON Schema its answer must match; a kind that can, asks its model
+   * for it as structured output (docs/servers.md#structured-output).
+   */
+  callAgent(name: string, input: string, options?: { expects?: JsonSchema }): Promise<AgentResult>;
+  /** The JSON Schema the caller expects this step's answer to match, if it said so. */
+  expects?: JsonSchema;
   /**
    * The one state reporter: give it as `inspect` when creating the kind's
    * actor (`createActor(machine, { input, inspect: ctx.inspectStates("react") })`)

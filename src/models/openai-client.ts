@@ -19,10 +19,13 @@ import type { OpenAIModelConfig } from "../config/types.js";
 import { layOut, layoutFromRefusal, type RoleLayout } from "./dialect.js";
 import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
 import { readCompletion, StreamReader } from "./openai-reply.js";
+import { strictSchema } from "./strict-schema.js";
 import type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec } from "./types.js";
 
 /** Layouts learnt from servers' refusals, per endpoint and model, for the life of the process. */
 const learnt = new Map<string, RoleLayout>();
+/** Endpoints (and models) that refused `response_format`, for the life of the process. */
+const noStructuredOutput = new Set<string>();
 
 /** Creates a ChatClient over any OpenAI-compatible endpoint; the key is checked on first use. */
 export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
@@ -54,9 +57,10 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
       let attempt = 0;
       for (;;) {
         const layout: RoleLayout = config.roles ?? learnt.get(endpoint) ?? "as_is";
+        const structured = config.structured_output && !noStructuredOutput.has(endpoint);
         const call = new CallControl(request.signal, deadline, `${config.timeout_ms} ms (timeout_ms) from ${displayURL(openai.baseURL)}`);
         try {
-          return await once(openai, config, request, layout, call);
+          return await once(openai, config, structured ? request : withoutFormat(request), layout, call);
         } catch (err) {
           if (request.signal?.aborted) throw aborted(config.model);
           if (call.expired) throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: ${call.expired}${tries(attempt)}`);
@@ -64,6 +68,13 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
           if (refused && refused !== layout && !(refused === "alternate" && layout === "no_system") && config.roles === undefined) {
             learnt.set(endpoint, refused);
             request.onNotice?.({ notice: "layout", message: layoutNotice(config.model, refused) });
+            continue;
+          }
+          if (structured && request.response_format && isFormatRefusal(err)) {
+            noStructuredOutput.add(endpoint);
+            const why = describeFailure(err, config, openai.baseURL, apiKey, 1).message.replace(`model ${config.model}: `, "");
+            const message = `model ${config.model}: the server refused response_format (${why}); answers are asked for with format instructions alone from now on (unset structured_output to start so)`;
+            request.onNotice?.({ notice: "structured_output", message });
             continue;
           }
           if (!isRetryable(err) || attempt >= config.max_retries) throw describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
@@ -141,8 +152,24 @@ function requestBody(config: OpenAIModelConfig, request: ChatRequest, layout: Ro
   if (config.max_tokens !== undefined) params.max_tokens = config.max_tokens;
   if (config.top_p !== undefined) params.top_p = config.top_p;
   if (config.seed !== undefined) params.seed = config.seed;
+  if (request.response_format) {
+    const { name, schema } = request.response_format;
+    params.response_format = { type: "json_schema", json_schema: { name, schema: strictSchema(schema), strict: true } };
+  }
   return params;
 }
+
+function withoutFormat(request: ChatRequest): ChatRequest {
+  if (!request.response_format) return request;
+  const { response_format: _dropped, ...rest } = request;
+  return rest;
+}
+
+/** A 400 about `response_format` or its schema: the server does not take structured output. */
+function isFormatRefusal(err: unknown): boolean {
+  return err instanceof OpenAI.APIError && err.status === 400 && /response_format|json_schema|structured output|guided/i.test(err.message);
+}
+
 
 /**
  * The abort signal and deadline of one attempt: aborts when the caller's

@@ -22,16 +22,24 @@ export interface ToolSpec {
   parameters: JsonSchema;
 }
 
+/** A JSON Schema the reply's content must match (`response_format: json_schema`). */
+export interface ResponseFormat {
+  name: string;
+  schema: JsonSchema;
+}
+
 export interface ChatRequest {
   messages: ChatMessage[];
   tools?: ToolSpec[];
+  /** Asked for only from a model marked `structured_output: true`; others get the instructions alone. */
+  response_format?: ResponseFormat;
   signal?: AbortSignal;
   /** Called with each streamed text delta, when the model streams. */
   onDelta?: (text: string) => void;
   /** The agent asking; the scripted model uses it to pick replies. */
   agent_id?: string;
   /** Told when the client adapts to the server (docs/servers.md); the engine emits it as `llm.notice`. */
-  onNotice?: (notice: { notice: "layout"; message: string }) => void;
+  onNotice?: (notice: { notice: "layout" | "structured_output"; message: string }) => void;
 }
 
 export interface ChatResponse {

@@ -66,6 +66,7 @@ agents:
       headers: {},
       extra_body: {},
       fallback: [],
+      structured_output: false,
     });
     expect(team.models.offline).toEqual({ name: "offline", provider: "scripted", model: "scripted", script: join(dir, "script.yaml") });
     expect(team.tools.lookup).toEqual({

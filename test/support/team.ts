@@ -59,4 +59,5 @@ export const OPENAI_MODEL_DEFAULTS = {
   headers: {},
   extra_body: {},
   fallback: [],
+  structured_output: false,
 } as const satisfies Partial<import("../../src/config/types.js").OpenAIModelConfig>;

@@ -1,4 +1,5 @@
-import type { ToolCallRequest } from "../../models/types.js";
+import type { JsonSchema } from "../../config/types.js";
+import type { ResponseFormat, ToolCallRequest } from "../../models/types.js";
 import { parseJsonTolerant } from "../../parse/json.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 
@@ -96,4 +97,25 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 function str(v: unknown): string {
   if (v === undefined || v === null) return "";
   return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+/**
+ * The protocol's ANSWER reply as a response format whose `output.answer`
+ * must match `answer` (a planner's Plan, a replanner's Action): asked for
+ * when the caller expects that schema and the agent has no tools to call
+ * (docs/servers.md#structured-output). The answer schema's `$defs` move to
+ * the root, where its `$ref`s point.
+ */
+export function answerFormat(answer: JsonSchema): ResponseFormat {
+  const { $defs, $schema: _s, $id: _i, ...inner } = answer;
+  const object = (properties: Record<string, unknown>) => ({ type: "object", properties, required: Object.keys(properties), additionalProperties: false });
+  const schema: JsonSchema = {
+    ...object({
+      observe: { type: "string" },
+      thought: { type: "string" },
+      action: object({ result: object({ action_type: { type: "string", enum: ["ANSWER"] }, output: object({ answer: inner }) }) }),
+    }),
+    ...($defs !== undefined ? { $defs } : {}),
+  };
+  return { name: "react_answer", schema };
 }

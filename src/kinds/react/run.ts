@@ -5,7 +5,7 @@ import type { ChatMessage } from "../../models/types.js";
 import { compileTemplate, defaultTemplate, type Template } from "../../prompts/render.js";
 import type { AgentRunner } from "../types.js";
 import { reactMachine, type CallModelInput, type ReactPorts, type Understood } from "./machine.js";
-import { parseReply } from "./protocol.js";
+import { answerFormat, parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState } from "./state.js";
 import { stepResult } from "../result.js";
 
@@ -19,6 +19,8 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   const template: Template = agent.prompt !== undefined ? compileTemplate(agent.prompt) : defaultTemplate("react");
   const toolbox = ctx.tools();
   const toolNames = toolbox.specs.map((t) => t.name).join(", ");
+  // A caller that expects a schema (a planner's Plan) gets it as structured output where the model takes it.
+  const format = ctx.expects && toolbox.specs.length === 0 ? answerFormat(ctx.expects) : undefined;
   let planned = false;
 
   /** The system prompt; a variable the template names but react does not give is a one-line error. */
@@ -57,6 +59,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
       messages,
       tools: toolbox.specs,
       trace_id,
+      ...(format ? { response_format: format } : {}),
       read: (r) => {
         const action = parseReply(r.content, r.tool_calls, r.finish_reason);
         return {
