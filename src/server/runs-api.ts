@@ -55,7 +55,9 @@ export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
  */
 export async function startRun(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = parseStartRun(await readJsonBody(req, ctx.maxBodyBytes), ctx.team);
-  if (ctx.live.size >= ctx.maxLiveRuns) throw new HttpError(503, `too many runs in progress (${ctx.maxLiveRuns}); retry later`);
+  if (ctx.live.size >= ctx.maxLiveRuns) {
+    throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
+  }
   const run = ctx.live.start(ctx.team, {
     input: body.input,
     traceDir: ctx.traceDir,

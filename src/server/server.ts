@@ -1,11 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError, describeError } from "../errors.js";
 import { resolveTraceDir } from "../engine/trace-dir.js";
 import { redactString } from "../events/redact.js";
 import { TraceStore } from "../trace/store.js";
-import { HttpError, sendError, sendJson } from "./http.js";
+import { Gate, isLoopback, newToken, presentedToken, tokenCookie } from "./auth.js";
+import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
 import { getRun, getTrace, listRuns, startRun, streamEvents, type ApiContext } from "./runs-api.js";
@@ -24,14 +26,28 @@ export interface ServerOptions {
   corsOrigin?: string;
   /** Largest accepted request body, in bytes. @default 1048576 */
   maxBodyBytes?: number;
-  /** Runs that may be in progress at once; more get a 503. @default 16 */
+  /** Runs that may be in progress at once; more get a 429. @default 16 */
   maxLiveRuns?: number;
+  /**
+   * The token every request must present (docs/server.md#authentication).
+   * Unset: a fresh one is made (see `RunningServer.token`); a server on a
+   * non-loopback address refuses to start without one given.
+   */
+  token?: string;
+  /** Requests per second the token may make on average. @default 50 */
+  rate?: number;
+  /** Serve HTTPS with this certificate and key (PEM). */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 export interface RunningServer {
   /** Base URL, e.g. `http://127.0.0.1:8787`. */
   url: string;
   port: number;
+  /** The token requests must present. */
+  token: string;
+  /** The page's URL with the token, as printed at start: opening it logs the browser in. */
+  pageUrl: string;
   /** Cancel the runs in progress (their traces end with run.finished), then stop listening. */
   close(): Promise<void>;
 }
@@ -39,11 +55,17 @@ export interface RunningServer {
 export const DEFAULT_PORT = 8787;
 export const DEFAULT_HOST = "127.0.0.1";
 
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
-
 /** Start the HTTP server of `runtime serve` over one loaded team. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const host = options.host ?? DEFAULT_HOST;
+  if (!isLoopback(host) && !options.token) {
+    throw new RuntimeError(
+      "USAGE",
+      `refusing to listen on ${host} with a token anyone could have missed: give your own with --token or RUNTIME_SERVE_TOKEN (and use --tls-cert/--tls-key or a TLS proxy beyond this machine)`,
+    );
+  }
+  const token = options.token ?? newToken();
+  const gate = new Gate(token, options.rate ?? 50);
   const traceDir = resolveTraceDir(options.traceDir);
   const secrets = teamSecrets(options.team);
   const store = TraceStore.open(traceDir);
@@ -57,7 +79,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   const page = loadPage();
 
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) {
         res.destroy();
@@ -66,11 +88,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (err instanceof HttpError) sendError(res, err.status, err.message, err.headers);
       else sendError(res, 500, redactString(describeError(err), secrets));
     });
-  });
+  };
+  const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createServer(onRequest);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // A page on another site that rebinds its DNS name to 127.0.0.1 still sends its own Host.
-    if (LOOPBACK.has(host) && !LOOPBACK.has(hostnameOf(req.headers.host))) {
+    if (isLoopback(host) && !isLoopback(hostnameOf(req.headers.host))) {
       throw new HttpError(403, "this server only answers requests addressed to localhost");
     }
     const cors = corsHeaders(req, options.corsOrigin);
@@ -83,6 +106,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = matchRoute(method, url.pathname);
+    gate.allow(presentedToken(req, tokenCookie(port), route.name === "page" ? url.searchParams : undefined));
+    if (route.name === "page" && url.searchParams.has("token")) {
+      // The page's link carries the token once: it becomes a cookie and leaves the address bar.
+      url.searchParams.delete("token");
+      const cookie = `${tokenCookie(port)}=${token}; HttpOnly; SameSite=Strict; Path=/${options.tls ? "; Secure" : ""}`;
+      res.writeHead(303, { ...BASE_HEADERS, location: `${url.pathname}${url.search}`, "set-cookie": cookie }).end();
+      return;
+    }
     switch (route.name) {
       case "page":
       case "script":
@@ -111,9 +142,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     store.close();
     throw err;
   }
+  const base = `${options.tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    url: base,
     port,
+    token,
+    pageUrl: `${base}/?token=${encodeURIComponent(token)}`,
     async close() {
       await ctx.live.cancelAll();
       await new Promise<void>((resolve) => {
@@ -172,7 +206,7 @@ function corsHeaders(req: IncomingMessage, allowed: string | undefined): Record<
   return {
     "access-control-allow-origin": allowed,
     "access-control-allow-methods": "GET, POST",
-    "access-control-allow-headers": "content-type, last-event-id",
+    "access-control-allow-headers": "authorization, content-type, last-event-id",
     "access-control-expose-headers": "x-task-id",
     vary: "origin",
   };

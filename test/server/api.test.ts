@@ -43,7 +43,7 @@ const json = async (res: Response) => (await res.json()) as Record<string, unkno
 describe("runtime serve: the run endpoint", () => {
   it("streams every event of a run as SSE, in seq order, ending with run.finished and the answer", async () => {
     const server = await circleServer();
-    const { response, events } = await postRun(server.url, { input: CIRCLE_QUESTION });
+    const { response, events } = await postRun(server.url, { input: CIRCLE_QUESTION }, server.token);
 
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
@@ -70,7 +70,7 @@ describe("runtime serve: the run endpoint", () => {
   it("refuses bad requests with a 4xx JSON error", async () => {
     const server = await circleServer();
     const post = (body: string, type = "application/json") =>
-      fetch(`${server.url}/v1/runs`, { method: "POST", headers: { "content-type": type }, body });
+      server.fetch(`${server.url}/v1/runs`, { method: "POST", headers: { "content-type": type }, body });
 
     const cases: [Response, number, RegExp][] = [
       [await post("{not json"), 400, /not valid JSON/],
@@ -82,12 +82,12 @@ describe("runtime serve: the run endpoint", () => {
       [await post(JSON.stringify({ input: "x", session_id: "a b/c" })), 400, /session_id/],
       [await post(JSON.stringify({ input: "x" }), "text/plain"), 415, /application\/json/],
       [await post(JSON.stringify({ input: "x".repeat(1024 * 1024 + 10) })), 413, /larger than/],
-      [await fetch(`${server.url}/v1/runs/no-such-task`), 404, /no run with task_id no-such-task/],
-      [await fetch(`${server.url}/v1/runs/no-such-task/events`), 404, /no run/],
-      [await fetch(`${server.url}/v1/traces/no-such-trace`), 404, /no events with trace_id/],
-      [await fetch(`${server.url}/v1/runs?limit=zero`), 400, /limit/],
-      [await fetch(`${server.url}/v1/nothing`), 404, /no such endpoint/],
-      [await fetch(`${server.url}/v1/team`, { method: "DELETE" }), 405, /answers GET/],
+      [await server.fetch(`${server.url}/v1/runs/no-such-task`), 404, /no run with task_id no-such-task/],
+      [await server.fetch(`${server.url}/v1/runs/no-such-task/events`), 404, /no run/],
+      [await server.fetch(`${server.url}/v1/traces/no-such-trace`), 404, /no events with trace_id/],
+      [await server.fetch(`${server.url}/v1/runs?limit=zero`), 400, /limit/],
+      [await server.fetch(`${server.url}/v1/nothing`), 404, /no such endpoint/],
+      [await server.fetch(`${server.url}/v1/team`, { method: "DELETE" }), 405, /answers GET/],
     ];
     for (const [res, status, message] of cases) {
       expect(res.status).toBe(status);
@@ -95,10 +95,10 @@ describe("runtime serve: the run endpoint", () => {
       expect(String((await json(res)).error)).toMatch(message);
     }
     // A 405 says which methods the path answers (RFC 9110 §15.5.6).
-    expect((await fetch(`${server.url}/v1/runs`, { method: "DELETE" })).headers.get("allow")).toBe("POST, GET");
-    expect((await fetch(`${server.url}/v1/team`, { method: "PUT" })).headers.get("allow")).toBe("GET");
+    expect((await server.fetch(`${server.url}/v1/runs`, { method: "DELETE" })).headers.get("allow")).toBe("POST, GET");
+    expect((await server.fetch(`${server.url}/v1/team`, { method: "PUT" })).headers.get("allow")).toBe("GET");
     // None of them started a run.
-    const list = await json(await fetch(`${server.url}/v1/runs`));
+    const list = await json(await server.fetch(`${server.url}/v1/runs`));
     expect(list.runs).toEqual([]);
   });
 });
@@ -106,33 +106,33 @@ describe("runtime serve: the run endpoint", () => {
 describe("runtime serve: queries and replay", () => {
   it("replays a stored run after Last-Event-ID, and answers run, list and trace queries", async () => {
     const server = await circleServer();
-    const { response, events } = await postRun(server.url, { input: CIRCLE_QUESTION });
+    const { response, events } = await postRun(server.url, { input: CIRCLE_QUESTION }, server.token);
     const taskId = response.headers.get("x-task-id")!;
 
-    const replay = await fetch(`${server.url}/v1/runs/${taskId}/events`, { headers: { "last-event-id": "10" } });
+    const replay = await server.fetch(`${server.url}/v1/runs/${taskId}/events`, { headers: { "last-event-id": "10" } });
     expect(replay.status).toBe(200);
     const newer = await readSse(replay);
     expect(newer.map((e) => e.data.seq)).toEqual(events.filter((e) => e.data.seq > 10).map((e) => e.data.seq));
     expect(newer.map((e) => e.data)).toEqual(events.filter((e) => e.data.seq > 10).map((e) => e.data));
-    const all = await readSse(await fetch(`${server.url}/v1/runs/${taskId}/events`));
+    const all = await readSse(await server.fetch(`${server.url}/v1/runs/${taskId}/events`));
     expect(all).toHaveLength(events.length);
 
-    const one = await json(await fetch(`${server.url}/v1/runs/${taskId}`));
+    const one = await json(await server.fetch(`${server.url}/v1/runs/${taskId}`));
     const summary = one.run as RunSummary;
     expect(summary).toMatchObject({ task_id: taskId, agent_id: "solver", input: CIRCLE_QUESTION, result_type: "answer" });
     expect(summary.answer).toMatch(/78\.54.*31\.42/);
     expect(one.live).toBe(false);
     expect((one.events as RunEvent[]).map((e) => e.seq)).toEqual(events.map((e) => e.data.seq));
 
-    await postRun(server.url, { input: "a second run" });
-    const listed = (await json(await fetch(`${server.url}/v1/runs?agent=solver&limit=5`))).runs as RunSummary[];
+    await postRun(server.url, { input: "a second run" }, server.token);
+    const listed = (await json(await server.fetch(`${server.url}/v1/runs?agent=solver&limit=5`))).runs as RunSummary[];
     expect(listed).toHaveLength(2);
     expect(listed.map((r) => r.input)).toContain(CIRCLE_QUESTION);
-    expect((await json(await fetch(`${server.url}/v1/runs?agent=nobody`))).runs).toEqual([]);
-    expect((await json(await fetch(`${server.url}/v1/runs?limit=1`))).runs).toHaveLength(1);
+    expect((await json(await server.fetch(`${server.url}/v1/runs?agent=nobody`))).runs).toEqual([]);
+    expect((await json(await server.fetch(`${server.url}/v1/runs?limit=1`))).runs).toHaveLength(1);
 
     const traceId = events.find((e) => e.data.type === "recursion.started" && e.data.iteration === 2)!.data.trace_id!;
-    const trace = await json(await fetch(`${server.url}/v1/traces/${traceId}`));
+    const trace = await json(await server.fetch(`${server.url}/v1/traces/${traceId}`));
     const traceEvents = trace.events as RunEvent[];
     expect(traceEvents.length).toBeGreaterThan(2);
     expect(traceEvents.every((e) => e.trace_id === traceId)).toBe(true);
@@ -150,17 +150,17 @@ describe("runtime serve: queries and replay", () => {
     const server = await serveTeam(openaiTeam(model.url));
     closers.push(server);
 
-    const started = await fetch(`${server.url}/v1/runs`, {
+    const started = await server.fetch(`${server.url}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ input: "area of a circle of radius 5" }),
     });
     const taskId = started.headers.get("x-task-id")!;
     const poster = readSse(started);
-    const running = await json(await fetch(`${server.url}/v1/runs/${taskId}`));
+    const running = await json(await server.fetch(`${server.url}/v1/runs/${taskId}`));
     expect(running.live).toBe(true);
     // The follower joins mid-run, asking for everything after event 1.
-    const follower = await readSse(await fetch(`${server.url}/v1/runs/${taskId}/events`, { headers: { "last-event-id": "1" } }));
+    const follower = await readSse(await server.fetch(`${server.url}/v1/runs/${taskId}/events`, { headers: { "last-event-id": "1" } }));
     const posted = await poster;
     expect(follower.map((e) => e.data)).toEqual(posted.slice(1).map((e) => e.data));
     expect(follower.at(-1)?.data).toMatchObject({ type: "run.finished", answer: "area 78.54" });
@@ -168,7 +168,7 @@ describe("runtime serve: queries and replay", () => {
 
   it("runs several requests at once, each with its own task", async () => {
     const server = await circleServer();
-    const runs = await Promise.all([1, 2, 3].map(() => postRun(server.url, { input: CIRCLE_QUESTION })));
+    const runs = await Promise.all([1, 2, 3].map(() => postRun(server.url, { input: CIRCLE_QUESTION }, server.token)));
     const ids = new Set(runs.map((r) => r.response.headers.get("x-task-id")));
     expect(ids.size).toBe(3);
     for (const { events } of runs) {
@@ -186,7 +186,7 @@ describe("runtime serve: cancellation and security", () => {
     closers.push(server);
 
     const controller = new AbortController();
-    const response = await fetch(`${server.url}/v1/runs`, {
+    const response = await server.fetch(`${server.url}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ input: "slow question" }),
@@ -199,7 +199,7 @@ describe("runtime serve: cancellation and security", () => {
     controller.abort();
 
     const summary = await eventually(async () => {
-      const body = await json(await fetch(`${server.url}/v1/runs/${taskId}`));
+      const body = await json(await server.fetch(`${server.url}/v1/runs/${taskId}`));
       const run = body.run as RunSummary;
       return run.finished_at ? body : undefined;
     });
@@ -220,21 +220,21 @@ describe("runtime serve: cancellation and security", () => {
     const server = await serveTeam(openaiTeam(model.url));
     closers.push(server);
 
-    const team = await fetch(`${server.url}/v1/team`, { headers: { origin: "http://evil.example" } });
+    const team = await server.fetch(`${server.url}/v1/team`, { headers: { origin: "http://evil.example" } });
     expect(team.headers.get("access-control-allow-origin")).toBeNull();
     const teamText = await team.text();
     expect(JSON.parse(teamText)).toMatchObject({ name: "serve-test", entry: "solver", agents: [{ name: "solver", kind: "react", tools: ["calculator"] }] });
     expect(teamText).not.toContain(SECRET);
     expect(teamText).not.toContain(model.url);
 
-    const { response, events } = await postRun(server.url, { input: "echo" });
+    const { response, events } = await postRun(server.url, { input: "echo" }, server.token);
     const taskId = response.headers.get("x-task-id")!;
     expect(events.at(-1)?.data.type).toBe("run.finished");
     const texts = [
       JSON.stringify(events),
-      await (await fetch(`${server.url}/v1/runs/${taskId}`)).text(),
-      await (await fetch(`${server.url}/v1/runs/${taskId}/events`)).text(),
-      await (await fetch(`${server.url}/v1/runs`)).text(),
+      await (await server.fetch(`${server.url}/v1/runs/${taskId}`)).text(),
+      await (await server.fetch(`${server.url}/v1/runs/${taskId}/events`)).text(),
+      await (await server.fetch(`${server.url}/v1/runs`)).text(),
     ];
     for (const text of texts) {
       expect(text).toContain("[REDACTED]");

@@ -55,7 +55,7 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
   it("runs the circle question and shows the plan, the tool calls and the answer live", async () => {
     const server = await serveTeam("teams/circle-react.yaml");
     closers.push(server);
-    const { page, errors } = await open(`${server.url}/`);
+    const { page, errors } = await open(server.pageUrl);
     await expect.poll(() => page.textContent("#team-name")).toBe("circle-react");
 
     await page.fill("#input", CIRCLE_QUESTION);
@@ -91,7 +91,7 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
   it("shows the todo list as a checklist and renders model text as text, never as HTML", async () => {
     const server = await serveTeam("teams/circle-plan.yaml");
     closers.push(server);
-    const { page, errors } = await open(`${server.url}/`);
+    const { page, errors } = await open(server.pageUrl);
     await expect.poll(() => page.textContent("#team-name")).toBe("circle-plan");
 
     const hostile = `<img src=x onerror="document.title='pwned'"> ${CIRCLE_QUESTION}`;
@@ -121,7 +121,7 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
   it("shows a sop run's plan with each task's status from task.status events, and the plan's status", async () => {
     const server = await serveTeam("teams/safety-sop.yaml");
     closers.push(server);
-    const { page, errors } = await open(`${server.url}/`);
+    const { page, errors } = await open(server.pageUrl);
     await expect.poll(() => page.textContent("#team-name")).toBe("safety-sop");
     await page.fill("#input", "Review: raise the boiler pressure limit from 8 to 10 bar");
     await page.click("#run");
@@ -165,7 +165,7 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
     );
     store.close();
 
-    const { page, errors } = await open(`${server.url}/?task=stored-task`);
+    const { page, errors } = await open(`${server.pageUrl}&task=stored-task`);
     await page.waitForSelector("#answer:has-text('done')", { timeout: 10_000 });
     const statuses = await page.locator("#todos li").evaluateAll((lis) => lis.map((li) => li.getAttribute("data-status")));
     expect(statuses).toEqual(["completed", "blocked"]);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { CIRCLE_QUESTION, postRun, readSse } from "./support.js";
+import { authedFetch, CIRCLE_QUESTION, postRun, readSse } from "./support.js";
 
 // Spawns the built CLI: run `npm run build` first (npm test does).
 const holders: Server[] = [];
@@ -22,18 +22,18 @@ async function spawnServe(args: string[]) {
   });
   const output = { stderr: "" };
   const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-  const url = await new Promise<string>((resolve, reject) => {
+  const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${output.stderr}`)), 30_000);
     child.stderr.on("data", (d: Buffer) => {
       output.stderr += d.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(output.stderr);
-      if (m?.[1]) {
+      const m = /open (http:\/\/127\.0\.0\.1:\d+)\/\?token=([\w-]+)/.exec(output.stderr);
+      if (m?.[1] && m[2]) {
         clearTimeout(timer);
-        resolve(m[1]);
+        resolve([m[1], m[2]]);
       }
     });
   });
-  return { child, url, exited, output };
+  return { child, url, token, exited, output, fetch: authedFetch(token) };
 }
 
 describe("runtime serve (spawned)", () => {
@@ -60,13 +60,13 @@ describe("runtime serve (spawned)", () => {
   });
 
   it("prints its URL on stderr, serves a run, and stops on SIGTERM with exit 0", async () => {
-    const { child, url, exited, output } = await spawnServe(["teams/circle-react.yaml"]);
+    const { child, url, token, exited, output, fetch } = await spawnServe(["teams/circle-react.yaml"]);
     try {
       const page = await fetch(`${url}/`);
       expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
       expect(await page.text()).toContain('<script type="module" src="/app.js">');
-      const { events } = await postRun(url, { input: CIRCLE_QUESTION });
+      const { events } = await postRun(url, { input: CIRCLE_QUESTION }, token);
       expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", result_type: "answer" });
     } finally {
       child.kill("SIGTERM");
@@ -85,7 +85,7 @@ models:
 agents:
   solver: { kind: react, tools: [calculator] }
 `);
-    const { child, url, exited } = await spawnServe([file]);
+    const { child, url, exited, fetch } = await spawnServe([file]);
     const response = await fetch(`${url}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },

@@ -29,9 +29,18 @@ export function parseSse(text: string): Sse[] {
     });
 }
 
-/** POST a run and read its whole event stream. */
-export async function postRun(url: string, body: unknown): Promise<{ response: Response; events: Sse[] }> {
-  const response = await fetch(`${url}/v1/runs`, {
+/** `fetch` with the server's token as a bearer header. */
+export function authedFetch(token: string): typeof fetch {
+  return (input, init = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+}
+
+/** POST a run (with the server's token) and read its whole event stream. */
+export async function postRun(url: string, body: unknown, token: string): Promise<{ response: Response; events: Sse[] }> {
+  const response = await authedFetch(token)(`${url}/v1/runs`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -66,11 +75,14 @@ export async function readSse(response: Response, onEvent: (e: Sse) => boolean |
   }
 }
 
-/** Start the server in-process on a free port over a team file. */
-export async function serveTeam(file: string, traceDir = tempDir("serve-trace-")): Promise<RunningServer & { traceDir: string }> {
+/** Start the server in-process on a free port over a team file; `fetch` sends its token. */
+export async function serveTeam(
+  file: string,
+  traceDir = tempDir("serve-trace-"),
+): Promise<RunningServer & { traceDir: string; fetch: typeof fetch }> {
   const team = await loadTeam(file.startsWith("/") ? file : `${ROOT}${file}`);
   const server = await startServer({ team, traceDir, port: 0 });
-  return { ...server, traceDir };
+  return { ...server, traceDir, fetch: authedFetch(server.token) };
 }
 
 /** Poll `check` until it returns a value, or fail after `ms`. */

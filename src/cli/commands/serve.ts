@@ -1,5 +1,7 @@
+import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { describeError } from "../../errors.js";
+import { isLoopback } from "../../server/auth.js";
 import { loadTeamOrReport } from "../load-team.js";
 import { EXIT, type SetExit } from "../exit.js";
 
@@ -8,6 +10,11 @@ interface ServeOptions {
   host: string;
   traceDir?: string;
   corsOrigin?: string;
+  token?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  rate: string;
+  maxRuns: string;
 }
 
 /** `runtime serve FILE [--port N] [--host H] [--trace-dir DIR]`: the HTTP server, until stopped. */
@@ -20,6 +27,11 @@ export function registerServe(program: Command, setExit: SetExit): void {
     .option("-H, --host <host>", "address to listen on (only this one)", "127.0.0.1")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
     .option("--cors-origin <origin>", "allow this origin (e.g. http://localhost:3000) to call the API; off by default")
+    .option("--token <token>", "the token every request must present (default $RUNTIME_SERVE_TOKEN, else a fresh one, printed)")
+    .option("--tls-cert <file>", "serve HTTPS with this certificate (PEM); needs --tls-key")
+    .option("--tls-key <file>", "the certificate's private key (PEM)")
+    .option("--rate <n>", "requests per second the token may make on average", "50")
+    .option("--max-runs <n>", "runs in progress at once; more get a 429", "16")
     .action(async (file: string, opts: ServeOptions) => {
       setExit(await serve(file, opts));
     });
@@ -32,6 +44,25 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   };
   const port = Number(opts.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
+  const rate = Number(opts.rate);
+  if (!(rate > 0)) return fail(`--rate must be a positive number, not '${opts.rate}'`, EXIT.USAGE);
+  const maxRuns = Number(opts.maxRuns);
+  if (!Number.isInteger(maxRuns) || maxRuns < 1) return fail(`--max-runs must be a positive integer, not '${opts.maxRuns}'`, EXIT.USAGE);
+  const token = opts.token ?? (process.env["RUNTIME_SERVE_TOKEN"] || undefined);
+  if (token !== undefined && token.length < 16) return fail("the token must be at least 16 characters long", EXIT.USAGE);
+  if (!isLoopback(opts.host) && token === undefined) {
+    return fail(
+      `refusing to listen on ${opts.host} without a token of your own: give one with --token or RUNTIME_SERVE_TOKEN (and use --tls-cert/--tls-key or a TLS proxy beyond this machine)`,
+      EXIT.USAGE,
+    );
+  }
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) return fail("--tls-cert and --tls-key go together", EXIT.USAGE);
+  let tls: { cert: Buffer; key: Buffer } | undefined;
+  try {
+    if (opts.tlsCert !== undefined && opts.tlsKey !== undefined) tls = { cert: readFileSync(opts.tlsCert), key: readFileSync(opts.tlsKey) };
+  } catch (err) {
+    return fail(`cannot read the TLS files: ${describeError(err)}`, EXIT.USAGE);
+  }
 
   // The engine and the server are loaded only when this command runs, so `runtime --help` starts fast.
   const { startServer } = await import("../../server/server.js");
@@ -44,13 +75,20 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
       team,
       port,
       host: opts.host,
+      rate,
+      maxLiveRuns: maxRuns,
+      ...(token !== undefined ? { token } : {}),
+      ...(tls ? { tls } : {}),
       ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
       ...(opts.corsOrigin !== undefined ? { corsOrigin: opts.corsOrigin } : {}),
     });
   } catch (err) {
     return fail(describeError(err), EXIT.RUN_ERROR);
   }
+  // The token is printed only when the server made it: one given is the caller's to keep.
+  const shown = token === undefined ? server.pageUrl : `${server.url}/?token=<your token>`;
   process.stderr.write(`runtime serve: ${team.name} listening on ${server.url}/ (Ctrl-C to stop)\n`);
+  process.stderr.write(`runtime serve: open ${shown}; API requests send Authorization: Bearer <token>\n`);
 
   // Stopping cancels the runs in progress; each keeps its trace, ending with run.finished.
   await new Promise<void>((resolve) => {
