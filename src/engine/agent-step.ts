@@ -76,8 +76,19 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   if (!runner) return finish(failed(`agent kind '${agent.kind}' is not available in this build`));
   if (depth > MAX_DEPTH) return finish(failed(`agents nested deeper than ${MAX_DEPTH} levels`));
 
-  const child = (childName: string, query: string, childSignal: AbortSignal, expects?: JsonSchema) =>
-    runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, ...(expects ? { expects } : {}) });
+  // A step ends after its children: an agent called as a tool and cancelled with its caller
+  // still finishes (agent.finished) before the caller does.
+  const children = new Set<Promise<AgentResult>>();
+  const child = (childName: string, query: string, childSignal: AbortSignal, expects?: JsonSchema) => {
+    const step = runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, ...(expects ? { expects } : {}) });
+    children.add(step);
+    void step.finally(() => children.delete(step));
+    return step;
+  };
+  const settled = async (result: AgentResult): Promise<AgentResult> => {
+    while (children.size > 0) await Promise.allSettled([...children]);
+    return finish(result);
+  };
   const emit: AgentContext["emit"] = (body, extra) =>
     run.bus.emit(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope);
   const client = (modelName = agent.model): ChatClient => {
@@ -119,9 +130,9 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   };
 
   try {
-    return finish(await runner(ctx, input));
+    return await settled(await runner(ctx, input));
   } catch (err) {
-    return finish(failed(`agent ${name} failed: ${describeError(err)}`));
+    return settled(failed(`agent ${name} failed: ${describeError(err)}`));
   }
 }
 

@@ -41,8 +41,12 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   ports.journal.commit();
   const started = Date.now();
   let reply: ChatResponse | undefined;
+  // With fallbacks, the events name the team's model too: two models may share a wire id.
+  const named = (name: string) => (candidates.length > 1 ? { model_name: name } : {});
+  let answered = candidates[0];
   for (const [i, name] of candidates.entries()) {
     client = ports.client(name);
+    answered = name;
     try {
       reply = await client.chat({
         messages: call.messages,
@@ -55,7 +59,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
       });
       break;
     } catch (err) {
-      ports.emit({ type: "llm.error", model: client.model, error: describeError(err) }, extra);
+      ports.emit({ type: "llm.error", model: client.model, ...named(name), error: describeError(err) }, extra);
       if (ports.signal.aborted) throw new RuntimeError("ABORTED", "interrupted");
       const next = candidates[i + 1];
       if (next === undefined || !(err instanceof RuntimeError) || err.code !== "MODEL_UNAVAILABLE") throw err;
@@ -74,6 +78,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
     {
       type: "llm.response",
       model: client.model,
+      ...named(answered),
       usage: reply.usage,
       duration_ms,
       ...(reply.finish_reason !== "stop" && reply.finish_reason !== "tool_calls" ? { finish_reason: reply.finish_reason } : {}),

@@ -61,6 +61,8 @@ export type RunEventBody =
   | {
       type: "llm.response";
       model: string;
+      /** The team's name of the model that answered, when the call had fallbacks to choose from. */
+      model_name?: string;
       usage: Usage;
       duration_ms: number;
       /** The model's reasoning (`reasoning_content`, or a `<think>` block), shown apart and never sent back. */
@@ -76,7 +78,7 @@ export type RunEventBody =
       error?: string;
     }
   | { type: "llm.delta"; text: string }
-  | { type: "llm.error"; model: string; error: string }
+  | { type: "llm.error"; model: string; model_name?: string; error: string }
   /**
    * Something the runtime noticed about a model's server and adapted to, said
    * once: `layout` (its chat template refused the request's roles; requests

@@ -71,7 +71,11 @@ export type RoleLayout = "as_is" | "alternate" | "no_system";
 /** What a template's refusal says about the layout it wants, if it is one. */
 export function layoutFromRefusal(message: string): RoleLayout | undefined {
   if (/system role (is )?not supported|system messages? (are|is) not (supported|allowed)/i.test(message)) return "no_system";
-  if (/roles must alternate|must alternate user\/assistant|system message must be (at the beginning|first)|only user and assistant roles/i.test(message)) {
+  if (
+    /roles must alternate|must alternate user\/assistant|system message must be (at the beginning|first)|only user and assistant roles|successive user or assistant messages|interleave the user\/assistant/i.test(
+      message,
+    )
+  ) {
     return "alternate";
   }
   return undefined;

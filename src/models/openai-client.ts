@@ -42,6 +42,7 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
       baseURL: nonEmpty(config.base_url),
       timeout: config.timeout_ms,
       maxRetries: 0,
+      fetch: nestErrorBodies,
       ...(Object.keys(config.headers).length ? { defaultHeaders: config.headers } : {}),
     });
     return client;
@@ -66,11 +67,16 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
           if (call.expired) throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: ${call.expired}${tries(attempt)}`);
           const refused = err instanceof OpenAI.APIError && err.status === 400 ? layoutFromRefusal(err.message) : undefined;
           if (refused && refused !== layout && !(refused === "alternate" && layout === "no_system") && config.roles === undefined) {
-            learnt.set(endpoint, refused);
-            request.onNotice?.({ notice: "layout", message: layoutNotice(config.model, refused) });
+            // Calls in flight when the first refusal came are refused too: the switch is said once.
+            const known = learnt.get(endpoint);
+            if (known !== refused && known !== "no_system") {
+              learnt.set(endpoint, refused);
+              request.onNotice?.({ notice: "layout", message: layoutNotice(config.model, refused) });
+            }
             continue;
           }
           if (structured && request.response_format && isFormatRefusal(err)) {
+            if (noStructuredOutput.has(endpoint)) continue;
             noStructuredOutput.add(endpoint);
             const why = describeFailure(err, config, openai.baseURL, apiKey, 1).message.replace(`model ${config.model}: `, "");
             const message = `model ${config.model}: the server refused response_format (${why}); answers are asked for with format instructions alone from now on (unset structured_output to start so)`;
@@ -101,6 +107,27 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
     },
   };
 }
+
+/**
+ * vLLM (older), SGLang and TensorRT-LLM answer errors as `{"object": "error",
+ * "message": ...}`, without the nested `error` the openai client reads its
+ * message from; nest it, so the refusal's words reach the runtime.
+ */
+const nestErrorBodies = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  const res = await fetch(url, init);
+  if (res.ok || !/json/i.test(res.headers.get("content-type") ?? "")) return res;
+  const text = await res.text();
+  let body = text;
+  try {
+    const value = JSON.parse(text) as Record<string, unknown>;
+    if (value && typeof value === "object" && value["error"] === undefined && typeof value["message"] === "string") {
+      body = JSON.stringify({ error: { message: value["message"], type: value["type"] ?? null, code: value["code"] ?? null } });
+    }
+  } catch {
+    // not JSON after all: passed on as it came
+  }
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+};
 
 /** One attempt. */
 async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequest, layout: RoleLayout, call: CallControl): Promise<ChatResponse> {

@@ -122,9 +122,8 @@ export class StreamReader {
       const shown = this.think.push(delta.content);
       if (shown) this.onDelta?.(shown);
     }
-    for (const [position, piece] of (delta.tool_calls ?? []).entries()) {
-      // Deltas are keyed by `index`; a server that omits it sends one call per position.
-      const slot = (this.calls[piece.index ?? position] ??= { id: null, name: "", arguments: "" });
+    for (const piece of delta.tool_calls ?? []) {
+      const slot = this.slotFor(piece);
       if (piece.id) slot.id = piece.id;
       if (piece.function?.name) slot.name += piece.function.name;
       const args = piece.function?.arguments;
@@ -132,6 +131,28 @@ export class StreamReader {
       else if (args !== undefined && args !== null) slot.arguments += JSON.stringify(args);
     }
     if (choice.finish_reason) this.finish = choice.finish_reason;
+  }
+
+  /**
+   * The call a delta continues. Deltas are keyed by `index`, but servers bend
+   * it: some omit it (Gemini, SGLang: one call per chunk), some label every
+   * call 0 (Ollama). A delta carrying an id other than its slot's, or a name
+   * when its slot already has one and no id says otherwise, starts a call.
+   */
+  private slotFor(piece: WireDeltaCall): WireToolCall & { arguments: string } {
+    const fresh = () => {
+      const slot = { id: null, name: "", arguments: "" };
+      this.calls.push(slot);
+      return slot;
+    };
+    const existing = piece.index !== undefined ? this.calls[piece.index] : this.calls.at(-1);
+    if (!existing) {
+      if (piece.index === undefined) return fresh();
+      return (this.calls[piece.index] = { id: null, name: "", arguments: "" });
+    }
+    const otherId = !!piece.id && !!existing.id && piece.id !== existing.id;
+    const secondName = !piece.id && !!piece.function?.name && existing.name !== "" && piece.index === undefined;
+    return otherId || secondName ? fresh() : existing;
   }
 
   /** The whole reply; a stream that carried no choices at all is not a reply. */

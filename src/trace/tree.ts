@@ -198,7 +198,7 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
       case "llm.response": {
         const msgs = requestSize.get(container);
         const parts = [
-          `llm ${e.model}`,
+          `llm ${e.model}${e.model_name ? ` (${e.model_name})` : ""}`,
           e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply"),
           e.usage.unknown ? tokens(e.usage) : `${e.usage.total_tokens} tok (${e.usage.prompt_tokens}+${e.usage.completion_tokens})`,
           formatDuration(e.duration_ms),
@@ -214,7 +214,7 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
       case "llm.delta":
         break;
       case "llm.error":
-        add(paint.red(`✗ llm ${e.model} error: ${oneLine(e.error)}`));
+        add(paint.red(`✗ llm ${e.model}${e.model_name ? ` (${e.model_name})` : ""} error: ${oneLine(e.error)}`));
         break;
       case "llm.notice":
         add(paint.yellow(`! ${oneLine(e.message)}`));

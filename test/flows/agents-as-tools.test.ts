@@ -91,7 +91,7 @@ describe("agents as tools", () => {
     expect(helperDone?.result_type).toBe("error");
     // The child's end is recorded before the run's: nothing of it runs on after the run has finished.
     const types = events.map((e) => `${e.type}:${e.agent_id}`);
-    expect(types.indexOf("agent.finished:helper")).toBeLessThan(types.indexOf("agent.finished:boss"));
+    expect(types.indexOf("agent.finished:helper"), types.join(" ")).toBeLessThan(types.indexOf("agent.finished:boss"));
     expect(events.at(-1)?.type).toBe("run.finished");
     expect(ofType(events, "tool.finished").find((e) => e.tool === "helper")?.ok).toBe(false);
     // The helper asked its model once and was not asked again.

@@ -51,9 +51,10 @@ ${modelBlock("primary", "big-model", down.url, "    fallback: [backup]\n")}${mod
     // The model found down is not asked again in the same run.
     expect(down.chatRequests).toHaveLength(1);
     const trace = await runCli(["trace", result.task_id, "--trace-dir", traceDir]);
-    expect(trace.stdout).toMatch(/✗ llm big-model error: .*503/);
+    expect(trace.stdout).toMatch(/✗ llm big-model \(primary\) error: .*503/);
     expect(trace.stdout).toMatch(/! .*trying fallback model 'backup'/);
-    expect(trace.stdout).toMatch(/llm small-model/);
+    expect(trace.stdout).toMatch(/llm small-model \(backup\)/);
+    expect(events.filter((e) => e.type === "llm.response").every((e) => e.type === "llm.response" && e.model_name === "backup")).toBe(true);
   });
 
   it("refuses a fallback that names no model, or the model itself", async () => {

@@ -150,8 +150,9 @@ describe("role rules", () => {
     ];
     for (const messages of bad) {
       const err = await errorOf(client.chat.completions.create({ model: "m", messages: messages as never }));
+      // The flat vLLM body has no nested `error`, so the bare openai client cannot quote it (the runtime nests it).
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(err.message).toContain("Conversation roles must alternate user/assistant/user/assistant/...");
+      expect(err.message).toBe("400 status code (no body)");
     }
     const raw = await post({ messages: [user("a"), user("b")] });
     expect(raw.status).toBe(400);
@@ -168,9 +169,11 @@ describe("role rules", () => {
   it("no_system: any system message is refused, the rest must alternate", async () => {
     const { client } = await setup({ dialect: { roles: "no_system" }, respond: () => ({ content: "ok" }) });
     const err = await errorOf(client.chat.completions.create({ model: "m", messages: [system("s"), user("u")] as never }));
-    expect(err.message).toContain("System role not supported");
-    const again = await errorOf(client.chat.completions.create({ model: "m", messages: [user("u"), assistant("a"), assistant("b")] as never }));
-    expect(again.message).toContain("Conversation roles must alternate");
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(await (await post({ messages: [system("s"), user("u")] })).json()).toMatchObject({ message: "System role not supported" });
+    expect(await (await post({ messages: [user("u"), assistant("a"), assistant("b")] })).json()).toMatchObject({
+      message: "Conversation roles must alternate user/assistant/user/assistant/...",
+    });
     const ok = await client.chat.completions.create({ model: "m", messages: [user("u"), assistant("a"), user("v")] as never });
     expect(ok.choices[0]?.message.content).toBe("ok");
   });

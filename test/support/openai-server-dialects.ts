@@ -195,9 +195,9 @@ function alternates(messages: Message[]): boolean {
   return true;
 }
 
-/** vLLM's error body, plus the nested `error` the openai client reads its message from. */
+/** vLLM's (and SGLang's) flat error body: no nested `error`, which the runtime copes with. */
 export function vllmError(message: string): Record<string, unknown> {
-  return { object: "error", message, type: "BadRequestError", param: null, code: 400, error: { message, type: "BadRequestError" } };
+  return { object: "error", message, type: "BadRequestError", param: null, code: 400 };
 }
 
 // ---------------------------------------------------------------- reply rendering

@@ -102,9 +102,10 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
 
     async verify({ call, text, may_refuse }): Promise<Verdict> {
       const open = todos.openItems();
-      if (!call && cutOff && lastIteration < agent.max_iteration) {
+      // Never an answer (docs/servers.md): sent back, or, out of rounds, on to the final summary.
+      if (!call && cutOff) {
         memory.addUser(CUT_OFF_ERROR);
-        return { kind: "refused" };
+        return { kind: "retry" };
       }
       if (!call) {
         // Seed 000 diagram 5: a reply without tool calls ends the run only when
@@ -141,7 +142,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       try {
         // No tools offered: the model can only answer in text.
         const reply = await chat(memory.request(system));
-        const text = reply.content?.trim();
+        const text = isCutOff(reply) ? undefined : reply.content?.trim();
         return { ...(text ? { text } : {}), usage: reply.usage };
       } catch {
         return { usage: ZERO_USAGE };

@@ -9,6 +9,8 @@ export type SummaryReason = "no_answer" | "max_iteration";
 export type Verdict =
   | { kind: "accepted"; answer?: string; status: "success" | "failure" }
   | { kind: "refused" }
+  /** The reply was cut off at the token limit: asked again, without using up the one reminder. */
+  | { kind: "retry" }
   | { kind: "invalid" };
 
 /** What the machine's actors need from the outside world (src/kinds/plan-and-solve/actors.ts); the runner provides it. */
