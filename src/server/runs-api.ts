@@ -14,6 +14,8 @@ export interface ApiContext {
   live: LiveRuns;
   maxBodyBytes: number;
   maxLiveRuns: number;
+  /** Bytes that may wait for one SSE client before it is dropped. */
+  maxClientBuffer: number;
 }
 
 /** The body of `POST /v1/runs`. */
@@ -51,7 +53,8 @@ export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
 
 /**
  * `POST /v1/runs`: start a run and stream its events until run.finished.
- * The client going away cancels the run; its trace is kept.
+ * The client going away cancels the run (its trace is kept); a client
+ * dropped for falling too far behind does not (docs/server.md#slow-readers).
  */
 export async function startRun(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = parseStartRun(await readJsonBody(req, ctx.maxBodyBytes), ctx.team);
@@ -64,9 +67,10 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
     ...(body.agent !== undefined ? { agent: body.agent } : {}),
     ...(body.session_id !== undefined ? { sessionId: body.session_id } : {}),
   });
-  const stream = new EventStream(res, { "x-task-id": run.task_id });
+  const stream = new EventStream(res, { "x-task-id": run.task_id }, ctx.maxClientBuffer);
   res.once("close", () => {
-    if (!run.finished) run.cancel();
+    // A client dropped for reading too slowly was not cancelling: it follows on with GET .../events.
+    if (!run.finished && !stream.dropped) run.cancel();
   });
   pipe(run, 0, stream);
 }
@@ -75,17 +79,17 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
  * `GET /v1/runs/:task_id/events`: the run's events after Last-Event-ID, then,
  * while the run is live in this process, each new one until run.finished.
  */
-export function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): void {
+export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
   const after = lastEventId(req.headers["last-event-id"]);
   const live = ctx.live.get(taskId);
   if (live) {
-    pipe(live, after, new EventStream(res, { "x-task-id": taskId }));
+    pipe(live, after, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer));
     return;
   }
   const events = ctx.store.eventsOfTask(taskId);
   if (events.length === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
-  const stream = new EventStream(res, { "x-task-id": taskId });
-  for (const event of events) if (event.seq > after) stream.send(event);
+  const stream = new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer);
+  for (const event of events) if (event.seq > after && !(await stream.sendPaced(event))) return;
   stream.end();
 }
 
@@ -114,8 +118,31 @@ export function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string):
   sendJson(res, 200, { trace_id: traceId, events });
 }
 
-/** Forward a live run's events to a stream; end it after run.finished, stop following when the client leaves. */
+/**
+ * Forward a live run's events to a stream: first those already past, at the
+ * pace the client reads; then each new one as it happens (a client that
+ * falls too far behind those is dropped: src/server/sse.ts). Ends after
+ * run.finished; stops following when the client leaves.
+ */
 function pipe(run: LiveRun, after: number, stream: EventStream): void {
+  void (async () => {
+    let last = after;
+    for (let backlog = run.events.filter((e) => e.seq > last); backlog.length > 0; backlog = run.events.filter((e) => e.seq > last)) {
+      for (const event of backlog) {
+        if (!(await stream.sendPaced(event))) return;
+        last = event.seq;
+      }
+    }
+    // Caught up, in this same tick: nothing can slip in between the backlog and the live events.
+    follow(run, last, stream);
+  })();
+}
+
+function follow(run: LiveRun, after: number, stream: EventStream): void {
+  if (run.finished) {
+    stream.end();
+    return;
+  }
   let unfollow = (): void => {};
   let done = false;
   const onEvent = (event: RunEvent): void => {
@@ -128,11 +155,6 @@ function pipe(run: LiveRun, after: number, stream: EventStream): void {
     }
   };
   unfollow = run.follow(after, onEvent);
-  if (run.finished && !done) {
-    // The client already has every event, run.finished included.
-    done = true;
-    stream.end();
-  }
   if (done) unfollow();
   else stream.onClose(() => unfollow());
 }

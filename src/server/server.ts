@@ -10,6 +10,7 @@ import { Gate, isLoopback, newToken, presentedToken, tokenCookie } from "./auth.
 import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
+import { MAX_CLIENT_BUFFER } from "./sse.js";
 import { getRun, getTrace, listRuns, startRun, streamEvents, type ApiContext } from "./runs-api.js";
 import { teamInfo } from "./team-info.js";
 import { teamSecrets } from "../engine/secrets.js";
@@ -34,6 +35,8 @@ export interface ServerOptions {
    * non-loopback address refuses to start without one given.
    */
   token?: string;
+  /** Bytes that may wait for one SSE client before it is dropped (it reconnects with Last-Event-ID). @default 262144 */
+  maxClientBuffer?: number;
   /** Requests per second the token may make on average. @default 50 */
   rate?: number;
   /** Serve HTTPS with this certificate and key (PEM). */
@@ -76,6 +79,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     live: new LiveRuns(),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     maxLiveRuns: options.maxLiveRuns ?? 16,
+    maxClientBuffer: options.maxClientBuffer ?? MAX_CLIENT_BUFFER,
   };
   const page = loadPage();
 

@@ -7,6 +7,13 @@ import { BASE_HEADERS } from "./http.js";
 const HEARTBEAT_MS = 15_000;
 
 /**
+ * Bytes that may wait in this process for one client (beyond what the
+ * kernel's socket buffer took) before the client is dropped
+ * (docs/server.md#slow-readers). It reconnects with Last-Event-ID.
+ */
+export const MAX_CLIENT_BUFFER = 256 * 1024;
+
+/**
  * One Server-Sent Events response carrying RunEvents: `id` is the event's
  * `seq` (so a reconnecting client's Last-Event-ID asks for newer events only),
  * `event` its type, `data` its JSON. Events come masked from the run's bus
@@ -15,10 +22,13 @@ const HEARTBEAT_MS = 15_000;
 export class EventStream {
   private readonly heartbeat: NodeJS.Timeout;
   private ended = false;
+  /** The client fell more than `maxBuffer` bytes behind and was dropped. */
+  dropped = false;
 
   constructor(
     private readonly res: ServerResponse,
     headers: Record<string, string> = {},
+    private readonly maxBuffer = MAX_CLIENT_BUFFER,
   ) {
     res.writeHead(200, {
       ...BASE_HEADERS,
@@ -45,7 +55,30 @@ export class EventStream {
   }
 
   send(event: RunEvent): void {
-    this.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`);
+    this.write(frame(event));
+  }
+
+  /**
+   * Send events the client is catching up on (stored, or already past) at
+   * the pace it reads: waits for the socket to drain whenever half the bound
+   * is waiting, so a catch-up never gets a reader dropped. False when the
+   * client went away meanwhile.
+   */
+  async sendPaced(event: RunEvent): Promise<boolean> {
+    if (this.ended) return false;
+    this.res.write(frame(event));
+    if (this.res.writableLength > this.maxBuffer / 2) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          this.res.off("drain", done);
+          this.res.off("close", done);
+          resolve();
+        };
+        this.res.once("drain", done);
+        this.res.once("close", done);
+      });
+    }
+    return !this.ended;
   }
 
   end(): void {
@@ -55,13 +88,31 @@ export class EventStream {
   }
 
   private write(text: string): void {
-    if (!this.ended) this.res.write(text);
+    if (this.ended) return;
+    this.res.write(text);
+    // A reader that stopped reading: drop it rather than hold the rest of the run for it.
+    if (this.res.writableLength > this.maxBuffer) {
+      this.dropped = true;
+      this.stop();
+      this.res.destroy();
+    }
   }
 
   private stop(): void {
     this.ended = true;
     clearInterval(this.heartbeat);
   }
+}
+
+/** An event's SSE frame, built once and shared by every client that follows the run. */
+const frames = new WeakMap<RunEvent, string>();
+function frame(event: RunEvent): string {
+  let text = frames.get(event);
+  if (text === undefined) {
+    text = `id: ${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`;
+    frames.set(event, text);
+  }
+  return text;
 }
 
 /** The `Last-Event-ID` a reconnecting client sent: the last `seq` it has, 0 when none or not a number. */
