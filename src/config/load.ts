@@ -13,6 +13,7 @@ import { checkReferences, type References } from "./references.js";
 import { resolveTeam } from "./resolve.js";
 import type { ResolvedTeam } from "./types.js";
 import { validateAgainstSchema } from "./validate.js";
+import { isSecretKey, redactString } from "../redact.js";
 
 export interface LoadOptions {
   /** Where `${VAR}` values come from. @default process.env */
@@ -48,7 +49,8 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
   const absolute = resolve(file);
   const dir = dirname(absolute);
   const parsed = parseTeamText(text.replace(/^\uFEFF/, ""), file, env);
-  if (parsed.problems.length > 0 || !isRecord(parsed.value)) throw new ConfigError(sorted(parsed.problems));
+  const secrets = interpolatedSecrets(text, env);
+  if (parsed.problems.length > 0 || !isRecord(parsed.value)) throw new ConfigError(sorted(parsed.problems, secrets));
 
   // ajv fills defaults into what it validates: give it a copy. The reference
   // checks read it even when it is invalid, to report every problem at once.
@@ -62,7 +64,7 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
     problems.push(parsed.source.problem(unset.pointer, message));
   }
   problems.push(...(await promptProblems(team, refs, parsed.source)));
-  if (problems.length > 0 || valid === undefined) throw new ConfigError(sorted(problems));
+  if (problems.length > 0 || valid === undefined) throw new ConfigError(sorted(problems, secrets));
   return resolveTeam(valid, absolute, dir, refs);
 }
 
@@ -84,6 +86,15 @@ async function promptProblems(team: Record<string, unknown>, refs: References, s
   });
 }
 
+/**
+ * The values of secret-named variables the file interpolates (`${SERVICE_API_KEY}`),
+ * masked in every problem: a secret written in the wrong place is quoted by none.
+ */
+function interpolatedSecrets(text: string, env: Env): string[] {
+  const names = new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!));
+  return [...names].filter(isSecretKey).flatMap((name) => (env[name] ? [env[name]!] : []));
+}
+
 /** An unset variable only matters in a model or tool some agent uses. */
 function isNeeded(unset: UnsetVariable, refs: References): boolean {
   const [, section, name] = unset.pointer.split("/");
@@ -95,7 +106,8 @@ function isNeeded(unset: UnsetVariable, refs: References): boolean {
 /** Most problems reported for one file; a note says how many more there are. */
 export const MAX_REPORTED_PROBLEMS = 100;
 
-function sorted(problems: ConfigProblem[]): ConfigProblem[] {
+function sorted(problems: ConfigProblem[], secrets: readonly string[]): ConfigProblem[] {
+  problems = problems.map((p) => ({ ...p, message: redactString(p.message, secrets) }));
   const all = [...problems].sort((a, b) => a.line - b.line || a.col - b.col || a.path.localeCompare(b.path));
   if (all.length <= MAX_REPORTED_PROBLEMS) return all;
   const shown = all.slice(0, MAX_REPORTED_PROBLEMS);

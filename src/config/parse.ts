@@ -40,14 +40,21 @@ export function parseTeamText(text: string, file: string, env: Env): Parsed {
   const early = precheck(text, file);
   if (early) return { value: undefined, source, problems: [early], unset: [] };
 
-  const doc = parseDocument(text, {
-    lineCounter: lines,
-    // Duplicate keys are found while walking, where their JSON pointer is known.
-    uniqueKeys: false,
-    prettyErrors: false,
-    strict: true,
-    version: "1.2",
-  });
+  let doc: Document;
+  try {
+    doc = parseDocument(text, {
+      lineCounter: lines,
+      // Duplicate keys are found while walking, where their JSON pointer is known.
+      uniqueKeys: false,
+      prettyErrors: false,
+      strict: true,
+      version: "1.2",
+    });
+  } catch (err) {
+    // The parser recurses per level; a shape precheck did not foresee still ends in one clear line.
+    if (!(err instanceof RangeError)) throw err;
+    return { value: undefined, source, problems: [{ file, line: 1, col: 1, path: "", message: `nesting deeper than ${MAX_DEPTH} levels` }], unset: [] };
+  }
   const problems: ConfigProblem[] = [];
   // After the first syntax error the parser's view of the rest is a guess:
   // later errors are mostly echoes of the first, so only that one is reported.
@@ -85,6 +92,9 @@ function precheck(text: string, file: string): ConfigProblem | undefined {
     const what = code === 0xfffd ? "bytes that are not UTF-8" : `control character U+${code.toString(16).toUpperCase().padStart(4, "0")}`;
     return at(control.index, `binary data (${what}): a team file must be UTF-8 text`);
   }
+  // The parser recurses per block sequence opened on one line (`- - - x`) too.
+  const dashes = new RegExp(`^[ \\t]*(?:-[ \\t]+){${MAX_DEPTH + 1}}`, "m").exec(text);
+  if (dashes) return at(dashes.index, `nesting deeper than ${MAX_DEPTH} levels`);
   // The parser recurses per flow level ([ and {), so deep flow nesting is
   // refused before parsing; brackets inside strings count too, which is
   // harmless at this depth.

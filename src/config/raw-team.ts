@@ -23,6 +23,8 @@ export interface RawTeam {
   agents: Record<string, RawAgent>;
   /** SOP templates by id: the structure_data a `sop` agent instantiates as a plan in the Plan Tool (seed 003). @default {} */
   workflows: Record<string, RawWorkflow>;
+  /** Let prompt and script files live outside the team file's folder (symbolic links followed). Off by default, so a team file cannot read /etc/passwd into a prompt. @default false */
+  allow_outside_paths: boolean;
 }
 
 /** A model: `openai` (any OpenAI-compatible Chat Completions endpoint) or `scripted` (deterministic replies read from a file; no network). */

@@ -2,8 +2,8 @@
  * The checks a schema cannot express: references between models, tools,
  * agents and workflows, agent cycles, duplicate ids, and files that must exist.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, relative, resolve } from "node:path";
 import type { Ajv } from "ajv";
 import type { ConfigProblem } from "../errors.js";
 import { describeError } from "../errors.js";
@@ -50,13 +50,15 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
   const refs: References = { usedModels: new Set(), usedTools: new Set(), prompts: new Map() };
   const edges = new Map<string, Edge[]>(agentNames.map((n) => [n, []]));
 
+  // Prompt and script files stay in the team's folder unless the team opts out.
+  const confined = team.allow_outside_paths === true ? undefined : dir;
   const entry = str(team.entry);
   if (entry !== undefined && !isAgent(entry)) report("/entry", `unknown agent '${entry}'${didYouMean(entry, agentNames)}${declared("agents", agentNames)}`);
 
   for (const [name, model] of models) {
     const script = str(model.script);
     if (model.provider === "scripted" && script !== undefined) {
-      checkFile(resolve(dir, script), pointer("models", name, "script"), "script file", report);
+      checkFile(resolve(dir, script), pointer("models", name, "script"), "script file", report, { folder: confined, maxBytes: MAX_SCRIPT_BYTES });
     }
     for (const [index, other] of strings(model.fallback)) {
       const at = pointer("models", name, "fallback", index);
@@ -114,7 +116,7 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
       report(at("prompt"), "give either 'system_prompt' (a file) or 'prompt' (inline text), not both");
     } else if (promptFile !== undefined) {
       const path = resolve(dir, promptFile);
-      if (checkFile(path, at("system_prompt"), "prompt file", report)) {
+      if (checkFile(path, at("system_prompt"), "prompt file", report, { folder: confined, maxBytes: MAX_PROMPT_BYTES })) {
         try {
           refs.prompts.set(name, readFileSync(path, "utf8"));
         } catch (err) {
@@ -257,11 +259,31 @@ function findCycles(agents: string[], edges: Map<string, Edge[]>): Array<{ at: s
 }
 
 /** True when `path` is an existing file; otherwise reports why not. */
-function checkFile(path: string, at: string, what: string, report: Report): boolean {
+/** Largest prompt file read into a team. */
+export const MAX_PROMPT_BYTES = 1024 * 1024;
+/** Largest scripted-model script. */
+export const MAX_SCRIPT_BYTES = 8 * 1024 * 1024;
+
+/** Where a team's files may be: its folder (unless `allow_outside_paths`), and how large. */
+interface FileRule {
+  folder: string | undefined;
+  maxBytes?: number;
+}
+
+function checkFile(path: string, at: string, what: string, report: Report, rule: FileRule = { folder: undefined }): boolean {
   if (!isAbsolute(path) || !existsSync(path)) report(at, `${what} not found: ${path}`);
   else if (!statSync(path).isFile()) report(at, `${what} is not a file: ${path}`);
-  else return true;
+  else if (rule.folder !== undefined && !inside(realpathSync(path), realpathSync(rule.folder))) {
+    report(at, `${what} ${path} is outside the team file's folder ${rule.folder}: move it there, or set allow_outside_paths: true`);
+  } else if (rule.maxBytes !== undefined && statSync(path).size > rule.maxBytes) {
+    report(at, `${what} ${path} is ${statSync(path).size} bytes: at most ${rule.maxBytes} are read`);
+  } else return true;
   return false;
+}
+
+function inside(path: string, folder: string): boolean {
+  const rel = relative(folder, path);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel);
 }
 
 function declared(what: string, names: string[]): string {

@@ -13,7 +13,7 @@
  * calls, so the same replies lead to the same keys: a later resume reads
  * "the reply to model call k of step s" here instead of asking the model.
  */
-import { redactWithJson } from "../events/redact.js";
+import { redactWithJson } from "../redact.js";
 import type { ChatResponse, ToolCallRequest } from "../models/types.js";
 import type { ToolOutcome } from "../tools/types.js";
 import type { JournalEntry } from "../trace/store.js";

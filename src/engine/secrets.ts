@@ -1,5 +1,5 @@
 import type { ResolvedTeam } from "../config/types.js";
-import { isSecretKey } from "../events/redact.js";
+import { isSecretKey } from "../redact.js";
 
 /**
  * The team's own secrets, masked by value wherever they might appear (the

@@ -1,4 +1,4 @@
-import { redactWithJson } from "./redact.js";
+import { redactWithJson } from "../redact.js";
 import type { EventScope, RunEvent, RunEventBody } from "./types.js";
 
 /** A consumer of events. Sinks are called synchronously, in order, for every event. */
@@ -6,6 +6,34 @@ export type EventSink = (event: RunEvent) => void;
 
 /** The JSON text of each event that passed a bus, made once when it was redacted. */
 const jsonOfEvent = new WeakMap<RunEvent, string>();
+
+/**
+ * The event as every sink can record it: a field whose value cannot become
+ * JSON (nested too deep for JSON.stringify, a cycle, a BigInt) is replaced by
+ * a note saying so, so no event is ever lost between the bus and a sink
+ * (docs/design/engine.md#limits). Only `unknown`-typed fields (tool
+ * arguments and results) can be such values.
+ */
+function maskedJson(event: RunEvent, secrets: readonly string[]): { value: RunEvent; json: string } {
+  try {
+    return redactWithJson(event, secrets);
+  } catch {
+    return redactWithJson(recordable(event), secrets);
+  }
+}
+
+function recordable(event: RunEvent): RunEvent {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(event)) {
+    try {
+      JSON.stringify(value);
+      out[key] = value;
+    } catch (err) {
+      out[key] = `[not recorded: ${err instanceof RangeError ? "nested too deeply" : "not JSON-serialisable"}]`;
+    }
+  }
+  return out as unknown as RunEvent;
+}
 
 /** An event's JSON text: the bus's own when the event came through one, else made now. */
 export function eventJson(event: RunEvent): string {
@@ -35,7 +63,7 @@ export class EventBus {
   constructor(
     readonly taskId: string,
     private readonly now: () => Date = () => new Date(),
-    /** Exact values masked in every event, on top of the generic rules (src/events/redact.ts). */
+    /** Exact values masked in every event, on top of the generic rules (src/redact.ts). */
     options: { secrets?: readonly string[] } = {},
   ) {
     this.secrets = options.secrets ?? [];
@@ -95,7 +123,7 @@ export class EventBus {
   private masked(index: number): RunEvent {
     let event = this.maskedEvents[index];
     if (event === undefined) {
-      const { value, json } = redactWithJson(this.buffer[index] as RunEvent, this.secrets);
+      const { value, json } = maskedJson(this.buffer[index] as RunEvent, this.secrets);
       jsonOfEvent.set(value, json);
       this.maskedEvents[index] = event = value;
     }
@@ -105,7 +133,7 @@ export class EventBus {
   /** The masked form of an event this bus emitted (what `emit` returned may be the raw one when nobody listened). */
   mask(event: RunEvent): RunEvent {
     const index = event.seq - 1;
-    return this.buffer[index] === event || this.maskedEvents[index] === event ? this.masked(index) : redactWithJson(event, this.secrets).value;
+    return this.buffer[index] === event || this.maskedEvents[index] === event ? this.masked(index) : maskedJson(event, this.secrets).value;
   }
 
   /** No more events; iterators finish once they have drained the buffer. */

@@ -3,7 +3,8 @@
  * Schema, a loader that reports problems as `FILE:LINE:COL PATH MESSAGE`, and
  * a writer used by the recorder.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { MAX_SCRIPT_BYTES } from "../config/references.js";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { LineCounter, parseDocument, stringify, isNode } from "yaml";
 import { ConfigError, type ConfigProblem } from "../errors.js";
@@ -102,8 +103,13 @@ function scriptValidator(): ValidateFunction<Script> {
 export function loadScript(file: string): LoadedScript {
   let text: string;
   try {
+    const bytes = statSync(file).size;
+    if (bytes > MAX_SCRIPT_BYTES) {
+      throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `scripted model: the script is ${bytes} bytes; at most ${MAX_SCRIPT_BYTES} are read` }]);
+    }
     text = readFileSync(file, "utf8");
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     const reason = (err as NodeJS.ErrnoException).code ?? String(err);
     throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `scripted model: cannot read the script (${reason})` }]);
   }

@@ -80,8 +80,8 @@ const FENCE_WHOLE = /^```[\w-]*[ \t]*\r?\n?([\s\S]*?)```$/;
  */
 export function* jsonCandidates(text: string, options: JsonCandidateOptions = {}): Generator<string> {
   const resolved = resolveOptions(options);
-  // Stripping a leading reasoning block (`<think>…</think>`) would belong
-  // here, before any candidate is taken; it is not done yet (a separate issue).
+  // A leading reasoning block (`<think>…</think>`) never gets here: the model
+  // client splits it off the reply (src/models/dialect.ts, docs/servers.md).
   const trimmed = text.trim();
   const seen = new Set<string>();
   for (const candidate of unrepaired(trimmed, resolved)) {
@@ -117,9 +117,31 @@ export function parseJsonTolerant(text: string, options: ParseJsonOptions = {}):
       error ??= err instanceof Error ? err.message : String(err);
       continue;
     }
+    if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+      // Whatever would walk it (ajv, JSON.stringify, redaction) could overflow the stack.
+      error ??= `the JSON nests deeper than ${MAX_JSON_DEPTH} levels`;
+      continue;
+    }
     if (!accept || accept(value)) return { ok: true, value };
   }
   return { ok: false, error, attempted };
+}
+
+/** How deep parsed model output may nest (docs/design/engine.md#limits). */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether `value` has arrays or objects nested more than `max` levels deep; iterative, so any depth is safe to ask about. */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== "object") continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 // An option passed as `undefined` takes its default too, which a spread would not do.

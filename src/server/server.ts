@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError, describeError } from "../errors.js";
 import { resolveTraceDir } from "../engine/trace-dir.js";
-import { redactString } from "../events/redact.js";
+import { redactString } from "../redact.js";
 import { TraceStore } from "../trace/store.js";
 import { Gate, isLoopback, newToken, presentedToken, tokenCookie } from "./auth.js";
 import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";

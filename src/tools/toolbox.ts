@@ -3,6 +3,7 @@ import type { Emit, EventScope } from "../events/types.js";
 import type { ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { Tool, ToolBox, ToolOutcome } from "./types.js";
 import { argsValidator, parseToolArguments } from "./validate-args.js";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../parse/json.js";
 
 /** What a ToolBox is built from. */
 export interface ToolBoxOptions {
@@ -166,6 +167,7 @@ function execute(
 
 /** Serialise the result and cut it at `maxBytes`, saying so in the result itself. */
 export function capOutput(result: unknown, maxBytes: number): Settled {
+  if (nestsDeeperThan(result, MAX_JSON_DEPTH)) return { ok: false, error: `the tool's result nests deeper than ${MAX_JSON_DEPTH} levels` };
   let text: string | undefined;
   try {
     text = JSON.stringify(result);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { isSecretKey, redact, redactString, redactWithJson, REDACTED } from "../../src/events/redact.js";
+import { isSecretKey, redact, redactString, redactWithJson, REDACTED } from "../../src/redact.js";
 
 describe("redact", () => {
   test("masks values under secret-named keys at any depth, in any spelling", () => {
