@@ -44,6 +44,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   config: ["prompts", ...LEAVES], // leaf-ish: loading a team checks its templates
   parse: ["errors.ts"], // tolerant JSON of model output
   "errors.ts": [],
+  "redact.ts": [], // masking secrets: events, traces, messages, validation problems
 };
 
 // ---------------------------------------------------------------------------

@@ -101,13 +101,18 @@ describe("runtime exec", () => {
     const recorded = readFileSync(script, "utf8");
     expect(recorded).toContain("calculator");
     expect(recorded).not.toContain(SECRET);
-    const offline = writeTeam(`version: 1
+    // The replaying team sits beside its script: scripts are read from the team's folder only.
+    const offline = writeTeam(
+      `version: 1
 name: replay
 models:
-  default: { provider: scripted, script: ${script} }
+  default: { provider: scripted, script: ./recorded.yaml }
 agents:
   solver: { kind: react, tools: [calculator] }
-`);
+`,
+      {},
+      dir,
+    );
     const replay = await runCli(["exec", offline, "six times seven", "--trace-dir", dir]);
     expect(replay.code).toBe(0);
     expect(replay.stdout).toBe(r.stdout);
