@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { resolve as resolvePath } from "node:path";
 import type { CommandToolConfig } from "../config/types.js";
 import { declaredTool } from "./declared.js";
+import { callProcesses } from "./process-tree.js";
 import type { Tool } from "./types.js";
 
 /** How much of stderr is kept for error messages. */
@@ -11,8 +12,11 @@ const STDERR_LINES = 5;
 /**
  * A tool backed by a program: the argument vector is spawned without a shell,
  * the JSON arguments go to stdin, and stdout is the result (JSON, or plain
- * text returned as a string). The process runs in its own process group so a
- * timeout or an abort kills everything it started, grandchildren included.
+ * text returned as a string). The process runs in its own process group, and
+ * on Linux with a marker in its environment (see process-tree.ts), so that
+ * when the call ends (finished, failed, timed out, aborted) everything it
+ * started is killed: its group, and descendants that left the group by
+ * setsid() too.
  */
 export function commandTool(config: CommandToolConfig): Tool {
   return declaredTool(config, (args, ctx) => runCommand(config, args, ctx.signal));
@@ -27,6 +31,9 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
   if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
   if (process.env.HOME !== undefined) env.HOME = process.env.HOME;
   Object.assign(env, config.env);
+  // After config.env: a tool's configuration cannot take the marker away.
+  const processes = callProcesses();
+  Object.assign(env, processes.env);
 
   return new Promise((resolve, reject) => {
     const child = spawn(executable, rest, {
@@ -41,17 +48,10 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
     let stderr = Buffer.alloc(0);
     let failure: Error | undefined;
 
-    const killGroup = (): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // The group is already gone.
-      }
-    };
+    const killTree = (): void => processes.kill(child.pid);
     const fail = (err: Error): void => {
       failure ??= err;
-      killGroup();
+      killTree();
     };
     const onAbort = (): void => fail(new Error("aborted"));
     const timer = setTimeout(() => fail(new Error(`timed out after ${config.timeout_ms} ms`)), config.timeout_ms);
@@ -77,7 +77,7 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
 
     // Whatever the program left running dies with it; otherwise a background
     // grandchild holding stdout open would keep the call waiting.
-    child.on("exit", killGroup);
+    child.on("exit", killTree);
     const cleanUp = (): void => {
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
