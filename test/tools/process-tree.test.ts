@@ -52,7 +52,11 @@ async function expectGoneWithin(pid: number, ms: number): Promise<void> {
 }
 
 const tool = (overrides = {}) => commandTool(fixtureCommand("escaper", "setsid-grandchild.mjs", overrides));
-const vias = existsSync("/usr/bin/setsid") ? (["setsid", "detached"] as const) : (["detached"] as const);
+// util-linux's setsid is required, not skipped when missing (.ci/run installs it).
+const vias = ["setsid", "detached"] as const;
+it("finds /usr/bin/setsid (util-linux) to start grandchildren with", () => {
+  expect(existsSync("/usr/bin/setsid"), "install util-linux: the setsid program is missing").toBe(true);
+});
 
 describe.runIf(process.platform === "linux")("command tools end their whole process tree", () => {
   for (const via of vias) {
