@@ -12,6 +12,7 @@ export type ErrorCode =
   | "TOOL_REFUSED"
   | "TOOL_TIMEOUT"
   | "ABORTED"
+  | "BUDGET"
   | "PARSE_FAILED"
   | "NOT_FOUND";
 

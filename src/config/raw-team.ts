@@ -23,6 +23,8 @@ export interface RawTeam {
   agents: Record<string, RawAgent>;
   /** SOP templates by id: the structure_data a `sop` agent instantiates as a plan in the Plan Tool (seed 003). @default {} */
   workflows: Record<string, RawWorkflow>;
+  /** What one run of the team may spend in all, across every agent it runs. */
+  budget?: RawBudget;
   /** Let prompt and script files live outside the team file's folder (symbolic links followed). Off by default, so a team file cannot read /etc/passwd into a prompt. @default false */
   allow_outside_paths: boolean;
 }
@@ -62,6 +64,8 @@ export interface RawOpenaiModel {
   headers: Record<string, string>;
   /** Fields merged into every request body as they are, e.g. vLLM's `chat_template_kwargs: {enable_thinking: false}` or Ollama's `options`. @default {} */
   extra_body: Record<string, unknown>;
+  /** What the model costs, for `budget.max_cost_usd`. */
+  price?: RawPrice;
   /** The server takes `response_format: {type: json_schema, strict: true}`: planners and replanners ask for their answer's schema that way, besides the format instructions they always get. If the server refuses it, the runtime says so once (llm.notice) and goes on with the instructions and the repair round-trip alone. @default false */
   structured_output: boolean;
   /** How requests lay out their roles. Unset: as the agent kind builds them, switching by itself when the server's chat template refuses them (said once, as an llm.notice event). `alternate`: one system message first, then user and assistant turns alternating (Mistral, Gemma, Llama 2 templates). `no_system`: the same, with the system text at the head of the first user message. */
@@ -182,6 +186,30 @@ export interface RawAgentBase {
   prompt?: string;
   /** The allow-list: names of tools declared under `tools`, built-in tools, and other agents (called like tools). @default [] */
   tools: string[];
+  /** What one run of this agent may spend, agents it calls and parallel solvers included. */
+  budget?: RawBudget;
+}
+
+/** US dollars per million prompt (input) and completion (output) tokens. */
+export interface RawPrice {
+  /** US dollars per million prompt tokens. */
+  input_per_mtok: number;
+  /** US dollars per million completion tokens. */
+  output_per_mtok: number;
+}
+
+/** Limits on what a run may spend (docs/budgets.md). The run stops before the model or tool call that would start past one, and ends with an error naming the limit and the figure. */
+export interface RawBudget {
+  /** Tokens (prompt and completion) of every model call. */
+  max_tokens?: number;
+  /** Model calls. */
+  max_model_calls?: number;
+  /** Tool calls (agents called as tools included). */
+  max_tool_calls?: number;
+  /** Wall time since the run (or this agent's step) started. */
+  max_seconds?: number;
+  /** Cost of the model calls, from each model's `price`; a model without a price costs nothing. */
+  max_cost_usd?: number;
 }
 
 /** A recursive ReAct agent (seed 004). */

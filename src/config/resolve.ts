@@ -23,6 +23,7 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
     tools: mapValues(team.tools, (name, raw) => resolveTool(name, raw, dir)),
     agents: mapValues(team.agents, (name, raw) => resolveAgent(name, raw, dir, modelNames, refs)),
     workflows: mapValues(team.workflows, (id, raw) => resolveWorkflow(id, raw)),
+    ...(team.budget ? { budget: { ...team.budget } } : {}),
   };
 }
 
@@ -45,6 +46,7 @@ function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
     ...(top_p !== undefined ? { top_p } : {}),
     ...(seed !== undefined ? { seed } : {}),
     ...(roles !== undefined ? { roles } : {}),
+    ...(raw.price ? { price: { ...raw.price } } : {}),
     // An empty value (e.g. `${OPENAI_BASE_URL:-}`) means "let the client decide".
     ...(base_url ? { base_url } : {}),
     ...(api_key ? { api_key } : {}),
@@ -81,6 +83,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
     model: checked(agentModel(raw.model, modelNames), `agent '${name}' has no model`),
     max_iteration: raw.max_iteration,
     tools: [...raw.tools],
+    ...(raw.budget ? { budget: { ...raw.budget } } : {}),
     ...(raw.system_prompt !== undefined
       ? { system_prompt_file: resolve(dir, raw.system_prompt), prompt: checked(refs.prompts.get(name), `the prompt file of '${name}' was not read`) }
       : raw.prompt !== undefined

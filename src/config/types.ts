@@ -32,6 +32,8 @@ export interface OpenAIModelConfig {
   headers: Record<string, string>;
   /** Fields merged into every request body. */
   extra_body: Record<string, unknown>;
+  /** US dollars per million prompt and completion tokens, for `budget.max_cost_usd`. */
+  price?: { input_per_mtok: number; output_per_mtok: number };
   /** The server takes `response_format: json_schema` (strict). @default false */
   structured_output: boolean;
   /** A role layout forced from the first request; unset: detected from the server's refusal. */
@@ -93,6 +95,15 @@ export type ToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig 
 
 export type AgentKind = "react" | "plan_and_solve" | "plan_and_solve_flow" | "plan_solver" | "sop";
 
+/** Limits on what a run (or one agent's step) may spend (docs/budgets.md). */
+export interface Budget {
+  max_tokens?: number;
+  max_model_calls?: number;
+  max_tool_calls?: number;
+  max_seconds?: number;
+  max_cost_usd?: number;
+}
+
 interface AgentConfigBase {
   name: string;
   kind: AgentKind;
@@ -107,6 +118,8 @@ interface AgentConfigBase {
   prompt?: string;
   /** The allow-list: names of tools, built-ins and agents. */
   tools: string[];
+  /** What one step of this agent may spend, its children included. */
+  budget?: Budget;
 }
 
 export interface ReactAgentConfig extends AgentConfigBase {
@@ -197,4 +210,6 @@ export interface ResolvedTeam {
   tools: Record<string, ToolConfig>;
   agents: Record<string, AgentConfig>;
   workflows: Record<string, Workflow>;
+  /** What one run may spend in all. */
+  budget?: Budget;
 }

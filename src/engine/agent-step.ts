@@ -12,6 +12,7 @@ import type { AgentContext, AgentResult, AgentRunner } from "../kinds/types.js";
 import type { ChatClient, ToolCallRequest } from "../models/types.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
 import type { Tool } from "../tools/types.js";
+import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
 import { callModel } from "./model-call.js";
 import { resolveTools } from "./resolve-tools.js";
@@ -32,6 +33,8 @@ export interface RunShared {
   toolCache: Map<string, Tool>;
   /** Models found unavailable in this run (src/engine/model-call.ts). */
   unavailableModels: Set<string>;
+  /** The team's budget account, when it has one (src/engine/budget.ts). */
+  accounts: readonly Account[];
   /** Steps still running; the run waits for all of them before it finishes. */
   inflight: Set<Promise<unknown>>;
   newId(): string;
@@ -45,6 +48,8 @@ interface Parent {
   keys: StepKeys;
   /** The schema the caller expects the child's answer to match. */
   expects?: JsonSchema;
+  /** The budget accounts the caller spends from. */
+  accounts: readonly Account[];
 }
 
 /**
@@ -80,14 +85,16 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   // still finishes (agent.finished) before the caller does.
   const children = new Set<Promise<AgentResult>>();
   const child = (childName: string, query: string, childSignal: AbortSignal, expects?: JsonSchema) => {
-    const step = runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, ...(expects ? { expects } : {}) });
+    const step = runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, accounts, ...(expects ? { expects } : {}) });
     children.add(step);
     void step.finally(() => children.delete(step));
     return step;
   };
   const settled = async (result: AgentResult): Promise<AgentResult> => {
     while (children.size > 0) await Promise.allSettled([...children]);
-    return finish(result);
+    // A step whose own budget stopped a call ends with that error, whatever its kind made of it.
+    const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
+    return finish(own !== undefined ? { ...failed(own), usage: result.usage } : result);
   };
   const emit: AgentContext["emit"] = (body, extra) =>
     run.bus.emit(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope);
@@ -95,6 +102,11 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     const config = run.team.models[modelName];
     if (!config) throw new Error(`unknown model '${modelName}'`);
     return run.client(config);
+  };
+  const accounts = accountsFor(parent?.accounts ?? run.accounts, name, agent.budget);
+  const budget = {
+    check: () => accounts.forEach((a) => a.checkToolCall()),
+    count: () => accounts.forEach((a) => a.toolCall()),
   };
   const fallbacks = (modelName: string): readonly string[] => {
     const config = run.team.models[modelName];
@@ -113,13 +125,25 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     emit,
     callModel: (call) =>
       callModel(
-        { model: agent.model, client, fallbacks, unavailable: run.unavailableModels, emit, signal, agent_id: name, journal: run.journal, keys },
+        {
+          model: agent.model,
+          client,
+          fallbacks,
+          unavailable: run.unavailableModels,
+          accounts,
+          config: (modelName) => run.team.models[modelName],
+          emit,
+          signal,
+          agent_id: name,
+          journal: run.journal,
+          keys,
+        },
         call,
       ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
       const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache });
-      return createToolBox({ tools, allow: agent.tools, scope, emit: (body, s) => run.bus.emit(body, s), signal, journal });
+      return createToolBox({ tools, allow: agent.tools, scope, emit: (body, s) => run.bus.emit(body, s), signal, journal, budget });
     },
     callAgent: (childName, query, options) => child(childName, query, signal, options?.expects),
     ...(parent?.expects ? { expects: parent.expects } : {}),

@@ -12,6 +12,8 @@ import { RuntimeError, describeError } from "../errors.js";
 import type { RunEventBody } from "../events/types.js";
 import type { ChatClient, ChatResponse } from "../models/types.js";
 import type { ModelCall, ModelReply, ReplyReading } from "../kinds/types.js";
+import type { ModelConfig } from "../config/types.js";
+import type { Account } from "./budget.js";
 import type { Journal, StepKeys } from "./journal.js";
 
 /** What one step lends its model calls. */
@@ -24,6 +26,10 @@ export interface ModelCallPorts {
   fallbacks(name: string): readonly string[];
   /** Models of this run found unavailable: later calls go straight to their fallbacks. */
   unavailable: Set<string>;
+  /** The budgets this step spends from (src/engine/budget.ts); checked before the call starts. */
+  accounts: readonly Account[];
+  /** A model's configuration, by name (for its price). */
+  config(name: string): ModelConfig | undefined;
   emit(body: RunEventBody, extra?: { trace_id?: string }): void;
   signal: AbortSignal;
   agent_id: string;
@@ -33,6 +39,8 @@ export interface ModelCallPorts {
 
 export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, call: ModelCall<R>): Promise<ModelReply<R>> {
   const extra = call.trace_id !== undefined ? { trace_id: call.trace_id } : undefined;
+  for (const account of ports.accounts) account.checkModelCall();
+  for (const account of ports.accounts) account.modelCall();
   const key = ports.keys.nextModel();
   const candidates = chain(ports, call.model ?? ports.model);
   let client = ports.client(candidates[0]);
@@ -69,6 +77,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
     }
   }
   if (!reply) throw new RuntimeError("MODEL_UNAVAILABLE", "no model answered");
+  for (const account of ports.accounts) account.spend(reply.usage, ports.config(answered));
   // A reply cut off at the token limit may end inside a tool call's arguments: none of its calls is run.
   if (reply.finish_reason === "length" && reply.tool_calls.length > 0) reply = { ...reply, tool_calls: [] };
   const duration_ms = Date.now() - started;

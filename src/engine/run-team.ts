@@ -10,6 +10,7 @@ import { Journal, type JournalSink } from "./journal.js";
 import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
 import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
+import { Account } from "./budget.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -107,6 +108,7 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     },
     toolCache: new Map(),
     unavailableModels: new Set(),
+    accounts: team.budget ? [new Account("the team", team.budget)] : [],
     inflight: new Set(),
     newId,
     now,
@@ -125,6 +127,9 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
       const step = await runAgentStep(shared, agentName, options.input, signal);
       while (shared.inflight.size > 0) await Promise.allSettled([...shared.inflight]);
       outcome = { task_id, ...step, usage };
+      // The team's budget stopped a call somewhere: the run ends with that error, even if a caller recovered.
+      const spent = shared.accounts[0]?.exhausted;
+      if (spent !== undefined) outcome = { task_id, result_type: "error", error: spent, usage };
       if (signal.aborted) outcome = { task_id, result_type: "error", error: "interrupted", interrupted: true, usage };
     }
     const { task_id: _id, interrupted: _i, ...finished } = outcome;

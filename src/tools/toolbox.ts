@@ -17,6 +17,8 @@ export interface ToolBoxOptions {
   signal: AbortSignal;
   /** The run's journal: told of each call before it runs and of its outcome before the step moves on. */
   journal?: ToolJournal;
+  /** Budgets: `check` throws when no tool call may start; `count` charges one (src/engine/budget.ts). */
+  budget?: { check(): void; count(): void };
 }
 
 /** Where a ToolBox commits its calls (the engine's journal, src/engine/journal.ts). */
@@ -90,6 +92,9 @@ async function runOne(
   scope: EventScope,
   options: ToolBoxOptions,
 ): Promise<ToolOutcome> {
+  // A call that would start past a budget is not started: the step ends with the budget's error.
+  options.budget?.check();
+  options.budget?.count();
   const started = performance.now();
   const parsed = parseToolArguments(call.arguments);
   const args: unknown = parsed.ok ? parsed.value : call.arguments;
