@@ -22,9 +22,9 @@
  * --latency delays every model reply (default 0: the figures are pure client
  * overhead, the worst case for the runtime; real models take 100s of ms).
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -32,6 +32,7 @@ import { evaluate } from "mathjs";
 import OpenAI from "openai";
 import { loadTeam, runTeam } from "../dist/index.js";
 import { TraceStore } from "../dist/trace/store.js";
+import { benchTeamYaml, loadLine, startChatServer } from "./lib/bench-team.mjs";
 import { fixed, measure, median, printTable } from "./lib/stats.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -57,27 +58,6 @@ const AIM = 1.3;
 
 // ---------------------------------------------------------------- server
 
-/** Start the chat server as a child process; resolves with its base URL and a stop function. */
-async function startServer() {
-  const child = spawn(process.execPath, [join(ROOT, "bench/lib/chat-server.mjs")], {
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, BENCH_DELAY_MS: String(LATENCY) },
-  });
-  const port = await new Promise((resolve, reject) => {
-    let text = "";
-    child.stdout.on("data", (c) => {
-      text += c;
-      if (text.includes("\n")) resolve(Number(text.trim()));
-    });
-    child.once("exit", (code) => reject(new Error(`chat server exited (${code}) before listening`)));
-  });
-  const root = `http://127.0.0.1:${port}`;
-  return {
-    url: `${root}/v1`,
-    stats: async (tag) => (await fetch(`${root}/stats?tag=${tag}`)).json(),
-    stop: () => child.kill("SIGTERM"),
-  };
-}
 
 // ---------------------------------------------------------------- the two loops
 
@@ -85,26 +65,6 @@ async function startServer() {
 const expectedAnswer = (steps) => (steps > 1 ? `last=${evaluate(`round(pi * ${steps - 1}^2, 2)`)}` : "last=none");
 const taskInput = (steps, tag) => `Compute the areas of circles of radius 1, 2, 3... steps=${steps}${tag ? ` tag=${tag}` : ""}`;
 
-function teamYaml(url) {
-  return `version: 1
-name: bench-react-loop
-entry: solver
-models:
-  bench:
-    provider: openai
-    model: bench-model
-    base_url: "${url}"
-    api_key: bench-key
-    max_retries: 0
-agents:
-  solver:
-    kind: react
-    description: Computes figures with the calculator, one tool call per step.
-    model: bench
-    max_iteration: 40
-    tools: [calculator]
-`;
-}
 
 /** One task through the library. */
 async function runtimeTask(team, traceDir, trace, steps, tag) {
@@ -214,10 +174,10 @@ function growth(requests) {
 
 // ---------------------------------------------------------------- main
 
-const server = await startServer();
+const server = await startChatServer(LATENCY);
 const dir = mkdtempSync(join(tmpdir(), "bench-react-loop-"));
 const teamFile = join(dir, "team.yaml");
-writeFileSync(teamFile, teamYaml(server.url));
+writeFileSync(teamFile, benchTeamYaml(server.url, "bench-react-loop"));
 const team = await loadTeam(teamFile);
 const traceDir = join(dir, "traces");
 
@@ -389,11 +349,6 @@ function traceAppends(storeDir, events, count) {
   };
 }
 
-function loadLine() {
-  const [one] = loadavg();
-  const cores = availableParallelism();
-  return `load average ${fixed(one)} on ${cores} cores${one > cores ? " (busy machine: absolute figures are inflated; the interleaved ratios hold better)" : ""}`;
-}
 
 function mean(values) {
   return values.reduce((a, b) => a + b, 0) / values.length;

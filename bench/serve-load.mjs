@@ -40,10 +40,9 @@
  * can be and the process is CPU-bound, the worst case for the server's
  * per-event cost and for latency; real models take 100s of ms).
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -54,6 +53,7 @@ import { Worker } from "node:worker_threads";
 import { evaluate } from "mathjs";
 import { loadTeam, runTeam } from "../dist/index.js";
 import { startServer as startRuntimeServer } from "../dist/server/server.js";
+import { benchTeamYaml, loadLine, startChatServer } from "./lib/bench-team.mjs";
 import { fixed, printTable } from "./lib/stats.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -102,48 +102,7 @@ watchdog.unref();
 
 // ---------------------------------------------------------------- the model
 
-/** Start the chat server as a child process; resolves with its base URL and a stop function. */
-async function startChatServer() {
-  const child = spawn(process.execPath, [join(ROOT, "bench/lib/chat-server.mjs")], {
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, BENCH_DELAY_MS: String(LATENCY) },
-  });
-  const port = await new Promise((resolve, reject) => {
-    let text = "";
-    child.stdout.on("data", (c) => {
-      text += c;
-      if (text.includes("\n")) resolve(Number(text.trim()));
-    });
-    child.once("exit", (code) => reject(new Error(`chat server exited (${code}) before listening`)));
-  });
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    stop: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-    },
-  };
-}
 
-function teamYaml(url) {
-  return `version: 1
-name: bench-serve-load
-entry: solver
-models:
-  bench:
-    provider: openai
-    model: bench-model
-    base_url: "${url}"
-    api_key: bench-key
-    max_retries: 0
-agents:
-  solver:
-    kind: react
-    description: Computes figures with the calculator, one tool call per step.
-    model: bench
-    max_iteration: 40
-    tools: [calculator]
-`;
-}
 
 const EXPECTED = STEPS > 1 ? `last=${evaluate(`round(pi * ${STEPS - 1}^2, 2)`)}` : "last=none";
 const taskInput = (i) => `Compute the areas of circles of radius 1, 2, 3... steps=${STEPS} run=${i}`;
@@ -383,11 +342,6 @@ function latencyRow(name, streams, samples) {
   ];
 }
 
-function loadLine() {
-  const [one] = loadavg();
-  const cores = availableParallelism();
-  return `load average ${fixed(one)} on ${cores} cores${one > cores ? " (busy machine: absolute figures are inflated; the ratio holds better)" : ""}`;
-}
 
 const mb = (bytes) => fixed(bytes / MB, 1);
 
@@ -395,14 +349,14 @@ const mb = (bytes) => fixed(bytes / MB, 1);
 
 const started = performance.now();
 const startRss = process.memoryUsage().rss;
-const chat = await startChatServer();
+const chat = await startChatServer(LATENCY);
 const dir = mkdtempSync(join(tmpdir(), "bench-serve-load-"));
 let runtime;
 const agent = new Agent({ keepAlive: !NEW_CONNECTIONS, maxSockets: Infinity });
 const active = new Set();
 try {
   const teamFile = join(dir, "team.yaml");
-  writeFileSync(teamFile, teamYaml(chat.url));
+  writeFileSync(teamFile, benchTeamYaml(chat.url, "bench-serve-load"));
   const team = await loadTeam(teamFile);
   const traceDir = join(dir, "traces");
   // Limits far above the load, so that the figures are the server's, not its 429s.
