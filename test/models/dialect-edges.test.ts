@@ -6,7 +6,7 @@ import { layoutFromRefusal } from "../../src/models/dialect.js";
 import { createOpenAIChatClient } from "../../src/models/openai-client.js";
 import { StreamReader } from "../../src/models/openai-reply.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
-import { OPENAI_MODEL_DEFAULTS, tempDir, writeTeam } from "../support/team.js";
+import { modelTeam, OPENAI_MODEL_DEFAULTS, tempDir } from "../support/team.js";
 
 const servers: OpenAIServer[] = [];
 afterEach(async () => {
@@ -63,13 +63,7 @@ describe("review edges", () => {
       replies: [{ content: "The answer is 4", finish_reason: "length" }, { content: "I could not finish: my reply was cut off." }],
     });
     servers.push(server);
-    const file = writeTeam(`version: 1
-name: cut
-models:
-  default: { provider: openai, model: m, base_url: "${server.url}", api_key: sk-cut-0123456789, max_retries: 0 }
-agents:
-  solver: { kind: plan_and_solve, max_iteration: 1, tools: [calculator] }
-`);
+    const file = modelTeam("cut", server.url, "  solver: { kind: plan_and_solve, max_iteration: 1, tools: [calculator] }\n");
     const result = await runTeam(await loadTeam(file), { input: "2+2?", traceDir: tempDir("cut-") }).result;
     expect(result.answer ?? result.error).not.toBe("The answer is 4");
     expect(JSON.stringify(server.chatRequests.at(-1)?.body)).toContain("cut off at the token limit");

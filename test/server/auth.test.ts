@@ -11,7 +11,7 @@ import { startServer, type RunningServer } from "../../src/server/server.js";
 import { spawn } from "node:child_process";
 import { BIN, runCli, ROOT } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
-import { reactReply, tempDir, writeTeam } from "../support/team.js";
+import { modelTeam, reactReply, tempDir } from "../support/team.js";
 import { authedFetch } from "./support.js";
 
 const closers: { close(): Promise<void> }[] = [];
@@ -29,13 +29,7 @@ describe("the token", () => {
   it("is required by every endpoint and the page: without it, or with a wrong one, 401 and nothing runs", async () => {
     const model: OpenAIServer = await startOpenAIServer({ respond: () => ({ content: reactReply("ANSWER", { answer: "ran" }) }) });
     closers.push(model);
-    const file = writeTeam(`version: 1
-name: guarded
-models:
-  default: { provider: openai, model: m, base_url: "${model.url}", api_key: sk-guarded-0123456789, max_retries: 0 }
-agents:
-  solver: { kind: react }
-`);
+    const file = modelTeam("guarded", model.url);
     const server = await serve({}, file);
     const endpoints: [string, RequestInit?][] = [
       ["/"],
@@ -93,13 +87,7 @@ agents:
   it("refuses runs past --max-runs with 429 and retry-after", async () => {
     const model = await startOpenAIServer({ respond: () => ({ content: reactReply("ANSWER", { answer: "slow" }), delay_ms: 3000 }) });
     closers.push(model);
-    const file = writeTeam(`version: 1
-name: busy
-models:
-  default: { provider: openai, model: m, base_url: "${model.url}", api_key: sk-busy-0123456789, max_retries: 0 }
-agents:
-  solver: { kind: react }
-`);
+    const file = modelTeam("busy", model.url);
     const server = await serve({ maxLiveRuns: 1 }, file);
     const f = authedFetch(server.token);
     const post = () => f(`${server.url}/v1/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "x" }) });

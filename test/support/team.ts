@@ -61,3 +61,13 @@ export const OPENAI_MODEL_DEFAULTS = {
   fallback: [],
   structured_output: false,
 } as const satisfies Partial<import("../../src/config/types.js").OpenAIModelConfig>;
+
+/** A team of one openai model at `url` (no retries) and the given agents (YAML lines under `agents:`). */
+export function modelTeam(name: string, url: string, agents = "  solver: { kind: react }\n"): string {
+  return writeTeam(`version: 1
+name: ${name}
+models:
+  default: { provider: openai, model: m, base_url: "${url}", api_key: sk-${name}-0123456789, max_retries: 0 }
+agents:
+${agents}`);
+}

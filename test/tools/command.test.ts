@@ -2,22 +2,12 @@ import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { commandTool } from "../../src/tools/command.js";
-import { call, fixtureCommand, isAlive, makeBox, sleep } from "./helpers.js";
+import { call, fixtureCommand, isAlive, makeBox, sleep, leftoverPids } from "./helpers.js";
 
 const LOOKUP = join(dirname(fileURLToPath(import.meta.url)), "../../teams/tools/lookup.mjs");
-const leftovers: number[] = [];
-
-afterEach(() => {
-  for (const pid of leftovers.splice(0)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone, as it should be
-    }
-  }
-});
+const leftovers = leftoverPids();
 
 describe("command tools", () => {
   it("run three calls of one reply as concurrent processes, results in call order", async () => {

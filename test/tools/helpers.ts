@@ -1,3 +1,4 @@
+import { afterEach } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,3 +67,22 @@ export function isAlive(pid: number): boolean {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Pids a test expects gone, killed after each test whatever happened (a
+ * failing test must not leave sleepers behind). Call in a test file's top
+ * level: it registers its own afterEach.
+ */
+export function leftoverPids(): number[] {
+  const pids: number[] = [];
+  afterEach(() => {
+    for (const pid of pids.splice(0)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone, as it should be
+      }
+    }
+  });
+  return pids;
+}

@@ -3,10 +3,10 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { commandTool } from "../../src/tools/command.js";
 import { CALL_MARKER_VAR, killMarked } from "../../src/tools/process-tree.js";
-import { call, fixtureCommand, isAlive, makeBox, sleep } from "./helpers.js";
+import { call, fixtureCommand, isAlive, makeBox, sleep, leftoverPids } from "./helpers.js";
 
 /** What setsid-sleeper.mjs records about itself. */
 interface Sleeper {
@@ -18,17 +18,7 @@ interface Sleeper {
   state_at_exit?: string;
 }
 
-const leftovers: number[] = [];
-
-afterEach(() => {
-  for (const pid of leftovers.splice(0)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone, as it should be
-    }
-  }
-});
+const leftovers = leftoverPids();
 
 const pidfile = (): string => join(mkdtempSync(join(tmpdir(), "tools-setsid-")), "sleeper.json");
 
