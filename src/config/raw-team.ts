@@ -134,6 +134,8 @@ export interface RawHttpTool {
     method: "GET" | "POST";
     /** Request headers. An Authorization header never reaches a trace or a log. @default {} */
     headers: Record<string, string>;
+    /** Let the tool reach loopback, private and link-local addresses (a service on this machine or the local network). The cloud metadata address stays refused. @default false */
+    allow_private: boolean;
   };
   /** What the tool does, as the model sees it. Empty for a built-in: its own description. @default "" */
   description: string;

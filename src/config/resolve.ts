@@ -72,7 +72,9 @@ function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
   };
   if ("builtin" in raw) return { ...base, type: "builtin", builtin: raw.builtin };
   if ("command" in raw) return { ...base, type: "command", command: resolveArgv(raw.command, dir), cwd: commandCwd(raw.cwd, dir), env: raw.env };
-  if ("http" in raw) return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers };
+  if ("http" in raw) {
+    return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers, allow_private: raw.http.allow_private };
+  }
   return { ...base, type: "mcp", server: resolveArgv(raw.mcp.server, dir), tool: raw.mcp.tool };
 }
 

@@ -83,6 +83,8 @@ export interface HttpToolConfig extends ToolConfigBase {
   url: string;
   method: "GET" | "POST";
   headers: Record<string, string>;
+  /** May reach loopback, private and link-local addresses. @default false */
+  allow_private: boolean;
 }
 
 export interface McpToolConfig extends ToolConfigBase {

@@ -127,6 +127,7 @@ agents:
       url: "https://example.com/x",
       method: "POST",
       headers: { Authorization: "Bearer none" },
+      allow_private: false,
       description: "",
       parameters: { type: "object", properties: {} },
       timeout_ms: 30000,
