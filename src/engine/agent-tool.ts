@@ -23,6 +23,8 @@ export function agentAsTool(agent: AgentConfig, call: CallAgentFromTool): Tool {
       required: ["query"],
       additionalProperties: false,
     },
+    // What the agent does is journalled under its own step: a resume replays it call by call.
+    effect: "idempotent",
     timeout_ms: AGENT_TOOL_TIMEOUT_MS,
     max_output_bytes: 262_144,
     async execute(args, ctx) {

@@ -5,7 +5,7 @@
  * agent's scope.
  */
 import type { JsonSchema } from "../config/types.js";
-import type { Tool, ToolContext } from "../tools/types.js";
+import type { Tool, ToolContext, ToolEffect } from "../tools/types.js";
 import type { CallOptions, PlanTool } from "./plan-tool.js";
 import { PLAN_ID_SCHEMA, STRUCTURE_SCHEMA } from "./structure.js";
 import { TASK_STATUSES, type TaskStatus } from "./types.js";
@@ -16,6 +16,18 @@ export { openPlanTool } from "./plan-tool.js";
 import { PLAN_TOOL_NAMES, type PlanToolName } from "../config/builtin-names.js";
 
 export { PLAN_TOOL_NAMES, type PlanToolName };
+
+/** The plan lives in the store, so a resume reuses recorded results; a create that lost its result is in doubt. */
+const PLAN_TOOL_EFFECTS: Record<PlanToolName, ToolEffect> = {
+  create_plan_from_structure: "write",
+  get_task: "read",
+  update_task_status: "idempotent",
+  get_ready_tasks: "read",
+  get_tasks_for_role: "read",
+  get_plan_status: "read",
+  get_plan_structure: "read",
+  delete_plan: "idempotent",
+};
 
 const TIMEOUT_MS = 35_000; // above the store's 30 s busy timeout, so a lock wait fails as a lock error
 const MAX_OUTPUT_BYTES = 262_144;
@@ -144,6 +156,7 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
     name,
     description: specs[name].description,
     parameters: specs[name].parameters,
+    effect: PLAN_TOOL_EFFECTS[name],
     timeout_ms: TIMEOUT_MS,
     max_output_bytes: MAX_OUTPUT_BYTES,
     execute: (args: Args, ctx: ToolContext) => specs[name].run(args, ctx),

@@ -7,6 +7,7 @@ export function declaredTool(config: ToolConfig, execute: Tool["execute"]): Tool
     name: config.name,
     description: config.description,
     parameters: config.parameters,
+    effect: "write",
     timeout_ms: config.timeout_ms,
     max_output_bytes: config.max_output_bytes,
     execute,

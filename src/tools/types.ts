@@ -11,11 +11,26 @@ export interface ToolContext {
 }
 
 /**
+ * What calling a tool does to the world (docs/durable-runs.md): `read` changes
+ * nothing, `idempotent` may change something but twice is the same as once,
+ * `write` must not run twice. On resume a call that started and has no result
+ * is run again only when it is not `write`.
+ */
+export type ToolEffect = "read" | "idempotent" | "write";
+
+/**
  * A tool ready to run. `execute` receives arguments already validated
  * against `parameters`; it returns any JSON-serialisable value or throws
  * (a throw becomes a result with an error for the model to repair).
  */
 export interface Tool extends ToolSpec {
+  effect: ToolEffect;
+  /**
+   * `rerun`: the tool changes state the run holds in memory (the todo list),
+   * so a resumed run runs it again on its recorded arguments instead of
+   * reusing its recorded result. @default reuse
+   */
+  replay?: "reuse" | "rerun";
   timeout_ms: number;
   max_output_bytes: number;
   execute(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;

@@ -18,6 +18,7 @@ function waiter(name = "wait"): Tool & { runs: number; aborted: number } {
       required: ["ms"],
       additionalProperties: false,
     },
+    effect: "read" as const,
     timeout_ms: 2000,
     max_output_bytes: 1000,
     execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => {
@@ -133,6 +134,7 @@ describe("createToolBox", () => {
       name: "broken",
       description: "always fails",
       parameters: { type: "object" },
+      effect: "read",
       timeout_ms: 1000,
       max_output_bytes: 1000,
       execute: async () => {
@@ -150,6 +152,7 @@ describe("createToolBox", () => {
       name: "chatty",
       description: "talks a lot",
       parameters: { type: "object" },
+      effect: "read",
       timeout_ms: 1000,
       max_output_bytes: 100,
       execute: async () => ({ text: "é".repeat(500) }),
@@ -262,6 +265,7 @@ describe("parameter schemas", () => {
       name: "odd",
       description: "has a schema ajv refuses",
       parameters: { type: "object", frobnicate: true },
+      effect: "read",
       timeout_ms: 1000,
       max_output_bytes: 1000,
       execute: async () => "ran",

@@ -11,7 +11,8 @@ export const MAX_PLAN_ITEMS = 20;
 
 const STATUSES: TodoStatus[] = ["pending", "in_progress", "completed", "failed", "skipped", "blocked"];
 
-const TODO_LIMITS = { timeout_ms: 5_000, max_output_bytes: 65_536 };
+/** The list lives in the run's memory: a resume runs these tools again on their recorded arguments. */
+const TODO_LIMITS = { effect: "idempotent", replay: "rerun", timeout_ms: 5_000, max_output_bytes: 65_536 } as const;
 
 /** What validate_plan answers. */
 export interface PlanReview {

@@ -113,6 +113,7 @@ export function calculatorTool(): Tool {
       "Evaluate an arithmetic expression: + - * / ^ %, parentheses, constants pi and e, and functions " +
       "sqrt, sin, cos, tan, log, log10, exp, abs, round(x, digits), floor, ceil, min, max, pow.",
     parameters: PARAMETERS,
+    effect: "read",
     timeout_ms: 5000,
     max_output_bytes: 4096,
     execute: async (args) => {

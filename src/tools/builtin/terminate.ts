@@ -17,6 +17,7 @@ export function terminateTool(): Tool {
     name: "terminate",
     description: "Finish the task with the final answer for the user.",
     parameters: PARAMETERS,
+    effect: "read",
     timeout_ms: 1000,
     max_output_bytes: 65536,
     execute: async (args) => ({
