@@ -14,7 +14,9 @@ export type ErrorCode =
   | "ABORTED"
   | "BUDGET"
   | "PARSE_FAILED"
-  | "NOT_FOUND";
+  | "NOT_FOUND"
+  | "PAUSED"
+  | "REPLAY_DIVERGED";
 
 export class RuntimeError extends Error {
   constructor(

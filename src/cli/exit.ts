@@ -5,7 +5,7 @@
  */
 
 /** Exit codes of PRODUCT.md section 3. */
-export const EXIT = { OK: 0, RUN_ERROR: 1, USAGE: 2, INTERRUPTED: 130 } as const;
+export const EXIT = { OK: 0, RUN_ERROR: 1, USAGE: 2, PAUSED: 3, INTERRUPTED: 130 } as const;
 
 /** Signature every command module exports: `register<Name>(program, setExit)`. */
 export type SetExit = (code: number) => void;

@@ -1,5 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { describeError } from "../errors.js";
+import { registerApprove, registerResume } from "./commands/resume.js";
+import { registerDiff, registerReplay } from "./commands/replay.js";
 import { registerExec } from "./commands/exec.js";
 import { registerGraph } from "./commands/graph.js";
 import { registerPlan } from "./commands/plan.js";
@@ -36,7 +38,8 @@ export async function main(argv: string[]): Promise<number> {
     .addHelpText(
       "after",
       "\nExit status: 0 success; 1 the run ended in error, or nothing found (trace, plan);\n" +
-        "2 bad usage or an invalid team file; 130 interrupted (the trace is kept).\n" +
+        "2 bad usage or an invalid team file; 3 paused for an approval (runtime approve, then runtime resume);\n" +
+        "130 interrupted (the trace is kept; runtime resume continues it).\n" +
         "Run `runtime <command> --help` for a command's options; `runtime schema --markdown` for the team file reference.",
     )
     .exitOverride();
@@ -45,6 +48,10 @@ export async function main(argv: string[]): Promise<number> {
   registerSchema(program, setExit);
   registerTrace(program, setExit);
   registerExec(program, setExit);
+  registerResume(program, setExit);
+  registerApprove(program, setExit);
+  registerReplay(program, setExit);
+  registerDiff(program, setExit);
   registerGraph(program, setExit);
   registerPlan(program, setExit);
   registerServe(program, setExit);

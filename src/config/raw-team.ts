@@ -104,6 +104,10 @@ export interface RawBuiltinTool {
   timeout_ms: number;
   /** Cap on a call's output, in bytes; longer output is cut. @default 65536 */
   max_output_bytes: number;
+  /** What calling the tool does (docs/durable-runs.md): `read` changes nothing, `idempotent` may change something but twice is as once, `write` must not run twice. A resumed run runs a call that started and has no result again only when it is not `write`; a `write` waits for a person's approval. Built-ins declare their own. */
+  effect?: RawToolEffect;
+  /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
+  approval?: RawToolApproval;
 }
 
 /** A program run with an argument vector (never through a shell): the JSON arguments on stdin, a JSON result on stdout. */
@@ -118,6 +122,10 @@ export interface RawCommandTool {
   timeout_ms: number;
   /** Cap on a call's output, in bytes; longer output is cut. @default 65536 */
   max_output_bytes: number;
+  /** What calling the tool does (docs/durable-runs.md): `read` changes nothing, `idempotent` may change something but twice is as once, `write` must not run twice. A resumed run runs a call that started and has no result again only when it is not `write`; a `write` waits for a person's approval. Built-ins declare their own. @default "write" */
+  effect: RawToolEffect;
+  /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
+  approval?: RawToolApproval;
   /** Working directory of the program, relative to the team file. Defaults to the team file's directory. */
   cwd?: string;
   /** Extra environment variables of the program. @default {} */
@@ -145,6 +153,10 @@ export interface RawHttpTool {
   timeout_ms: number;
   /** Cap on a call's output, in bytes; longer output is cut. @default 65536 */
   max_output_bytes: number;
+  /** What calling the tool does (docs/durable-runs.md): `read` changes nothing, `idempotent` may change something but twice is as once, `write` must not run twice. A resumed run runs a call that started and has no result again only when it is not `write`; a `write` waits for a person's approval. Built-ins declare their own. @default "write" */
+  effect: RawToolEffect;
+  /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
+  approval?: RawToolApproval;
 }
 
 /** One tool of an MCP server started over stdio (reserved: the format is fixed, the engine may not run it yet). */
@@ -164,6 +176,10 @@ export interface RawMcpTool {
   timeout_ms: number;
   /** Cap on a call's output, in bytes; longer output is cut. @default 65536 */
   max_output_bytes: number;
+  /** What calling the tool does (docs/durable-runs.md): `read` changes nothing, `idempotent` may change something but twice is as once, `write` must not run twice. A resumed run runs a call that started and has no result again only when it is not `write`; a `write` waits for a person's approval. Built-ins declare their own. @default "write" */
+  effect: RawToolEffect;
+  /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
+  approval?: RawToolApproval;
 }
 
 /** An agent. `kind` selects the engine and its own keys. */
@@ -190,7 +206,15 @@ export interface RawAgentBase {
   tools: string[];
   /** What one run of this agent may spend, agents it calls and parallel solvers included. */
   budget?: RawBudget;
+  /** Tools this agent may call only with a person's approval: `{tool_name: required}` (docs/durable-runs.md#approvals). @default {} */
+  approval: Record<string, RawToolApproval>;
 }
+
+/** What calling the tool does (docs/durable-runs.md): `read` changes nothing, `idempotent` may change something but twice is as once, `write` must not run twice. A resumed run runs a call that started and has no result again only when it is not `write`; a `write` waits for a person's approval. Built-ins declare their own. */
+export type RawToolEffect = "read" | "idempotent" | "write";
+
+/** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
+export type RawToolApproval = "required";
 
 /** US dollars per million prompt (input) and completion (output) tokens. */
 export interface RawPrice {

@@ -69,6 +69,8 @@ function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
     parameters: "builtin" in raw ? builtinParameters() : raw.parameters,
     timeout_ms: raw.timeout_ms,
     max_output_bytes: raw.max_output_bytes,
+    ...(raw.effect !== undefined ? { effect: raw.effect } : {}),
+    ...(raw.approval !== undefined ? { approval: raw.approval } : {}),
   };
   if ("builtin" in raw) return { ...base, type: "builtin", builtin: raw.builtin };
   if ("command" in raw) return { ...base, type: "command", command: resolveArgv(raw.command, dir), cwd: commandCwd(raw.cwd, dir), env: raw.env };
@@ -85,6 +87,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
     model: checked(agentModel(raw.model, modelNames), `agent '${name}' has no model`),
     max_iteration: raw.max_iteration,
     tools: [...raw.tools],
+    approval: Object.keys(raw.approval),
     ...(raw.budget ? { budget: { ...raw.budget } } : {}),
     ...(raw.system_prompt !== undefined
       ? { system_prompt_file: resolve(dir, raw.system_prompt), prompt: checked(refs.prompts.get(name), `the prompt file of '${name}' was not read`) }

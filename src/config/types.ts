@@ -53,6 +53,14 @@ export interface ScriptedModelConfig {
 
 export type ModelConfig = OpenAIModelConfig | ScriptedModelConfig;
 
+/**
+ * What calling a tool does to the world (docs/durable-runs.md): `read` changes
+ * nothing, `idempotent` may change something but twice is the same as once,
+ * `write` must not run twice. On resume a call that started and has no result
+ * is run again only when it is not `write`.
+ */
+export type ToolEffect = "read" | "idempotent" | "write";
+
 interface ToolConfigBase {
   name: string;
   description: string;
@@ -62,6 +70,10 @@ interface ToolConfigBase {
   timeout_ms: number;
   /** Cap on a tool's output, in bytes. @default 65536 */
   max_output_bytes: number;
+  /** What a call does (docs/durable-runs.md). @default write (a built-in: its own) */
+  effect?: ToolEffect;
+  /** Every call waits for a person's decision. */
+  approval?: "required";
 }
 
 export interface BuiltinToolConfig extends ToolConfigBase {
@@ -120,6 +132,8 @@ interface AgentConfigBase {
   prompt?: string;
   /** The allow-list: names of tools, built-ins and agents. */
   tools: string[];
+  /** Tools this agent may call only with a person's approval. @default [] */
+  approval: string[];
   /** What one step of this agent may spend, its children included. */
   budget?: Budget;
 }

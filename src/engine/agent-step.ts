@@ -6,11 +6,12 @@
 import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import type { EventBus } from "../events/bus.js";
-import { ZERO_USAGE, type EventScope } from "../events/types.js";
+import { ZERO_USAGE, type EventScope, type RunEventBody } from "../events/types.js";
 import { KINDS } from "../kinds/registry.js";
 import type { AgentContext, AgentResult, AgentRunner } from "../kinds/types.js";
-import type { ChatClient, ToolCallRequest } from "../models/types.js";
+import type { ChatClient } from "../models/types.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
+import type { Approvals } from "./approvals.js";
 import type { Tool } from "../tools/types.js";
 import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
@@ -35,6 +36,8 @@ export interface RunShared {
   unavailableModels: Set<string>;
   /** The team's budget account, when it has one (src/engine/budget.ts). */
   accounts: readonly Account[];
+  /** Calls waiting for a person (src/engine/approvals.ts). */
+  approvals: Approvals;
   /** Steps still running; the run waits for all of them before it finishes. */
   inflight: Set<Promise<unknown>>;
   newId(): string;
@@ -65,15 +68,22 @@ export function runAgentStep(run: RunShared, name: string, input: string, signal
 
 async function runStep(run: RunShared, name: string, input: string, signal: AbortSignal, parent?: Parent): Promise<AgentResult> {
   const agent = run.team.agents[name];
-  const step_id = run.newId();
   const keys = new StepKeys(parent ? parent.keys.nextChild() : "0");
+  const replay = run.journal.replay;
+  // A resumed step keeps its id, so its events before and after the resume are one step's.
+  const step_id = replay?.stepId(keys.key) ?? run.newId();
   const scope: EventScope = { agent_id: name, step_id, ...(parent ? { parent_step_id: parent.step_id } : {}) };
   const depth = (parent?.depth ?? -1) + 1;
   if (!agent) return failed(`unknown agent '${name}'`);
+  run.journal.stepStarted(keys.key, step_id, name);
+  // While a resumed step goes over what it did before, its events are in the store already.
+  const out = (body: RunEventBody, at: EventScope): void => {
+    if (!replay?.replaying(keys.key)) run.bus.emit(body, at);
+  };
 
-  run.bus.emit({ type: "agent.started", kind: agent.kind, input }, scope);
+  out({ type: "agent.started", kind: agent.kind, input }, scope);
   const finish = (result: AgentResult): AgentResult => {
-    run.bus.emit({ type: "agent.finished", ...result }, scope);
+    out({ type: "agent.finished", ...result }, scope);
     return result;
   };
   // Dispatch is the one place a kind is looked at; the runner gets its own config type.
@@ -96,18 +106,19 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
     return finish(own !== undefined ? { ...failed(own), usage: result.usage } : result);
   };
-  const emit: AgentContext["emit"] = (body, extra) =>
-    run.bus.emit(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope);
+  const emit: AgentContext["emit"] = (body, extra) => out(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope);
   const client = (modelName = agent.model): ChatClient => {
     const config = run.team.models[modelName];
     if (!config) throw new Error(`unknown model '${modelName}'`);
     return run.client(config);
   };
   const accounts = accountsFor(parent?.accounts ?? run.accounts, name, agent.budget);
+  const halt = () => run.approvals.halt();
   const budget = {
     check: () => accounts.forEach((a) => a.checkToolCall()),
     count: () => accounts.forEach((a) => a.toolCall()),
   };
+  const stopping = () => run.approvals.paused || accounts.some((a) => a.exhausted !== undefined);
   const fallbacks = (modelName: string): readonly string[] => {
     const config = run.team.models[modelName];
     return config?.provider === "openai" ? config.fallback : [];
@@ -137,16 +148,37 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
           agent_id: name,
           journal: run.journal,
           keys,
+          halt,
         },
         call,
       ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
       const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache });
-      return createToolBox({ tools, allow: agent.tools, scope, emit: (body, s) => run.bus.emit(body, s), signal, journal, budget });
+      return createToolBox({
+        tools,
+        allow: agent.tools,
+        scope,
+        emit: (body, s) => out(body, s ?? scope),
+        signal,
+        journal,
+        budget,
+        stopping,
+        halt,
+        ...(agent.approval.length > 0 ? { approval: new Set(agent.approval) } : {}),
+        approve: (request) => run.approvals.decide(request, (body) => out(body, scope)),
+      });
     },
     callAgent: (childName, query, options) => child(childName, query, signal, options?.expects),
     ...(parent?.expects ? { expects: parent.expects } : {}),
+    async remember(what, read) {
+      const key = keys.nextValue();
+      const stored = replay?.value(key, what);
+      if (stored) return stored.value as Awaited<ReturnType<typeof read>>;
+      const value = await read();
+      run.journal.value(key, what, value);
+      return value;
+    },
     inspectStates: (machine, options) =>
       stateInspector(machine, { emit, deferUntilNext: (flush, trace_id) => run.bus.deferUntilNext(flush, trace_id) }, options),
     newId: run.newId,
@@ -162,17 +194,15 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
 
 /** The step's tool calls in the run's journal, each under the step's next tool key. */
 function toolJournal(journal: Journal, keys: StepKeys): ToolJournal {
-  const keyOf = new WeakMap<ToolCallRequest, string>();
+  const replay = journal.replay;
   return {
-    started(call, args) {
+    open(call, args) {
       const key = keys.nextTool();
-      keyOf.set(call, key);
-      journal.toolStarted(key, call, args);
+      const recorded = replay?.toolCall(key, call.name, args);
+      return { key, ...(recorded ? { recorded } : {}), quiet: replay?.mode === "resume" };
     },
-    finished(call, outcome) {
-      const key = keyOf.get(call);
-      if (key !== undefined) journal.toolResult(key, outcome);
-    },
+    started: (key, call, args) => journal.toolStarted(key, call, args),
+    finished: (key, outcome) => journal.toolResult(key, outcome),
     commit: () => journal.commit(),
   };
 }

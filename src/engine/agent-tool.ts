@@ -23,8 +23,10 @@ export function agentAsTool(agent: AgentConfig, call: CallAgentFromTool): Tool {
       required: ["query"],
       additionalProperties: false,
     },
-    // What the agent does is journalled under its own step: a resume replays it call by call.
+    // What the agent does is journalled under its own step: a resume runs it again, and it goes over
+    // its journal call by call (so later agents it calls keep their keys, and a replay shows its events).
     effect: "idempotent",
+    replay: "rerun",
     timeout_ms: AGENT_TOOL_TIMEOUT_MS,
     max_output_bytes: 262_144,
     async execute(args, ctx) {

@@ -13,8 +13,10 @@
  * calls, so the same replies lead to the same keys: a later resume reads
  * "the reply to model call k of step s" here instead of asking the model.
  */
+import { createHash } from "node:crypto";
 import { redactWithJson } from "../redact.js";
-import type { ChatResponse, ToolCallRequest } from "../models/types.js";
+import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../models/types.js";
+import type { Replay, RunRecord } from "./replay.js";
 import type { ToolOutcome } from "../tools/types.js";
 import type { JournalEntry } from "../trace/store.js";
 
@@ -34,7 +36,26 @@ export class Journal {
     private readonly sink: JournalSink | undefined,
     private readonly secrets: readonly string[],
     private readonly now: () => Date,
+    /** The stored run this one goes over again (resume, replay). */
+    readonly replay?: Replay,
   ) {}
+
+  /** Whether anything reads what is written or stored: else fingerprints are not worth making. */
+  get active(): boolean {
+    return this.sink !== undefined || this.replay !== undefined;
+  }
+
+  run(record: RunRecord): void {
+    this.write("run", "run", record);
+  }
+
+  stepStarted(key: string, step_id: string, agent: string): void {
+    this.write(key, "step", { step_id, agent });
+  }
+
+  value(key: string, name: string, value: unknown): void {
+    this.write(key, "value", { name, value });
+  }
 
   /**
    * Make everything written so far durable. The engine calls it right before
@@ -44,8 +65,8 @@ export class Journal {
     this.sink?.commit();
   }
 
-  modelReply(key: string, reply: ChatResponse): void {
-    this.write(key, "model.reply", reply);
+  modelReply(key: string, reply: ChatResponse, request: RequestFingerprint | undefined): void {
+    this.write(key, "model.reply", request ? { ...reply, request } : reply);
   }
 
   toolStarted(key: string, call: ToolCallRequest, args: unknown): void {
@@ -73,6 +94,7 @@ export class StepKeys {
   private models = 0;
   private tools = 0;
   private children = 0;
+  private values = 0;
 
   constructor(readonly key: string) {}
 
@@ -87,4 +109,38 @@ export class StepKeys {
   nextChild(): string {
     return `${this.key}.${this.children++}`;
   }
+
+  nextValue(): string {
+    return `${this.key}/v${this.values++}`;
+  }
+}
+
+/**
+ * What a model request was, in short: each message's role and hash (so
+ * `runtime diff` can say which one differs) and a hash of the whole request. A resume reuses
+ * a stored reply only for a request with the same hash.
+ */
+export interface RequestFingerprint {
+  hash: string;
+  messages: string[];
+}
+
+const messageHashes = new WeakMap<object, string>();
+const toolHashes = new WeakMap<object, string>();
+
+export function fingerprint(messages: readonly ChatMessage[], tools?: readonly ToolSpec[], responseFormat?: unknown): RequestFingerprint {
+  const hashes = messages.map((m) => `${m.role}:${cachedHash(messageHashes, m, () => JSON.stringify(m))}`);
+  const whole = createHash("sha256").update(hashes.join(","));
+  if (tools?.length) whole.update(`|tools:${cachedHash(toolHashes, tools, () => JSON.stringify(tools))}`);
+  if (responseFormat !== undefined) whole.update(`|format:${JSON.stringify(responseFormat)}`);
+  return { hash: whole.digest("hex").slice(0, 32), messages: hashes };
+}
+
+function cachedHash(cache: WeakMap<object, string>, value: object, text: () => string): string {
+  let hash = cache.get(value);
+  if (hash === undefined) {
+    hash = createHash("sha256").update(text()).digest("hex").slice(0, 16);
+    cache.set(value, hash);
+  }
+  return hash;
 }

@@ -14,7 +14,7 @@ import type { ChatClient, ChatResponse } from "../models/types.js";
 import type { ModelCall, ModelReply, ReplyReading } from "../kinds/types.js";
 import type { ModelConfig } from "../config/types.js";
 import type { Account } from "./budget.js";
-import type { Journal, StepKeys } from "./journal.js";
+import { fingerprint, type Journal, type StepKeys } from "./journal.js";
 
 /** What one step lends its model calls. */
 export interface ModelCallPorts {
@@ -35,24 +35,35 @@ export interface ModelCallPorts {
   agent_id: string;
   journal: Journal;
   keys: StepKeys;
+  /** Throws when the run may start no new call (it is pausing for an approval). */
+  halt(): void;
 }
 
 export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, call: ModelCall<R>): Promise<ModelReply<R>> {
   const extra = call.trace_id !== undefined ? { trace_id: call.trace_id } : undefined;
-  for (const account of ports.accounts) account.checkModelCall();
-  for (const account of ports.accounts) account.modelCall();
   const key = ports.keys.nextModel();
+  const request = ports.journal.active ? fingerprint(call.messages, call.tools, call.response_format) : undefined;
+  const replay = ports.journal.replay;
+  // A resumed or replayed run reuses the stored reply to the same request (src/engine/replay.ts).
+  const recorded = request && replay?.modelReply(key, request.hash);
+  if (!recorded) {
+    ports.halt();
+    for (const account of ports.accounts) account.checkModelCall();
+  }
+  for (const account of ports.accounts) account.modelCall();
   const candidates = chain(ports, call.model ?? ports.model);
   let client = ports.client(candidates[0]);
-  ports.emit({ type: "llm.request", model: client.model, messages: call.messages.length }, extra);
-  // Write-ahead: the replies and tool results this request is built from are committed before it leaves.
-  ports.journal.commit();
+  // Resuming, a reused reply's events are in the store already.
+  const emit = recorded && replay?.mode === "resume" ? () => {} : ports.emit;
+  emit({ type: "llm.request", model: client.model, messages: call.messages.length }, extra);
   const started = Date.now();
-  let reply: ChatResponse | undefined;
+  let reply: ChatResponse | undefined = recorded || undefined;
   // With fallbacks, the events name the team's model too: two models may share a wire id.
   const named = (name: string) => (candidates.length > 1 ? { model_name: name } : {});
   let answered = candidates[0];
-  for (const [i, name] of candidates.entries()) {
+  // Write-ahead: the replies and tool results this request is built from are committed before it leaves.
+  if (!reply) ports.journal.commit();
+  for (const [i, name] of reply ? [] : candidates.entries()) {
     client = ports.client(name);
     answered = name;
     try {
@@ -81,9 +92,9 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   // A reply cut off at the token limit may end inside a tool call's arguments: none of its calls is run.
   if (reply.finish_reason === "length" && reply.tool_calls.length > 0) reply = { ...reply, tool_calls: [] };
   const duration_ms = Date.now() - started;
-  ports.journal.modelReply(key, reply);
+  if (!recorded) ports.journal.modelReply(key, reply, request);
   const reading = call.read?.(reply);
-  ports.emit(
+  emit(
     {
       type: "llm.response",
       model: client.model,

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { ModelConfig, ResolvedTeam } from "../config/types.js";
+import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import { EventBus, type EventSink } from "../events/bus.js";
-import { addUsage, ZERO_USAGE, type RunEvent, type Usage } from "../events/types.js";
+import { addUsage, ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
@@ -11,6 +11,9 @@ import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
 import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
 import { Account } from "./budget.js";
+import { Approvals, type Approver, type Decision } from "./approvals.js";
+import type { Replay } from "./replay.js";
+import type { TraceStore } from "../trace/store.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -31,15 +34,25 @@ export interface RunOptions {
   sinks?: EventSink[];
   /** Build the chat client of a model (wrap it to record, say). @default createChatClient */
   createClient?: (config: ModelConfig) => ChatClient;
+  /**
+   * Asks a person about a tool call that needs approval, and the run waits
+   * for the answer. Without one, such a call pauses the run: it ends
+   * `paused`, and `resumeRun` continues it once a decision is recorded.
+   */
+  approver?: Approver;
+  /** Limits replacing those of the team's `budget` for this run (a resume with a larger budget). */
+  budget?: Budget;
   newId?: () => string;
   now?: () => Date;
 }
 
 export interface RunResult {
   task_id: string;
-  result_type: "answer" | "error";
+  /** `paused`: the run waits for the approvals listed (docs/durable-runs.md). */
+  result_type: "answer" | "error" | "paused";
   answer?: string;
   error?: string;
+  approvals?: PendingApproval[];
   /** Set when the run was cancelled through `signal`. */
   interrupted?: boolean;
   usage: Usage;
@@ -58,14 +71,30 @@ export interface TeamRun {
  * run resolves with result_type `error`.
  */
 export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
+  return start(team, options);
+}
+
+/** What a run goes on from: its stored journal (resume, replay; src/engine/resume.ts). */
+export interface Continued {
+  task_id: string;
+  replay: Replay;
+  /** The last seq stored (resume); 0 for a replay into a new store. */
+  afterSeq: number;
+  /** Where decisions given during the run are recorded. */
+  decide?: (key: string, decision: Decision) => void;
+}
+
+/** Start a run, or go on with a stored one. */
+export function start(team: ResolvedTeam, options: RunOptions, continued?: Continued): TeamRun {
   const newId = options.newId ?? randomUUID;
   const now = options.now ?? (() => new Date());
-  const task_id = newId();
+  const task_id = continued?.task_id ?? newId();
   const secrets = teamSecrets(team);
   // The one redaction stage: every sink, the event stream and so SSE get masked events.
-  const bus = new EventBus(task_id, now, { secrets });
+  const bus = new EventBus(task_id, now, { secrets, afterSeq: continued?.afterSeq ?? 0 });
   const agentName = options.agent ?? team.entry;
   const trace_dir = resolveTraceDir(options.traceDir);
+  const resuming = continued?.replay.mode === "resume";
 
   let usage: Usage = ZERO_USAGE;
   bus.tap((e) => {
@@ -75,9 +104,10 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
   let storeHeld = false;
   let flushTrace = () => {};
   let journalSink: JournalSink | undefined;
+  let store: TraceStore | undefined;
   if (options.trace !== false) {
     try {
-      const store = acquireTraceStore(trace_dir);
+      store = acquireTraceStore(trace_dir);
       storeHeld = true;
       const trace = batchedTraceSink(store);
       bus.subscribe(trace.sink);
@@ -91,12 +121,17 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
 
   const clients = new Map<string, ChatClient>();
   const makeClient = options.createClient ?? createChatClient;
+  const budget = options.budget ?? team.budget;
+  const session_id = options.sessionId ?? newId();
+  const journal = new Journal(task_id, journalSink, secrets, now, continued?.replay);
+  if (!continued) journal.run({ input: options.input, agent: agentName, session_id, ...(team.file ? { team_file: team.file } : {}) });
+  const decide = continued?.decide ?? ((key: string, decision: Decision) => store?.decide(task_id, { key, ...decision, ts: now().toISOString() }));
   const shared: RunShared = {
     team,
     bus,
-    journal: new Journal(task_id, journalSink, secrets, now),
+    journal,
     task_id,
-    session_id: options.sessionId ?? newId(),
+    session_id,
     trace_dir,
     client(config) {
       let client = clients.get(config.name);
@@ -108,7 +143,8 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
     },
     toolCache: new Map(),
     unavailableModels: new Set(),
-    accounts: team.budget ? [new Account("the team", team.budget)] : [],
+    accounts: budget ? [new Account("the team", budget)] : [],
+    approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
     inflight: new Set(),
     newId,
     now,
@@ -116,7 +152,8 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
 
   const result = (async (): Promise<RunResult> => {
     const scope = { agent_id: agentName };
-    bus.emit({ type: "run.started", input: options.input }, scope);
+    if (resuming) bus.emit({ type: "run.resumed", input: options.input, after_seq: continued?.afterSeq ?? 0 }, scope);
+    else bus.emit({ type: "run.started", input: options.input }, scope);
     const signal = options.signal ?? new AbortController().signal;
     let outcome: RunResult;
     if (traceError) {
@@ -130,8 +167,11 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
       // The team's budget stopped a call somewhere: the run ends with that error, even if a caller recovered.
       const spent = shared.accounts[0]?.exhausted;
       if (spent !== undefined) outcome = { task_id, result_type: "error", error: spent, usage };
+      if (shared.approvals.paused) outcome = { task_id, result_type: "paused", approvals: shared.approvals.pending, usage };
       if (signal.aborted) outcome = { task_id, result_type: "error", error: "interrupted", interrupted: true, usage };
     }
+    // Replies a resume reused are not reported again, but they were spent.
+    if (resuming && continued) usage = addUsage(usage, continued.replay.usage);
     const { task_id: _id, interrupted: _i, ...finished } = outcome;
     // The result is read back from the masked event, so an answer or error never carries a secret either.
     const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage }, scope));
@@ -142,6 +182,7 @@ export function runTeam(team: ResolvedTeam, options: RunOptions): TeamRun {
       result_type: masked.result_type,
       ...(masked.answer !== undefined ? { answer: masked.answer } : {}),
       ...(masked.error !== undefined ? { error: masked.error } : {}),
+      ...(outcome.approvals ? { approvals: outcome.approvals } : {}),
       ...(outcome.interrupted ? { interrupted: true } : {}),
       usage,
     };

@@ -47,7 +47,8 @@ export function eventJson(event: RunEvent): string {
  * offers the stream as an async iterable.
  */
 export class EventBus {
-  private seq = 0;
+  private seq: number;
+  private readonly firstSeq: number;
   private readonly sinks: EventSink[] = [];
   private readonly taps: EventSink[] = [];
   /** Every event as emitted, and its masked form once made (the stream and sinks only ever see that). */
@@ -64,9 +65,11 @@ export class EventBus {
     readonly taskId: string,
     private readonly now: () => Date = () => new Date(),
     /** Exact values masked in every event, on top of the generic rules (src/redact.ts). */
-    options: { secrets?: readonly string[] } = {},
+    options: { secrets?: readonly string[]; afterSeq?: number } = {},
   ) {
     this.secrets = options.secrets ?? [];
+    // A resumed run's events go on after those stored before (docs/durable-runs.md).
+    this.seq = this.firstSeq = options.afterSeq ?? 0;
   }
 
   subscribe(sink: EventSink): void {
@@ -132,7 +135,7 @@ export class EventBus {
 
   /** The masked form of an event this bus emitted (what `emit` returned may be the raw one when nobody listened). */
   mask(event: RunEvent): RunEvent {
-    const index = event.seq - 1;
+    const index = event.seq - this.firstSeq - 1;
     return this.buffer[index] === event || this.maskedEvents[index] === event ? this.masked(index) : maskedJson(event, this.secrets).value;
   }
 

@@ -112,12 +112,41 @@ export type RunEventBody =
       plan_status: "running" | "completed" | "error";
     }
   | {
+      /** A stopped run goes on from its journal (docs/durable-runs.md); `seq` continues. */
+      type: "run.resumed";
+      input: string;
+      /** Events of the run stored before this one. */
+      after_seq: number;
+    }
+  | {
+      /** A tool call waits for a person's decision; `in_doubt`: a write that started before a crash and may have run. */
+      type: "approval.requested";
+      approval_id: string;
+      tool: string;
+      call_id: string;
+      arguments: unknown;
+      in_doubt?: boolean;
+    }
+  | { type: "approval.decided"; approval_id: string; tool: string; call_id: string; decision: ApprovalDecision; reason?: string }
+  | {
       type: "run.finished";
-      result_type: "answer" | "error";
+      /** `paused`: the run waits for the approvals listed; `runtime resume` continues it. */
+      result_type: "answer" | "error" | "paused";
       answer?: string;
       error?: string;
+      approvals?: PendingApproval[];
       usage: Usage;
     };
+
+export type ApprovalDecision = "approve" | "deny";
+
+/** A call a paused run waits on. */
+export interface PendingApproval {
+  approval_id: string;
+  tool: string;
+  call_id: string;
+  in_doubt?: boolean;
+}
 
 export type RunEventType = RunEventBody["type"];
 

@@ -103,6 +103,13 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
    * work it starts.
    */
   inspectStates(machine: string, options?: StateReportOptions): (event: InspectionEvent) => void;
+  /**
+   * Read something from outside the run (a stored plan, a session's list) so
+   * that a resumed run reads it as it was then: the value is journalled, and
+   * a resume gets it back instead of calling `read` (docs/durable-runs.md).
+   * Values must be JSON.
+   */
+  remember<T>(name: string, read: () => T | Promise<T>): Promise<T>;
   newId(): string;
   now(): Date;
 }

@@ -27,6 +27,8 @@ export function toolFromConfig(config: ToolConfig): Tool {
         description: config.description || tool.description,
         timeout_ms: config.timeout_ms,
         max_output_bytes: config.max_output_bytes,
+        ...(config.effect ? { effect: config.effect } : {}),
+        ...(config.approval ? { approval: config.approval } : {}),
       };
     }
     case "command":

@@ -1,4 +1,4 @@
-import { describeError } from "../errors.js";
+import { RuntimeError, describeError } from "../errors.js";
 import type { Emit, EventScope } from "../events/types.js";
 import type { ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { Tool, ToolBox, ToolOutcome } from "./types.js";
@@ -19,14 +19,56 @@ export interface ToolBoxOptions {
   journal?: ToolJournal;
   /** Budgets: `check` throws when no tool call may start; `count` charges one (src/engine/budget.ts). */
   budget?: { check(): void; count(): void };
+  /** Tools this agent may call only with a person's approval (besides tools that require it themselves). */
+  approval?: ReadonlySet<string>;
+  /** Throws when the run may start no new call (it is pausing for an approval). */
+  halt?(): void;
+  /** Asks for the decision on a call that needs one; throws when the run pauses for it instead. */
+  approve?: Approve;
+  /**
+   * Whether the run is stopping (paused, out of budget): a call failing then
+   * failed because of that, so its outcome is not journalled and a resume
+   * runs it again.
+   */
+  stopping?(): boolean;
 }
+
+/** A call that needs a person's decision before it runs. */
+export interface ApprovalRequest {
+  key: string;
+  call: ToolCallRequest;
+  args: unknown;
+  /** A write that started before the run stopped and has no result: it may have run. */
+  in_doubt: boolean;
+}
+
+export type Approve = (request: ApprovalRequest) => Promise<{ decision: "approve" | "deny"; reason?: string }>;
 
 /** Where a ToolBox commits its calls (the engine's journal, src/engine/journal.ts). */
 export interface ToolJournal {
-  started(call: ToolCallRequest, args: unknown): void;
-  finished(call: ToolCallRequest, outcome: ToolOutcome): void;
+  /**
+   * Give a call its key, in the order of the reply's calls, and say what the
+   * journal holds for it when the run goes over a stored one (src/engine/replay.ts).
+   */
+  open(call: ToolCallRequest, args: unknown): OpenedCall;
+  started(key: string, call: ToolCallRequest, args: unknown): void;
+  finished(key: string, outcome: ToolOutcome): void;
   /** Commit what the run has written so far: called right before a tool's body runs. */
   commit(): void;
+}
+
+/** What the journal holds for a tool call. */
+export type RecordedCall =
+  /** It finished: its outcome. */
+  | { kind: "result"; outcome: ToolOutcome }
+  /** It started and its result was never committed: it may have run. */
+  | { kind: "started" };
+
+export interface OpenedCall {
+  key: string;
+  recorded?: RecordedCall;
+  /** The recorded call's events are in the store already: do not emit them again. */
+  quiet: boolean;
 }
 
 /**
@@ -50,17 +92,31 @@ export function createToolBox(options: ToolBoxOptions): ToolBox {
   return {
     specs,
     has: (name) => allowed.has(name),
-    run: (calls, runOptions) => {
+    run: async (calls, runOptions) => {
       const scope = scopeOf(options, runOptions?.trace_id);
-      return Promise.all(calls.map((call) => runOne(call, allowed, scope, options)));
+      // Every call settles before the reply's outcome is known: one that stopped the run (a budget,
+      // a pause) does not leave the others running past the step.
+      const settled = await Promise.allSettled(calls.map((call) => runOne(call, allowed, scope, options)));
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+      if (failed) throw failed.reason;
+      return settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
     },
     refuse: (call, error, runOptions) => {
       const scope = scopeOf(options, runOptions?.trace_id);
       const parsed = parseToolArguments(call.arguments);
       const args: unknown = parsed.ok ? parsed.value : call.arguments;
+      const opened = options.journal?.open(call, args);
+      if (opened?.recorded?.kind === "result") {
+        const outcome = opened.recorded.outcome;
+        if (!opened.quiet) {
+          options.emit({ type: "tool.started", tool: outcome.tool, call_id: outcome.call_id, arguments: outcome.arguments }, scope);
+          options.emit({ type: "tool.finished", ...outcome }, scope);
+        }
+        return outcome;
+      }
       options.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, scope);
-      options.journal?.started(call, args);
-      return settle(call, args, { ok: false, error }, 0, scope, options);
+      if (opened) options.journal?.started(opened.key, call, args);
+      return settle(call, args, { ok: false, error }, 0, scope, options, opened?.key);
     },
   };
 }
@@ -77,12 +133,37 @@ function settle(
   duration_ms: number,
   scope: EventScope,
   options: ToolBoxOptions,
+  key: string | undefined,
+  journal = true,
 ): ToolOutcome {
   const outcome: ToolOutcome = { call_id: call.id, tool: call.name, arguments: args, ok: settled.ok, duration_ms };
   if (settled.ok) outcome.result = settled.result;
   else outcome.error = settled.error;
-  options.journal?.finished(call, outcome);
+  if (key !== undefined && journal) options.journal?.finished(key, outcome);
   options.emit({ type: "tool.finished", ...outcome }, scope);
+  return outcome;
+}
+
+/**
+ * A call the journal holds the outcome of: reused, and reported only when the
+ * run is replayed offline (its start now, its end after the reply's other
+ * calls started, as when it ran). A tool whose state lives in the run is run
+ * again on the same arguments: the state is rebuilt, the model sees what it saw.
+ */
+async function reuse(
+  opened: OpenedCall,
+  outcome: ToolOutcome,
+  tool: Tool | undefined,
+  parsed: ReturnType<typeof parseToolArguments>,
+  scope: EventScope,
+  options: ToolBoxOptions,
+): Promise<ToolOutcome> {
+  options.budget?.count();
+  const emit = opened.quiet ? () => {} : options.emit;
+  emit({ type: "tool.started", tool: outcome.tool, call_id: outcome.call_id, arguments: outcome.arguments }, scope);
+  if (tool?.replay === "rerun" && parsed.ok) await execute(tool, parsed.value, outcome.call_id, scope, { ...options, emit });
+  else await undefined;
+  emit({ type: "tool.finished", ...outcome }, scope);
   return outcome;
 }
 
@@ -92,40 +173,66 @@ async function runOne(
   scope: EventScope,
   options: ToolBoxOptions,
 ): Promise<ToolOutcome> {
+  const parsed = parseToolArguments(call.arguments);
+  const args: unknown = parsed.ok ? parsed.value : call.arguments;
+  const opened = options.journal?.open(call, args);
+  const tool = allowed.get(call.name);
+  if (opened?.recorded?.kind === "result") return reuse(opened, opened.recorded.outcome, tool, parsed, scope, options);
+  const checked = check(call, parsed, tool, allowed);
+  // Once stopped with no result, a write may have run: never again without a person's say.
+  const in_doubt = checked.ok && opened?.recorded?.kind === "started" && checked.tool.effect === "write";
+  const asks = checked.ok && opened !== undefined && (in_doubt || checked.tool.approval === "required" || options.approval?.has(call.name) === true);
+  // A run pausing starts nothing new, but every call of the reply that needs a decision still asks for it.
+  if (!asks) options.halt?.();
   // A call that would start past a budget is not started: the step ends with the budget's error.
   options.budget?.check();
   options.budget?.count();
   const started = performance.now();
-  const parsed = parseToolArguments(call.arguments);
-  const args: unknown = parsed.ok ? parsed.value : call.arguments;
-  options.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, scope);
-  options.journal?.started(call, args);
-  const settled = await attempt(call, parsed, allowed, scope, options);
-  return settle(call, args, settled, Math.round(performance.now() - started), scope, options);
+  let decided: Settled | undefined;
+  if (asks && opened) {
+    const { decision, reason } = await approve(options, { key: opened.key, call, args, in_doubt });
+    if (decision === "deny") decided = { ok: false, error: `a person denied this call${reason ? `: ${reason}` : ""}` };
+  }
+  // A call started before the run stopped reported its start then.
+  if (!(opened?.quiet && opened.recorded?.kind === "started")) {
+    options.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, scope);
+  }
+  if (opened) options.journal?.started(opened.key, call, args);
+  const settled = decided ?? (checked.ok ? await run(checked.tool, checked.args, call, scope, options) : checked);
+  const duration_ms = Math.round(performance.now() - started);
+  // An error that only says the run is stopping is not the call's outcome: a resume runs the call again.
+  return settle(call, args, settled, duration_ms, scope, options, opened?.key, settled.ok || !(options.signal.aborted || options.stopping?.()));
+}
+
+function approve(options: ToolBoxOptions, request: ApprovalRequest): ReturnType<Approve> {
+  if (!options.approve) return Promise.reject(new RuntimeError("TOOL_REFUSED", `tool "${request.call.name}" needs approval and nobody can give it`));
+  return options.approve(request);
 }
 
 type Settled = { ok: true; result: unknown } | { ok: false; error: string };
 
-async function attempt(
+/** The tool and its arguments, or why the call cannot run: outside the allow-list, bad arguments. */
+function check(
   call: ToolCallRequest,
   parsed: ReturnType<typeof parseToolArguments>,
+  tool: Tool | undefined,
   allowed: Map<string, Tool>,
-  scope: EventScope,
-  options: ToolBoxOptions,
-): Promise<Settled> {
-  const tool = allowed.get(call.name);
+): { ok: true; tool: Tool; args: Record<string, unknown> } | { ok: false; error: string } {
   if (!tool) {
     const names = [...allowed.keys()];
     const offer = names.length > 0 ? `you may use: ${names.join(", ")}` : "no tools are available to you";
     return { ok: false, error: `tool "${call.name}" is not available to this agent; ${offer}` };
   }
   if (!parsed.ok) return { ok: false, error: parsed.error };
-  const check = argsValidator.check(tool.name, tool.parameters, parsed.value);
-  if (!check.ok) return check;
+  const valid = argsValidator.check(tool.name, tool.parameters, parsed.value);
+  return valid.ok ? { ok: true, tool, args: parsed.value } : valid;
+}
+
+async function run(tool: Tool, args: Record<string, unknown>, call: ToolCallRequest, scope: EventScope, options: ToolBoxOptions): Promise<Settled> {
   if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };
   // Write-ahead: the reply that asked for this call, and its start, are durable before the body acts.
   options.journal?.commit();
-  const executed = await execute(tool, parsed.value, call.id, scope, options);
+  const executed = await execute(tool, args, call.id, scope, options);
   return executed.ok ? capOutput(executed.result, tool.max_output_bytes) : executed;
 }
 

@@ -1,3 +1,4 @@
+import type { ToolEffect } from "../config/types.js";
 import type { EventScope, RunEventBody } from "../events/types.js";
 import type { ToolCallRequest, ToolSpec } from "../models/types.js";
 
@@ -10,13 +11,7 @@ export interface ToolContext {
   call_id: string;
 }
 
-/**
- * What calling a tool does to the world (docs/durable-runs.md): `read` changes
- * nothing, `idempotent` may change something but twice is the same as once,
- * `write` must not run twice. On resume a call that started and has no result
- * is run again only when it is not `write`.
- */
-export type ToolEffect = "read" | "idempotent" | "write";
+export type { ToolEffect };
 
 /**
  * A tool ready to run. `execute` receives arguments already validated
@@ -31,6 +26,8 @@ export interface Tool extends ToolSpec {
    * reusing its recorded result. @default reuse
    */
   replay?: "reuse" | "rerun";
+  /** `required`: every call waits for a person's decision before it runs. */
+  approval?: "required";
   timeout_ms: number;
   max_output_bytes: number;
   execute(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;

@@ -6,7 +6,7 @@ import type { RunEvent, Usage } from "../events/types.js";
 import { eventJson } from "../events/bus.js";
 
 /** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
-export const TRACE_SCHEMA_VERSION = 3;
+export const TRACE_SCHEMA_VERSION = 4;
 
 /** The file name of the store inside the trace directory. */
 export const TRACE_DB_FILE = "traces.db";
@@ -19,7 +19,7 @@ export interface RunSummary {
   started_at: string;
   /** Unset while the run is going on, or when its process died before it finished. */
   finished_at?: string;
-  result_type?: "answer" | "error";
+  result_type?: "answer" | "error" | "paused";
   answer?: string;
   error?: string;
   usage?: Usage;
@@ -79,6 +79,15 @@ CREATE TABLE IF NOT EXISTS journal (
   json TEXT NOT NULL,
   PRIMARY KEY (task_id, key)
 ) WITHOUT ROWID;
+-- Version 4: a person's decisions on tool calls waiting for approval, by journal key.
+CREATE TABLE IF NOT EXISTS approvals (
+  task_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  decision TEXT NOT NULL,
+  reason TEXT,
+  ts TEXT NOT NULL,
+  PRIMARY KEY (task_id, key)
+) WITHOUT ROWID;
 `;
 
 /**
@@ -87,12 +96,27 @@ CREATE TABLE IF NOT EXISTS journal (
  */
 export interface JournalEntry {
   task_id: string;
-  /** `<step key>/m<k>` (model call k of a step), `<step key>/t<n>` (its tool call n). */
+  /**
+   * `run` (how the run was started), `<step key>` (a step and its step_id),
+   * `<step key>/m<k>` (model call k of a step), `<step key>/t<n>` (its tool
+   * call n), `<step key>/v<n>` (a value the step read from outside the run).
+   */
   key: string;
-  kind: "model.reply" | "tool.started" | "tool.result";
+  kind: JournalKind;
   ts: string;
   /** The entry's value as JSON (masked like events). */
   json: string;
+}
+
+export type JournalKind = "run" | "step" | "model.reply" | "tool.started" | "tool.result" | "value";
+
+/** A person's decision on a call waiting for approval. */
+export interface ApprovalRecord {
+  /** The call's journal key (the `approval_id` of its events). */
+  key: string;
+  decision: "approve" | "deny";
+  reason?: string;
+  ts: string;
 }
 
 interface RunRow {
@@ -118,6 +142,7 @@ export class TraceStore {
   private readonly upsertStarted: Database.Statement;
   private readonly upsertFinished: Database.Statement;
   private readonly upsertJournal: Database.Statement;
+  private readonly reopenRun: Database.Statement;
   private closed = false;
 
   private constructor(
@@ -143,6 +168,7 @@ export class TraceStore {
       `INSERT INTO journal (task_id, key, kind, ts, json) VALUES (@task_id, @key, @kind, @ts, @json)
        ON CONFLICT (task_id, key) DO UPDATE SET kind = excluded.kind, ts = excluded.ts, json = excluded.json`,
     );
+    this.reopenRun = db.prepare("UPDATE runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = ?");
     // Bound so it can be handed to `EventBus.subscribe` as it is.
     this.append = this.append.bind(this);
   }
@@ -207,7 +233,9 @@ export class TraceStore {
       json,
     };
     this.insertEvent.run(row);
-    if (safe.type === "run.started") {
+    if (safe.type === "run.resumed") {
+      this.reopenRun.run(safe.task_id);
+    } else if (safe.type === "run.started") {
       this.upsertStarted.run({ task_id: safe.task_id, agent_id: safe.agent_id, input: safe.input, ts: safe.ts });
     } else if (safe.type === "run.finished") {
       this.upsertFinished.run({
@@ -225,6 +253,33 @@ export class TraceStore {
   /** A run's journal, in key order. */
   journalOf(taskId: string): JournalEntry[] {
     return this.db.prepare("SELECT task_id, key, kind, ts, json FROM journal WHERE task_id = ? ORDER BY key").all(taskId) as JournalEntry[];
+  }
+
+  /** The highest `seq` stored for a run (0 when none). */
+  lastSeq(taskId: string): number {
+    const row = this.db.prepare("SELECT MAX(seq) AS seq FROM events WHERE task_id = ?").get(taskId) as { seq: number | null };
+    return row.seq ?? 0;
+  }
+
+  /** The decisions recorded for a run's calls, by journal key. */
+  approvalsOf(taskId: string): Map<string, ApprovalRecord> {
+    const rows = this.db.prepare("SELECT key, decision, reason, ts FROM approvals WHERE task_id = ?").all(taskId) as {
+      key: string;
+      decision: "approve" | "deny";
+      reason: string | null;
+      ts: string;
+    }[];
+    return new Map(rows.map((r) => [r.key, { key: r.key, decision: r.decision, ts: r.ts, ...(r.reason !== null ? { reason: r.reason } : {}) }]));
+  }
+
+  /** Record (or replace) a decision on one call of a run. */
+  decide(taskId: string, record: ApprovalRecord): void {
+    this.db
+      .prepare(
+        `INSERT INTO approvals (task_id, key, decision, reason, ts) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (task_id, key) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, ts = excluded.ts`,
+      )
+      .run(taskId, record.key, record.decision, record.reason ?? null, record.ts);
   }
 
   /** Every event of one run, in `seq` order. */
@@ -246,6 +301,17 @@ export class TraceStore {
       .prepare("SELECT DISTINCT task_id FROM events WHERE task_id LIKE ? ESCAPE '\\' ORDER BY task_id LIMIT ?")
       .all(`${escaped}%`, limit) as { task_id: string }[];
     return rows.map((r) => r.task_id);
+  }
+
+  /** The task id `given` names: itself when stored, else the one stored id it starts. Throws NOT_FOUND otherwise. */
+  resolveTaskId(given: string): string {
+    if (this.lastSeq(given) > 0) return given;
+    const matches = this.taskIdsWithPrefix(given, 6);
+    if (matches.length === 1 && matches[0] !== undefined) return matches[0];
+    if (matches.length > 1) {
+      throw new RuntimeError("NOT_FOUND", `task_id prefix ${given} is ambiguous: ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`);
+    }
+    throw new RuntimeError("NOT_FOUND", `no run with task_id ${given} in ${dirname(this.file)}`);
   }
 
   /** One run's summary, if it was stored. */
@@ -308,7 +374,7 @@ function toSummary(row: RunRow): RunSummary {
     started_at: row.started_at,
   };
   if (row.finished_at !== null) summary.finished_at = row.finished_at;
-  if (row.result_type === "answer" || row.result_type === "error") summary.result_type = row.result_type;
+  if (row.result_type === "answer" || row.result_type === "error" || row.result_type === "paused") summary.result_type = row.result_type;
   if (row.answer !== null) summary.answer = row.answer;
   if (row.error !== null) summary.error = row.error;
   if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;

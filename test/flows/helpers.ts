@@ -9,7 +9,7 @@ import type { ChatBody, MessageReply, Reply } from "../support/openai-server.js"
 
 /** A react agent whose system prompt names its role, so the test server can tell agents apart. */
 export function reactAgent(name: string): ReactAgentConfig {
-  return { name, kind: "react", description: `${name} agent`, model: "default", max_iteration: 4, prompt: `ROLE:${name}`, tools: [] };
+  return { name, kind: "react", description: `${name} agent`, model: "default", max_iteration: 4, prompt: `ROLE:${name}`, tools: [], approval: [] };
 }
 
 export function flowAgent(overrides: Partial<PlanAndSolveFlowConfig> = {}): PlanAndSolveFlowConfig {
@@ -20,6 +20,7 @@ export function flowAgent(overrides: Partial<PlanAndSolveFlowConfig> = {}): Plan
     model: "default",
     max_iteration: 30,
     tools: [],
+    approval: [],
     planner: "planner",
     executor: "executor",
     replanner: "replanner",
@@ -37,6 +38,7 @@ export function solverFlow(overrides: Partial<PlanSolverConfig> = {}): PlanSolve
     model: "default",
     max_iteration: 30,
     tools: [],
+    approval: [],
     planner: "planner",
     solver: "solver",
     aggregator: "aggregator",

@@ -286,16 +286,17 @@ describe("parameter schemas", () => {
       emit: () => {},
       signal: new AbortController().signal,
       journal: {
-        started: (c) => order.push(`started ${c.id}`),
+        open: (c) => ({ key: `k-${c.id}`, quiet: false }),
+        started: (key, c) => order.push(`started ${key} ${c.id}`),
         commit: () => order.push("commit"),
-        finished: (c, outcome) => order.push(`finished ${c.id} ${outcome.ok}`),
+        finished: (key, outcome) => order.push(`finished ${key} ${outcome.ok}`),
       },
     });
     await box.run([call("wait", { ms: 0 }, "c1")]);
-    expect(order).toEqual(["started c1", "commit", "body", "finished c1 true"]);
+    expect(order).toEqual(["started k-c1 c1", "commit", "body", "finished k-c1 true"]);
     // A call refused before any body runs has nothing to commit ahead of.
     order.length = 0;
     await box.run([call("wait", { ms: "x" }, "c2")]);
-    expect(order).toEqual(["started c2", "finished c2 false"]);
+    expect(order).toEqual(["started k-c2 c2", "finished k-c2 false"]);
   });
 });

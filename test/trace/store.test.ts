@@ -98,13 +98,13 @@ describe("TraceStore", () => {
     expect(run?.result_type).toBeUndefined();
   });
 
-  test("uses the WAL journal, records schema_version 3 and indexes trace_id where it is set", () => {
+  test("uses the WAL journal, records schema_version 4 and indexes trace_id where it is set", () => {
     const dir = tempDir();
     openStore(dir).append(todoRun("t")[0]!);
     const db = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "3" });
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "4" });
       const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
       expect(indexes).toEqual(["events_trace_id"]);
       const plan = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM events WHERE trace_id = ? ORDER BY task_id, seq").all("x") as { detail: string }[];
@@ -114,7 +114,7 @@ describe("TraceStore", () => {
     }
   });
 
-  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 3", () => {
+  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 4", () => {
     const dir = tempDir();
     const db = new Database(join(dir, TRACE_DB_FILE));
     db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
@@ -154,9 +154,9 @@ describe("TraceStore", () => {
     const dir = tempDir();
     TraceStore.open(dir).close();
     const db = new Database(join(dir, TRACE_DB_FILE));
-    db.prepare("UPDATE meta SET value = '4' WHERE key = 'schema_version'").run();
+    db.prepare("UPDATE meta SET value = '5' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => TraceStore.open(dir)).toThrow(/schema_version 4, newer than this runtime supports \(3\)/);
+    expect(() => TraceStore.open(dir)).toThrow(/schema_version 5, newer than this runtime supports \(4\)/);
   });
 
   test("a reader does not create a missing store, and a file that is not a database is reported in one line", () => {

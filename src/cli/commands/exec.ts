@@ -4,7 +4,6 @@ import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { describeError } from "../../errors.js";
 import { loadTeamOrReport } from "../load-team.js";
-import type { EventSink } from "../../events/bus.js";
 import type { RecordedReply } from "../../models/recorder.js";
 import { EXIT, type SetExit } from "../exit.js";
 
@@ -61,75 +60,27 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
   }
 
   // The engine is loaded only when a command needs it, so `runtime --help` starts fast.
-  const [
-    { runTeam },
-    { ndjsonSink },
-    { terminalSink },
-    { createChatClient },
-    { recordingClient, writeScript },
-    { resolveTraceDir },
-    { acquireTraceStore, releaseTraceStore },
-  ] = await Promise.all([
+  const [{ runTeam }, { createChatClient }, { recordingClient, writeScript }, { runAndReport }] = await Promise.all([
     import("../../engine/run-team.js"),
-    import("../../events/ndjson-sink.js"),
-    import("../../events/terminal-sink.js"),
     import("../../models/factory.js"),
     import("../../models/recorder.js"),
-    import("../../engine/trace-dir.js"),
-    import("../../engine/trace-stores.js"),
+    import("../run-report.js"),
   ]);
   const team = await loadTeamOrReport(file, "exec");
   if (!team) return EXIT.USAGE;
   if (opts.agent !== undefined && !team.agents[opts.agent]) {
     return fail(`unknown agent '${opts.agent}' (agents: ${Object.keys(team.agents).join(", ")})`, EXIT.USAGE);
   }
-  // A trace directory that cannot hold the store is a usage mistake: say so before anything runs.
-  // The store stays open for the run, which shares it.
-  const traceDir = resolveTraceDir(opts.traceDir);
-  try {
-    acquireTraceStore(traceDir);
-  } catch (err) {
-    return fail(describeError(err), EXIT.USAGE);
-  }
-
-  const sinks: EventSink[] = [];
-  const ndjson = opts.events === "ndjson";
-  if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
-  const showProgress = opts.progress ?? process.stderr.isTTY === true;
-  const progress = showProgress
-    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true })
-    : undefined;
-  if (progress) sinks.push(progress);
-  // What the runtime adapted to (a chat template's rules, a fallback model) is said once on stderr,
-  // whatever else is shown (docs/servers.md); the progress display says it itself.
-  else sinks.push((e) => e.type === "llm.notice" && process.stderr.write(`runtime exec: warning: ${e.message}\n`));
-
   const recorded: RecordedReply[] = [];
-  const controller = new AbortController();
-  let interrupts = 0;
-  const onSigint = () => {
-    interrupts += 1;
-    if (interrupts > 1) process.exit(EXIT.INTERRUPTED);
-    controller.abort();
-  };
-  process.on("SIGINT", onSigint);
-  process.on("SIGTERM", onSigint);
-
-  const run = runTeam(team, {
-    input,
-    ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
-    traceDir,
-    ...(opts.session !== undefined ? { sessionId: opts.session } : {}),
-    signal: controller.signal,
-    sinks,
-    ...(opts.record ? { createClient: (config) => recordingClient(createChatClient(config), recorded) } : {}),
-  });
-  const result = await run.result;
-  releaseTraceStore(traceDir);
-  process.off("SIGINT", onSigint);
-  process.off("SIGTERM", onSigint);
-  progress?.close();
-
+  const status = await runAndReport("exec", opts, (base) =>
+    runTeam(team, {
+      ...base,
+      input,
+      ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+      ...(opts.session !== undefined ? { sessionId: opts.session } : {}),
+      ...(opts.record ? { createClient: (config) => recordingClient(createChatClient(config), recorded) } : {}),
+    }),
+  );
   if (opts.record) {
     try {
       await writeScript(opts.record, recorded);
@@ -137,18 +88,7 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
       process.stderr.write(`runtime exec: cannot write ${opts.record}: ${describeError(err)}\n`);
     }
   }
-  if (result.interrupted) {
-    process.stderr.write(`runtime exec: interrupted; trace kept (runtime trace ${result.task_id})\n`);
-    return EXIT.INTERRUPTED;
-  }
-  if (result.result_type === "answer") {
-    if (!ndjson) process.stdout.write(`${result.answer ?? ""}\n`);
-    return EXIT.OK;
-  }
-  // One line, whatever an engine put into its error.
-  const error = (result.error ?? "unknown error").replace(/\s*\n\s*/g, " ");
-  process.stderr.write(`runtime exec: run failed: ${error} (runtime trace ${result.task_id})\n`);
-  return EXIT.RUN_ERROR;
+  return status;
 }
 
 async function readInput(words: string[], inputFile?: string): Promise<string> {

@@ -58,7 +58,7 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
       return options.json ? jsonLines(events) : renderTraceEvents(events, { color });
     }
     if (taskId !== undefined) {
-      const events = eventsOfRun(store, taskId, dir);
+      const events = eventsOfRun(store, taskId);
       return options.json ? jsonLines(events) : renderRunTree(events, { color });
     }
     const runs: RunSummary[] =
@@ -83,15 +83,8 @@ function openForReading(stores: typeof TraceStore, dir: string): TraceStore {
 }
 
 /** The events of the run whose task id is `given`, or else the one that starts with `given`. */
-function eventsOfRun(store: TraceStore, given: string, dir: string): RunEvent[] {
-  const exact = store.eventsOfTask(given);
-  if (exact.length > 0) return exact;
-  const matches = store.taskIdsWithPrefix(given, 6);
-  if (matches.length === 1 && matches[0] !== undefined) return store.eventsOfTask(matches[0]);
-  if (matches.length > 1) {
-    throw new RuntimeError("NOT_FOUND", `task_id prefix ${given} is ambiguous: ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`);
-  }
-  throw new RuntimeError("NOT_FOUND", `no run with task_id ${given} in ${dir}`);
+function eventsOfRun(store: TraceStore, given: string): RunEvent[] {
+  return store.eventsOfTask(store.resolveTaskId(given));
 }
 
 function jsonLines(items: readonly (RunEvent | RunSummary)[]): string {

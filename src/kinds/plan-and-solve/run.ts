@@ -36,7 +36,9 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
   const store = child ? undefined : new SessionStore(ctx.trace_dir);
   try {
     const limits = { complete_after: agent.todo_complete_after, block_after: agent.todo_block_after };
-    const todos = new TodoLoopContext({ session_id, emit, ...(store ? { store } : {}), now: () => ctx.now(), ...limits });
+    // The session's list as this run found it, so a resumed run starts from the same list.
+    const initial = store ? await ctx.remember("todo_session", () => store.load(session_id) ?? null) : null;
+    const todos = new TodoLoopContext({ session_id, emit, ...(store ? { store } : {}), ...(initial ? { initial } : {}), now: () => ctx.now(), ...limits });
     const effects = createEffects({
       ctx,
       input,

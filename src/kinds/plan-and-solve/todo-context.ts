@@ -13,6 +13,8 @@ export interface TodoLoopOptions {
   /** Emits a todo event; the runner adds the scope and the round's trace_id. */
   emit: (body: RunEventBody) => void;
   store?: SessionStore;
+  /** The list to start from, when the caller read it already (a resumed run reads it as it was). */
+  initial?: TodoSessionState;
   now?: () => Date;
   /** Successful tool calls after which the active item is completed (the agent's `todo_complete_after`). */
   complete_after: number;
@@ -51,7 +53,7 @@ export class TodoLoopContext {
     this.session_id = options.session_id;
     this.completeAfter = options.complete_after;
     this.blockAfter = options.block_after;
-    this.state = options.store?.load(options.session_id) ?? { version: 0, items: [] };
+    this.state = options.initial ?? options.store?.load(options.session_id) ?? { version: 0, items: [] };
   }
 
   /** The list as events show it. */

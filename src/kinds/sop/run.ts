@@ -28,7 +28,8 @@ export const runSop: AgentRunner<SopAgentConfig> = async (ctx, input) => {
   if (unreachable) return failure(`strategist ${agent.strategist} cannot drive workflow ${workflow.id}: its tools lack ${unreachable}`);
 
   const planTool = openPlanTool(ctx.trace_dir);
-  const planId = newPlanId(workflow.id, ctx.now());
+  // A resumed run works on the plan it created, as it read it then (docs/durable-runs.md).
+  const planId = await ctx.remember("plan_id", () => newPlanId(workflow.id, ctx.now()));
   let usage: Usage = ZERO_USAGE;
   const spend = (spent: Usage) => {
     usage = addUsage(usage, spent);
@@ -93,13 +94,15 @@ function bindSop({ ctx, workflow, planTool, planId, request, spend }: SopRun) {
 
   return sopMachine.provide({
     actors: {
-      createPlan: fromPromise(async () => {
-        const created = await planTool.createPlan(planId, workflow, { emit: (body) => ctx.emit(body), run_task_id: ctx.task_id });
-        return created.ok
-          ? { ok: true as const }
-          : { ok: false as const, error: `cannot create plan from workflow '${workflow.id}': ${created.error}` };
-      }),
-      readPlan: fromPromise(() => readPlan(planTool, planId)),
+      createPlan: fromPromise(() =>
+        ctx.remember("plan_created", async () => {
+          const created = await planTool.createPlan(planId, workflow, { emit: (body) => ctx.emit(body), run_task_id: ctx.task_id });
+          return created.ok
+            ? { ok: true as const }
+            : { ok: false as const, error: `cannot create plan from workflow '${workflow.id}': ${created.error}` };
+        }),
+      ),
+      readPlan: fromPromise(() => ctx.remember("plan", () => readPlan(planTool, planId))),
       drive: fromPromise(({ input }: { input: { plan: PlanInstance; round: number } }) => drive(input)),
     },
     actions: {

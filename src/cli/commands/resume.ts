@@ -1,0 +1,144 @@
+/**
+ * `runtime resume TASK_ID` and `runtime approve TASK_ID [CALL]`
+ * (docs/durable-runs.md): go on with a stopped run, and record a person's
+ * decision on the calls a paused run waits for.
+ */
+import type { Command } from "commander";
+import type { Budget } from "../../config/types.js";
+import { RuntimeError, describeError } from "../../errors.js";
+import { loadTeamOrReport } from "../load-team.js";
+import { EXIT, type SetExit } from "../exit.js";
+
+interface ResumeOptions {
+  team?: string;
+  budget?: string[];
+  events?: string;
+  progress?: boolean;
+  traceDir?: string;
+}
+
+const BUDGET_KEYS = ["max_tokens", "max_model_calls", "max_tool_calls", "max_seconds", "max_cost_usd"] as const;
+
+export function registerResume(program: Command, setExit: SetExit): void {
+  program
+    .command("resume")
+    .description("continue a run that stopped (killed, interrupted, paused, out of budget) from its journal")
+    .argument("<task_id>", "the run to continue (a unique prefix is enough)")
+    .option("--team <file>", "team file to run it with (default: the one the run was started from)")
+    .option("--budget <limit=value...>", `replace limits of the team's budget for this run (${BUDGET_KEYS.join(", ")})`)
+    .option("--events <format>", "write events to stdout instead of the answer: ndjson")
+    .option("--progress", "show live progress on stderr even when it is not a terminal")
+    .option("--no-progress", "never show live progress")
+    .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
+    .action(async (taskId: string, opts: ResumeOptions) => {
+      setExit(await resume(taskId, opts));
+    });
+}
+
+async function resume(given: string, opts: ResumeOptions): Promise<number> {
+  const fail = (message: string, code: number) => {
+    process.stderr.write(`runtime resume: ${message}\n`);
+    return code;
+  };
+  if (opts.events !== undefined && opts.events !== "ndjson") return fail(`--events must be ndjson, not '${opts.events}'`, EXIT.USAGE);
+  let budget: Budget | undefined;
+  try {
+    budget = opts.budget ? parseBudget(opts.budget) : undefined;
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
+  const [{ resumeRun, storedRun }, { runAndReport }] = await Promise.all([import("../../engine/resume.js"), import("../run-report.js")]);
+  let taskId: string;
+  let teamFile: string | undefined;
+  try {
+    taskId = await resolveTask(opts.traceDir, given);
+    teamFile = opts.team ?? storedRun(opts.traceDir, taskId).team_file;
+  } catch (err) {
+    return fail(describeError(err), err instanceof RuntimeError && err.code === "NOT_FOUND" ? EXIT.RUN_ERROR : EXIT.USAGE);
+  }
+  if (!teamFile) return fail(`run ${taskId} was not started from a team file: give it with --team`, EXIT.USAGE);
+  const team = await loadTeamOrReport(teamFile, "resume");
+  if (!team) return EXIT.USAGE;
+  return runAndReport("resume", opts, (base) => {
+    const merged = budget ? { ...team.budget, ...budget } : undefined;
+    return resumeRun(team, { ...base, taskId, ...(merged ? { budget: merged } : {}) });
+  });
+}
+
+/** `max_tokens=50000` pairs into a budget. */
+function parseBudget(pairs: string[]): Budget {
+  const budget: Budget = {};
+  for (const pair of pairs) {
+    const [key, value] = pair.split("=", 2);
+    if (!(BUDGET_KEYS as readonly string[]).includes(key ?? "")) throw new Error(`--budget ${pair}: the limits are ${BUDGET_KEYS.join(", ")}`);
+    const n = Number(value);
+    if (!(n > 0) || !Number.isFinite(n)) throw new Error(`--budget ${pair}: give a positive number`);
+    if (key !== "max_cost_usd" && !Number.isInteger(n)) throw new Error(`--budget ${pair}: give a whole number`);
+    budget[key as (typeof BUDGET_KEYS)[number]] = n;
+  }
+  return budget;
+}
+
+async function resolveTask(traceDir: string | undefined, given: string): Promise<string> {
+  const [{ TraceStore }, { resolveTraceDir }] = await Promise.all([import("../../trace/store.js"), import("../../engine/trace-dir.js")]);
+  const store = TraceStore.open(resolveTraceDir(traceDir), { create: false });
+  try {
+    return store.resolveTaskId(given);
+  } finally {
+    store.close();
+  }
+}
+
+interface ApproveOptions {
+  deny?: boolean;
+  reason?: string;
+  traceDir?: string;
+}
+
+export function registerApprove(program: Command, setExit: SetExit): void {
+  program
+    .command("approve")
+    .description("approve (or --deny) the tool calls a paused run waits for; then `runtime resume` continues it")
+    .argument("<task_id>", "the paused run (a unique prefix is enough)")
+    .argument("[call]", "one call: its approval id or call id (default: every call the run waits for)")
+    .option("--deny", "deny instead: the model gets the call's error, with the reason")
+    .option("--reason <text>", "why (told to the model on a denial)")
+    .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
+    .action(async (taskId: string, call: string | undefined, opts: ApproveOptions) => {
+      setExit(await approve(taskId, call, opts));
+    });
+}
+
+async function approve(given: string, call: string | undefined, opts: ApproveOptions): Promise<number> {
+  const [{ TraceStore }, { resolveTraceDir }] = await Promise.all([import("../../trace/store.js"), import("../../engine/trace-dir.js")]);
+  let store;
+  try {
+    store = TraceStore.open(resolveTraceDir(opts.traceDir), { create: false });
+  } catch (err) {
+    process.stderr.write(`runtime approve: ${describeError(err)}\n`);
+    return EXIT.RUN_ERROR;
+  }
+  try {
+    const taskId = store.resolveTaskId(given);
+    const last = store.eventsOfTask(taskId).findLast((e) => e.type === "run.finished");
+    const waiting = last?.type === "run.finished" && last.result_type === "paused" ? (last.approvals ?? []) : [];
+    if (waiting.length === 0) throw new RuntimeError("NOT_FOUND", `run ${taskId} is not waiting for any approval`);
+    const chosen = call === undefined ? waiting : waiting.filter((a) => a.approval_id === call || a.call_id === call);
+    if (chosen.length === 0) {
+      throw new RuntimeError("NOT_FOUND", `run ${taskId} waits for no call ${call} (it waits for: ${waiting.map((a) => `${a.approval_id} ${a.tool}`).join(", ")})`);
+    }
+    const decision = opts.deny ? "deny" : "approve";
+    for (const a of chosen) {
+      store.decide(taskId, { key: a.approval_id, decision, ...(opts.reason ? { reason: opts.reason } : {}), ts: new Date().toISOString() });
+      process.stdout.write(`${decision === "deny" ? "denied" : "approved"}: ${a.tool} (call ${a.call_id}, approval ${a.approval_id})\n`);
+    }
+    const dir = opts.traceDir !== undefined ? ` --trace-dir ${opts.traceDir}` : "";
+    process.stderr.write(`runtime approve: continue with: runtime resume ${taskId}${dir}\n`);
+    return EXIT.OK;
+  } catch (err) {
+    process.stderr.write(`runtime approve: ${describeError(err)}\n`);
+    return EXIT.RUN_ERROR;
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * What `exec` and `resume` share: the run's sinks (NDJSON, the progress
+ * display), Ctrl-C, asking a person in a terminal about calls that need
+ * approval, and the answer or the reason on the way out with its exit status
+ * (0 answered, 1 error, 3 paused, 130 interrupted).
+ */
+import { createInterface } from "node:readline/promises";
+import type { EventSink } from "../events/bus.js";
+import type { Approver } from "../engine/approvals.js";
+import type { RunOptions, TeamRun } from "../engine/run-team.js";
+import { describeError } from "../errors.js";
+import { EXIT } from "./exit.js";
+
+export interface ReportOptions {
+  events?: string;
+  progress?: boolean;
+  traceDir?: string;
+}
+
+/** What every run the CLI starts is given. */
+export type BaseOptions = Pick<RunOptions, "traceDir" | "signal" | "sinks" | "approver">;
+
+export async function runAndReport(command: string, opts: ReportOptions, begin: (base: BaseOptions) => TeamRun): Promise<number> {
+  const [{ ndjsonSink }, { terminalSink }, { resolveTraceDir }, { acquireTraceStore, releaseTraceStore }] = await Promise.all([
+    import("../events/ndjson-sink.js"),
+    import("../events/terminal-sink.js"),
+    import("../engine/trace-dir.js"),
+    import("../engine/trace-stores.js"),
+  ]);
+  // A trace directory that cannot hold the store is a usage mistake: say so before anything runs.
+  // The store stays open for the run, which shares it.
+  const traceDir = resolveTraceDir(opts.traceDir);
+  try {
+    acquireTraceStore(traceDir);
+  } catch (err) {
+    process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
+    return EXIT.USAGE;
+  }
+
+  const sinks: EventSink[] = [];
+  const ndjson = opts.events === "ndjson";
+  if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
+  const showProgress = opts.progress ?? process.stderr.isTTY === true;
+  const progress = showProgress
+    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true })
+    : undefined;
+  if (progress) sinks.push(progress);
+  // What the runtime adapted to (a chat template's rules, a fallback model) is said once on stderr,
+  // whatever else is shown (docs/servers.md); the progress display says it itself.
+  else sinks.push((e) => e.type === "llm.notice" && process.stderr.write(`runtime ${command}: warning: ${e.message}\n`));
+
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts += 1;
+    if (interrupts > 1) process.exit(EXIT.INTERRUPTED);
+    controller.abort();
+  };
+  process.on("SIGINT", onSigint);
+  process.on("SIGTERM", onSigint);
+
+  let result;
+  try {
+    const run = begin({
+      traceDir,
+      signal: controller.signal,
+      sinks,
+      // In a terminal a person is there to ask; elsewhere the run pauses (exit 3).
+      ...(process.stdin.isTTY && process.stderr.isTTY ? { approver: terminalApprover() } : {}),
+    });
+    result = await run.result;
+  } catch (err) {
+    process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
+    return EXIT.RUN_ERROR;
+  } finally {
+    releaseTraceStore(traceDir);
+    process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigint);
+    progress?.close();
+  }
+
+  const dir = opts.traceDir !== undefined ? ` --trace-dir ${opts.traceDir}` : "";
+  if (result.interrupted) {
+    process.stderr.write(`runtime ${command}: interrupted; trace kept (runtime trace ${result.task_id}; runtime resume ${result.task_id}${dir} to go on)\n`);
+    return EXIT.INTERRUPTED;
+  }
+  if (result.result_type === "answer") {
+    if (!ndjson) process.stdout.write(`${result.answer ?? ""}\n`);
+    return EXIT.OK;
+  }
+  if (result.result_type === "paused") {
+    const calls = (result.approvals ?? []).map((a) => `${a.tool} (call ${a.call_id}, approval ${a.approval_id}${a.in_doubt ? ", in doubt: it may have run before the run stopped" : ""})`);
+    process.stderr.write(
+      `runtime ${command}: paused: waiting for approval of ${calls.join("; ")}\n` +
+        `  approve: runtime approve ${result.task_id}${dir}   (or --deny --reason TEXT)\n` +
+        `  then:    runtime resume ${result.task_id}${dir}\n`,
+    );
+    return EXIT.PAUSED;
+  }
+  // One line, whatever an engine put into its error.
+  const error = (result.error ?? "unknown error").replace(/\s*\n\s*/g, " ");
+  process.stderr.write(`runtime ${command}: run failed: ${error} (runtime trace ${result.task_id}; runtime resume ${result.task_id}${dir} to try again)\n`);
+  return EXIT.RUN_ERROR;
+}
+
+/** Asks on the terminal, one call at a time. */
+function terminalApprover(): Approver {
+  let queue = Promise.resolve();
+  return (request) => {
+    const asked = queue.then(async () => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        const args = JSON.stringify(request.arguments);
+        const doubt = request.in_doubt ? " It started before the run stopped and may have run already." : "";
+        const answer = await rl.question(`\nApprove ${request.tool} ${args.length > 400 ? `${args.slice(0, 400)}…` : args}?${doubt} [y/N] `);
+        if (/^y(es)?$/i.test(answer.trim())) return { decision: "approve" as const };
+        const reason = (await rl.question("Reason (optional, told to the model): ")).trim();
+        return { decision: "deny" as const, ...(reason ? { reason } : {}) };
+      } finally {
+        rl.close();
+      }
+    });
+    queue = asked.then(() => undefined, () => undefined);
+    return asked;
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * Going on with a stored run (docs/durable-runs.md): `resumeRun` continues a
+ * run that stopped before its end under the same task_id, reusing what its
+ * journal holds; `replayRun` runs a stored run again offline, every reply and
+ * tool result from its journal, into another trace directory, so its events
+ * can be compared with the stored ones.
+ */
+import type { ResolvedTeam } from "../config/types.js";
+import { RuntimeError } from "../errors.js";
+import { EventBus } from "../events/bus.js";
+import type { RunEvent } from "../events/types.js";
+import { TraceStore } from "../trace/store.js";
+import { Replay, type RunRecord } from "./replay.js";
+import { start, type RunOptions, type TeamRun } from "./run-team.js";
+import { resolveTraceDir } from "./trace-dir.js";
+import { acquireTraceStore, releaseTraceStore } from "./trace-stores.js";
+
+export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "newId"> & {
+  /** The run to continue. */
+  taskId: string;
+};
+
+/** How a stored run was started, read from its journal without opening it for writing. */
+export function storedRun(traceDir: string | undefined, taskId: string): RunRecord & { finished?: RunEvent } {
+  const store = TraceStore.open(resolveTraceDir(traceDir), { create: false });
+  try {
+    const record = store.journalOf(taskId).find((e) => e.kind === "run");
+    if (!record) throw new RuntimeError("NOT_FOUND", `no journal for run ${taskId} in ${store.file} (was it run with tracing on?)`);
+    const last = store.eventsOfTask(taskId).findLast((e) => e.type === "run.finished");
+    return { ...(JSON.parse(record.json) as RunRecord), ...(last ? { finished: last } : {}) };
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Continue a stopped run (killed, interrupted, paused, out of budget) from
+ * its journal: replies and tool results already there are reused, the run
+ * goes on live from its first unfinished call, and its events go on after
+ * the stored ones. A run that answered is not run again: its stored answer
+ * comes back, and nothing is written.
+ */
+export function resumeRun(team: ResolvedTeam, options: ResumeOptions): TeamRun {
+  const trace_dir = resolveTraceDir(options.traceDir);
+  const record = storedRun(trace_dir, options.taskId);
+  const finished = record.finished;
+  if (finished?.type === "run.finished" && finished.result_type === "answer") {
+    const bus = new EventBus(options.taskId);
+    bus.close();
+    return {
+      task_id: options.taskId,
+      events: { [Symbol.asyncIterator]: () => bus.events() },
+      result: Promise.resolve({ task_id: options.taskId, result_type: "answer", answer: finished.answer ?? "", usage: finished.usage }),
+    };
+  }
+  const store = acquireTraceStore(trace_dir);
+  let replay: Replay;
+  let afterSeq: number;
+  try {
+    replay = new Replay("resume", store.journalOf(options.taskId), store.approvalsOf(options.taskId));
+    afterSeq = store.lastSeq(options.taskId);
+  } finally {
+    releaseTraceStore(trace_dir);
+  }
+  return start(
+    team,
+    { ...options, traceDir: trace_dir, input: record.input, agent: record.agent, sessionId: record.session_id },
+    { task_id: options.taskId, replay, afterSeq },
+  );
+}
+
+export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "approver" | "budget"> & {
+  taskId: string;
+  /** Where the stored run is. @default $RUNTIME_TRACE_DIR or ./.runtime */
+  from?: string;
+  /** Where the replay's own trace goes (a scratch directory): never the stored run's. */
+  traceDir: string;
+};
+
+/**
+ * Run a stored run again offline: every model reply and tool result comes
+ * from its journal (nothing is asked of a model, no tool with effects runs),
+ * decisions on approvals as recorded. A call the journal does not hold, or
+ * a request that differs from the recorded one, ends the replay with
+ * REPLAY_DIVERGED naming the call.
+ */
+export function replayRun(team: ResolvedTeam, options: ReplayOptions): TeamRun {
+  const from = resolveTraceDir(options.from);
+  if (resolveTraceDir(options.traceDir) === from) throw new RuntimeError("USAGE", "a replay writes its own trace: give it another trace directory");
+  const record = storedRun(from, options.taskId);
+  const store = TraceStore.open(from, { create: false });
+  let replay: Replay;
+  try {
+    replay = new Replay("offline", store.journalOf(options.taskId), store.approvalsOf(options.taskId));
+  } finally {
+    store.close();
+  }
+  const noClient = (config: { model?: string; name: string }) => ({
+    model: config.model ?? config.name,
+    chat: () => Promise.reject(new RuntimeError("REPLAY_DIVERGED", "a replay asks no model: the journal has no reply for this call")),
+  });
+  return start(
+    team,
+    { ...options, input: record.input, agent: record.agent, sessionId: record.session_id, createClient: noClient },
+    { task_id: options.taskId, replay, afterSeq: 0 },
+  );
+}
