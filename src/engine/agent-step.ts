@@ -179,6 +179,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       run.journal.value(key, what, value);
       return value;
     },
+    replaying: () => replay?.replaying(keys.key) ?? false,
     inspectStates: (machine, options) =>
       stateInspector(machine, { emit, deferUntilNext: (flush, trace_id) => run.bus.deferUntilNext(flush, trace_id) }, options),
     newId: run.newId,

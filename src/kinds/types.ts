@@ -110,6 +110,12 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
    * Values must be JSON.
    */
   remember<T>(name: string, read: () => T | Promise<T>): Promise<T>;
+  /**
+   * Whether this step is going over what it did before a resume (its
+   * recorded calls are reused): state outside the run must not be written
+   * meanwhile, it already holds what those calls did.
+   */
+  replaying(): boolean;
   newId(): string;
   now(): Date;
 }

@@ -38,7 +38,13 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
     const limits = { complete_after: agent.todo_complete_after, block_after: agent.todo_block_after };
     // The session's list as this run found it, so a resumed run starts from the same list.
     const initial = store ? await ctx.remember("todo_session", () => store.load(session_id) ?? null) : null;
-    const todos = new TodoLoopContext({ session_id, emit, ...(store ? { store } : {}), ...(initial ? { initial } : {}), now: () => ctx.now(), ...limits });
+    const todos = new TodoLoopContext({
+      session_id,
+      emit,
+      ...(store ? { store, initial: initial ?? { version: 0, items: [] }, replaying: () => ctx.replaying() } : {}),
+      now: () => ctx.now(),
+      ...limits,
+    });
     const effects = createEffects({
       ctx,
       input,

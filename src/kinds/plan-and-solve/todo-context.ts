@@ -15,6 +15,8 @@ export interface TodoLoopOptions {
   store?: SessionStore;
   /** The list to start from, when the caller read it already (a resumed run reads it as it was). */
   initial?: TodoSessionState;
+  /** Whether the run is going over what it did before a resume (src/kinds/types.ts `replaying`). */
+  replaying?: () => boolean;
   now?: () => Date;
   /** Successful tool calls after which the active item is completed (the agent's `todo_complete_after`). */
   complete_after: number;
@@ -219,11 +221,12 @@ export class TodoLoopContext {
 
   /** Save the list to the session store (every change does; StorePlan makes sure). */
   persist(): void {
-    this.options.store?.save(this.session_id, this.state, this.now());
+    if (!this.options.replaying?.()) this.options.store?.save(this.session_id, this.state, this.now());
   }
 
   private nextVersion(): number {
-    const store = this.options.store;
+    // A resumed run rebuilding its list takes the versions it took then, and leaves the store alone.
+    const store = this.options.replaying?.() ? undefined : this.options.store;
     this.state.version = store ? store.nextVersion(this.session_id, this.state.version, this.now()) : this.state.version + 1;
     return this.state.version;
   }
