@@ -58,6 +58,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   emit({ type: "llm.request", model: client.model, messages: call.messages.length }, extra);
   const started = Date.now();
   let reply: ChatResponse | undefined = recorded || undefined;
+  if (reply) client.replayed?.({ messages: call.messages, agent_id: ports.agent_id });
   // With fallbacks, the events name the team's model too: two models may share a wire id.
   const named = (name: string) => (candidates.length > 1 ? { model_name: name } : {});
   let answered = candidates[0];

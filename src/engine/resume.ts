@@ -8,7 +8,7 @@
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
-import type { RunEvent } from "../events/types.js";
+import type { ApprovalDecision, PendingApproval, RunEvent } from "../events/types.js";
 import { TraceStore } from "../trace/store.js";
 import { Replay, type RunRecord } from "./replay.js";
 import { start, type RunOptions, type TeamRun } from "./run-team.js";
@@ -104,4 +104,36 @@ export function replayRun(team: ResolvedTeam, options: ReplayOptions): TeamRun {
     { ...options, input: record.input, agent: record.agent, sessionId: record.session_id, createClient: noClient },
     { task_id: options.taskId, replay, afterSeq: 0 },
   );
+}
+
+/** What a person decided on some of the calls a paused run waits for. */
+export interface Decided {
+  task_id: string;
+  decided: PendingApproval[];
+  /** Calls still waiting for a decision: the run pauses again on them. */
+  waiting: PendingApproval[];
+}
+
+/**
+ * Record a decision on the calls a paused run waits for: the one named by
+ * `call` (its approval id or call id), or all of them. Throws NOT_FOUND when
+ * the run waits for nothing or for no such call.
+ */
+export function decideApprovals(
+  store: TraceStore,
+  given: string,
+  options: { call?: string; decision: ApprovalDecision; reason?: string; now?: Date },
+): Decided {
+  const task_id = store.resolveTaskId(given);
+  const last = store.eventsOfTask(task_id).findLast((e) => e.type === "run.finished");
+  const pending = last?.type === "run.finished" && last.result_type === "paused" ? (last.approvals ?? []) : [];
+  if (pending.length === 0) throw new RuntimeError("NOT_FOUND", `run ${task_id} is not waiting for any approval`);
+  const chosen = options.call === undefined ? pending : pending.filter((a) => a.approval_id === options.call || a.call_id === options.call);
+  if (chosen.length === 0) {
+    throw new RuntimeError("NOT_FOUND", `run ${task_id} waits for no call ${options.call} (it waits for: ${pending.map((a) => `${a.approval_id} ${a.tool}`).join(", ")})`);
+  }
+  const ts = (options.now ?? new Date()).toISOString();
+  for (const a of chosen) store.decide(task_id, { key: a.approval_id, decision: options.decision, ...(options.reason ? { reason: options.reason } : {}), ts });
+  const decisions = store.approvalsOf(task_id);
+  return { task_id, decided: chosen, waiting: pending.filter((a) => !decisions.has(a.approval_id)) };
 }

@@ -169,6 +169,16 @@ class TerminalView {
       case "todo.item_progress":
         this.onTodo(e, indent);
         break;
+      case "run.resumed":
+        this.runStartedAt.set(e.task_id, e.ts);
+        log(`${p.bold("⟳ resumed")} ${p.dim(e.task_id)} after event ${e.after_seq}: ${clip(e.input, 120)}`);
+        break;
+      case "approval.requested":
+        log(p.yellow(`? ${e.tool} waits for approval (call ${e.call_id})${e.in_doubt ? ": it may have run before the run stopped" : ""}`));
+        break;
+      case "approval.decided":
+        log(`${e.decision === "approve" ? p.green("✓ approved") : p.red("✗ denied")} ${e.tool}${e.reason ? `: ${clip(e.reason, 120)}` : ""}`);
+        break;
       case "task.status":
         log(`task ${e.plan_task_id} → ${e.status === "error" ? p.red(e.status) : e.status} · plan ${e.plan_id} ${e.plan_status}`);
         break;
@@ -177,7 +187,9 @@ class TerminalView {
         log(
           e.result_type === "answer"
             ? `${p.green("■ answer")} · ${formatDuration(msBetween(this.runStartedAt.get(e.task_id) ?? e.ts, e.ts))} · ${tokens(e.usage)}`
-            : p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`),
+            : e.result_type === "paused"
+              ? p.yellow(`⏸ paused: waiting for approval of ${(e.approvals ?? []).map((a) => a.tool).join(", ")}`)
+              : p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`),
         );
         break;
     }

@@ -27,6 +27,10 @@ export function scriptedClientFrom(script: LoadedScript, config: Pick<ScriptedCl
 
   return {
     model: config.model,
+    replayed(request: ChatRequest): void {
+      const index = pick(script, consumed, request);
+      if (index !== undefined) consumed.add(index);
+    },
     async chat(request: ChatRequest): Promise<ChatResponse> {
       if (request.signal?.aborted) throw aborted(config.model);
       // Chosen and marked before any await: concurrent agents never share a reply.

@@ -63,4 +63,10 @@ export interface ChatClient {
   /** Model name, as reported in events. */
   readonly model: string;
   chat(request: ChatRequest): Promise<ChatResponse>;
+  /**
+   * A resumed run reused the recorded reply to this request instead of
+   * asking (docs/durable-runs.md): a client whose replies depend on those it
+   * gave before (the scripted model) moves on as if it had given it.
+   */
+  replayed?(request: ChatRequest): void;
 }

@@ -42,7 +42,12 @@ export function sendError(res: ServerResponse, status: number, message: string, 
  * that also keeps other origins from posting a "simple" cross-site request
  * (a form or text/plain fetch) without a CORS preflight.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limit: number, options: { optional?: boolean } = {}): Promise<unknown> {
+  // An endpoint whose body is optional takes a request with none.
+  if (options.optional && req.headers["content-type"] === undefined && Number(req.headers["content-length"] ?? "0") === 0) {
+    for await (const _ of req) throw new HttpError(415, "the request body must be JSON (content-type: application/json)");
+    return undefined;
+  }
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json") throw new HttpError(415, "the request body must be JSON (content-type: application/json)");
   const declared = Number(req.headers["content-length"] ?? "0");

@@ -1,6 +1,7 @@
 import type { ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
-import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
+import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
+import { resumeRun, type ResumeOptions } from "../engine/resume.js";
 
 type Listener = (event: RunEvent) => void;
 
@@ -61,9 +62,18 @@ export class LiveRuns {
 
   /** Start a run of `team`; it is forgotten here once it has finished (its trace stays in the store). */
   start(team: ResolvedTeam, options: Omit<RunOptions, "signal" | "sinks">): LiveRun {
+    return this.track((live) => runTeam(team, { ...options, signal: live.signal, sinks: [live.push] }));
+  }
+
+  /** Continue a stopped run of `team` from its journal (docs/durable-runs.md). */
+  resume(team: ResolvedTeam, options: Omit<ResumeOptions, "signal" | "sinks">): LiveRun {
+    return this.track((live) => resumeRun(team, { ...options, signal: live.signal, sinks: [live.push] }));
+  }
+
+  private track(begin: (live: LiveRun) => TeamRun): LiveRun {
     const live = new LiveRun();
-    // runTeam emits run.started before it returns; the sink catches it all the same.
-    const run = runTeam(team, { ...options, signal: live.signal, sinks: [live.push] });
+    // A run emits its first event before it returns; the sink catches it all the same.
+    const run = begin(live);
     live.task_id = run.task_id;
     live.result = run.result.finally(() => this.runs.delete(run.task_id));
     this.runs.set(run.task_id, live);

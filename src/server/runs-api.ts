@@ -1,6 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
+import type { Budget } from "../config/types.js";
+import { decideApprovals as decide } from "../engine/resume.js";
+import { RuntimeError } from "../errors.js";
 import type { TraceStore } from "../trace/store.js";
 import { HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRun, LiveRuns } from "./live-runs.js";
@@ -83,7 +86,16 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
   const after = lastEventId(req.headers["last-event-id"]);
   const live = ctx.live.get(taskId);
   if (live) {
-    pipe(live, after, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer));
+    const stream = new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer);
+    // A resumed run's events before this process took it up are in the store.
+    const firstLive = live.events[0]?.seq ?? Infinity;
+    let last = after;
+    for (const event of ctx.store.eventsOfTask(taskId)) {
+      if (event.seq <= last || event.seq >= firstLive) continue;
+      if (!(await stream.sendPaced(event))) return;
+      last = event.seq;
+    }
+    pipe(live, last, stream);
     return;
   }
   const events = ctx.store.eventsOfTask(taskId);
@@ -116,6 +128,77 @@ export function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string):
   const events: RunEvent[] = ctx.store.eventsOfTrace(traceId);
   if (events.length === 0) throw new HttpError(404, `no events with trace_id ${traceId}`);
   sendJson(res, 200, { trace_id: traceId, events });
+}
+
+/**
+ * `POST /v1/runs/:task_id/resume` (`{budget?}`): continue a stopped run from
+ * its journal in this server; follow it with `GET .../events`.
+ */
+export async function resumeRunApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
+  const body = await readJsonBody(req, ctx.maxBodyBytes, { optional: true });
+  const budget = parseBudget(body);
+  resumeLive(ctx, taskId, budget);
+  sendJson(res, 202, { task_id: taskId, resumed: true });
+}
+
+/**
+ * `POST /v1/runs/:task_id/approvals` (`{decision: "approve" | "deny",
+ * approval_id? | call_id?, reason?}`): decide on calls a paused run waits
+ * for (all of them when none is named); once none is left waiting, the run
+ * goes on in this server.
+ */
+export async function decideApprovals(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
+  const body = await readJsonBody(req, ctx.maxBodyBytes);
+  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, 'the body must be a JSON object such as {"decision": "approve"}');
+  const { decision, approval_id, call_id, reason, ...rest } = body as Record<string, unknown>;
+  if (Object.keys(rest).length) throw new HttpError(400, `unknown field(s) ${Object.keys(rest).join(", ")}; expected decision, approval_id, call_id, reason`);
+  if (decision !== "approve" && decision !== "deny") throw new HttpError(400, 'decision must be "approve" or "deny"');
+  for (const [name, value] of Object.entries({ approval_id, call_id, reason })) {
+    if (value !== undefined && (typeof value !== "string" || value.length > 2000)) throw new HttpError(400, `${name} must be a string of at most 2000 characters`);
+  }
+  if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on; it is not waiting for an approval`);
+  const call = (approval_id ?? call_id) as string | undefined;
+  let decided;
+  try {
+    decided = decide(ctx.store, taskId, { decision, ...(call !== undefined ? { call } : {}), ...(typeof reason === "string" && reason ? { reason } : {}) });
+  } catch (err) {
+    if (err instanceof RuntimeError && err.code === "NOT_FOUND") throw new HttpError(404, err.message);
+    throw err;
+  }
+  const resumed = decided.waiting.length === 0;
+  if (resumed) resumeLive(ctx, decided.task_id, undefined);
+  sendJson(res, 202, { task_id: decided.task_id, decided: decided.decided, waiting: decided.waiting, resumed });
+}
+
+function resumeLive(ctx: ApiContext, taskId: string, budget: Budget | undefined): void {
+  if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on already`);
+  if (ctx.live.size >= ctx.maxLiveRuns) {
+    throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
+  }
+  try {
+    ctx.live.resume(ctx.team, { taskId, traceDir: ctx.traceDir, ...(budget ? { budget: { ...ctx.team.budget, ...budget } } : {}) });
+  } catch (err) {
+    if (err instanceof RuntimeError && err.code === "NOT_FOUND") throw new HttpError(404, err.message);
+    throw err;
+  }
+}
+
+const BUDGET_KEYS = new Set(["max_tokens", "max_model_calls", "max_tool_calls", "max_seconds", "max_cost_usd"]);
+
+function parseBudget(body: unknown): Budget | undefined {
+  if (body === undefined) return undefined;
+  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, 'the body must be a JSON object such as {"budget": {"max_tokens": 50000}}');
+  const { budget, ...rest } = body as Record<string, unknown>;
+  if (Object.keys(rest).length) throw new HttpError(400, `unknown field(s) ${Object.keys(rest).join(", ")}; expected budget`);
+  if (budget === undefined) return undefined;
+  if (budget === null || typeof budget !== "object" || Array.isArray(budget)) throw new HttpError(400, "budget must be an object of limits");
+  const out: Record<string, number> = {};
+  for (const [key, value] of Object.entries(budget)) {
+    if (!BUDGET_KEYS.has(key)) throw new HttpError(400, `budget.${key} is not a limit (${[...BUDGET_KEYS].join(", ")})`);
+    if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value)) throw new HttpError(400, `budget.${key} must be a positive number`);
+    out[key] = value;
+  }
+  return out as Budget;
 }
 
 /**

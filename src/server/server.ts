@@ -11,7 +11,7 @@ import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
 import { MAX_CLIENT_BUFFER } from "./sse.js";
-import { getRun, getTrace, listRuns, startRun, streamEvents, type ApiContext } from "./runs-api.js";
+import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, type ApiContext } from "./runs-api.js";
 import { teamInfo } from "./team-info.js";
 import { teamSecrets } from "../engine/secrets.js";
 
@@ -136,6 +136,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return streamEvents(ctx, req, res, route.id);
       case "trace":
         return getTrace(ctx, res, route.id);
+      case "resumeRun":
+        return resumeRunApi(ctx, req, res, route.id);
+      case "approvals":
+        return decideApprovals(ctx, req, res, route.id);
     }
   }
 
@@ -165,7 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
 type Route =
   | { name: "page" | "script" | "team" | "startRun" | "listRuns" }
-  | { name: "getRun" | "runEvents" | "trace"; id: string };
+  | { name: "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals"; id: string };
 
 /** Endpoints by method; a path known under another method answers 405. */
 const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[] = [
@@ -176,6 +180,8 @@ const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[
   { method: "GET", pattern: /^\/v1\/runs$/, route: () => ({ name: "listRuns" }) },
   { method: "GET", pattern: /^\/v1\/runs\/([^/]{1,200})$/, route: (id) => ({ name: "getRun", id }) },
   { method: "GET", pattern: /^\/v1\/runs\/([^/]{1,200})\/events$/, route: (id) => ({ name: "runEvents", id }) },
+  { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/resume$/, route: (id) => ({ name: "resumeRun", id }) },
+  { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/approvals$/, route: (id) => ({ name: "approvals", id }) },
   { method: "GET", pattern: /^\/v1\/traces\/([^/]{1,200})$/, route: (id) => ({ name: "trace", id }) },
 ];
 

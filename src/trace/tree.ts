@@ -58,13 +58,16 @@ export function renderRunTree(events: readonly RunEvent[], options: TreeOptions 
   const first = events[0];
   if (first === undefined) return "";
   const started = events.find((e): e is EventOf<"run.started"> => e.type === "run.started");
-  const finished = events.find((e): e is EventOf<"run.finished"> => e.type === "run.finished");
+  // A resumed run may have paused (or failed) before: its last run.finished is the one that counts.
+  const finished = events.findLast((e): e is EventOf<"run.finished"> => e.type === "run.finished");
   const last = events[events.length - 1] ?? first;
   const usage = finished?.usage ?? sumUsage(events);
   const result = finished
     ? finished.result_type === "answer"
       ? paint.green("answer")
-      : paint.red("error")
+      : finished.result_type === "paused"
+        ? paint.yellow("paused")
+        : paint.red("error")
     : paint.yellow(`unfinished (last event seq ${last.seq})`);
   const lines = [
     paint.bold(`task ${first.task_id}`) +
@@ -76,6 +79,7 @@ export function renderRunTree(events: readonly RunEvent[], options: TreeOptions 
 
   const roots = buildNodes(events, paint, options.maxValue ?? 100);
   if (finished?.result_type === "answer") roots.push(leaf(`${paint.green("answer")}: ${finished.answer ?? ""}`));
+  else if (finished?.result_type === "paused") roots.push(leaf(paint.yellow(`⏸ ${pausedFor(finished)}`)));
   else if (finished) roots.push(leaf(paint.red(`✗ error: ${finished.error ?? "(no message)"}`)));
   else roots.push(leaf(paint.yellow("no run.finished: the run is still going or its process stopped")));
   return [...lines, ...renderNodes(roots)].join("\n") + "\n";
@@ -165,7 +169,18 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
   };
 
   for (const e of events) {
-    if (e.type === "run.started" || e.type === "run.finished") continue;
+    if (e.type === "run.started") continue;
+    // Where a run stopped and went on (docs/durable-runs.md): said at the top level, in order.
+    if (e.type === "run.finished") {
+      if (e !== events.findLast((x) => x.type === "run.finished")) {
+        roots.push(leaf(e.result_type === "paused" ? paint.yellow(`⏸ ${pausedFor(e)}`) : paint.red(`✗ stopped: ${e.error ?? e.result_type}`)));
+      }
+      continue;
+    }
+    if (e.type === "run.resumed") {
+      roots.push(leaf(paint.cyan(`⟳ resumed at ${e.ts} (after event ${e.after_seq})`)));
+      continue;
+    }
     const step = stepOf(e);
     const container = containerOf(step, e);
     const add = (text: string, children: TreeNode[] = []) => {
@@ -263,6 +278,12 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
         }
         add(`todo v${e.version} · ${todoLine(e.item)}`);
         break;
+      case "approval.requested":
+        add(paint.yellow(`approval asked for ${e.tool} (call ${e.call_id}, approval ${e.approval_id})${e.in_doubt ? " · in doubt: it may have run" : ""}`));
+        break;
+      case "approval.decided":
+        add(`${e.decision === "approve" ? paint.green("approved") : paint.red("denied")} ${e.tool} (call ${e.call_id})${e.reason ? `: ${e.reason}` : ""}`);
+        break;
       case "task.status": {
         const status = e.status === "error" ? paint.red(e.status) : e.status;
         add(`task ${e.plan_task_id} → ${status} · plan ${e.plan_id} ${e.plan_status}`);
@@ -340,4 +361,8 @@ function sumUsage(events: readonly RunEvent[]): Usage {
   let total = ZERO_USAGE;
   for (const e of events) if (e.type === "llm.response") total = addUsage(total, e.usage);
   return total;
+}
+
+function pausedFor(e: EventOf<"run.finished">): string {
+  return `paused: waiting for approval of ${(e.approvals ?? []).map((a) => `${a.tool} (call ${a.call_id}, approval ${a.approval_id})`).join(", ")}`;
 }

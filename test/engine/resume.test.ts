@@ -297,6 +297,9 @@ describe("budgets on resume", () => {
     expect(resumed.stderr).toBe("");
     expect(resumed.stdout).toBe("recorded 4\n");
     expect(counts()).toEqual([0, 1, 2, 3]);
+    const trace = await runCli(["trace", task_id, "--trace-dir", traceDir]);
+    expect(trace.stdout).toMatch(/✗ stopped: budget reached: the team's max_tool_calls is 2/);
+    expect(trace.stdout).toMatch(/⟳ resumed at \S+ \(after event \d+\)/);
     // Resuming a finished run prints its answer and changes nothing.
     const events = stored(traceDir).events.length;
     const again = await runCli(["resume", task_id, "--trace-dir", traceDir]);

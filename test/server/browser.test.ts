@@ -5,7 +5,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent, RunEventBody, TodoItem } from "../../src/events/types.js";
 import { TraceStore } from "../../src/trace/store.js";
-import { CIRCLE_QUESTION, serveTeam } from "./support.js";
+import { CIRCLE_QUESTION, approvalTeam, serveTeam } from "./support.js";
 
 // A real headless Chromium (installed by .ci/run; playwright-core downloads nothing).
 const CHROMIUM = "/usr/bin/chromium";
@@ -84,6 +84,29 @@ describe.skipIf(!hasChromium)("the page of runtime serve in Chromium", () => {
     await page.reload();
     await page.waitForSelector("#answer:has-text('31.42')", { timeout: 10_000 });
     expect(await page.locator("#tools li").count()).toBe(2);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("asks for approval with Approve and Deny, and goes on to the answer once approved", async () => {
+    const server = await serveTeam(approvalTeam());
+    closers.push(server);
+    const { page, errors } = await open(server.pageUrl);
+    await expect.poll(() => page.textContent("#team-name")).toBe("circle-react");
+    await page.fill("#input", CIRCLE_QUESTION);
+    await page.click("#run");
+    await page.waitForSelector("#approval-list li button.approve", { timeout: 20_000 });
+    expect(await page.textContent("#status")).toMatch(/Paused: waiting for approval/);
+    const waiting = await page.locator("#approval-list li").allTextContents();
+    expect(waiting).toHaveLength(2);
+    expect(waiting[0]).toMatch(/calculator \{"expression":"round\(pi \* 5\^2, 2\)"\}/);
+    // One decided: the other still waits; the second click resumes the run.
+    await page.click("#approval-list li:first-child button.approve");
+    await expect.poll(() => page.locator("#approval-list li").count()).toBe(1);
+    await page.click("#approval-list li:first-child button.approve");
+    await page.waitForSelector("#answer:has-text('78.54')", { timeout: 20_000 });
+    expect(await page.isHidden("#approvals")).toBe(true);
+    expect(await page.textContent("#status")).toMatch(/Finished: answered/);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -1,3 +1,5 @@
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { loadTeam } from "../../src/config/load.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { startServer, type RunningServer } from "../../src/server/server.js";
@@ -94,4 +96,15 @@ export async function eventually<T>(check: () => Promise<T | undefined>, ms = 10
     if (Date.now() > until) throw new Error(`condition not met within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** teams/circle-react.yaml, whose solver may use the calculator only with approval. */
+export function approvalTeam(): string {
+  const dir = tempDir("approval-team-");
+  cpSync(join(ROOT, "teams"), dir, { recursive: true });
+  const file = join(dir, "circle-react.yaml");
+  const text = readFileSync(file, "utf8").replace("    tools: [calculator, terminate]\n", "    tools: [calculator, terminate]\n    approval: { calculator: required }\n");
+  if (!text.includes("approval:")) throw new Error("circle-react.yaml changed: cannot add approval");
+  writeFileSync(file, text);
+  return file;
 }

@@ -110,7 +110,11 @@ export function registerApprove(program: Command, setExit: SetExit): void {
 }
 
 async function approve(given: string, call: string | undefined, opts: ApproveOptions): Promise<number> {
-  const [{ TraceStore }, { resolveTraceDir }] = await Promise.all([import("../../trace/store.js"), import("../../engine/trace-dir.js")]);
+  const [{ TraceStore }, { resolveTraceDir }, { decideApprovals }] = await Promise.all([
+    import("../../trace/store.js"),
+    import("../../engine/trace-dir.js"),
+    import("../../engine/resume.js"),
+  ]);
   let store;
   try {
     store = TraceStore.open(resolveTraceDir(opts.traceDir), { create: false });
@@ -119,21 +123,16 @@ async function approve(given: string, call: string | undefined, opts: ApproveOpt
     return EXIT.RUN_ERROR;
   }
   try {
-    const taskId = store.resolveTaskId(given);
-    const last = store.eventsOfTask(taskId).findLast((e) => e.type === "run.finished");
-    const waiting = last?.type === "run.finished" && last.result_type === "paused" ? (last.approvals ?? []) : [];
-    if (waiting.length === 0) throw new RuntimeError("NOT_FOUND", `run ${taskId} is not waiting for any approval`);
-    const chosen = call === undefined ? waiting : waiting.filter((a) => a.approval_id === call || a.call_id === call);
-    if (chosen.length === 0) {
-      throw new RuntimeError("NOT_FOUND", `run ${taskId} waits for no call ${call} (it waits for: ${waiting.map((a) => `${a.approval_id} ${a.tool}`).join(", ")})`);
-    }
     const decision = opts.deny ? "deny" : "approve";
-    for (const a of chosen) {
-      store.decide(taskId, { key: a.approval_id, decision, ...(opts.reason ? { reason: opts.reason } : {}), ts: new Date().toISOString() });
-      process.stdout.write(`${decision === "deny" ? "denied" : "approved"}: ${a.tool} (call ${a.call_id}, approval ${a.approval_id})\n`);
-    }
+    const { task_id, decided, waiting } = decideApprovals(store, given, {
+      ...(call !== undefined ? { call } : {}),
+      decision,
+      ...(opts.reason ? { reason: opts.reason } : {}),
+    });
+    for (const a of decided) process.stdout.write(`${decision === "deny" ? "denied" : "approved"}: ${a.tool} (call ${a.call_id}, approval ${a.approval_id})\n`);
     const dir = opts.traceDir !== undefined ? ` --trace-dir ${opts.traceDir}` : "";
-    process.stderr.write(`runtime approve: continue with: runtime resume ${taskId}${dir}\n`);
+    if (waiting.length > 0) process.stderr.write(`runtime approve: still waiting for: ${waiting.map((a) => `${a.tool} (approval ${a.approval_id})`).join(", ")}\n`);
+    process.stderr.write(`runtime approve: continue with: runtime resume ${task_id}${dir}\n`);
     return EXIT.OK;
   } catch (err) {
     process.stderr.write(`runtime approve: ${describeError(err)}\n`);

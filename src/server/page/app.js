@@ -34,6 +34,9 @@ function resetView() {
     todoLists: new Map(),
     todoSession: "",
     tools: new Map(),
+    // docs/durable-runs.md#approvals: calls waiting for a person, by approval id.
+    approvals: new Map(),
+    taskId: "",
   };
   $("plan").replaceChildren(el("li", "muted", "No plan yet."));
   $("plan-status").hidden = true;
@@ -44,6 +47,8 @@ function resetView() {
   $("answer").textContent = "";
   $("error").hidden = true;
   $("error").textContent = "";
+  $("approvals").hidden = true;
+  $("approval-list").replaceChildren();
 }
 
 function setStatus(...parts) {
@@ -64,6 +69,7 @@ function showProgress(taskId) {
 function apply(event) {
   if (event.seq <= view.lastSeq) return; // already shown (a replay after reconnecting)
   view.lastSeq = event.seq;
+  view.taskId = event.task_id;
   switch (event.type) {
     case "agent.started":
       view.agent = event.agent_id;
@@ -124,6 +130,23 @@ function apply(event) {
       view.planTool.tasks.set(event.plan_task_id, event.status);
       log(event.agent_id, `plan task ${event.plan_task_id}: ${event.status}`);
       drawPlan();
+      break;
+    case "approval.requested":
+      view.approvals.set(event.approval_id, { ...event, decided: "" });
+      log(event.agent_id, `${event.tool} waits for approval${event.in_doubt ? " (in doubt: it may have run)" : ""}`);
+      drawApprovals();
+      break;
+    case "approval.decided": {
+      const known = view.approvals.get(event.approval_id);
+      if (known) known.decided = event.decision;
+      log(event.agent_id, `${event.tool}: ${event.decision === "approve" ? "approved" : "denied"}${event.reason ? ` (${event.reason})` : ""}`);
+      drawApprovals();
+      break;
+    }
+    case "run.resumed":
+      view.finished = false;
+      $("result").hidden = true;
+      log(event.agent_id, "resumed");
       break;
     case "run.finished":
       view.finished = true;
@@ -245,7 +268,54 @@ function log(agent, text) {
   list.append(el("li", "", el("span", "agent", `${agent} `), text));
 }
 
+/** The calls waiting for a decision, each with Approve and Deny (and a reason for the model). */
+function drawApprovals() {
+  const waiting = [...view.approvals.values()].filter((a) => !a.decided);
+  $("approvals").hidden = waiting.length === 0;
+  $("approval-list").replaceChildren(
+    ...waiting.map((a) => {
+      const reason = el("input", "reason");
+      reason.placeholder = "Reason (told to the model when denied)";
+      const approve = el("button", "approve", "Approve");
+      const deny = el("button", "deny", "Deny");
+      approve.type = deny.type = "button";
+      approve.addEventListener("click", () => void decide(a.approval_id, "approve", reason.value));
+      deny.addEventListener("click", () => void decide(a.approval_id, "deny", reason.value));
+      const item = el("li", "approval", el("b", "", a.tool), ` ${clip(a.arguments, 300)}`, a.in_doubt ? el("span", "muted", " · it may have run before the run stopped") : "", el("br"), reason, approve, deny);
+      item.dataset.approval = a.approval_id;
+      return item;
+    }),
+  );
+}
+
+async function decide(approvalId, decision, reason) {
+  const taskId = view.taskId;
+  const response = await fetch(`/v1/runs/${encodeURIComponent(taskId)}/approvals`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ decision, approval_id: approvalId, ...(reason ? { reason } : {}) }),
+  });
+  if (!response.ok) {
+    setStatus(`Error: ${await errorText(response)}`);
+    return;
+  }
+  const outcome = await response.json();
+  const known = view.approvals.get(approvalId);
+  if (known) known.decided = decision;
+  drawApprovals();
+  if (outcome.resumed) {
+    view.finished = false;
+    setStatus(`Resumed · task ${taskId}`);
+    await follow(taskId).catch((err) => setStatus(`Error: ${err.message}`));
+  }
+}
+
 function showResult(event) {
+  if (event.result_type === "paused") {
+    setStatus(`Paused: waiting for approval · task ${event.task_id}`);
+    drawApprovals();
+    return;
+  }
   $("result").hidden = false;
   if (event.result_type === "answer") {
     $("answer").textContent = event.answer ?? "";
