@@ -26,6 +26,12 @@ export interface RunOptions {
   traceDir?: string;
   /** Store every event in the trace store. @default true */
   trace?: boolean;
+  /**
+   * Keep the run's journal beside its trace (docs/durable-runs.md): what
+   * resume and replay read. Off, the run's events are still stored but it
+   * cannot be resumed or replayed. @default true (false when trace is off)
+   */
+  journal?: boolean;
   /** Cancels the run: it ends with result_type error, its trace kept. */
   signal?: AbortSignal;
   /** Conversation key: a follow-up with the same session continues its state. @default a new id */
@@ -112,7 +118,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       const trace = batchedTraceSink(store);
       bus.subscribe(trace.sink);
       flushTrace = trace.commit;
-      journalSink = { write: trace.journal, commit: trace.commit };
+      if (options.journal !== false) journalSink = { write: trace.journal, commit: trace.commit };
     } catch (err) {
       traceError = `cannot open the trace store in ${trace_dir}: ${describeError(err)}`;
     }
