@@ -1,6 +1,8 @@
 /** The library: load a team file, run it, consume its events. The CLI is a thin shell over this. */
 export { loadTeam } from "./config/load.js";
 export { runTeam, type RunOptions, type RunResult, type TeamRun } from "./engine/run-team.js";
+export { resumeRun, replayRun, decideApprovals, type ResumeOptions, type ReplayOptions, type Decided } from "./engine/resume.js";
+export type { Approver, Decision } from "./engine/approvals.js";
 export type * from "./config/types.js";
 export type * from "./events/types.js";
 export type { EventSink } from "./events/bus.js";
