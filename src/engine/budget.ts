@@ -9,7 +9,7 @@
  */
 import type { Budget, ModelConfig } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
-import type { Usage } from "../events/types.js";
+import type { BudgetStatement, Usage } from "../events/types.js";
 
 export class Account {
   private tokens = 0;
@@ -48,6 +48,24 @@ export class Account {
 
   toolCall(): void {
     this.toolCalls++;
+  }
+
+  /** What was spent against each limit set (on run.finished, for `runtime trace` and the terminal). */
+  statement(): BudgetStatement {
+    const b = this.budget;
+    const spent: Record<keyof Budget, number> = {
+      max_tokens: this.tokens,
+      max_model_calls: this.modelCalls,
+      max_tool_calls: this.toolCalls,
+      max_seconds: Math.round((Date.now() - this.started) / 100) / 10,
+      max_cost_usd: Math.round(this.cost * 10_000) / 10_000,
+    };
+    const out: BudgetStatement = {};
+    for (const key of Object.keys(spent) as (keyof Budget)[]) {
+      const limit = b[key];
+      if (limit !== undefined) out[key] = { limit, spent: spent[key] };
+    }
+    return out;
   }
 
   /** A model call's usage, and its cost at the model's price. */

@@ -180,7 +180,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     if (resuming && continued) usage = addUsage(usage, continued.replay.usage);
     const { task_id: _id, interrupted: _i, ...finished } = outcome;
     // The result is read back from the masked event, so an answer or error never carries a secret either.
-    const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage }, scope));
+    const statement = shared.accounts[0]?.statement();
+    const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage, ...(statement ? { budget: statement } : {}) }, scope));
     bus.close();
     const masked = event.type === "run.finished" ? event : { ...finished, usage };
     return {

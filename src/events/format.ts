@@ -2,7 +2,7 @@
  * Small text helpers shared by the views of events (the terminal sink and the
  * trace tree), so both show a duration, a todo mark or a tool call alike.
  */
-import type { TodoItem, TodoStatus, Usage } from "./types.js";
+import type { BudgetStatement, TodoItem, TodoStatus, Usage } from "./types.js";
 
 /** `840ms`, `1.23s`, `2m05s`. */
 export function formatDuration(ms: number): string {
@@ -46,6 +46,19 @@ const TODO_MARKS: Record<TodoStatus, string> = {
 };
 
 /** The checklist mark of a todo status: `[ ]`, `[~]`, `[x]`, `[!]` or `[-]`. */
+/** Spend against a budget: `budget: tokens 1200/50000 · tool calls 2/2 (spent)`. */
+export function formatBudget(statement: BudgetStatement): string {
+  const names: Record<string, string> = {
+    max_tokens: "tokens",
+    max_model_calls: "model calls",
+    max_tool_calls: "tool calls",
+    max_seconds: "seconds",
+    max_cost_usd: "USD",
+  };
+  const parts = Object.entries(statement).map(([key, v]) => `${names[key] ?? key} ${v.spent}/${v.limit}${v.spent >= v.limit ? " (spent)" : ""}`);
+  return `budget: ${parts.join(" · ")}`;
+}
+
 export function todoMark(status: TodoStatus): string {
   return TODO_MARKS[status] ?? "[?]";
 }

@@ -8,6 +8,7 @@ import type { EventSink } from "./bus.js";
 import {
   clip,
   compact,
+  formatBudget,
   formatDuration,
   msBetween,
   painter,
@@ -191,6 +192,7 @@ class TerminalView {
               ? p.yellow(`⏸ paused: waiting for approval of ${(e.approvals ?? []).map((a) => a.tool).join(", ")}`)
               : p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`),
         );
+        if (e.budget) log(p.dim(formatBudget(e.budget)));
         break;
     }
   }

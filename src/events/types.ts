@@ -136,7 +136,12 @@ export type RunEventBody =
       error?: string;
       approvals?: PendingApproval[];
       usage: Usage;
+      /** Spent against the team's budget, when it has one (docs/budgets.md). */
+      budget?: BudgetStatement;
     };
+
+/** Each limit of a budget with what was spent against it. */
+export type BudgetStatement = Partial<Record<"max_tokens" | "max_model_calls" | "max_tool_calls" | "max_seconds" | "max_cost_usd", { limit: number; spent: number }>>;
 
 export type ApprovalDecision = "approve" | "deny";
 

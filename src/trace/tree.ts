@@ -4,6 +4,7 @@
  * and errors in between. Plain text with box-drawing characters.
  */
 import {
+  formatBudget,
   clip,
   compact,
   formatDuration,
@@ -76,6 +77,7 @@ export function renderRunTree(events: readonly RunEvent[], options: TreeOptions 
     `started ${started?.ts ?? first.ts}`,
   ];
   if (started) lines.push(`input: ${clip(started.input, 200)}`);
+  if (finished?.budget) lines.push(formatBudget(finished.budget));
 
   const roots = buildNodes(events, paint, options.maxValue ?? 100);
   if (finished?.result_type === "answer") roots.push(leaf(`${paint.green("answer")}: ${finished.answer ?? ""}`));

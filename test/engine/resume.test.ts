@@ -300,6 +300,8 @@ describe("budgets on resume", () => {
     const trace = await runCli(["trace", task_id, "--trace-dir", traceDir]);
     expect(trace.stdout).toMatch(/✗ stopped: budget reached: the team's max_tool_calls is 2/);
     expect(trace.stdout).toMatch(/⟳ resumed at \S+ \(after event \d+\)/);
+    // Spend against the budget the run finished with.
+    expect(trace.stdout).toMatch(/^budget: tool calls 4\/10$/m);
     // Resuming a finished run prints its answer and changes nothing.
     const events = stored(traceDir).events.length;
     const again = await runCli(["resume", task_id, "--trace-dir", traceDir]);
