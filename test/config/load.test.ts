@@ -79,6 +79,7 @@ agents:
       parameters: { type: "object", properties: {} },
       timeout_ms: 30000,
       max_output_bytes: 65536,
+      effect: "write",
     });
     expect(team.tools.calc).toMatchObject({ type: "builtin", builtin: "calculator", timeout_ms: 30000 });
     expect(team.agents.flow).toEqual({
@@ -88,6 +89,7 @@ agents:
       model: "default",
       max_iteration: 30,
       tools: [],
+      approval: [],
       planner: "planner",
       executor: "solver",
       enable_replanner: false,
@@ -101,6 +103,7 @@ agents:
       model: "default",
       max_iteration: 30,
       tools: ["lookup", "calc", "planner", "write_todos"],
+      approval: [],
       system_prompt_file: join(dir, "solver.hbs"),
       prompt: "You solve. {{current_state}}",
       todo_complete_after: 3,
@@ -132,6 +135,7 @@ agents:
       parameters: { type: "object", properties: {} },
       timeout_ms: 30000,
       max_output_bytes: 65536,
+      effect: "write",
     });
     expect(team.tools.remote).toMatchObject({ type: "mcp", server: [join(dir, "server.mjs"), "--stdio"], tool: "search", timeout_ms: 1000 });
   });
