@@ -6,36 +6,36 @@
  * An OpenAI-compatible server (bench/lib/chat-server.mjs, its own process on
  * 127.0.0.1, so its CPU is not counted here) answers a calculator tool call
  * for the first N-1 model calls of a conversation and an ANSWER on the N-th.
- * Both loops run the same calculator (mathjs) and must return the last tool
- * result the server saw, so neither can skip work.
+ * Both loops run the same calculator (the runtime's `calculate`, mathjs) and
+ * must return the last tool result the server saw, so neither can skip work.
  *
  *   1. overhead per step: a 10-step loop, runTeam (trace on / off) vs baseline
  *   2. CPU per task (process.cpuUsage)
  *   3. tasks per second at 50 concurrent runs
- *   4. CLI start-up time (`--help`, `validate`) beside `node -e 0`
+ *   4. peak memory at 500 concurrent runs: each variant in a process of its
+ *      own (peak RSS is per process), which imports only what it runs
  *   5. request bytes per recursion at 10 and 30 recursions (linear growth)
  *   6. where trace-on time goes: latency of TraceStore.append on a task's events
  *
+ * CLI start-up beside `node -e 0` is bench/startup.mjs.
+ *
  *   npm run build && node bench/react-loop.mjs [--quick] [--tasks 30] [--steps 10]
- *     [--concurrency 50] [--rounds 3] [--cli-runs 10] [--latency MS]
+ *     [--concurrency 50] [--rounds 3] [--memory-concurrency 500] [--latency MS]
  *
  * --latency delays every model reply (default 0: the figures are pure client
  * overhead, the worst case for the runtime; real models take 100s of ms).
  */
-import { spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import { evaluate } from "mathjs";
+import { parseArgs, promisify } from "node:util";
 import OpenAI from "openai";
-import { loadTeam, runTeam } from "../dist/index.js";
-import { TraceStore } from "../dist/trace/store.js";
+import { calculate } from "../dist/tools/builtin/calculator.js";
 import { benchTeamYaml, loadLine, startChatServer } from "./lib/bench-team.mjs";
 import { fixed, measure, median, printTable } from "./lib/stats.mjs";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
@@ -43,8 +43,13 @@ const { values } = parseArgs({
     steps: { type: "string", default: "10" },
     concurrency: { type: "string", default: "50" },
     rounds: { type: "string" },
-    "cli-runs": { type: "string" },
+    "memory-concurrency": { type: "string" },
     latency: { type: "string", default: "0" },
+    // internal: one variant's memory run, in a process of its own
+    "memory-child": { type: "string" },
+    url: { type: "string" },
+    team: { type: "string" },
+    "trace-dir": { type: "string" },
   },
 });
 const QUICK = values.quick;
@@ -52,7 +57,7 @@ const TASKS = Number(values.tasks ?? (QUICK ? 8 : 30));
 const STEPS = Number(values.steps);
 const CONCURRENCY = Number(values.concurrency);
 const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 3));
-const CLI_RUNS = Number(values["cli-runs"] ?? (QUICK ? 3 : 10));
+const MEMORY_CONCURRENCY = Number(values["memory-concurrency"] ?? (QUICK ? 200 : 500));
 const LATENCY = Number(values.latency);
 const AIM = 1.3;
 
@@ -62,12 +67,13 @@ const AIM = 1.3;
 // ---------------------------------------------------------------- the two loops
 
 /** What both loops must answer for an N-step task: the server quotes the last calculator result. */
-const expectedAnswer = (steps) => (steps > 1 ? `last=${evaluate(`round(pi * ${steps - 1}^2, 2)`)}` : "last=none");
+const expectedAnswer = (steps) => (steps > 1 ? `last=${calculate(`round(pi * ${steps - 1}^2, 2)`)}` : "last=none");
 const taskInput = (steps, tag) => `Compute the areas of circles of radius 1, 2, 3... steps=${steps}${tag ? ` tag=${tag}` : ""}`;
 
 
-/** One task through the library. */
+/** One task through the library (imported when first used, so a baseline-only process never loads it). */
 async function runtimeTask(team, traceDir, trace, steps, tag) {
+  const { runTeam } = await import("../dist/index.js");
   const run = runTeam(team, { input: taskInput(steps, tag), traceDir, trace });
   const result = await run.result;
   if (result.result_type !== "answer" || result.answer !== expectedAnswer(steps)) {
@@ -111,7 +117,7 @@ async function baselineTask(url, steps, tag) {
     }
     for (const call of message.tool_calls) {
       const { expression } = JSON.parse(call.function.arguments);
-      const result = evaluate(expression);
+      const result = calculate(expression);
       messages.push({ role: "tool", tool_call_id: call.id, content: JSON.stringify({ expression, result }) });
     }
   }
@@ -144,22 +150,39 @@ async function concurrent(variants) {
   return rounds;
 }
 
-function cliStartup() {
-  const commands = [
-    { name: "node -e 0", argv: ["-e", "0"] },
-    { name: "runtime --help", argv: ["bin/runtime.js", "--help"] },
-    { name: "runtime validate teams/circle-react.yaml", argv: ["bin/runtime.js", "validate", "teams/circle-react.yaml"] },
-  ];
-  return commands.map(({ name, argv }) => {
-    const times = [];
-    for (let i = 0; i < CLI_RUNS; i++) {
-      const started = performance.now();
-      const run = spawnSync(process.execPath, argv, { cwd: ROOT, encoding: "utf8" });
-      times.push(performance.now() - started);
-      if (run.status !== 0) throw new Error(`${name} exited ${run.status}: ${run.stderr.trim()}`);
-    }
-    return { name, ms: median(times) };
-  });
+/**
+ * Peak RSS of one variant running MEMORY_CONCURRENCY tasks at once, in a fresh process.
+ * Asynchronous, so that this process's idle connections see the server's keep-alive closes meanwhile.
+ */
+async function memoryOf(variant, server, teamFile, traceDir) {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [fileURLToPath(import.meta.url), "--memory-child", variant, "--url", server.url, "--team", teamFile, "--trace-dir", traceDir,
+      "--steps", String(STEPS), "--memory-concurrency", String(MEMORY_CONCURRENCY)],
+    { encoding: "utf8", maxBuffer: 1 << 20 },
+  );
+  return JSON.parse(stdout);
+}
+
+/** In the child: warm up, then MEMORY_CONCURRENCY tasks at once; prints RSS figures (MB) as JSON. */
+async function memoryChild(variant) {
+  let task;
+  if (variant === "baseline") task = (n) => baselineTask(values.url, n);
+  else {
+    const { loadTeam } = await import("../dist/index.js");
+    const team = await loadTeam(values.team);
+    task = (n) => runtimeTask(team, values["trace-dir"], variant === "trace-on", n);
+  }
+  for (let i = 0; i < 5; i++) await task(STEPS);
+  globalThis.gc?.();
+  const idle = process.memoryUsage().rss;
+  let peak = idle;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+  await Promise.all(Array.from({ length: MEMORY_CONCURRENCY }, () => task(STEPS)));
+  clearInterval(timer);
+  const MB = 1024 * 1024;
+  const maxRss = (process.resourceUsage().maxRSS * 1024) / MB;
+  process.stdout.write(JSON.stringify({ idle: idle / MB, peak: Math.max(peak / MB, maxRss), added: Math.max(peak / MB, maxRss) - idle / MB }));
 }
 
 function growth(requests) {
@@ -174,6 +197,13 @@ function growth(requests) {
 
 // ---------------------------------------------------------------- main
 
+if (values["memory-child"]) {
+  await memoryChild(values["memory-child"]);
+  process.exit(0);
+}
+
+const { loadTeam, runTeam } = await import("../dist/index.js");
+const { TraceStore } = await import("../dist/trace/store.js");
 const server = await startChatServer(LATENCY);
 const dir = mkdtempSync(join(tmpdir(), "bench-react-loop-"));
 const teamFile = join(dir, "team.yaml");
@@ -244,11 +274,21 @@ try {
   );
 
   // 4
-  const cli = cliStartup();
-  console.log(`\n4. CLI start-up (median of ${CLI_RUNS} spawns)`);
+  const memoryVariants = [
+    { key: "baseline", name: variants[0].name },
+    { key: "trace-off", name: variants[1].name },
+    { key: "trace-on", name: variants[2].name },
+  ];
+  const memory = {};
+  for (const v of memoryVariants) memory[v.key] = await memoryOf(v.key, server, teamFile, join(dir, "memory-traces"));
+  console.log(`\n4. Memory, ${MEMORY_CONCURRENCY} concurrent tasks, each variant in its own process (peak RSS)`);
   printTable(
-    ["command", "ms", "over node -e 0"],
-    cli.map((c) => [c.name, fixed(c.ms, 1), c.name === "node -e 0" ? "-" : fixed(c.ms - cli[0].ms, 1)]),
+    ["variant", "RSS idle MB", "peak RSS MB", "added MB", "peak ratio", "within 1.5×"],
+    memoryVariants.map(({ key, name }) => {
+      const m = memory[key];
+      const ratio = m.peak / memory.baseline.peak;
+      return [name, fixed(m.idle, 0), fixed(m.peak, 0), fixed(m.added, 0), fixed(ratio) + "×", key === "baseline" ? "-" : ratio <= 1.5 ? "yes" : "NO"];
+    }),
   );
 
   // 5

@@ -2,8 +2,8 @@
 /**
  * Runs every benchmark in turn, each in its own process so that none warms
  * up or slows down another; their output goes straight to this terminal.
- * Extra arguments (e.g. `--quick`) are passed to react-loop.mjs only, since
- * each benchmark has its own flags.
+ * Extra arguments (e.g. `--quick`) are passed to react-loop.mjs and
+ * startup.mjs only, since each benchmark has its own flags.
  *
  *   npm run bench [-- --quick]
  */
@@ -12,12 +12,12 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const benches = ["react-loop.mjs", "plan-solver.mjs", "plan-tool.mjs", "serve-load.mjs"];
+const benches = ["react-loop.mjs", "startup.mjs", "plan-solver.mjs", "plan-tool.mjs", "serve-load.mjs"];
 const extra = process.argv.slice(2);
 let failed = 0;
 for (const name of benches) {
   console.log(`\n=== ${name} ===\n`);
-  const args = [join(here, name), ...(name === "react-loop.mjs" ? extra : [])];
+  const args = [join(here, name), ...(name === "react-loop.mjs" || name === "startup.mjs" ? extra : [])];
   const run = spawnSync(process.execPath, args, { stdio: "inherit" });
   if (run.status !== 0) {
     failed++;

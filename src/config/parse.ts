@@ -3,10 +3,14 @@
  * binary data, nesting, aliases and prototype keys are checked here, so that
  * nothing hostile reaches the validator or the heap.
  */
-import { Alias, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml";
+import type { Alias, Document, Node } from "yaml";
+import { lazily } from "../lazy.js";
 import type { ConfigProblem } from "../errors.js";
 import { interpolate, type Env } from "./interpolate.js";
 import { pointerSegment, SourceMap } from "./source.js";
+
+// Loaded when a first team file is parsed, not with the library.
+const yaml = lazily<typeof import("yaml")>("yaml");
 
 /** Largest team file accepted, in bytes. */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -35,14 +39,14 @@ export interface Parsed {
 
 /** Parse team file text. Problems are returned, never thrown. */
 export function parseTeamText(text: string, file: string, env: Env): Parsed {
-  const lines = new LineCounter();
+  const lines = new (yaml().LineCounter)();
   const source = new SourceMap(file, lines);
   const early = precheck(text, file);
   if (early) return { value: undefined, source, problems: [early], unset: [] };
 
   let doc: Document;
   try {
-    doc = parseDocument(text, {
+    doc = yaml().parseDocument(text, {
       lineCounter: lines,
       // Duplicate keys are found while walking, where their JSON pointer is known.
       uniqueKeys: false,
@@ -73,7 +77,7 @@ export function parseTeamText(text: string, file: string, env: Env): Parsed {
   const value = walker.node(doc.contents, "", 0);
   if (doc.contents === null || value === null) {
     problems.push({ file, line: 1, col: 1, path: "", message: "the file is empty: expected a mapping with version, name, models and agents" });
-  } else if (!isMap(doc.contents) && walker.problems.length === 0) {
+  } else if (!yaml().isMap(doc.contents) && walker.problems.length === 0) {
     const { line, col } = lines.linePos(doc.contents.range?.[0] ?? 0);
     const got = Array.isArray(value) ? "a list" : `'${String(value)}'`;
     problems.push({ file, line, col, path: "", message: `expected a mapping with version, name, models and agents, got ${got}` });
@@ -126,9 +130,9 @@ class Walker {
   node(node: unknown, pointer: string, depth: number): unknown {
     if (this.stopped || node === null || node === undefined) return null;
     if (++this.nodes > MAX_NODES) return this.stop(pointer, `more than ${MAX_NODES} values once aliases are expanded`);
-    if (isAlias(node)) return this.alias(node, pointer, depth);
+    if (yaml().isAlias(node)) return this.alias(node, pointer, depth);
     if (depth > MAX_DEPTH) return this.stop(pointer, `nesting deeper than ${MAX_DEPTH} levels`);
-    if (isMap(node)) {
+    if (yaml().isMap(node)) {
       const out: Record<string, unknown> = {};
       for (const pair of node.items) {
         const key = this.key(pair.key, pointer);
@@ -145,13 +149,13 @@ class Walker {
         this.source.record(child, {
           key: keyOffset,
           value: value?.range?.[0] ?? keyOffset,
-          block: (isMap(value) || isSeq(value)) && !value.flow,
+          block: (yaml().isMap(value) || yaml().isSeq(value)) && !value.flow,
         });
         out[key] = this.node(value, child, depth + 1);
       }
       return out;
     }
-    if (isSeq(node)) {
+    if (yaml().isSeq(node)) {
       return node.items.map((item, index) => {
         const child = `${pointer}/${index}`;
         const offset = (item as Node | null)?.range?.[0] ?? node.range?.[0] ?? 0;
@@ -159,7 +163,7 @@ class Walker {
         return this.node(item, child, depth + 1);
       });
     }
-    if (isScalar(node)) return this.scalar(node.value, pointer);
+    if (yaml().isScalar(node)) return this.scalar(node.value, pointer);
     return this.fail(pointer, "unsupported YAML node");
   }
 
@@ -177,7 +181,7 @@ class Walker {
       this.problems.push(this.source.problem(pointer, message));
       return undefined;
     };
-    if (!isScalar(key)) return fail("mapping keys must be plain strings");
+    if (!yaml().isScalar(key)) return fail("mapping keys must be plain strings");
     const raw = key.value;
     if (typeof raw !== "string" && typeof raw !== "number") return fail(`mapping key ${JSON.stringify(String(raw))} must be a string`);
     const name = String(raw);

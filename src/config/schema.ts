@@ -1,49 +1,103 @@
 /**
  * The team file's JSON Schema (`schemas/team.schema.json`), read once from the
- * package and compiled once with ajv.
+ * package and compiled once with ajv, or taken precompiled: `npm run build`
+ * writes the same validator as code (`dist/config/team-validator.cjs`, by
+ * `scripts/precompile-team-schema.mjs`), so that `validate` and `exec` need
+ * neither ajv's compiler nor its ~150 ms (docs/design/engine.md#start-up).
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { Options } from "ajv";
+import type { ValidateFunction } from "ajv/dist/2020.js";
+import { lazily } from "../lazy.js";
 import type { RawTeam } from "./raw-team.js";
 
 /** Path of `schemas/team.schema.json` inside the package (same from src/ and dist/). */
 export const TEAM_SCHEMA_URL = new URL("../../schemas/team.schema.json", import.meta.url);
 
+/** Where `npm run build` writes the precompiled validator (beside this module in dist/). */
+export const PRECOMPILED_VALIDATOR_URL = new URL("./team-validator.cjs", import.meta.url);
+
 export type SchemaObject = Record<string, unknown>;
 
+const ajv2020 = lazily<typeof import("ajv/dist/2020.js")>("ajv/dist/2020.js");
+const require = createRequire(import.meta.url);
+
+let schemaText: string | undefined;
 let schema: SchemaObject | undefined;
 let validator: ValidateFunction<RawTeam> | undefined;
 
+function readSchemaText(): string {
+  schemaText ??= readFileSync(TEAM_SCHEMA_URL, "utf8");
+  return schemaText;
+}
+
 /** The schema as parsed JSON. */
 export function teamSchema(): SchemaObject {
-  schema ??= JSON.parse(readFileSync(TEAM_SCHEMA_URL, "utf8")) as SchemaObject;
+  schema ??= JSON.parse(readSchemaText()) as SchemaObject;
   return schema;
 }
 
+/** Names the schema's exact text: a precompiled validator of another text is not used. */
+function schemaHash(): string {
+  return createHash("sha256").update(readSchemaText()).digest("hex");
+}
+
 /**
- * The compiled validator: strict, every error, defaults filled into the data
- * it checks. A value it accepts is a RawTeam: raw-team.ts is generated from
- * the same schema (a test keeps it so), which is what makes this the one
- * trusted step from `unknown` to typed.
+ * ajv's options for the team schema: strict, every error, defaults filled
+ * into the data it checks. The schema itself is checked against the 2020-12
+ * meta-schema by a test; skipping that here, and compiling each $ref once,
+ * halves compile time; ajv's optimiser passes would cost ~30% more.
+ */
+const OPTIONS: Options = {
+  strict: true,
+  allErrors: true,
+  useDefaults: true,
+  verbose: true,
+  $data: false,
+  validateSchema: false,
+  inlineRefs: false,
+  code: { optimize: false },
+};
+
+/**
+ * The compiled validator. A value it accepts is a RawTeam: raw-team.ts is
+ * generated from the same schema (a test keeps it so), which is what makes
+ * this the one trusted step from `unknown` to typed.
  */
 export function teamValidator(): ValidateFunction<RawTeam> {
-  if (!validator) {
-    // The schema itself is checked against the 2020-12 meta-schema by a test;
-    // skipping that here, and compiling each $ref once, halves start-up time.
-    const ajv = new Ajv2020({
-      strict: true,
-      allErrors: true,
-      useDefaults: true,
-      verbose: true,
-      $data: false,
-      validateSchema: false,
-      inlineRefs: false,
-      // ajv's optimiser passes cost ~30% of compile time; a team file is validated once per process.
-      code: { optimize: false },
-    });
-    validator = ajv.compile<RawTeam>(teamSchema());
-  }
+  validator ??= precompiledValidator() ?? new (ajv2020().Ajv2020)(OPTIONS).compile<RawTeam>(teamSchema());
   return validator;
+}
+
+/** The validator `npm run build` wrote, if there is one and it was made from this very schema text. */
+function precompiledValidator(): ValidateFunction<RawTeam> | undefined {
+  let loaded: (ValidateFunction<RawTeam> & { schemaHash?: string }) | undefined;
+  try {
+    loaded = require(fileURLToPath(PRECOMPILED_VALIDATOR_URL)) as ValidateFunction<RawTeam> & { schemaHash?: string };
+  } catch (err) {
+    // Running from the sources (tests), or a build without it: compile instead.
+    if ((err as NodeJS.ErrnoException).code === "MODULE_NOT_FOUND") return undefined;
+    throw err;
+  }
+  return typeof loaded === "function" && loaded.schemaHash === schemaHash() ? loaded : undefined;
+}
+
+/**
+ * The validator as the source of a CommonJS module (ajv's standalone code,
+ * the same options), stamped with the schema's hash: what
+ * `scripts/precompile-team-schema.mjs` writes to PRECOMPILED_VALIDATOR_URL.
+ */
+export function teamValidatorSource(): string {
+  const ajv = new (ajv2020().Ajv2020)({ ...OPTIONS, code: { ...OPTIONS.code, source: true } });
+  const validate = ajv.compile(teamSchema());
+  const standalone = require("ajv/dist/standalone") as typeof import("ajv/dist/standalone/index.js");
+  return (
+    "// Generated by scripts/precompile-team-schema.mjs from schemas/team.schema.json: do not edit.\n" +
+    `${standalone.default(ajv, validate)}\nmodule.exports.schemaHash = ${JSON.stringify(schemaHash())};\n`
+  );
 }
 
 /**

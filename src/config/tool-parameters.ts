@@ -4,7 +4,8 @@
  * checks a model's arguments), so both accept exactly the same schemas.
  */
 import { isIP } from "node:net";
-import { Ajv, type Format } from "ajv";
+import type { Ajv, Format } from "ajv";
+import { lazily } from "../lazy.js";
 import { didYouMean } from "./suggest.js";
 
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -65,9 +66,12 @@ export const TOOL_FORMATS: Record<string, Format> = {
   uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
 };
 
+/** ajv, loaded when a first schema is compiled. */
+export const ajvPackage = lazily<typeof import("ajv")>("ajv");
+
 /** A fresh ajv for parameter schemas: strict, every error, no `$data`, the formats above. */
 export function createParametersAjv(): Ajv {
-  const ajv = new Ajv({ strict: true, allErrors: true, $data: false });
+  const ajv = new (ajvPackage().Ajv)({ strict: true, allErrors: true, $data: false });
   for (const [name, format] of Object.entries(TOOL_FORMATS)) ajv.addFormat(name, format);
   return ajv;
 }

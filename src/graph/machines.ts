@@ -9,7 +9,8 @@ import { planTaskMachine } from "./plan-task-machine.js";
  * and the two task-state machines.
  */
 export const MACHINES: Record<string, { machine: AnyStateMachine; title: string }> = {
-  ...Object.fromEntries(Object.values(KINDS).map((k) => [k.kind, { machine: k.machine, title: k.title }])),
+  // Kinds load their code on first use; drawing them all needs them all.
+  ...Object.fromEntries(await Promise.all(Object.values(KINDS).map(async (k) => [k.kind, { machine: (await k.load()).machine, title: k.title }]))),
   task: { machine: taskMachine, title: "Todo task states (seed 000 diagram 2, BLOCKED from seed 002)" },
   plan_tool: { machine: planTaskMachine, title: "Plan Tool task status transitions (seed 003)" },
 };

@@ -5,7 +5,8 @@
  * the model for repair.
  */
 import { readFileSync } from "node:fs";
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
+import { lazily } from "../lazy.js";
 import type { JsonSchema } from "../config/types.js";
 import { addUsage, type Usage } from "../events/types.js";
 import { parseJsonTolerant } from "../parse/json.js";
@@ -42,12 +43,13 @@ export function loadSchema(name: "plan" | "action"): JsonSchema {
 // One ajv instance and one compiled validator per schema object: compiling is
 // the expensive part, and every flow step validates against the same two schemas.
 let ajv: Ajv2020 | undefined;
+const ajv2020 = lazily<typeof import("ajv/dist/2020.js")>("ajv/dist/2020.js");
 const validators = new WeakMap<JsonSchema, ValidateFunction>();
 
 function validatorFor(schema: JsonSchema): ValidateFunction {
   let validate = validators.get(schema);
   if (!validate) {
-    ajv ??= new Ajv2020({ strict: true, allErrors: true, verbose: true, $data: false, validateFormats: false });
+    ajv ??= new (ajv2020().Ajv2020)({ strict: true, allErrors: true, verbose: true, $data: false, validateFormats: false });
     const { $id: _id, ...anonymous } = schema;
     validate = ajv.compile(anonymous);
     validators.set(schema, validate);

@@ -123,12 +123,22 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
 /** An agent kind's entry point: runs one step to its end, never throws for a run failure. */
 export type AgentRunner<C extends AgentConfig = AgentConfig> = (ctx: AgentContext<C>, input: string) => Promise<AgentResult>;
 
+/** A kind's code: the machine that runs an agent of this kind (drawn by `runtime graph`) and its runner. */
+export interface KindModule<K extends AgentKind = AgentKind> {
+  machine: AnyStateMachine;
+  run: AgentRunner<Extract<AgentConfig, { kind: K }>>;
+}
+
 /** One agent kind: what the registry (src/kinds/registry.ts) knows of it. */
 export interface KindDefinition<K extends AgentKind = AgentKind> {
   kind: K;
-  /** The machine that runs an agent of this kind (drawn by `runtime graph`). */
-  machine: AnyStateMachine;
   /** Its title in `runtime graph`, naming the design it mirrors. */
   title: string;
+  /**
+   * The kind's machine and runner, imported the first time a run or
+   * `runtime graph` needs them: importing the library loads no kind (nor xstate).
+   */
+  load(): Promise<KindModule<K>>;
+  /** Runs one step of the kind: `load()`, then its runner. */
   run: AgentRunner<Extract<AgentConfig, { kind: K }>>;
 }

@@ -5,9 +5,13 @@
  */
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { MAX_SCRIPT_BYTES } from "../config/references.js";
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { LineCounter, parseDocument, stringify, isNode } from "yaml";
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { lazily } from "../lazy.js";
 import { ConfigError, type ConfigProblem } from "../errors.js";
+
+// Loaded when a script is first read or written, not with the library.
+const yaml = lazily<typeof import("yaml")>("yaml");
+const ajv = lazily<typeof import("ajv")>("ajv");
 
 /** A tool call in a script; object arguments are sent JSON-encoded, strings verbatim (even when broken). */
 export interface ScriptToolCall {
@@ -93,7 +97,7 @@ let compiled: ValidateFunction<Script> | undefined;
  * script is validated once per process.
  */
 function scriptValidator(): ValidateFunction<Script> {
-  compiled ??= new Ajv({ strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } }).compile<Script>(
+  compiled ??= new (ajv().Ajv)({ strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } }).compile<Script>(
     scriptSchema,
   );
   return compiled;
@@ -118,6 +122,7 @@ export function loadScript(file: string): LoadedScript {
 
 /** Parses script text; `file` is only used in messages. */
 export function parseScript(text: string, file: string): LoadedScript {
+  const { LineCounter, parseDocument, isNode } = yaml();
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { uniqueKeys: true, lineCounter, prettyErrors: false });
   const at = (offset: number | undefined) => {
@@ -164,7 +169,7 @@ export function parseScript(text: string, file: string): LoadedScript {
 /** Writes replies in the script format, readable back by `loadScript`. */
 export function writeScript(file: string, replies: ScriptReply[]): void {
   const header = "# Recorded by `runtime exec --record`; replay with a model of provider: scripted.\n";
-  writeFileSync(file, header + stringify({ version: 1, replies } satisfies Script, { lineWidth: 0 }), "utf8");
+  writeFileSync(file, header + yaml().stringify({ version: 1, replies } satisfies Script, { lineWidth: 0 }), "utf8");
 }
 
 function toProblem(file: string, e: ErrorObject, locate: (path: (string | number)[]) => { line: number; col: number }): ConfigProblem {

@@ -117,7 +117,7 @@ export function parseJsonTolerant(text: string, options: ParseJsonOptions = {}):
       error ??= err instanceof Error ? err.message : String(err);
       continue;
     }
-    if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+    if (bracketsExceed(candidate, MAX_JSON_DEPTH) && nestsDeeperThan(value, MAX_JSON_DEPTH)) {
       // Whatever would walk it (ajv, JSON.stringify, redaction) could overflow the stack.
       error ??= `the JSON nests deeper than ${MAX_JSON_DEPTH} levels`;
       continue;
@@ -132,14 +132,36 @@ export const MAX_JSON_DEPTH = 64;
 
 /** Whether `value` has arrays or objects nested more than `max` levels deep; iterative, so any depth is safe to ask about. */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (node === null || typeof node !== "object") continue;
+  if (value === null || typeof value !== "object") return false;
+  // Two parallel stacks: no tuple allocated per node.
+  const nodes: object[] = [value];
+  const depths: number[] = [1];
+  while (nodes.length > 0) {
+    const node = nodes.pop() as object;
+    const depth = depths.pop() as number;
     if (depth > max) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+    const children = Array.isArray(node) ? (node as unknown[]) : Object.values(node);
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i];
+      if (child !== null && typeof child === "object") {
+        nodes.push(child);
+        depths.push(depth + 1);
+      }
     }
+  }
+  return false;
+}
+
+/**
+ * Whether JSON text holds more than `max` opening brackets: when it does not,
+ * what it parses to cannot nest deeper than `max`, and the walk above is
+ * skipped (a model's reply holds a handful).
+ */
+function bracketsExceed(text: string, max: number): boolean {
+  let open = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 123 || c === 91) && ++open > max) return true; // { [
   }
   return false;
 }

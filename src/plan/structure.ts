@@ -2,7 +2,8 @@
  * structure_data (seed 003 §4): the shape of a `workflows` entry. Validated
  * with ajv before a plan is created; invalid data creates nothing.
  */
-import { Ajv } from "ajv";
+import type { ValidateFunction } from "ajv";
+import { lazily } from "../lazy.js";
 import type { JsonSchema } from "../config/types.js";
 import type { PlanTemplate } from "./types.js";
 
@@ -56,12 +57,20 @@ export const STRUCTURE_SCHEMA: JsonSchema = {
 /** A plan_id a caller may choose: letters, digits and `_ . : -`, not starting with `. : -`, at most 128 characters. */
 export const PLAN_ID_SCHEMA: JsonSchema = ID;
 
-const ajv = new Ajv({ strict: true, allErrors: true });
-const validateStructure = ajv.compile(STRUCTURE_SCHEMA);
-const validatePlanId = ajv.compile(PLAN_ID_SCHEMA);
+const ajvPackage = lazily<typeof import("ajv")>("ajv");
+let validators: { structure: ValidateFunction; planId: ValidateFunction } | undefined;
+
+/** Compiled on first use, so that loading the Plan Tool costs no ajv. */
+function compiled(): { structure: ValidateFunction; planId: ValidateFunction } {
+  if (!validators) {
+    const ajv = new (ajvPackage().Ajv)({ strict: true, allErrors: true });
+    validators = { structure: ajv.compile(STRUCTURE_SCHEMA), planId: ajv.compile(PLAN_ID_SCHEMA) };
+  }
+  return validators;
+}
 
 export function isValidPlanId(planId: unknown): planId is string {
-  return validatePlanId(planId);
+  return compiled().planId(planId);
 }
 
 type RawTask = { task_id: string; name: string; assignee: string; description?: string; optional?: boolean };
@@ -74,8 +83,9 @@ type RawStructure = { id?: string; workflow_template_source?: string; name: stri
  * addresses a task by plan_id and task_id alone).
  */
 export function parseStructure(data: unknown): { ok: true; template: PlanTemplate } | { ok: false; error: string } {
-  if (!validateStructure(data)) {
-    const first = validateStructure.errors?.[0];
+  const { structure } = compiled();
+  if (!structure(data)) {
+    const first = structure.errors?.[0];
     return { ok: false, error: `structure_data${first?.instancePath ?? ""} ${first?.message ?? "is invalid"}` };
   }
   const raw = data as RawStructure;

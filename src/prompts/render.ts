@@ -1,6 +1,9 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import Handlebars from "handlebars";
+import { lazily } from "../lazy.js";
+
+// The one-file build, on first use: the package's entry is ~40 modules (tens of ms at start-up).
+const handlebars = lazily<typeof import("handlebars")>("handlebars/dist/handlebars.min.js");
 
 /** Directory of the default prompt templates shipped with the package. */
 export const DEFAULT_PROMPTS_DIR = fileURLToPath(new URL("../../prompts/", import.meta.url));
@@ -8,6 +11,9 @@ export const DEFAULT_PROMPTS_DIR = fileURLToPath(new URL("../../prompts/", impor
 export type Template = (data: Record<string, unknown>) => string;
 
 const cache = new Map<string, Template>();
+/** Templates compiled from text, by text: a run's `prompt:` is compiled once per process, not once per run. */
+const byText = new Map<string, Template>();
+const MAX_TEXTS = 256;
 
 /**
  * Compile a template file. Only template files are compiled, never user,
@@ -25,7 +31,14 @@ export function templateFromFile(path: string): Template {
 
 /** Compile template text that came from a template file or the team file's `prompt:` key. */
 export function compileTemplate(text: string): Template {
-  return compile(text);
+  let template = byText.get(text);
+  if (!template) {
+    // Bounded: a server loading ever new teams must not grow without end.
+    if (byText.size >= MAX_TEXTS) byText.delete(byText.keys().next().value as string);
+    template = compile(text);
+    byText.set(text, template);
+  }
+  return template;
 }
 
 /** The default template of an agent kind, e.g. `react` → prompts/react.hbs. */
@@ -41,7 +54,7 @@ export function defaultTemplate(kind: string): Template {
 export function templateProblem(text: string): string | undefined {
   let ast: unknown;
   try {
-    ast = Handlebars.parse(text);
+    ast = handlebars().parse(text);
   } catch (err) {
     const lines = (err instanceof Error ? err.message : String(err)).split("\n");
     const where = /^Parse error on line (\d+):/.exec(lines[0] ?? "");
@@ -64,8 +77,14 @@ function findPartial(node: unknown, depth: number): string | undefined {
   return undefined;
 }
 
+let env: ReturnType<typeof import("handlebars")["create"]> | undefined;
+
+/**
+ * One Handlebars environment for the process: no helper or partial is ever
+ * registered in it, so templates cannot affect each other.
+ */
 function compile(text: string): Template {
-  const hb = Handlebars.create();
-  const fn = hb.compile(text, { noEscape: true, strict: true });
+  env ??= handlebars().create();
+  const fn = env.compile(text, { noEscape: true, strict: true });
   return (data) => fn(data);
 }

@@ -1,4 +1,4 @@
-import type { ErrorObject, ValidateFunction } from "ajv";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 import { createParametersAjv, explainSchemaError } from "../config/tool-parameters.js";
 import type { JsonSchema } from "../config/types.js";
 import { describeError } from "../errors.js";
@@ -49,7 +49,7 @@ export function parseToolArguments(raw: string): ParsedArgs {
  * Each schema object is compiled once and the validator kept beside it.
  */
 export class ArgsValidator {
-  private readonly ajv = createParametersAjv();
+  private ajv: Ajv | undefined;
   private readonly compiled = new WeakMap<JsonSchema, ValidateFunction | string>();
 
   /** Why a parameter schema cannot be compiled, or undefined when it can. */
@@ -71,13 +71,14 @@ export class ArgsValidator {
     let entry = this.compiled.get(schema);
     if (entry === undefined) {
       try {
+        this.ajv ??= createParametersAjv();
         entry = this.ajv.compile(schema);
       } catch (err) {
         entry = explainSchemaError(describeError(err));
       } finally {
         // The compiled function is kept here; ajv's registry must not keep the `$id`,
         // or the next team (or the same team loaded again) with that `$id` fails.
-        this.ajv.removeSchema(schema);
+        this.ajv?.removeSchema(schema);
       }
       this.compiled.set(schema, entry);
     }

@@ -25,7 +25,7 @@ const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 const ANYTHING = "anything";
 
 /** Pure helpers without dependencies: every layer may import them. */
-const LEAVES = ["parse", "errors.ts", "redact.ts"];
+const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts"];
 
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
@@ -45,6 +45,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   parse: ["errors.ts"], // tolerant JSON of model output
   "errors.ts": [],
   "redact.ts": [], // masking secrets: events, traces, messages, validation problems
+  "lazy.ts": [], // CommonJS packages loaded on first use
 };
 
 // ---------------------------------------------------------------------------

@@ -75,3 +75,25 @@ describe("schemas/team.schema.json", () => {
     }
   });
 });
+
+describe("the precompiled team validator", () => {
+  it("npm run build writes it from this very schema, and it judges like the compiled one", async () => {
+    const { createHash } = await import("node:crypto");
+    const { createRequire } = await import("node:module");
+    const { teamValidatorSource } = await import("../../src/config/schema.js");
+    const require = createRequire(import.meta.url);
+    const built = require("../../dist/config/team-validator.cjs") as ((v: unknown) => boolean) & { schemaHash: string; errors?: unknown[] };
+    // A dist/ older than the schema would be skipped silently at run time (and cost ~150 ms): rebuild.
+    expect(built.schemaHash).toBe(createHash("sha256").update(schemaText).digest("hex"));
+    expect(readFileSync("dist/config/team-validator.cjs", "utf8")).toBe(teamValidatorSource());
+    const compiled = new Ajv2020({ strict: true, allErrors: true, useDefaults: true, verbose: true, validateSchema: false, inlineRefs: false }).compile(schema);
+    for (const value of [{}, { version: 1, name: "t", models: {}, agents: { a: { kind: "reakt" } } }, { version: 2, extra: true }]) {
+      const [a, b] = [structuredClone(value), structuredClone(value)];
+      expect(built(a)).toBe(compiled(b));
+      expect((built.errors ?? []).map((e) => JSON.stringify(e, ["instancePath", "keyword", "message"]))).toEqual(
+        (compiled.errors ?? []).map((e) => JSON.stringify(e, ["instancePath", "keyword", "message"])),
+      );
+      expect(a).toEqual(b);
+    }
+  });
+});

@@ -1,11 +1,7 @@
-import type { KindDefinition } from "../types.js";
-import { planAndSolveFlowMachine } from "./machine.js";
-import { runPlanAndSolveFlow } from "./run.js";
+import { lazyKind } from "../lazy-kind.js";
 
 /** `plan_and_solve_flow` (seed 001): planner, executor per step, replanner. */
-export const planAndSolveFlowKind: KindDefinition<"plan_and_solve_flow"> = {
-  kind: "plan_and_solve_flow",
-  machine: planAndSolveFlowMachine,
-  title: "PlanAndSolve flow (seed 001)",
-  run: runPlanAndSolveFlow,
-};
+export const planAndSolveFlowKind = lazyKind("plan_and_solve_flow", "PlanAndSolve flow (seed 001)", async () => {
+  const [{ planAndSolveFlowMachine }, { runPlanAndSolveFlow }] = await Promise.all([import("./machine.js"), import("./run.js")]);
+  return { machine: planAndSolveFlowMachine, run: runPlanAndSolveFlow };
+});

@@ -1,11 +1,7 @@
-import type { KindDefinition } from "../types.js";
-import { planAndSolveMachine } from "./machine.js";
-import { runPlanAndSolve } from "./run.js";
+import { lazyKind } from "../lazy-kind.js";
 
 /** `plan_and_solve` (seeds 000 and 002): a todo list planned, worked and verified. */
-export const planAndSolveKind: KindDefinition<"plan_and_solve"> = {
-  kind: "plan_and_solve",
-  machine: planAndSolveMachine,
-  title: "Plan-and-Solve agent lifecycle (seed 000, diagram 1)",
-  run: runPlanAndSolve,
-};
+export const planAndSolveKind = lazyKind("plan_and_solve", "Plan-and-Solve agent lifecycle (seed 000, diagram 1)", async () => {
+  const [{ planAndSolveMachine }, { runPlanAndSolve }] = await Promise.all([import("./machine.js"), import("./run.js")]);
+  return { machine: planAndSolveMachine, run: runPlanAndSolve };
+});

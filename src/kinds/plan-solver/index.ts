@@ -1,11 +1,7 @@
-import type { KindDefinition } from "../types.js";
-import { planSolverMachine } from "./machine.js";
-import { runPlanSolver } from "./run.js";
+import { lazyKind } from "../lazy-kind.js";
 
 /** `plan_solver` (seed 000 §8–9): planner, solvers in parallel, aggregator. */
-export const planSolverKind: KindDefinition<"plan_solver"> = {
-  kind: "plan_solver",
-  machine: planSolverMachine,
-  title: "Plan → solvers → aggregator (seed 000 §8–9)",
-  run: runPlanSolver,
-};
+export const planSolverKind = lazyKind("plan_solver", "Plan → solvers → aggregator (seed 000 §8–9)", async () => {
+  const [{ planSolverMachine }, { runPlanSolver }] = await Promise.all([import("./machine.js"), import("./run.js")]);
+  return { machine: planSolverMachine, run: runPlanSolver };
+});

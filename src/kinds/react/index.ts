@@ -1,11 +1,7 @@
-import type { KindDefinition } from "../types.js";
-import { reactMachine } from "./machine.js";
-import { runReact } from "./run.js";
+import { lazyKind } from "../lazy-kind.js";
 
 /** `react` (seed 004): the recursive ReAct agent. */
-export const reactKind: KindDefinition<"react"> = {
-  kind: "react",
-  machine: reactMachine,
-  title: "Recursive ReAct agent (seed 004)",
-  run: runReact,
-};
+export const reactKind = lazyKind("react", "Recursive ReAct agent (seed 004)", async () => {
+  const [{ reactMachine }, { runReact }] = await Promise.all([import("./machine.js"), import("./run.js")]);
+  return { machine: reactMachine, run: runReact };
+});

@@ -12,8 +12,24 @@ export interface RecursionRecord {
   error?: string;
 }
 
-/** Content of the assistant message `[2..n]` for one recursion: its action and its results or error. */
+/** A finished recursion's content, made once: every later request repeats it, unchanged. */
+const contentOf = new WeakMap<RecursionRecord, string>();
+
+/**
+ * Content of the assistant message `[2..n]` for one recursion: its action and
+ * its results or error. A record does not change once its recursion is over,
+ * so its text is serialised once, not once per later request.
+ */
 export function recordContent(r: RecursionRecord): string {
+  let text = contentOf.get(r);
+  if (text === undefined) {
+    text = serialise(r);
+    contentOf.set(r, text);
+  }
+  return text;
+}
+
+function serialise(r: RecursionRecord): string {
   const out: Record<string, unknown> = { recursion: r.recursion, action_type: r.action_type };
   if (r.observe) out.observe = r.observe;
   if (r.thought) out.thought = r.thought;

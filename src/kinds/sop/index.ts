@@ -1,11 +1,7 @@
-import type { KindDefinition } from "../types.js";
-import { sopMachine } from "./machine.js";
-import { runSop } from "./run.js";
+import { lazyKind } from "../lazy-kind.js";
 
 /** `sop` (seed 003): a plan from the team's workflow, driven by its strategist. */
-export const sopKind: KindDefinition<"sop"> = {
-  kind: "sop",
-  machine: sopMachine,
-  title: "SOP plan driven by its strategist (seed 003)",
-  run: runSop,
-};
+export const sopKind = lazyKind("sop", "SOP plan driven by its strategist (seed 003)", async () => {
+  const [{ sopMachine }, { runSop }] = await Promise.all([import("./machine.js"), import("./run.js")]);
+  return { machine: sopMachine, run: runSop };
+});
