@@ -10,8 +10,7 @@
  * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
  * - scripted model: model "scripted"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
- * - command, http and mcp tool: effect "write" (a built-in keeps its own)
- * - command, http and mcp tool: parameters {"type":"object","properties":{}}
+ * - command, http and mcp tool: parameters {"type":"object","properties":{}}, effect "write"
  * - command tool: env {}
  * - http tool: method "POST", headers {}, allow_private false
  * - agent (every kind): description "", max_iteration 30, tools [], approval {}
