@@ -10,5 +10,6 @@ export type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec, Tool
 export type { Tool, ToolContext, ToolEffect, ToolOutcome } from "./tools/types.js";
 export { defineTool, type ToolDefinition, type CodeToolContext } from "./tools/code-tool.js";
 export type { AgentContext, AgentResult, AgentRunner, ToolBox } from "./kinds/types.js";
+export { startTelemetry, telemetryRequested, type Telemetry, type TelemetryOptions } from "./telemetry/telemetry.js";
 export { RuntimeError, ConfigError, type ConfigProblem, type ErrorCode } from "./errors.js";
 export { machineToMermaid } from "./graph/mermaid.js";
