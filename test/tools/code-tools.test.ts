@@ -11,7 +11,9 @@ import { loadTeam, type LoadOptions } from "../../src/config/load.js";
 import { runTeam, type RunOptions } from "../../src/engine/run-team.js";
 import { ConfigError, RuntimeError } from "../../src/errors.js";
 import type { RunEvent } from "../../src/events/types.js";
+import type { ModuleToolConfig } from "../../src/config/types.js";
 import { defineTool } from "../../src/index.js";
+import { loadToolModule, moduleTool } from "../../src/tools/module.js";
 import { runCli } from "../support/cli.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
@@ -220,6 +222,20 @@ describe("module tools", () => {
       expect.stringMatching(/team\.yaml:6:18 \/tools\/bad\/module tool module .*bad\.mjs: parameters must have type: "object" \(tool arguments are a JSON object\)$/),
       expect.stringMatching(/team\.yaml:7:22 \/tools\/thrower\/module tool module .*thrower\.mjs cannot be loaded: boom$/),
     ]);
+  });
+
+  it("the team file's effect and approval win over the module's; the module's effect applies otherwise", async () => {
+    const key = `mod-${Math.random()}`;
+    const file = writeTeam(
+      "version: 1\nname: e\nmodels:\n  m: { provider: scripted, script: ./script.yaml }\ntools:\n  own: { module: ./add.mjs }\n  told: { module: ./add.mjs, effect: write, approval: required, description: Adds. }\nagents:\n  a: { kind: react, tools: [own, told] }\n",
+      { "add.mjs": moduleSource(key, "return 1;"), "script.yaml": "version: 1\nreplies: []\n" },
+    );
+    const loaded = await loadTeam(file);
+    const own = moduleTool(loaded.tools.own as ModuleToolConfig, await loadToolModule((loaded.tools.own as ModuleToolConfig).module));
+    const told = moduleTool(loaded.tools.told as ModuleToolConfig, await loadToolModule((loaded.tools.told as ModuleToolConfig).module));
+    expect({ effect: own.effect, approval: own.approval, description: own.description }).toEqual({ effect: "read", approval: undefined, description: "Add two integers." });
+    expect({ effect: told.effect, approval: told.approval, description: told.description }).toEqual({ effect: "write", approval: "required", description: "Adds." });
+    expect(probe(key).loads).toBe(1);
   });
 
   it("runs the example team teams/unit-convert.yaml offline", async () => {
