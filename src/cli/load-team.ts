@@ -1,3 +1,4 @@
+import { pointerSegment } from "../config/source.js";
 import type { ResolvedTeam } from "../config/types.js";
 import { ConfigError, describeError, formatProblem, type ConfigProblem } from "../errors.js";
 
@@ -24,11 +25,24 @@ export async function loadTeamOrReport(file: string, command: string): Promise<R
  * `loadTeam`, plus the scripts of the team's scripted models: a broken script
  * is a mistake in the configuration (exit 2, located in the script), not a
  * run that fails halfway. The loader itself knows nothing of models.
+ * `modules`: import the team's tool modules and check what they export
+ * (`runtime validate`; a run imports them only when it needs them).
  */
-export async function loadCheckedTeam(file: string): Promise<ResolvedTeam> {
-  const [{ loadTeam }, { loadScript }] = await Promise.all([import("../config/load.js"), import("../models/script-format.js")]);
+export async function loadCheckedTeam(file: string, options: { modules?: boolean } = {}): Promise<ResolvedTeam> {
+  const [{ loadTeam, problemAt }, { loadScript }] = await Promise.all([import("../config/load.js"), import("../models/script-format.js")]);
   const team = await loadTeam(file);
   const problems: ConfigProblem[] = [];
+  if (options.modules) {
+    const { loadToolModule } = await import("../tools/module.js");
+    for (const tool of Object.values(team.tools)) {
+      if (tool.type !== "module") continue;
+      try {
+        await loadToolModule(tool.module);
+      } catch (err) {
+        problems.push(await problemAt(file, `/tools/${pointerSegment(tool.name)}/module`, describeError(err)));
+      }
+    }
+  }
   for (const model of Object.values(team.models)) {
     if (model.provider !== "scripted") continue;
     try {

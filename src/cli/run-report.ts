@@ -5,22 +5,26 @@
  * (0 answered, 1 error, 3 paused, 130 interrupted).
  */
 import { createInterface } from "node:readline/promises";
+import type { ResolvedTeam } from "../config/types.js";
 import type { EventSink } from "../events/bus.js";
 import type { Approver } from "../engine/approvals.js";
-import type { RunOptions, TeamRun } from "../engine/run-team.js";
+import type { RunOptions, RunResult, TeamRun } from "../engine/run-team.js";
 import { describeError } from "../errors.js";
 import { EXIT } from "./exit.js";
+import { startTelemetryIfAsked } from "./telemetry.js";
 
 export interface ReportOptions {
   events?: string;
   progress?: boolean;
   traceDir?: string;
+  /** Export OpenTelemetry spans even without OTEL_EXPORTER_OTLP_ENDPOINT (docs/telemetry.md). */
+  otel?: boolean;
 }
 
 /** What every run the CLI starts is given. */
 export type BaseOptions = Pick<RunOptions, "traceDir" | "signal" | "sinks" | "approver">;
 
-export async function runAndReport(command: string, opts: ReportOptions, begin: (base: BaseOptions) => TeamRun): Promise<number> {
+export async function runAndReport(command: string, opts: ReportOptions, team: ResolvedTeam, begin: (base: BaseOptions) => TeamRun): Promise<number> {
   const [{ ndjsonSink }, { terminalSink }, { resolveTraceDir }, { acquireTraceStore, releaseTraceStore }] = await Promise.all([
     import("../events/ndjson-sink.js"),
     import("../events/terminal-sink.js"),
@@ -37,7 +41,17 @@ export async function runAndReport(command: string, opts: ReportOptions, begin: 
     return EXIT.USAGE;
   }
 
+  let telemetry;
+  try {
+    telemetry = await startTelemetryIfAsked(opts.otel, command);
+  } catch (err) {
+    releaseTraceStore(traceDir);
+    process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
+    return EXIT.USAGE;
+  }
+
   const sinks: EventSink[] = [];
+  if (telemetry) sinks.push(telemetry.sink({ team }));
   const ndjson = opts.events === "ndjson";
   if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
   const showProgress = opts.progress ?? process.stderr.isTTY === true;
@@ -59,7 +73,7 @@ export async function runAndReport(command: string, opts: ReportOptions, begin: 
   process.on("SIGINT", onSigint);
   process.on("SIGTERM", onSigint);
 
-  let result;
+  let result: RunResult;
   try {
     const run = begin({
       traceDir,
@@ -71,6 +85,7 @@ export async function runAndReport(command: string, opts: ReportOptions, begin: 
     result = await run.result;
   } catch (err) {
     process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
+    await telemetry?.shutdown();
     return EXIT.RUN_ERROR;
   } finally {
     releaseTraceStore(traceDir);
@@ -79,6 +94,14 @@ export async function runAndReport(command: string, opts: ReportOptions, begin: 
     progress?.close();
   }
 
+  const status = report(command, opts, result, ndjson);
+  // The answer is out; the spans are sent before the process ends, within the export timeout (a dead collector: one warning).
+  await telemetry?.shutdown();
+  return status;
+}
+
+/** The answer on stdout, or what happened on stderr; the exit status. */
+function report(command: string, opts: ReportOptions, result: RunResult, ndjson: boolean): number {
   const dir = opts.traceDir !== undefined ? ` --trace-dir ${opts.traceDir}` : "";
   if (result.interrupted) {
     process.stderr.write(`runtime ${command}: interrupted; trace kept (runtime trace ${result.task_id}; runtime resume ${result.task_id}${dir} to go on)\n`);

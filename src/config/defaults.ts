@@ -25,7 +25,8 @@
  * - agent model: the model named `default`, else the only model (`agentModel`;
  *   references.ts asks it too, to report an agent left without one)
  * - command tool cwd: the team file's directory (`commandCwd`)
- * - built-in tool parameters: an empty object schema (`builtinParameters`)
+ * - built-in and module tool parameters: an empty object schema
+ *   (`builtinParameters`; at run time each keeps its own)
  * - plan_and_solve_flow replanner: the flow's planner (`flowReplanner`)
  * - openai model idle_timeout_ms: timeout_ms or 30000, the smaller
  *   (`streamIdleTimeout`)
@@ -76,4 +77,13 @@ export const STREAM_IDLE_MS = 30_000;
 /** A model's `idle_timeout_ms`: its own, else timeout_ms or STREAM_IDLE_MS, the smaller. */
 export function streamIdleTimeout(idle: number | undefined, timeout_ms: number): number {
   return idle ?? Math.min(timeout_ms, STREAM_IDLE_MS);
+}
+
+/**
+ * Limits of a tool given in code (`defineTool` without `timeout_ms` or
+ * `max_output_bytes`): the schema's defaults for a tool of the team file (a
+ * test keeps them equal).
+ */
+export function codeToolLimits(): { timeout_ms: number; max_output_bytes: number } {
+  return { timeout_ms: 30_000, max_output_bytes: 65_536 };
 }

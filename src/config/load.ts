@@ -18,6 +18,12 @@ import { isSecretKey, redactString } from "../redact.js";
 export interface LoadOptions {
   /** Where `${VAR}` values come from. @default process.env */
   env?: Env;
+  /**
+   * Tools the application will give `runTeam` (`RunOptions.tools`), or just
+   * their names: agents may list them in `tools` (docs/code-tools.md).
+   * @default none
+   */
+  tools?: ReadonlyArray<string | { readonly name: string }>;
 }
 
 /** Load, validate and resolve the team file at `path`. */
@@ -56,7 +62,8 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
   // checks read it even when it is invalid, to report every problem at once.
   const team = structuredClone(parsed.value);
   const { team: valid, problems } = validateAgainstSchema(team, parsed.source);
-  const { problems: referenceProblems, refs } = checkReferences(team, dir, parsed.source);
+  const provided = new Set((options.tools ?? []).map((t) => (typeof t === "string" ? t : t.name)));
+  const { problems: referenceProblems, refs } = checkReferences(team, dir, parsed.source, provided);
   problems.push(...referenceProblems);
   for (const unset of parsed.unset) {
     if (!isNeeded(unset, refs)) continue;
@@ -66,6 +73,19 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
   problems.push(...(await promptProblems(team, refs, parsed.source)));
   if (problems.length > 0 || valid === undefined) throw new ConfigError(sorted(problems, secrets));
   return resolveTeam(valid, absolute, dir, refs);
+}
+
+/**
+ * A problem at `pointer` of the team file at `path`, located by line and
+ * column: for checks made after loading (a tool module's exports).
+ */
+export async function problemAt(path: string, pointer: string, message: string, options: LoadOptions = {}): Promise<ConfigProblem> {
+  try {
+    const text = decodeUtf8(await readFile(path)).replace(/^\uFEFF/, "");
+    return parseTeamText(text, path, options.env ?? process.env).source.problem(pointer, message);
+  } catch {
+    return { file: path, line: 1, col: 1, path: pointer, message };
+  }
 }
 
 /** Prompts (inline or from a file) that Handlebars cannot use, at the key that gives them. */

@@ -25,7 +25,7 @@ export interface RawTeam {
   workflows: Record<string, RawWorkflow>;
   /** What one run of the team may spend in all, across every agent it runs. */
   budget?: RawBudget;
-  /** Let prompt and script files live outside the team file's folder (symbolic links followed). Off by default, so a team file cannot read /etc/passwd into a prompt. @default false */
+  /** Let prompt, script and tool module files live outside the team file's folder (symbolic links followed). Off by default, so a team file cannot read /etc/passwd into a prompt. @default false */
   allow_outside_paths: boolean;
 }
 
@@ -91,14 +91,14 @@ export interface RawToolParameters {
   [key: string]: unknown;
 }
 
-/** A tool: exactly one of `builtin`, `command`, `http` or `mcp`. */
-export type RawTool = RawBuiltinTool | RawCommandTool | RawHttpTool | RawMcpTool;
+/** A tool: exactly one of `builtin`, `command`, `http`, `mcp` or `module`. */
+export type RawTool = RawBuiltinTool | RawCommandTool | RawHttpTool | RawMcpTool | RawModuleTool;
 
 /** A built-in tool, possibly under another name or with another timeout. */
 export interface RawBuiltinTool {
   /** Name of the built-in tool. */
   builtin: "calculator" | "terminate" | "write_todos" | "create_todo_list" | "update_todo_item" | "validate_plan" | "create_plan_from_structure" | "get_task" | "update_task_status" | "get_ready_tasks" | "get_tasks_for_role" | "get_plan_status" | "get_plan_structure" | "delete_plan";
-  /** What the tool does, as the model sees it. Empty for a built-in: its own description. @default "" */
+  /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
   description: string;
   /** Time limit of one call, in milliseconds; the call fails with TOOL_TIMEOUT after it. @default 30000 */
   timeout_ms: number;
@@ -114,7 +114,7 @@ export interface RawBuiltinTool {
 export interface RawCommandTool {
   /** Argument vector; argv[0] starting with '.' is a path relative to the team file. */
   command: string[];
-  /** What the tool does, as the model sees it. Empty for a built-in: its own description. @default "" */
+  /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
   description: string;
   /** JSON Schema of the tool's arguments (an object). Arguments are validated against it before the tool runs, strictly (ajv strict mode: an unknown keyword is an error). String formats: date, time, date-time, duration, email, hostname, ipv4, ipv6, uri, uuid. @default {"type":"object","properties":{}} */
   parameters: RawToolParameters;
@@ -145,7 +145,7 @@ export interface RawHttpTool {
     /** Let the tool reach loopback, private and link-local addresses (a service on this machine or the local network). The cloud metadata address stays refused. @default false */
     allow_private: boolean;
   };
-  /** What the tool does, as the model sees it. Empty for a built-in: its own description. @default "" */
+  /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
   description: string;
   /** JSON Schema of the tool's arguments (an object). Arguments are validated against it before the tool runs, strictly (ajv strict mode: an unknown keyword is an error). String formats: date, time, date-time, duration, email, hostname, ipv4, ipv6, uri, uuid. @default {"type":"object","properties":{}} */
   parameters: RawToolParameters;
@@ -168,7 +168,7 @@ export interface RawMcpTool {
     /** Name of the tool on that server. */
     tool: string;
   };
-  /** What the tool does, as the model sees it. Empty for a built-in: its own description. @default "" */
+  /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
   description: string;
   /** JSON Schema of the tool's arguments (an object). Arguments are validated against it before the tool runs, strictly (ajv strict mode: an unknown keyword is an error). String formats: date, time, date-time, duration, email, hostname, ipv4, ipv6, uri, uuid. @default {"type":"object","properties":{}} */
   parameters: RawToolParameters;
@@ -178,6 +178,22 @@ export interface RawMcpTool {
   max_output_bytes: number;
   /** What calling the tool does (docs/durable-runs.md): `read` changes nothing, `idempotent` may change something but twice is as once, `write` must not run twice. A resumed run runs a call that started and has no result again only when it is not `write`; a `write` waits for a person's approval. Built-ins declare their own. @default "write" */
   effect: RawToolEffect;
+  /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
+  approval?: RawToolApproval;
+}
+
+/** A tool written in JavaScript: an ES module, loaded once per process when a run first needs it and run in-process, with the same argument validation, timeout and output cap as any tool (docs/code-tools.md). */
+export interface RawModuleTool {
+  /** Path of the ES module (.mjs or .js), relative to the team file and inside its folder unless allow_outside_paths. It exports `description` (a string), `parameters` (a JSON Schema of the arguments), `effect` (read, idempotent or write; default write) and `execute(args, ctx)` (ctx.signal aborts). */
+  module: string;
+  /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
+  description: string;
+  /** Time limit of one call, in milliseconds; the call fails with TOOL_TIMEOUT after it. @default 30000 */
+  timeout_ms: number;
+  /** Cap on a call's output, in bytes; longer output is cut. @default 65536 */
+  max_output_bytes: number;
+  /** What a call does, overriding the module's own `effect` (docs/durable-runs.md). */
+  effect?: RawToolEffect;
   /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
   approval?: RawToolApproval;
 }

@@ -29,8 +29,17 @@ interface Edge {
   at: string;
 }
 
-/** Check every reference of a (possibly schema-invalid) team; returns the problems and what resolving needs. */
-export function checkReferences(team: RawObject, dir: string, source: SourceMap): { problems: ConfigProblem[]; refs: References } {
+/**
+ * Check every reference of a (possibly schema-invalid) team; returns the
+ * problems and what resolving needs. `provided` are names of tools the
+ * application gives `runTeam` in code (docs/code-tools.md): agents may list them.
+ */
+export function checkReferences(
+  team: RawObject,
+  dir: string,
+  source: SourceMap,
+  provided: ReadonlySet<string> = new Set(),
+): { problems: ConfigProblem[]; refs: References } {
   const problems: ConfigProblem[] = [];
   const report = (at: string, message: string, where: "value" | "key" = "value") => problems.push(source.problem(at, message, where));
   const models = records(team.models);
@@ -69,7 +78,7 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
 
   for (const [name, tool] of tools) {
     if (isAgent(name)) report(pointer("tools", name), `'${name}' names both a tool and an agent: rename one`, "key");
-    checkTool(name, tool, dir, report);
+    checkTool(name, tool, dir, confined, report);
   }
 
   for (const [name, agent] of agents) {
@@ -88,7 +97,7 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
     for (const [index, tool] of strings(agent.tools)) {
       if (toolSet.has(tool)) refs.usedTools.add(tool);
       else if (isAgent(tool)) out.push({ to: tool, at: at("tools", index) });
-      else if (!isBuiltinToolName(tool)) {
+      else if (!isBuiltinToolName(tool) && !provided.has(tool)) {
         const candidates = [...toolNames, ...BUILTIN_TOOL_NAMES, ...agentNames.filter((a) => a !== name)];
         report(at("tools", index), `unknown tool '${tool}'${didYouMean(tool, candidates)}: expected a tool under 'tools', a built-in tool or an agent`);
       }
@@ -155,8 +164,11 @@ const MAX_PROBLEMS = 200;
 
 type Report = (at: string, message: string, where?: "value" | "key") => void;
 
-function checkTool(name: string, tool: RawObject, dir: string, report: Report): void {
+function checkTool(name: string, tool: RawObject, dir: string, confined: string | undefined, report: Report): void {
   const at = (...keys: Array<string | number>) => pointer("tools", name, ...keys);
+  // What the module exports is checked when it is loaded (src/tools/module.ts): by `runtime validate`, or a run.
+  const module = str(tool.module);
+  if (module !== undefined) checkFile(resolve(dir, module), at("module"), "tool module", report, { folder: confined });
   const command = strings(tool.command);
   const program = command[0]?.[1];
   if (program !== undefined && program.startsWith(".")) checkFile(resolve(dir, program), at("command", 0), "program", report);

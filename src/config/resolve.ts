@@ -66,7 +66,7 @@ function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
   const base = {
     name,
     description: raw.description,
-    parameters: "builtin" in raw ? builtinParameters() : raw.parameters,
+    parameters: "builtin" in raw || "module" in raw ? builtinParameters() : raw.parameters,
     timeout_ms: raw.timeout_ms,
     max_output_bytes: raw.max_output_bytes,
     ...(raw.effect !== undefined ? { effect: raw.effect } : {}),
@@ -77,6 +77,7 @@ function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
   if ("http" in raw) {
     return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers, allow_private: raw.http.allow_private };
   }
+  if ("module" in raw) return { ...base, type: "module", module: resolve(dir, raw.module) };
   return { ...base, type: "mcp", server: resolveArgv(raw.mcp.server, dir), tool: raw.mcp.tool };
 }
 

@@ -105,7 +105,18 @@ export interface McpToolConfig extends ToolConfigBase {
   tool: string;
 }
 
-export type ToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig | McpToolConfig;
+/**
+ * A tool written as an ES module (docs/code-tools.md). Like a built-in, its
+ * `parameters` here are the empty object schema: at run time it keeps the
+ * module's own, and its own description unless `description` is given.
+ */
+export interface ModuleToolConfig extends ToolConfigBase {
+  type: "module";
+  /** Absolute path of the module. */
+  module: string;
+}
+
+export type ToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig | McpToolConfig | ModuleToolConfig;
 
 export type AgentKind = "react" | "plan_and_solve" | "plan_and_solve_flow" | "plan_solver" | "sop";
 

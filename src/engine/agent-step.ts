@@ -16,7 +16,7 @@ import type { Tool } from "../tools/types.js";
 import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
 import { callModel } from "./model-call.js";
-import { resolveTools } from "./resolve-tools.js";
+import { prepareTools, resolveTools } from "./resolve-tools.js";
 import { stateInspector } from "./state-reporter.js";
 
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
@@ -32,6 +32,8 @@ export interface RunShared {
   trace_dir: string;
   client(model: ModelConfig): ChatClient;
   toolCache: Map<string, Tool>;
+  /** Tools given to `runTeam` in code, by name. */
+  providedTools: ReadonlyMap<string, Tool>;
   /** Models found unavailable in this run (src/engine/model-call.ts). */
   unavailableModels: Set<string>;
   /** The team's budget account, when it has one (src/engine/budget.ts). */
@@ -154,7 +156,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
-      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache });
+      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache, provided: run.providedTools });
       return createToolBox({
         tools,
         allow: agent.tools,
@@ -187,6 +189,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   };
 
   try {
+    await prepareTools(run.team, agent, run.toolCache);
     return await settled(await runner(ctx, input));
   } catch (err) {
     return settled(failed(`agent ${name} failed: ${describeError(err)}`));

@@ -1,7 +1,9 @@
+import { isBuiltinToolName } from "../config/builtin-names.js";
 import type { AgentConfig, ResolvedTeam } from "../config/types.js";
 import { PLAN_TOOL_NAMES, createPlanTools, openPlanTool } from "../plan/tools.js";
 import { builtinTool } from "../tools/builtin/index.js";
 import { toolFromConfig } from "../tools/from-config.js";
+import { loadToolModule, moduleTool } from "../tools/module.js";
 import type { Tool } from "../tools/types.js";
 import { agentAsTool, type CallAgentFromTool } from "./agent-tool.js";
 
@@ -14,12 +16,27 @@ export interface ToolResolution {
   extra: Tool[];
   /** Per-run cache of tools built from the team file. */
   cache: Map<string, Tool>;
+  /** Tools the application gave `runTeam` in code, by name (docs/code-tools.md). */
+  provided: ReadonlyMap<string, Tool>;
+}
+
+/**
+ * Load what an agent's tools need before they can be offered: the module of
+ * each `module:` tool it lists (imported once per process), built into the
+ * run's cache. Rejects with the module's one-line problem.
+ */
+export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache: Map<string, Tool>): Promise<void> {
+  for (const name of agent.tools) {
+    const declared = team.tools[name];
+    if (declared?.type !== "module" || cache.has(`tool:${name}`)) continue;
+    cache.set(`tool:${name}`, moduleTool(declared, await loadToolModule(declared.module)));
+  }
 }
 
 /**
  * Turn an agent's allow-list into tools. A name resolves, in order, to an
- * extra tool of the agent kind, a tool declared under `tools:`, another agent,
- * a Plan Tool method, or a built-in. Names that resolve to nothing here
+ * extra tool of the agent kind, a tool declared under `tools:`, a tool given
+ * in code, another agent, a Plan Tool method, or a built-in. Names that resolve to nothing here
  * (a todo tool listed for a kind that has no todo list) are left out, so a
  * call to them is refused back to the model like any tool outside the list.
  */
@@ -36,6 +53,11 @@ export function resolveTools(r: ToolResolution): Tool[] {
     const declared = r.team.tools[name];
     if (declared) {
       tools.push(cached(r.cache, `tool:${name}`, () => toolFromConfig(declared)));
+      continue;
+    }
+    const provided = r.provided.get(name);
+    if (provided) {
+      tools.push(provided);
       continue;
     }
     const agent = r.team.agents[name];
@@ -62,4 +84,43 @@ function cached(cache: Map<string, Tool>, key: string, build: () => Tool): Tool 
     cache.set(key, tool);
   }
   return tool;
+}
+
+/**
+ * The tools given to `runTeam` in code, by name; or why they cannot be used:
+ * one that is not a tool, a name given twice or already taken by the team
+ * (a tool, an agent, a built-in), or a name an agent lists that neither the
+ * team file nor these tools provide.
+ */
+export function providedTools(team: ResolvedTeam, tools: readonly Tool[]): Map<string, Tool> | string {
+  const byName = new Map<string, Tool>();
+  for (const [index, tool] of tools.entries()) {
+    if (!isTool(tool)) return `runTeam: tools[${index}] is not a tool (make it with defineTool())`;
+    const taken = byName.has(tool.name)
+      ? "another tool given to runTeam"
+      : team.tools[tool.name]
+        ? "a tool of the team file"
+        : team.agents[tool.name]
+          ? "an agent of the team"
+          : isBuiltinToolName(tool.name)
+            ? "a built-in tool"
+            : undefined;
+    if (taken !== undefined) return `runTeam: tool "${tool.name}" has the name of ${taken}: rename it`;
+    byName.set(tool.name, tool);
+  }
+  for (const agent of Object.values(team.agents)) {
+    for (const name of agent.tools) {
+      if (team.tools[name] || team.agents[name] || isBuiltinToolName(name) || byName.has(name)) continue;
+      return `agent ${agent.name} lists tool "${name}", which neither the team file nor runTeam's tools provide`;
+    }
+  }
+  return byName;
+}
+
+function isTool(value: unknown): value is Tool {
+  const t = value as Partial<Tool> | null;
+  return (
+    typeof t === "object" && t !== null && typeof t.name === "string" && typeof t.execute === "function" &&
+    typeof t.parameters === "object" && typeof t.timeout_ms === "number" && typeof t.max_output_bytes === "number"
+  );
 }

@@ -5,8 +5,10 @@ import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage, ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import type { ChatClient } from "../models/types.js";
+import type { Tool } from "../tools/types.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
 import { Journal, type JournalSink } from "./journal.js";
+import { providedTools } from "./resolve-tools.js";
 import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
 import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
@@ -38,6 +40,12 @@ export interface RunOptions {
   sessionId?: string;
   /** Called synchronously with every event, in order (progress views, NDJSON). */
   sinks?: EventSink[];
+  /**
+   * Tools written in code (`defineTool()`), usable by agents that list their
+   * names in `tools`; load the team with the same `tools` so that it may list
+   * them (docs/code-tools.md). @default none
+   */
+  tools?: readonly Tool[];
   /** Build the chat client of a model (wrap it to record, say). @default createChatClient */
   createClient?: (config: ModelConfig) => ChatClient;
   /**
@@ -124,6 +132,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     }
   }
   for (const sink of options.sinks ?? []) bus.subscribe(sink);
+  const provided = providedTools(team, options.tools ?? []);
 
   const clients = new Map<string, ChatClient>();
   const makeClient = options.createClient ?? createChatClient;
@@ -148,6 +157,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       return client;
     },
     toolCache: new Map(),
+    providedTools: typeof provided === "string" ? new Map() : provided,
     unavailableModels: new Set(),
     accounts: budget ? [new Account("the team", budget)] : [],
     approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
@@ -164,6 +174,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     let outcome: RunResult;
     if (traceError) {
       outcome = { task_id, result_type: "error", error: traceError, usage };
+    } else if (typeof provided === "string") {
+      outcome = { task_id, result_type: "error", error: provided, usage };
     } else if (!team.agents[agentName]) {
       outcome = { task_id, result_type: "error", error: `unknown agent '${agentName}'`, usage };
     } else {

@@ -1,4 +1,5 @@
 import type { ResolvedTeam } from "../config/types.js";
+import type { EventSink } from "../events/bus.js";
 import type { RunEvent } from "../events/types.js";
 import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
 import { resumeRun, type ResumeOptions } from "../engine/resume.js";
@@ -52,6 +53,9 @@ export class LiveRun {
 export class LiveRuns {
   private readonly runs = new Map<string, LiveRun>();
 
+  /** `runSinks` makes further sinks for each run (OpenTelemetry's, say). */
+  constructor(private readonly runSinks: () => EventSink[] = () => []) {}
+
   get size(): number {
     return this.runs.size;
   }
@@ -62,12 +66,12 @@ export class LiveRuns {
 
   /** Start a run of `team`; it is forgotten here once it has finished (its trace stays in the store). */
   start(team: ResolvedTeam, options: Omit<RunOptions, "signal" | "sinks">): LiveRun {
-    return this.track((live) => runTeam(team, { ...options, signal: live.signal, sinks: [live.push] }));
+    return this.track((live) => runTeam(team, { ...options, signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
   }
 
   /** Continue a stopped run of `team` from its journal (docs/durable-runs.md). */
   resume(team: ResolvedTeam, options: Omit<ResumeOptions, "signal" | "sinks">): LiveRun {
-    return this.track((live) => resumeRun(team, { ...options, signal: live.signal, sinks: [live.push] }));
+    return this.track((live) => resumeRun(team, { ...options, signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
   }
 
   private track(begin: (live: LiveRun) => TeamRun): LiveRun {

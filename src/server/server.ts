@@ -3,6 +3,7 @@ import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError, describeError } from "../errors.js";
+import type { EventSink } from "../events/bus.js";
 import { resolveTraceDir } from "../engine/trace-dir.js";
 import { redactString } from "../redact.js";
 import { TraceStore } from "../trace/store.js";
@@ -41,6 +42,8 @@ export interface ServerOptions {
   rate?: number;
   /** Serve HTTPS with this certificate and key (PEM). */
   tls?: { cert: string | Buffer; key: string | Buffer };
+  /** Further sinks for each run, made per run (e.g. `() => [telemetry.sink({ team })]`, docs/telemetry.md). */
+  runSinks?: () => EventSink[];
 }
 
 export interface RunningServer {
@@ -76,7 +79,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     team: options.team,
     traceDir,
     store,
-    live: new LiveRuns(),
+    live: new LiveRuns(options.runSinks),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     maxLiveRuns: options.maxLiveRuns ?? 16,
     maxClientBuffer: options.maxClientBuffer ?? MAX_CLIENT_BUFFER,

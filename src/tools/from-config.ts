@@ -39,5 +39,8 @@ export function toolFromConfig(config: ToolConfig): Tool {
       return declaredTool(config, async () => {
         throw new RuntimeError("TOOL_FAILED", `tool "${config.name}": mcp tools are not supported yet`);
       });
+    case "module":
+      // Its module is imported asynchronously, before the step starts: prepareTools (src/engine/resolve-tools.ts).
+      throw new Error(`internal error: the module of tool "${config.name}" was not loaded before use`);
   }
 }

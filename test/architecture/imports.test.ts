@@ -30,7 +30,7 @@ const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts"];
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
   "index.ts": ANYTHING, // the library entry: re-exports from everywhere
-  cli: ["server", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  cli: ["server", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   server: ["engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   engine: ["kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   graph: ["kinds", "models", "tools", "plan", "prompts", "events", "config", ...LEAVES], // draws the kinds' machines
@@ -40,6 +40,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   plan: ["events", "config", ...LEAVES],
   prompts: ["events", ...LEAVES],
   trace: ["events", ...LEAVES], // the trace store is a sink of events; events know no sink (engine wires them)
+  telemetry: ["events", ...LEAVES], // OpenTelemetry spans from events: a sink the cli (or an application) wires
   events: [...LEAVES],
   config: ["prompts", ...LEAVES], // leaf-ish: loading a team checks its templates
   parse: ["errors.ts"], // tolerant JSON of model output

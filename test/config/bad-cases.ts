@@ -295,7 +295,7 @@ agents:
   {
     name: "tool-without-kind",
     text: `${BASE}tools:\n  lookup:\n    comand: [node, ./lookup.mjs]\n`,
-    expect: ["10:3 /tools/lookup expected exactly one of the keys 'builtin', 'command', 'http' or 'mcp' (did you mean 'command'?)"],
+    expect: ["10:3 /tools/lookup expected exactly one of the keys 'builtin', 'command', 'http', 'mcp' or 'module' (did you mean 'command'?)"],
   },
   {
     name: "unknown-entry",

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { agentModel, builtinParameters, entryAgent, flowReplanner } from "../../src/config/defaults.js";
+import { agentModel, builtinParameters, codeToolLimits, entryAgent, flowReplanner } from "../../src/config/defaults.js";
 import { loadTeamFromString } from "../../src/config/load.js";
 import { tempDir } from "../support/team.js";
 import { BASE } from "./bad-cases.js";
@@ -50,6 +50,13 @@ describe("src/config/defaults.ts", () => {
       expect(defs[tool]?.properties.parameters?.default, tool).toEqual(builtinParameters());
     }
     expect(builtinParameters()).not.toBe(builtinParameters());
+  });
+
+  it("gives a tool defined in code the limits the schema gives a tool of the team file", () => {
+    const defs = schema.$defs as Record<string, { properties: Record<string, Node> }>;
+    for (const tool of ["builtinTool", "commandTool", "httpTool", "mcpTool", "moduleTool"]) {
+      expect({ timeout_ms: defs[tool]?.properties.timeout_ms?.default, max_output_bytes: defs[tool]?.properties.max_output_bytes?.default }, tool).toEqual(codeToolLimits());
+    }
   });
 
   it("decides an agent's model: its own, else `default`, else the only one", () => {

@@ -15,6 +15,7 @@ interface ExecOptions {
   traceDir?: string;
   record?: string;
   session?: string;
+  otel?: boolean;
 }
 
 /** `runtime exec FILE [INPUT...]`: run the entry agent (or --agent) and print the answer. */
@@ -32,6 +33,7 @@ export function registerExec(program: Command, setExit: SetExit): void {
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
     .option("--record <file>", "write what the models answered as a scripted-model file, to replay the run")
     .option("--session <id>", "session id: a follow-up in the same session continues its state")
+    .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
     .action(async (file: string, words: string[], opts: ExecOptions) => {
       setExit(await exec(file, words, opts));
     });
@@ -72,7 +74,7 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     return fail(`unknown agent '${opts.agent}' (agents: ${Object.keys(team.agents).join(", ")})`, EXIT.USAGE);
   }
   const recorded: RecordedReply[] = [];
-  const status = await runAndReport("exec", opts, (base) =>
+  const status = await runAndReport("exec", opts, team, (base) =>
     runTeam(team, {
       ...base,
       input,

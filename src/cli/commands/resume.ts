@@ -15,6 +15,7 @@ interface ResumeOptions {
   events?: string;
   progress?: boolean;
   traceDir?: string;
+  otel?: boolean;
 }
 
 const BUDGET_KEYS = ["max_tokens", "max_model_calls", "max_tool_calls", "max_seconds", "max_cost_usd"] as const;
@@ -30,6 +31,7 @@ export function registerResume(program: Command, setExit: SetExit): void {
     .option("--progress", "show live progress on stderr even when it is not a terminal")
     .option("--no-progress", "never show live progress")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
+    .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
     .action(async (taskId: string, opts: ResumeOptions) => {
       setExit(await resume(taskId, opts));
     });
@@ -59,7 +61,7 @@ async function resume(given: string, opts: ResumeOptions): Promise<number> {
   if (!teamFile) return fail(`run ${taskId} was not started from a team file: give it with --team`, EXIT.USAGE);
   const team = await loadTeamOrReport(teamFile, "resume");
   if (!team) return EXIT.USAGE;
-  return runAndReport("resume", opts, (base) => {
+  return runAndReport("resume", opts, team, (base) => {
     const merged = budget ? { ...team.budget, ...budget } : undefined;
     return resumeRun(team, { ...base, taskId, ...(merged ? { budget: merged } : {}) });
   });

@@ -3,6 +3,8 @@ import type { Command } from "commander";
 import { describeError } from "../../errors.js";
 import { isLoopback } from "../../server/auth.js";
 import { loadTeamOrReport } from "../load-team.js";
+import type { Telemetry } from "../../telemetry/telemetry.js";
+import { startTelemetryIfAsked } from "../telemetry.js";
 import { EXIT, type SetExit } from "../exit.js";
 
 interface ServeOptions {
@@ -15,6 +17,7 @@ interface ServeOptions {
   tlsKey?: string;
   rate: string;
   maxRuns: string;
+  otel?: boolean;
 }
 
 /** `runtime serve FILE [--port N] [--host H] [--trace-dir DIR]`: the HTTP server, until stopped. */
@@ -32,6 +35,7 @@ export function registerServe(program: Command, setExit: SetExit): void {
     .option("--tls-key <file>", "the certificate's private key (PEM)")
     .option("--rate <n>", "requests per second the token may make on average", "50")
     .option("--max-runs <n>", "runs in progress at once; more get a 429", "16")
+    .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
     .action(async (file: string, opts: ServeOptions) => {
       setExit(await serve(file, opts));
     });
@@ -68,6 +72,12 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   const { startServer } = await import("../../server/server.js");
   const team = await loadTeamOrReport(file, "serve");
   if (!team) return EXIT.USAGE;
+  let telemetry: Telemetry | undefined;
+  try {
+    telemetry = await startTelemetryIfAsked(opts.otel, "serve");
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
 
   let server;
   try {
@@ -81,13 +91,16 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
       ...(tls ? { tls } : {}),
       ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
       ...(opts.corsOrigin !== undefined ? { corsOrigin: opts.corsOrigin } : {}),
+      ...(telemetry ? { runSinks: () => [telemetry.sink({ team })] } : {}),
     });
   } catch (err) {
+    await telemetry?.shutdown();
     return fail(describeError(err), EXIT.RUN_ERROR);
   }
   // The token is printed only when the server made it: one given is the caller's to keep.
   const shown = token === undefined ? server.pageUrl : `${server.url}/?token=<your token>`;
   process.stderr.write(`runtime serve: ${team.name} listening on ${server.url}/ (Ctrl-C to stop)\n`);
+  if (telemetry) process.stderr.write(`runtime serve: sending spans to ${telemetry.endpoint}\n`);
   process.stderr.write(`runtime serve: open ${shown}; API requests send Authorization: Bearer <token>\n`);
 
   // Stopping cancels the runs in progress; each keeps its trace, ending with run.finished.
@@ -102,5 +115,7 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   });
   process.stderr.write("runtime serve: stopping\n");
   await server.close();
+  // The cancelled runs' last spans go out before the process ends.
+  await telemetry?.shutdown();
   return EXIT.OK;
 }

@@ -13,7 +13,7 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       let valid = true;
       for (const file of files) {
         try {
-          await loadCheckedTeam(file);
+          await loadCheckedTeam(file, { modules: true });
           process.stdout.write(`${file}: ok\n`);
         } catch (err) {
           valid = false;
