@@ -7,6 +7,7 @@
  * while validating (schema.ts, `useDefaults`); a test keeps this list equal
  * to the schema's:
  * - team: description "", tools {}, workflows {}, allow_outside_paths false
+ * - knowledge: top_k 3
  * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
  * - scripted model: model "scripted"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536

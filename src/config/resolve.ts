@@ -24,6 +24,16 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
     agents: mapValues(team.agents, (name, raw) => resolveAgent(name, raw, dir, modelNames, refs)),
     workflows: mapValues(team.workflows, (id, raw) => resolveWorkflow(id, raw)),
     ...(team.budget ? { budget: { ...team.budget } } : {}),
+    ...(team.knowledge
+      ? {
+          knowledge: {
+            paths: team.knowledge.paths.map((path) => resolve(dir, path)),
+            top_k: team.knowledge.top_k,
+            dir,
+            ...(team.allow_outside_paths ? {} : { confined_to: dir }),
+          },
+        }
+      : {}),
   };
 }
 

@@ -212,6 +212,18 @@ export interface Workflow {
   steps: WorkflowStep[];
 }
 
+/** The team's own documents, searched by `knowledge_lookup` (docs/knowledge.md). */
+export interface KnowledgeConfig {
+  /** Absolute paths of files and folders. */
+  paths: string[];
+  /** Passages a lookup returns by default. @default 3 */
+  top_k: number;
+  /** The team file's folder: sources are named relative to it. */
+  dir: string;
+  /** Files found in folders must lie inside this folder (real paths); unset with allow_outside_paths. */
+  confined_to?: string;
+}
+
 export interface ResolvedTeam {
   version: 1;
   name: string;
@@ -228,4 +240,6 @@ export interface ResolvedTeam {
   workflows: Record<string, Workflow>;
   /** What one run may spend in all. */
   budget?: Budget;
+  /** Documents for `knowledge_lookup`; unset when the team has none. */
+  knowledge?: KnowledgeConfig;
 }

@@ -1,7 +1,8 @@
 import type { AgentConfig, ResolvedTeam } from "../config/types.js";
 import { PLAN_TOOL_NAMES, createPlanTools, openPlanTool } from "../plan/tools.js";
 import { builtinTool } from "../tools/builtin/index.js";
-import { toolFromConfig } from "../tools/from-config.js";
+import { knowledgeLookupTool } from "../tools/builtin/knowledge-lookup.js";
+import { toolFromConfig, withDeclaredLimits } from "../tools/from-config.js";
 import type { Tool } from "../tools/types.js";
 import { agentAsTool, type CallAgentFromTool } from "./agent-tool.js";
 
@@ -27,6 +28,15 @@ export function resolveTools(r: ToolResolution): Tool[] {
   const extra = new Map(r.extra.map((t) => [t.name, t]));
   const tools: Tool[] = [];
   let planTools: Map<string, Tool> | undefined;
+  /** A built-in's implementation by its built-in name; the plan tools are made once per call. */
+  const builtin = (name: string): Tool | undefined => {
+    if ((PLAN_TOOL_NAMES as readonly string[]).includes(name)) {
+      planTools ??= new Map(createPlanTools(openPlanTool(r.trace_dir)).map((t) => [t.name, t]));
+      return planTools.get(name);
+    }
+    if (name === "knowledge_lookup") return knowledgeLookupTool(r.team.knowledge);
+    return builtinTool(name);
+  };
   for (const name of r.agent.tools) {
     const fromExtra = extra.get(name);
     if (fromExtra) {
@@ -34,6 +44,12 @@ export function resolveTools(r: ToolResolution): Tool[] {
       continue;
     }
     const declared = r.team.tools[name];
+    if (declared?.type === "builtin") {
+      // An alias of a built-in (`plan_status: {builtin: get_plan_status}`): its implementation, the declared name and limits.
+      const implementation = builtin(declared.builtin);
+      if (implementation) tools.push(withDeclaredLimits(implementation, declared));
+      continue;
+    }
     if (declared) {
       tools.push(cached(r.cache, `tool:${name}`, () => toolFromConfig(declared)));
       continue;
@@ -43,14 +59,8 @@ export function resolveTools(r: ToolResolution): Tool[] {
       tools.push(agentAsTool(agent, r.callAgent));
       continue;
     }
-    if ((PLAN_TOOL_NAMES as readonly string[]).includes(name)) {
-      planTools ??= new Map(createPlanTools(openPlanTool(r.trace_dir)).map((t) => [t.name, t]));
-      const tool = planTools.get(name);
-      if (tool) tools.push(tool);
-      continue;
-    }
-    const builtin = builtinTool(name);
-    if (builtin) tools.push(builtin);
+    const implementation = builtin(name);
+    if (implementation) tools.push(implementation);
   }
   return tools;
 }

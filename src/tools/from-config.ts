@@ -21,15 +21,7 @@ export function toolFromConfig(config: ToolConfig): Tool {
           `tool "${config.name}": unknown builtin "${config.builtin}" (this layer provides: ${BUILTIN_TOOL_NAMES.join(", ")})`,
         );
       }
-      return {
-        ...tool,
-        name: config.name,
-        description: config.description || tool.description,
-        timeout_ms: config.timeout_ms,
-        max_output_bytes: config.max_output_bytes,
-        ...(config.effect ? { effect: config.effect } : {}),
-        ...(config.approval ? { approval: config.approval } : {}),
-      };
+      return withDeclaredLimits(tool, config);
     }
     case "command":
       return commandTool(config);
@@ -40,4 +32,17 @@ export function toolFromConfig(config: ToolConfig): Tool {
         throw new RuntimeError("TOOL_FAILED", `tool "${config.name}": mcp tools are not supported yet`);
       });
   }
+}
+
+/** A built-in under its declared name, limits and (when given) description; its parameters stay its own. */
+export function withDeclaredLimits(tool: Tool, config: ToolConfig): Tool {
+  return {
+    ...tool,
+    name: config.name,
+    description: config.description || tool.description,
+    timeout_ms: config.timeout_ms,
+    max_output_bytes: config.max_output_bytes,
+    ...(config.effect ? { effect: config.effect } : {}),
+    ...(config.approval ? { approval: config.approval } : {}),
+  };
 }
