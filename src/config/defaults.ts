@@ -20,6 +20,7 @@
  * - plan_and_solve_flow agent: enable_replanner false, max_replan_rounds 30
  * - plan_solver agent: concurrency 4
  * - workflow and workflow step: description ""; workflow task: optional false
+ * - workflow: order "steps"
  *
  * Defaults that depend on other keys are decided by the functions below and
  * applied by resolve.ts:

@@ -307,6 +307,8 @@ export interface RawWorkflow {
   name: string;
   /** What the workflow achieves. @default "" */
   description: string;
+  /** `steps`: a task starts (goes inprogress) only when every task of the earlier steps has settled (completed, skipped or error); the sop kind refuses the strategist otherwise. `free`: tasks start in any order. @default "steps" */
+  order: "steps" | "free";
   /** The steps, in order. */
   steps: RawWorkflowStep[];
 }

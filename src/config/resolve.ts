@@ -140,6 +140,7 @@ function resolveWorkflow(id: string, raw: RawWorkflow): Workflow {
     id,
     name: raw.name,
     description: raw.description,
+    order: raw.order,
     steps: raw.steps.map((step) => ({
       step_id: step.step_id,
       name: step.name,

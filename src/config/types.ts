@@ -209,6 +209,8 @@ export interface Workflow {
   id: string;
   name: string;
   description: string;
+  /** `steps`: a task starts only when the earlier steps have settled; `free`: any order. @default "steps" */
+  order: "steps" | "free";
   steps: WorkflowStep[];
 }
 

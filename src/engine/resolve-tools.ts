@@ -56,13 +56,34 @@ export function resolveTools(r: ToolResolution): Tool[] {
     }
     const agent = r.team.agents[name];
     if (agent) {
-      tools.push(agentAsTool(agent, r.callAgent));
+      const tool = agentAsTool(agent, r.callAgent);
+      tools.push(isAssignee(r.team, name) ? guardedByPlan(tool, r.trace_dir) : tool);
       continue;
     }
     const implementation = builtin(name);
     if (implementation) tools.push(implementation);
   }
   return tools;
+}
+
+/** True when some workflow of the team assigns a task to `agent`. */
+function isAssignee(team: ResolvedTeam, agent: string): boolean {
+  return Object.values(team.workflows).some((w) => w.steps.some((s) => s.tasks.some((t) => t.assignee === agent)));
+}
+
+/**
+ * An assignee agent as a tool, whose calls pass through the rules of the plan
+ * bound to the caller's step (a sop strategist's: src/kinds/sop/rules.ts);
+ * a caller with no bound plan calls it as it is.
+ */
+function guardedByPlan(tool: Tool, traceDir: string): Tool {
+  return {
+    ...tool,
+    execute: (args, ctx) => {
+      const rules = openPlanTool(traceDir).rulesFor(ctx.scope);
+      return rules ? rules.guardAgentCall(tool.name, ctx.scope.agent_id, () => tool.execute(args, ctx)) : tool.execute(args, ctx);
+    },
+  };
 }
 
 function cached(cache: Map<string, Tool>, key: string, build: () => Tool): Tool {
