@@ -16,7 +16,7 @@
  * - command tool: env {}
  * - http tool: method "POST", headers {}, allow_private false
  * - agent (every kind): description "", max_iteration 30, tools [], approval {}
- * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2
+ * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2, verify "checks", max_verify_rounds 2
  * - plan_and_solve_flow agent: enable_replanner false, max_replan_rounds 30
  * - plan_solver agent: concurrency 4
  * - workflow and workflow step: description ""; workflow task: optional false
@@ -30,6 +30,7 @@
  * - command tool cwd: the team file's directory (`commandCwd`)
  * - built-in tool parameters: an empty object schema (`builtinParameters`)
  * - plan_and_solve_flow replanner: the flow's planner (`flowReplanner`)
+ * - plan_and_solve verifier: the agent's own model (resolve.ts)
  * - openai model idle_timeout_ms: timeout_ms or 30000, the smaller
  *   (`streamIdleTimeout`)
  * - openai model base_url and api_key: unset or empty is left out, so the

@@ -260,6 +260,12 @@ export interface RawPlanAndSolveAgent extends RawAgentBase {
   todo_complete_after: number;
   /** Recent failed tool calls after which the active todo item is marked blocked automatically. @default 2 */
   todo_block_after: number;
+  /** How VERIFYING checks a final answer before accepting it (docs/plan-and-solve.md#verifying). `checks`: numbers in the answer that no recorded tool result, tool argument or the question supports, near a computed result, send it back (no model call). `model`: the checks, then one verification model call that sees the recorded results and the answer and returns a verdict. `off`: the answer is taken as it is. @default "checks" */
+  verify: "off" | "checks" | "model";
+  /** The model (a name under `models`) of the verification call when `verify: model`. Defaults to the agent's own model. */
+  verifier?: string;
+  /** How many times a failed verification sends the work back to SOLVING; the next failure ends the run in error with the verdict. @default 2 */
+  max_verify_rounds: number;
 }
 
 /** A PlanAndSolve flow (seed 001): a planner agent plans, an executor agent runs each step, an optional replanner answers or replans. */

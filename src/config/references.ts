@@ -90,6 +90,12 @@ export function checkReferences(team: RawObject, dir: string, source: SourceMap)
     else if (explicit !== undefined) report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
     else if (modelNames.length > 1) report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
 
+    const verifier = str(agent.verifier);
+    if (agent.kind === "plan_and_solve" && verifier !== undefined) {
+      if (modelSet.has(verifier)) refs.usedModels.add(verifier);
+      else report(at("verifier"), `unknown model '${verifier}'${didYouMean(verifier, modelNames)}${declared("models", modelNames)}`);
+    }
+
     for (const [index, tool] of strings(agent.tools)) {
       if (knowledgeTools.has(tool) && !isRecord(team.knowledge)) {
         report(at("tools", index), `'${tool}' searches the team's documents, but the team has none: add knowledge: {paths: [...]} at the top of the file`);

@@ -109,7 +109,15 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
     case "react":
       return { ...common, kind: "react" };
     case "plan_and_solve":
-      return { ...common, kind: "plan_and_solve", todo_complete_after: raw.todo_complete_after, todo_block_after: raw.todo_block_after };
+      return {
+        ...common,
+        kind: "plan_and_solve",
+        todo_complete_after: raw.todo_complete_after,
+        todo_block_after: raw.todo_block_after,
+        verify: raw.verify,
+        verifier: raw.verifier ?? common.model,
+        max_verify_rounds: raw.max_verify_rounds,
+      };
     case "plan_and_solve_flow":
       return {
         ...common,

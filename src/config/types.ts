@@ -148,6 +148,12 @@ export interface PlanAndSolveAgentConfig extends AgentConfigBase {
   todo_complete_after: number;
   /** Recent failures after which the active todo item is blocked. @default 2 */
   todo_block_after: number;
+  /** How VERIFYING checks a final answer (docs/plan-and-solve.md#verifying). @default "checks" */
+  verify: "off" | "checks" | "model";
+  /** The model of the verification call (`verify: model`). @default the agent's model */
+  verifier: string;
+  /** Failed verifications sent back to SOLVING before the run ends with the verdict. @default 2 */
+  max_verify_rounds: number;
 }
 
 export interface PlanAndSolveFlowConfig extends AgentConfigBase {
