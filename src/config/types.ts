@@ -250,4 +250,6 @@ export interface ResolvedTeam {
   budget?: Budget;
   /** Documents for `knowledge_lookup`; unset when the team has none. */
   knowledge?: KnowledgeConfig;
+  /** What loads but is likely a mistake (`runtime validate` prints them); unset when there is none. */
+  warnings?: import("../errors.js").ConfigProblem[];
 }
