@@ -23,6 +23,7 @@ export const BUILTIN_TOOL_NAMES = [
   "create_todo_list",
   "update_todo_item",
   "validate_plan",
+  "knowledge_lookup",
   ...PLAN_TOOL_NAMES,
 ] as const;
 
@@ -32,3 +33,10 @@ export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 export function isBuiltinToolName(name: string): name is BuiltinToolName {
   return (BUILTIN_TOOL_NAMES as readonly string[]).includes(name);
 }
+
+/**
+ * Built-ins the agent kinds recognise by name (a react `terminate` ends the
+ * run; plan_and_solve binds its todo tools): declared under `tools:` they keep
+ * their own name, since an alias would not be recognised.
+ */
+export const NAME_BOUND_BUILTINS: ReadonlySet<string> = new Set(["terminate", "write_todos", "create_todo_list", "update_todo_item", "validate_plan"]);

@@ -7,6 +7,7 @@
  * while validating (schema.ts, `useDefaults`); a test keeps this list equal
  * to the schema's:
  * - team: description "", tools {}, workflows {}, allow_outside_paths false
+ * - knowledge: top_k 3
  * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
  * - scripted model: model "scripted"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
@@ -14,10 +15,11 @@
  * - command tool: env {}
  * - http tool: method "POST", headers {}, allow_private false
  * - agent (every kind): description "", max_iteration 30, tools [], approval {}
- * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2
+ * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2, verify "checks", max_verify_rounds 2
  * - plan_and_solve_flow agent: enable_replanner false, max_replan_rounds 30
  * - plan_solver agent: concurrency 4
  * - workflow and workflow step: description ""; workflow task: optional false
+ * - workflow: order "steps"
  *
  * Defaults that depend on other keys are decided by the functions below and
  * applied by resolve.ts:
@@ -28,6 +30,7 @@
  * - built-in and module tool parameters: an empty object schema
  *   (`builtinParameters`; at run time each keeps its own)
  * - plan_and_solve_flow replanner: the flow's planner (`flowReplanner`)
+ * - plan_and_solve verifier: the agent's own model (resolve.ts)
  * - openai model idle_timeout_ms: timeout_ms or 30000, the smaller
  *   (`streamIdleTimeout`)
  * - openai model base_url and api_key: unset or empty is left out, so the

@@ -72,7 +72,31 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
   }
   problems.push(...(await promptProblems(team, refs, parsed.source)));
   if (problems.length > 0 || valid === undefined) throw new ConfigError(sorted(problems, secrets));
-  return resolveTeam(valid, absolute, dir, refs);
+  const resolved = resolveTeam(valid, absolute, dir, refs);
+  const warnings = promptWarnings(team, refs, parsed.source);
+  return warnings.length > 0 ? { ...resolved, warnings: sorted(warnings, secrets) } : resolved;
+}
+
+/**
+ * A react agent's own prompt without `{{current_state}}`: it loads, but the
+ * model never sees the plan, the tool results or the errors to repair
+ * (docs/design/kinds.md), so every recursion starts blind.
+ */
+function promptWarnings(team: Record<string, unknown>, refs: References, source: SourceMap): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  for (const [name, agent] of Object.entries(isRecord(team.agents) ? team.agents : {})) {
+    if (!isRecord(agent) || agent.kind !== "react") continue;
+    const text = typeof agent.prompt === "string" ? agent.prompt : refs.prompts.get(name);
+    if (text === undefined || /\{\{\{?\s*current_state\s*\}/.test(text)) continue;
+    const key = typeof agent.prompt === "string" ? "prompt" : "system_prompt";
+    out.push(
+      source.problem(
+        `/agents/${pointerSegment(name)}/${key}`,
+        "warning: this react prompt has no {{current_state}}: the model will not see its plan, tool results or errors; add {{current_state}} where they belong",
+      ),
+    );
+  }
+  return out;
 }
 
 /**

@@ -25,8 +25,18 @@ export interface RawTeam {
   workflows: Record<string, RawWorkflow>;
   /** What one run of the team may spend in all, across every agent it runs. */
   budget?: RawBudget;
-  /** Let prompt, script and tool module files live outside the team file's folder (symbolic links followed). Off by default, so a team file cannot read /etc/passwd into a prompt. @default false */
+  /** The team's own documents, searched by the `knowledge_lookup` built-in (full text, BM25). Indexed on the first lookup of a loaded team, by heading and paragraph (docs/knowledge.md). */
+  knowledge?: RawKnowledge;
+  /** Let prompt, script, tool module and knowledge files live outside the team file's folder (symbolic links followed). Off by default, so a team file cannot read /etc/passwd into a prompt. @default false */
   allow_outside_paths: boolean;
+}
+
+/** The team's own documents, searched by the `knowledge_lookup` built-in (full text, BM25). Indexed on the first lookup of a loaded team, by heading and paragraph (docs/knowledge.md). */
+export interface RawKnowledge {
+  /** Files and folders relative to the team file; a folder gives its .md, .markdown and .txt files, subfolders included. Confined to the team file's folder unless allow_outside_paths. */
+  paths: string[];
+  /** Passages a lookup returns unless the call asks for another number (at most 10). @default 3 */
+  top_k: number;
 }
 
 /** A model: `openai` (any OpenAI-compatible Chat Completions endpoint) or `scripted` (deterministic replies read from a file; no network). */
@@ -97,7 +107,7 @@ export type RawTool = RawBuiltinTool | RawCommandTool | RawHttpTool | RawMcpTool
 /** A built-in tool, possibly under another name or with another timeout. */
 export interface RawBuiltinTool {
   /** Name of the built-in tool. */
-  builtin: "calculator" | "terminate" | "write_todos" | "create_todo_list" | "update_todo_item" | "validate_plan" | "create_plan_from_structure" | "get_task" | "update_task_status" | "get_ready_tasks" | "get_tasks_for_role" | "get_plan_status" | "get_plan_structure" | "delete_plan";
+  builtin: "calculator" | "terminate" | "write_todos" | "create_todo_list" | "update_todo_item" | "validate_plan" | "knowledge_lookup" | "create_plan_from_structure" | "get_task" | "update_task_status" | "get_ready_tasks" | "get_tasks_for_role" | "get_plan_status" | "get_plan_structure" | "delete_plan";
   /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
   description: string;
   /** Time limit of one call, in milliseconds; the call fails with TOOL_TIMEOUT after it. @default 30000 */
@@ -266,6 +276,12 @@ export interface RawPlanAndSolveAgent extends RawAgentBase {
   todo_complete_after: number;
   /** Recent failed tool calls after which the active todo item is marked blocked automatically. @default 2 */
   todo_block_after: number;
+  /** How VERIFYING checks a final answer before accepting it (docs/plan-and-solve.md#verifying). `checks`: numbers in the answer that no recorded tool result, tool argument or the question supports, near a computed result, send it back (no model call). `model`: the checks, then one verification model call that sees the recorded results and the answer and returns a verdict. `off`: the answer is taken as it is. @default "checks" */
+  verify: "off" | "checks" | "model";
+  /** The model (a name under `models`) of the verification call when `verify: model`. Defaults to the agent's own model. */
+  verifier?: string;
+  /** How many times a failed verification sends the work back to SOLVING; the next failure ends the run in error with the verdict. @default 2 */
+  max_verify_rounds: number;
 }
 
 /** A PlanAndSolve flow (seed 001): a planner agent plans, an executor agent runs each step, an optional replanner answers or replans. */
@@ -313,6 +329,8 @@ export interface RawWorkflow {
   name: string;
   /** What the workflow achieves. @default "" */
   description: string;
+  /** `steps`: a task starts (goes inprogress) only when every task of the earlier steps has settled (completed, skipped or error); the sop kind refuses the strategist otherwise. `free`: tasks start in any order. @default "steps" */
+  order: "steps" | "free";
   /** The steps, in order. */
   steps: RawWorkflowStep[];
 }

@@ -7,7 +7,7 @@ import { isAbsolute, relative, resolve } from "node:path";
 import type { Ajv } from "ajv";
 import type { ConfigProblem } from "../errors.js";
 import { describeError } from "../errors.js";
-import { BUILTIN_TOOL_NAMES, isBuiltinToolName } from "./builtin-names.js";
+import { BUILTIN_TOOL_NAMES, NAME_BOUND_BUILTINS, isBuiltinToolName } from "./builtin-names.js";
 import { agentModel } from "./defaults.js";
 import { AGENT_REFERENCE_KEYS, isRecord, list, records, str, strings, type RawObject } from "./raw.js";
 import { pointer, type SourceMap } from "./source.js";
@@ -76,6 +76,11 @@ export function checkReferences(
     }
   }
 
+  checkKnowledge(team, dir, confined, report);
+  // The built-in's name, unless a tool of the team's own takes it; and its aliases.
+  const knowledgeTools = new Set(tools.filter(([, t]) => t.builtin === "knowledge_lookup").map(([n]) => n));
+  if (!toolSet.has("knowledge_lookup")) knowledgeTools.add("knowledge_lookup");
+
   for (const [name, tool] of tools) {
     if (isAgent(name)) report(pointer("tools", name), `'${name}' names both a tool and an agent: rename one`, "key");
     checkTool(name, tool, dir, confined, report);
@@ -94,7 +99,16 @@ export function checkReferences(
     else if (explicit !== undefined) report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
     else if (modelNames.length > 1) report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
 
+    const verifier = str(agent.verifier);
+    if (agent.kind === "plan_and_solve" && verifier !== undefined) {
+      if (modelSet.has(verifier)) refs.usedModels.add(verifier);
+      else report(at("verifier"), `unknown model '${verifier}'${didYouMean(verifier, modelNames)}${declared("models", modelNames)}`);
+    }
+
     for (const [index, tool] of strings(agent.tools)) {
+      if (knowledgeTools.has(tool) && !isRecord(team.knowledge)) {
+        report(at("tools", index), `'${tool}' searches the team's documents, but the team has none: add knowledge: {paths: [...]} at the top of the file`);
+      }
       if (toolSet.has(tool)) refs.usedTools.add(tool);
       else if (isAgent(tool)) out.push({ to: tool, at: at("tools", index) });
       else if (!isBuiltinToolName(tool) && !provided.has(tool)) {
@@ -169,6 +183,12 @@ function checkTool(name: string, tool: RawObject, dir: string, confined: string 
   // What the module exports is checked when it is loaded (src/tools/module.ts): by `runtime validate`, or a run.
   const module = str(tool.module);
   if (module !== undefined) checkFile(resolve(dir, module), at("module"), "tool module", report, { folder: confined });
+  const builtin = str(tool.builtin);
+  if (builtin !== undefined && builtin !== name && NAME_BOUND_BUILTINS.has(builtin)) {
+    report(at("builtin"), `'${builtin}' is recognised by its name and cannot be renamed: declare it as '${builtin}: {builtin: ${builtin}}' to change its limits`);
+  } else if (builtin !== undefined && builtin !== name && isBuiltinToolName(name)) {
+    report(pointer("tools", name), `'${name}' is the name of a built-in tool; an alias of '${builtin}' needs another name`, "key");
+  }
   const command = strings(tool.command);
   const program = command[0]?.[1];
   if (program !== undefined && program.startsWith(".")) checkFile(resolve(dir, program), at("command", 0), "program", report);
@@ -199,6 +219,22 @@ function compileProblem(schema: RawObject): string | undefined {
   } finally {
     // Forget it again: an `$id` in one file must not clash with the next load.
     parametersAjv.removeSchema(schema);
+  }
+}
+
+/** Knowledge paths: existing files or folders, inside the team's folder unless it opts out. */
+function checkKnowledge(team: RawObject, dir: string, confined: string | undefined, report: Report): void {
+  if (!isRecord(team.knowledge)) return;
+  for (const [index, given] of strings(team.knowledge.paths)) {
+    const at = pointer("knowledge", "paths", index);
+    const path = resolve(dir, given);
+    if (existsSync(path) && statSync(path).isDirectory()) {
+      if (confined !== undefined && !inside(realpathSync(path), realpathSync(confined)) && realpathSync(path) !== realpathSync(confined)) {
+        report(at, `knowledge folder ${path} is outside the team file's folder ${confined}: move it there, or set allow_outside_paths: true`);
+      }
+    } else {
+      checkFile(path, at, "knowledge file", report, { folder: confined, maxBytes: MAX_KNOWLEDGE_FILE_BYTES });
+    }
   }
 }
 
@@ -273,6 +309,8 @@ function findCycles(agents: string[], edges: Map<string, Edge[]>): Array<{ at: s
 /** True when `path` is an existing file; otherwise reports why not. */
 /** Largest prompt file read into a team. */
 export const MAX_PROMPT_BYTES = 1024 * 1024;
+/** Largest knowledge file read (src/tools/knowledge/library.ts reads with the same limit). */
+export const MAX_KNOWLEDGE_FILE_BYTES = 1024 * 1024;
 /** Largest scripted-model script. */
 export const MAX_SCRIPT_BYTES = 8 * 1024 * 1024;
 

@@ -24,6 +24,16 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
     agents: mapValues(team.agents, (name, raw) => resolveAgent(name, raw, dir, modelNames, refs)),
     workflows: mapValues(team.workflows, (id, raw) => resolveWorkflow(id, raw)),
     ...(team.budget ? { budget: { ...team.budget } } : {}),
+    ...(team.knowledge
+      ? {
+          knowledge: {
+            paths: team.knowledge.paths.map((path) => resolve(dir, path)),
+            top_k: team.knowledge.top_k,
+            dir,
+            ...(team.allow_outside_paths ? {} : { confined_to: dir }),
+          },
+        }
+      : {}),
   };
 }
 
@@ -100,7 +110,15 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
     case "react":
       return { ...common, kind: "react" };
     case "plan_and_solve":
-      return { ...common, kind: "plan_and_solve", todo_complete_after: raw.todo_complete_after, todo_block_after: raw.todo_block_after };
+      return {
+        ...common,
+        kind: "plan_and_solve",
+        todo_complete_after: raw.todo_complete_after,
+        todo_block_after: raw.todo_block_after,
+        verify: raw.verify,
+        verifier: raw.verifier ?? common.model,
+        max_verify_rounds: raw.max_verify_rounds,
+      };
     case "plan_and_solve_flow":
       return {
         ...common,
@@ -131,6 +149,7 @@ function resolveWorkflow(id: string, raw: RawWorkflow): Workflow {
     id,
     name: raw.name,
     description: raw.description,
+    order: raw.order,
     steps: raw.steps.map((step) => ({
       step_id: step.step_id,
       name: step.name,

@@ -159,6 +159,12 @@ export interface PlanAndSolveAgentConfig extends AgentConfigBase {
   todo_complete_after: number;
   /** Recent failures after which the active todo item is blocked. @default 2 */
   todo_block_after: number;
+  /** How VERIFYING checks a final answer (docs/plan-and-solve.md#verifying). @default "checks" */
+  verify: "off" | "checks" | "model";
+  /** The model of the verification call (`verify: model`). @default the agent's model */
+  verifier: string;
+  /** Failed verifications sent back to SOLVING before the run ends with the verdict. @default 2 */
+  max_verify_rounds: number;
 }
 
 export interface PlanAndSolveFlowConfig extends AgentConfigBase {
@@ -220,7 +226,21 @@ export interface Workflow {
   id: string;
   name: string;
   description: string;
+  /** `steps`: a task starts only when the earlier steps have settled; `free`: any order. @default "steps" */
+  order: "steps" | "free";
   steps: WorkflowStep[];
+}
+
+/** The team's own documents, searched by `knowledge_lookup` (docs/knowledge.md). */
+export interface KnowledgeConfig {
+  /** Absolute paths of files and folders. */
+  paths: string[];
+  /** Passages a lookup returns by default. @default 3 */
+  top_k: number;
+  /** The team file's folder: sources are named relative to it. */
+  dir: string;
+  /** Files found in folders must lie inside this folder (real paths); unset with allow_outside_paths. */
+  confined_to?: string;
 }
 
 export interface ResolvedTeam {
@@ -239,4 +259,8 @@ export interface ResolvedTeam {
   workflows: Record<string, Workflow>;
   /** What one run may spend in all. */
   budget?: Budget;
+  /** Documents for `knowledge_lookup`; unset when the team has none. */
+  knowledge?: KnowledgeConfig;
+  /** What loads but is likely a mistake (`runtime validate` prints them); unset when there is none. */
+  warnings?: import("../errors.js").ConfigProblem[];
 }

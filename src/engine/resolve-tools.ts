@@ -2,7 +2,8 @@ import { isBuiltinToolName } from "../config/builtin-names.js";
 import type { AgentConfig, ResolvedTeam } from "../config/types.js";
 import { PLAN_TOOL_NAMES, createPlanTools, openPlanTool } from "../plan/tools.js";
 import { builtinTool } from "../tools/builtin/index.js";
-import { toolFromConfig } from "../tools/from-config.js";
+import { knowledgeLookupTool } from "../tools/builtin/knowledge-lookup.js";
+import { toolFromConfig, withDeclaredLimits } from "../tools/from-config.js";
 import { loadToolModule, moduleTool } from "../tools/module.js";
 import type { Tool } from "../tools/types.js";
 import { agentAsTool, type CallAgentFromTool } from "./agent-tool.js";
@@ -44,6 +45,15 @@ export function resolveTools(r: ToolResolution): Tool[] {
   const extra = new Map(r.extra.map((t) => [t.name, t]));
   const tools: Tool[] = [];
   let planTools: Map<string, Tool> | undefined;
+  /** A built-in's implementation by its built-in name; the plan tools are made once per call. */
+  const builtin = (name: string): Tool | undefined => {
+    if ((PLAN_TOOL_NAMES as readonly string[]).includes(name)) {
+      planTools ??= new Map(createPlanTools(openPlanTool(r.trace_dir)).map((t) => [t.name, t]));
+      return planTools.get(name);
+    }
+    if (name === "knowledge_lookup") return knowledgeLookupTool(r.team.knowledge);
+    return builtinTool(name);
+  };
   for (const name of r.agent.tools) {
     const fromExtra = extra.get(name);
     if (fromExtra) {
@@ -51,6 +61,12 @@ export function resolveTools(r: ToolResolution): Tool[] {
       continue;
     }
     const declared = r.team.tools[name];
+    if (declared?.type === "builtin") {
+      // An alias of a built-in (`plan_status: {builtin: get_plan_status}`): its implementation, the declared name and limits.
+      const implementation = builtin(declared.builtin);
+      if (implementation) tools.push(withDeclaredLimits(implementation, declared));
+      continue;
+    }
     if (declared) {
       tools.push(cached(r.cache, `tool:${name}`, () => toolFromConfig(declared)));
       continue;
@@ -62,19 +78,34 @@ export function resolveTools(r: ToolResolution): Tool[] {
     }
     const agent = r.team.agents[name];
     if (agent) {
-      tools.push(agentAsTool(agent, r.callAgent));
+      const tool = agentAsTool(agent, r.callAgent);
+      tools.push(isAssignee(r.team, name) ? guardedByPlan(tool, r.trace_dir) : tool);
       continue;
     }
-    if ((PLAN_TOOL_NAMES as readonly string[]).includes(name)) {
-      planTools ??= new Map(createPlanTools(openPlanTool(r.trace_dir)).map((t) => [t.name, t]));
-      const tool = planTools.get(name);
-      if (tool) tools.push(tool);
-      continue;
-    }
-    const builtin = builtinTool(name);
-    if (builtin) tools.push(builtin);
+    const implementation = builtin(name);
+    if (implementation) tools.push(implementation);
   }
   return tools;
+}
+
+/** True when some workflow of the team assigns a task to `agent`. */
+function isAssignee(team: ResolvedTeam, agent: string): boolean {
+  return Object.values(team.workflows).some((w) => w.steps.some((s) => s.tasks.some((t) => t.assignee === agent)));
+}
+
+/**
+ * An assignee agent as a tool, whose calls pass through the rules of the plan
+ * bound to the caller's step (a sop strategist's: src/kinds/sop/rules.ts);
+ * a caller with no bound plan calls it as it is.
+ */
+function guardedByPlan(tool: Tool, traceDir: string): Tool {
+  return {
+    ...tool,
+    execute: (args, ctx) => {
+      const rules = openPlanTool(traceDir).rulesFor(ctx.scope);
+      return rules ? rules.guardAgentCall(tool.name, ctx.scope.agent_id, () => tool.execute(args, ctx)) : tool.execute(args, ctx);
+    },
+  };
 }
 
 function cached(cache: Map<string, Tool>, key: string, build: () => Tool): Tool {

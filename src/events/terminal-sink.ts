@@ -180,6 +180,13 @@ class TerminalView {
       case "approval.decided":
         log(`${e.decision === "approve" ? p.green("✓ approved") : p.red("✗ denied")} ${e.tool}${e.reason ? `: ${clip(e.reason, 120)}` : ""}`);
         break;
+      case "answer.verified":
+        log(
+          e.verdict === "fail"
+            ? p.red(`✗ verify (${e.method}) round ${e.round}: ${clip(e.problems.join("; "), 240)}`)
+            : `verify (${e.method}) round ${e.round} ${e.verdict === "pass" ? p.green("✓") : p.yellow("? unclear, answer taken")}`,
+        );
+        break;
       case "task.status":
         log(`task ${e.plan_task_id} → ${e.status === "error" ? p.red(e.status) : e.status} · plan ${e.plan_id} ${e.plan_status}`);
         break;

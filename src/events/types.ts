@@ -111,6 +111,21 @@ export type RunEventBody =
       status: PlanTaskStatus;
       plan_status: "running" | "completed" | "error";
     }
+  /**
+   * A final answer checked before it is accepted (plan_and_solve VERIFYING,
+   * docs/plan-and-solve.md#verifying): `checks` (numbers against the recorded
+   * tool results) or `model` (a verification call). `unclear`: the verifier's
+   * reply could not be read, and the answer is taken. `round` counts the
+   * verifications of this step.
+   */
+  | {
+      type: "answer.verified";
+      method: "checks" | "model";
+      verdict: "pass" | "fail" | "unclear";
+      problems: string[];
+      answer: string;
+      round: number;
+    }
   | {
       /** A stopped run goes on from its journal (docs/durable-runs.md); `seq` continues. */
       type: "run.resumed";

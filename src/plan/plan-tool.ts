@@ -13,7 +13,7 @@ import { KeyedMutex } from "./mutex.js";
 import { PlanStore, type UpdateOutcome } from "./store.js";
 import { isValidPlanId, parseStructure } from "./structure.js";
 import { TASK_STATUSES } from "./types.js";
-import type { PlanInstance, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";
+import type { PlanInstance, PlanRules, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";
 
 /** The `task.status` event body a change produces. */
 export type TaskStatusEvent = Extract<RunEventBody, { type: "task.status" }>;
@@ -36,8 +36,8 @@ export type WriteOutcome = { ok: true; plan_status: PlanStatus } | { ok: false; 
 export class PlanTool {
   private readonly mutex = new KeyedMutex();
   private readonly emit: ((body: TaskStatusEvent) => void) | undefined;
-  /** Agent step id → the plan that step (a `sop` run) drives; see `bindStep`. */
-  private readonly boundSteps = new Map<string, string>();
+  /** Agent step id → the plan that step (a `sop` run) drives, and its rules; see `bindStep`. */
+  private readonly boundSteps = new Map<string, { plan_id: string; rules?: PlanRules | undefined }>();
 
   constructor(
     readonly store: PlanStore,
@@ -142,17 +142,29 @@ export class PlanTool {
   /**
    * Bind a plan to an agent step (a `sop` run binds its own step). A Plan
    * Tool tool called without `plan_id` by that step or one of its direct
-   * children (the strategist) then works on this plan. Returns the unbinder.
+   * children (the strategist) then works on this plan, under `rules` when
+   * given (the tools hand them their calls; the Plan Tool applies none).
+   * Returns the unbinder.
    */
-  bindStep(step_id: string, plan_id: string): () => void {
-    this.boundSteps.set(step_id, plan_id);
+  bindStep(step_id: string, plan_id: string, rules?: PlanRules): () => void {
+    const binding = { plan_id, rules };
+    this.boundSteps.set(step_id, binding);
     return () => {
-      if (this.boundSteps.get(step_id) === plan_id) this.boundSteps.delete(step_id);
+      if (this.boundSteps.get(step_id) === binding) this.boundSteps.delete(step_id);
     };
   }
 
   /** The plan bound to a step or to its parent step, if any. */
   boundPlan(scope: { step_id?: string; parent_step_id?: string }): string | undefined {
+    return this.binding(scope)?.plan_id;
+  }
+
+  /** The rules of the plan bound to a step or to its parent step, if any. */
+  rulesFor(scope: { step_id?: string; parent_step_id?: string }): PlanRules | undefined {
+    return this.binding(scope)?.rules;
+  }
+
+  private binding(scope: { step_id?: string; parent_step_id?: string }) {
     return (
       (scope.step_id !== undefined ? this.boundSteps.get(scope.step_id) : undefined) ??
       (scope.parent_step_id !== undefined ? this.boundSteps.get(scope.parent_step_id) : undefined)

@@ -103,19 +103,25 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
         },
         ["task_id", "status"],
       ),
-      run: async (args, ctx) => {
+      run: (args, ctx) => {
         const planId = planOf(args, ctx);
-        const outcome = await planTool.updateTask(
-          planId,
-          String(args.task_id),
-          args.status as TaskStatus,
-          typeof args.result_summary === "string" ? args.result_summary : undefined,
-          emitTo(ctx),
-        );
-        if (outcome.ok) return outcome;
-        if (outcome.error === `unknown plan ${planId}`) return { ok: false, error: unknownPlan(planId, ctx) };
-        if (outcome.error.startsWith("unknown task ")) return { ok: false, error: `${outcome.error}; ${await taskIds(planId)}` };
-        return outcome;
+        const apply = async () => {
+          const outcome = await planTool.updateTask(
+            planId,
+            String(args.task_id),
+            args.status as TaskStatus,
+            typeof args.result_summary === "string" ? args.result_summary : undefined,
+            emitTo(ctx),
+          );
+          if (outcome.ok) return outcome;
+          if (outcome.error === `unknown plan ${planId}`) return { ok: false, error: unknownPlan(planId, ctx) };
+          if (outcome.error.startsWith("unknown task ")) return { ok: false, error: `${outcome.error}; ${await taskIds(planId)}` };
+          return outcome;
+        };
+        // The driver's rules (a sop run's) see the change first, in call order; the Plan Tool itself applies none.
+        const rules = planTool.rulesFor(ctx.scope);
+        if (rules?.plan_id !== planId) return apply();
+        return rules.guardUpdate({ task_id: String(args.task_id), status: args.status as TaskStatus, caller: ctx.scope.agent_id }, apply);
       },
     },
     get_ready_tasks: {

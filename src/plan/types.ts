@@ -94,3 +94,18 @@ export interface TaskChange {
   status: TaskStatus;
   plan_status: PlanStatus;
 }
+
+/**
+ * Rules the driver of a plan (the `sop` kind, src/kinds/sop/rules.ts) applies
+ * to the agents working on it. The Plan Tool applies none itself (seed 003:
+ * it stays a passive store); its tools only hand the bound step's calls to
+ * these guards, whose refusal (a thrown Error) becomes the call's error.
+ */
+export interface PlanRules {
+  /** The plan the rules are for; calls on other plans pass unguarded. */
+  readonly plan_id: string;
+  /** A status change by `caller`: `apply` runs when the rules allow it, else the reason is thrown. */
+  guardUpdate<T extends { ok: boolean }>(change: { task_id: string; status: TaskStatus; caller: string }, apply: () => Promise<T>): Promise<T>;
+  /** A call of the agent `agent` by `caller`: `call` runs when the rules allow it, else the reason is thrown. */
+  guardAgentCall<T>(agent: string, caller: string, call: () => Promise<T>): Promise<T>;
+}

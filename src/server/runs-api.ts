@@ -113,7 +113,7 @@ export function getRun(ctx: ApiContext, res: ServerResponse, taskId: string): vo
   sendJson(res, 200, { run, live: ctx.live.get(taskId) !== undefined, events });
 }
 
-/** `GET /v1/runs?agent=NAME&limit=N`: runs, newest first. */
+/** `GET /v1/runs?agent=NAME&limit=N`: runs, newest first; with `agent`, the runs in which it ran at any depth. */
 export function listRuns(ctx: ApiContext, res: ServerResponse, query: URLSearchParams): void {
   const limitText = query.get("limit") ?? "20";
   const limit = Number(limitText);

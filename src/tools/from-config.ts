@@ -21,15 +21,7 @@ export function toolFromConfig(config: ToolConfig): Tool {
           `tool "${config.name}": unknown builtin "${config.builtin}" (this layer provides: ${BUILTIN_TOOL_NAMES.join(", ")})`,
         );
       }
-      return {
-        ...tool,
-        name: config.name,
-        description: config.description || tool.description,
-        timeout_ms: config.timeout_ms,
-        max_output_bytes: config.max_output_bytes,
-        ...(config.effect ? { effect: config.effect } : {}),
-        ...(config.approval ? { approval: config.approval } : {}),
-      };
+      return withDeclaredLimits(tool, config);
     }
     case "command":
       return commandTool(config);
@@ -43,4 +35,17 @@ export function toolFromConfig(config: ToolConfig): Tool {
       // Its module is imported asynchronously, before the step starts: prepareTools (src/engine/resolve-tools.ts).
       throw new Error(`internal error: the module of tool "${config.name}" was not loaded before use`);
   }
+}
+
+/** A built-in under its declared name, limits and (when given) description; its parameters stay its own. */
+export function withDeclaredLimits(tool: Tool, config: ToolConfig): Tool {
+  return {
+    ...tool,
+    name: config.name,
+    description: config.description || tool.description,
+    timeout_ms: config.timeout_ms,
+    max_output_bytes: config.max_output_bytes,
+    ...(config.effect ? { effect: config.effect } : {}),
+    ...(config.approval ? { approval: config.approval } : {}),
+  };
 }

@@ -143,6 +143,7 @@ export class TraceStore {
   private readonly upsertFinished: Database.Statement;
   private readonly upsertJournal: Database.Statement;
   private readonly reopenRun: Database.Statement;
+  private readonly insertRunAgent: Database.Statement;
   private closed = false;
 
   private constructor(
@@ -169,6 +170,7 @@ export class TraceStore {
        ON CONFLICT (task_id, key) DO UPDATE SET kind = excluded.kind, ts = excluded.ts, json = excluded.json`,
     );
     this.reopenRun = db.prepare("UPDATE runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = ?");
+    this.insertRunAgent = db.prepare("INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at) VALUES (@agent_id, @task_id, @ts)");
     // Bound so it can be handed to `EventBus.subscribe` as it is.
     this.append = this.append.bind(this);
   }
@@ -190,6 +192,7 @@ export class TraceStore {
       // process loses nothing; only a power cut may lose the last commits.
       db.pragma("synchronous = NORMAL");
       migrate(db, file);
+      indexAgents(db);
       return new TraceStore(db, file);
     } catch (err) {
       db?.close();
@@ -235,6 +238,8 @@ export class TraceStore {
     this.insertEvent.run(row);
     if (safe.type === "run.resumed") {
       this.reopenRun.run(safe.task_id);
+    } else if (safe.type === "agent.started") {
+      this.insertRunAgent.run({ agent_id: safe.agent_id, task_id: safe.task_id, ts: safe.ts });
     } else if (safe.type === "run.started") {
       this.upsertStarted.run({ task_id: safe.task_id, agent_id: safe.agent_id, input: safe.input, ts: safe.ts });
     } else if (safe.type === "run.finished") {
@@ -320,11 +325,17 @@ export class TraceStore {
     return row && toSummary(row);
   }
 
-  /** An agent's runs, newest first. `limit` defaults to 20. */
+  /**
+   * The runs in which an agent ran, as the entry agent or at any depth below
+   * it (a planner a flow called), newest first. `limit` defaults to 20.
+   */
   runsOfAgent(agentId: string, options: { limit?: number } = {}): RunSummary[] {
     const rows = this.db
-      .prepare("SELECT * FROM runs WHERE agent_id = ? ORDER BY started_at DESC, task_id LIMIT ?")
-      .all(agentId, options.limit ?? 20) as RunRow[];
+      .prepare(
+        `SELECT * FROM runs WHERE task_id IN (SELECT task_id FROM run_agents WHERE agent_id = @agent UNION SELECT task_id FROM runs WHERE agent_id = @agent)
+         ORDER BY started_at DESC, task_id LIMIT @limit`,
+      )
+      .all({ agent: agentId, limit: options.limit ?? 20 }) as RunRow[];
     return rows.map(toSummary);
   }
 
@@ -363,6 +374,30 @@ function migrate(db: Database.Database, file: string): void {
   db.transaction(() => {
     db.exec(SCHEMA);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
+  })();
+}
+
+/** Version of the agent index below; kept apart from schema_version so older stores gain it in place. */
+const AGENT_INDEX_VERSION = "1";
+
+/**
+ * Which agents ran in which run (every `agent.started`, at any depth), for
+ * `runsOfAgent`. A store without it gets the table and is filled from the
+ * events it holds, once.
+ */
+function indexAgents(db: Database.Database): void {
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'agent_index_version'").get() as { value: string } | undefined;
+  if (row?.value === AGENT_INDEX_VERSION) return;
+  db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS run_agents (
+      agent_id TEXT NOT NULL,
+      task_id TEXT NOT NULL,
+      started_at TEXT NOT NULL,
+      PRIMARY KEY (agent_id, task_id)
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at)
+      SELECT agent_id, task_id, MIN(ts) FROM events WHERE type = 'agent.started' GROUP BY agent_id, task_id;`);
+    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('agent_index_version', ?)").run(AGENT_INDEX_VERSION);
   })();
 }
 

@@ -286,6 +286,12 @@ function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number)
       case "approval.decided":
         add(`${e.decision === "approve" ? paint.green("approved") : paint.red("denied")} ${e.tool} (call ${e.call_id})${e.reason ? `: ${e.reason}` : ""}`);
         break;
+      case "answer.verified": {
+        const head = `verify (${e.method}) round ${e.round}: `;
+        if (e.verdict === "fail") add(paint.red(`${head}fail`), e.problems.map((p) => leaf(clip(oneLine(p), maxValue * 2))));
+        else add(`${head}${e.verdict === "pass" ? paint.green("pass") : paint.yellow("unclear, answer taken")}`);
+        break;
+      }
       case "task.status": {
         const status = e.status === "error" ? paint.red(e.status) : e.status;
         add(`task ${e.plan_task_id} → ${status} · plan ${e.plan_id} ${e.plan_status}`);

@@ -108,6 +108,9 @@ agents:
       prompt: "You solve. {{current_state}}",
       todo_complete_after: 3,
       todo_block_after: 2,
+      verify: "checks",
+      verifier: "default",
+      max_verify_rounds: 2,
     });
     expect(team.agents.planner).toMatchObject({ model: "offline", prompt: "Plan. {{current_state}}" });
     expect(team.agents.pipeline).toMatchObject({ kind: "plan_solver", concurrency: 4 });

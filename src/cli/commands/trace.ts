@@ -19,7 +19,7 @@ export function registerTrace(program: Command, setExit: SetExit): void {
     .command("trace")
     .description("print a stored run as a tree, an agent's runs, one recursion's events, or the recent runs")
     .argument("[task_id]", "the run to print (a unique prefix is enough)")
-    .option("--agent <name>", "list the runs of this agent")
+    .option("--agent <name>", "list the runs in which this agent ran, as the entry agent or called at any depth")
     .option("--trace-id <id>", "print the events of one recursion")
     .option("--json", "print raw events (or runs) as JSON lines")
     .option("--trace-dir <dir>", "where traces are stored (default: $RUNTIME_TRACE_DIR or .runtime)")

@@ -13,7 +13,9 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       let valid = true;
       for (const file of files) {
         try {
-          await loadCheckedTeam(file, { modules: true });
+          const team = await loadCheckedTeam(file, { modules: true });
+          // Warnings do not make a file invalid: they are said, and the exit status stays 0.
+          process.stderr.write((team.warnings ?? []).map((p) => `${formatProblem(p)}\n`).join(""));
           process.stdout.write(`${file}: ok\n`);
         } catch (err) {
           valid = false;

@@ -36,6 +36,7 @@ export function planAndSolveImplementations(effects: PlanAndSolveEffects) {
         effects.verify({
           ...(context.current ? { call: context.current } : { text: context.text ?? "" }),
           may_refuse: !context.refused && context.iteration < context.max_iteration,
+          can_retry: context.iteration < context.max_iteration,
         }),
       ),
       formatResponse: fromPromise<{ answer?: string; usage: Usage }, { context: PlanAndSolveContext }>(

@@ -1,6 +1,7 @@
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import { ZERO_USAGE, type TodoItem } from "../../events/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
+import { parseJsonTolerant } from "../../parse/json.js";
 import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../../models/types.js";
 import type { Template } from "../../prompts/render.js";
 import type { AgentContext, ToolBox } from "../types.js";
@@ -8,7 +9,9 @@ import type { ToolOutcome } from "../../tools/types.js";
 import type { PlanAndSolveEffects, SummaryReason, Verdict } from "./types.js";
 import type { Memory } from "./memory.js";
 import type { TodoLoopContext } from "./todo-context.js";
-import { describeOpen } from "./todo-tools.js";
+import { describeOpen, TODO_TOOL_NAMES } from "./todo-tools.js";
+import type { RecordedResult } from "./answer-checks.js";
+import { verifyAnswer } from "./verifier.js";
 
 export interface EffectsDeps {
   ctx: AgentContext<PlanAndSolveAgentConfig>;
@@ -37,6 +40,11 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
   let lastIteration = 0;
   /** The last reply was cut off at the token limit: it is sent back, not taken (docs/servers.md). */
   let cutOff = false;
+  /** Successful work-tool results, what VERIFYING checks an answer against. */
+  const recorded: RecordedResult[] = [];
+  /** Verifications run, and failed, in this step. */
+  let verifications = 0;
+  let rejections = 0;
 
   const newRound = (): string => {
     trace_id = ctx.newId();
@@ -77,10 +85,49 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       todo_block_after: d.thresholds.block_after,
     });
 
+  /** The round whose work calls were refused for want of a plan: the one reminder (seed 000: PLANNING comes first). */
+  let planReminder: string | undefined;
+  const writeTool = toolbox.specs.find((t) => t.name === "write_todos" || t.name === "create_todo_list")?.name;
+
   const execute = async (call: ToolCallRequest): Promise<ToolOutcome> => {
+    const work = call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name);
+    if (work && writeTool && todos.isEmpty() && (planReminder === undefined || planReminder === trace_id)) {
+      planReminder = trace_id;
+      return toolbox.refuse(
+        call,
+        `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. ` +
+          `This call was not run; after this reminder, tools run with or without a plan.`,
+        { trace_id },
+      );
+    }
     const [outcome] = await toolbox.run([call], { trace_id });
     if (!outcome) throw new Error(`the tool box returned no outcome for ${call.name}`);
+    if (outcome.ok && call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name)) {
+      recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result });
+    }
     return outcome;
+  };
+
+  /**
+   * VERIFYING.ValidateAnswer: check a proposed answer; undefined when it
+   * passes, else the verdict to go back (or end) with. `answerTo` answers the
+   * call or the text in the transcript with the problems.
+   */
+  const check = async (answer: string, can_retry: boolean, answerTo: (message: string) => void): Promise<Verdict | undefined> => {
+    if (agent.verify === "off") return undefined;
+    const outcome = await verifyAnswer(ctx, { question: d.input, answer, recorded, trace_id, round: ++verifications });
+    if (outcome.verdict !== "fail") return undefined;
+    rejections += 1;
+    const final = rejections > agent.max_verify_rounds || !can_retry;
+    const list = outcome.problems.map((p) => `- ${p}`).join("\n");
+    answerTo(
+      final
+        ? `Verification failed:\n${list}\nNo verification round is left; the run ends with these problems.`
+        : `Verification failed (${rejections} of ${agent.max_verify_rounds} rounds):\n${list}\n` +
+            "Check the recorded tool results, correct the answer (compute again if needed) and finish again with the corrected answer.",
+    );
+    const error = `the answer failed verification (${agent.verify}) ${rejections} time${rejections === 1 ? "" : "s"}: ${outcome.problems.join("; ")}. Last answer: ${answer.slice(0, 500)}`;
+    return { kind: "rejected", problems: outcome.problems, final, error };
   };
 
   return {
@@ -100,7 +147,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     track: (outcome) => void todos.track(outcome.ok),
     storePlan: () => todos.persist(),
 
-    async verify({ call, text, may_refuse }): Promise<Verdict> {
+    async verify({ call, text, may_refuse, can_retry }): Promise<Verdict> {
       const open = todos.openItems();
       // Never an answer (docs/servers.md): sent back, or, out of rounds, on to the final summary.
       if (!call && cutOff) {
@@ -116,6 +163,8 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
           return { kind: "refused" };
         }
         const answer = text?.trim();
+        const rejected = answer ? await check(answer, can_retry, (message) => memory.addUser(message)) : undefined;
+        if (rejected) return rejected;
         return { kind: "accepted", status: "success", ...(answer ? { answer } : {}) };
       }
       if (open.length > 0 && may_refuse) {
@@ -125,6 +174,11 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
           `anyway (the open items will then be marked skipped).`;
         refuse(call, error);
         return { kind: "refused" };
+      }
+      const proposed = proposedAnswer(call);
+      if (proposed) {
+        const rejected = await check(proposed, can_retry, (message) => refuse(call, message));
+        if (rejected) return rejected;
       }
       const outcome = await execute(call);
       memory.addOutcome(outcome);
@@ -160,6 +214,14 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     toolbox.refuse(call, error, { trace_id });
     memory.addTool(call.id, `Error: ${error}`);
   }
+}
+
+/** The answer a terminate call proposes (not a failure report), when its arguments can be read. */
+function proposedAnswer(call: ToolCallRequest): string | undefined {
+  const parsed = parseJsonTolerant(call.arguments || "{}");
+  if (!parsed.ok || typeof parsed.value !== "object" || parsed.value === null) return undefined;
+  const args = parsed.value as { answer?: unknown; status?: unknown };
+  return typeof args.answer === "string" && args.status !== "failure" && args.answer.trim() !== "" ? args.answer.trim() : undefined;
 }
 
 /** The reminder after a text reply while items are open; the next text reply is taken as the answer. */

@@ -113,6 +113,11 @@ export const planAndSolveMachine = setup({
     },
     nextIsValidate: ({ context }) => context.queue[0]?.name === "validate_plan",
     accepted: ({ event }) => (event as { output?: Verdict }).output?.kind === "accepted",
+    answerRejected: ({ event }) => (event as { output?: Verdict }).output?.kind === "rejected",
+    answerFailed: ({ event }) => {
+      const verdict = (event as { output?: Verdict }).output;
+      return verdict?.kind === "rejected" && verdict.final;
+    },
   },
   actions: {
     fail: assign(({ event }) => ({ error: errorText((event as { error?: unknown }).error) })),
@@ -232,6 +237,14 @@ export const planAndSolveMachine = setup({
                   return { status: verdict.status, ...(verdict.answer ? { answer: verdict.answer } : {}) };
                 }),
               },
+              // Verification failed for good: the run ends with the verdict.
+              {
+                guard: "answerFailed",
+                target: at("FAILED"),
+                actions: assign(({ event }) => (event.output.kind === "rejected" ? { error: event.output.error } : {})),
+              },
+              // Verification failed: back to SOLVING with the problems (docs/plan-and-solve.md#verifying).
+              { guard: "answerRejected", target: at("SOLVING.CheckNextTask"), reenter: true },
               ...next(["noteVerdict"]),
             ],
             onError: { target: at("FAILED"), actions: "fail" },

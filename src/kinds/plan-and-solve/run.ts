@@ -11,6 +11,9 @@ import { SessionStore } from "./session-store.js";
 import { TodoLoopContext } from "./todo-context.js";
 import { todoTools } from "./todo-tools.js";
 import { stepResult } from "../result.js";
+import { BUILTIN_TOOL_NAMES } from "../../config/builtin-names.js";
+import type { AgentConfig, ResolvedTeam } from "../../config/types.js";
+import type { ToolNames } from "./todo-tools.js";
 
 /**
  * Run a `plan_and_solve` agent (seeds 000 and 002): plan with a todo list,
@@ -51,7 +54,7 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       template,
       todos,
       memory: new Memory(input),
-      toolbox: ctx.tools(todoTools(todos)),
+      toolbox: ctx.tools(todoTools(todos, toolNames(ctx.team, agent))),
       thresholds: limits,
       round: (id) => {
         trace_id = id;
@@ -70,3 +73,11 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
     store?.close();
   }
 };
+
+/** The agent's tools, and the team's others (declared tools, built-ins) it cannot call: what validate_plan checks a plan against. */
+function toolNames(team: ResolvedTeam, agent: AgentConfig): ToolNames {
+  const available = new Set(agent.tools);
+  // Agents are left out: their names are often plain words ("review", "research").
+  const all = [...Object.keys(team.tools), ...BUILTIN_TOOL_NAMES];
+  return { available: [...available], unavailable: [...new Set(all)].filter((n) => !available.has(n) && n !== agent.name) };
+}

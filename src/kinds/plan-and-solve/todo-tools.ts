@@ -26,7 +26,7 @@ export interface PlanReview {
  * the seed 002 name of `write_todos`. Refusals are thrown, so the tool layer
  * hands them to the model as the call's error.
  */
-export function todoTools(todos: TodoLoopContext): Tool[] {
+export function todoTools(todos: TodoLoopContext, tools: ToolNames = { available: [], unavailable: [] }): Tool[] {
   const write = (name: string): Tool => ({
     name,
     description:
@@ -81,10 +81,11 @@ export function todoTools(todos: TodoLoopContext): Tool[] {
 
   const validate: Tool = {
     name: "validate_plan",
-    description: "Check the current todo list for problems (empty, too long, duplicates, items that are not actions).",
+    description:
+      "Check the current todo list for problems (empty, too long, duplicates, items that are not actions, steps that need tools you do not have).",
     parameters: { type: "object", properties: {}, additionalProperties: false },
     ...TODO_LIMITS,
-    execute: async () => reviewPlan(todos.items),
+    execute: async () => reviewPlan(todos.items, tools),
   };
 
   return [write("write_todos"), write("create_todo_list"), update, validate];
@@ -97,9 +98,17 @@ const NOT_A_VERB = new Set(
     .split(" "),
 );
 
+/** What a plan may use: the agent's tools, and the team's others it may not. */
+export interface ToolNames {
+  available: readonly string[];
+  /** Tools, built-ins and agents of the team that this agent cannot call. */
+  unavailable: readonly string[];
+}
+
 /** validate_plan's checks; each problem says what to fix. */
-export function reviewPlan(items: TodoItem[]): PlanReview {
+export function reviewPlan(items: TodoItem[], tools: ToolNames = { available: [], unavailable: [] }): PlanReview {
   const problems: string[] = [];
+  problems.push(...feasibility(items, tools));
   if (items.length === 0) {
     problems.push("The list is empty: write the steps with write_todos, one concrete action per item.");
   }
@@ -136,6 +145,28 @@ export function reviewPlan(items: TodoItem[]): PlanReview {
         ? `The plan looks good: ${items.length} actionable items. Start with item 1.`
         : "Fix these problems with write_todos, then continue.",
   };
+}
+
+/**
+ * Feasibility: an item that names a tool the agent cannot call (one of the
+ * team's others, or any snake_case name that is none of its tools) cannot be
+ * done as written. Cheap and deterministic: names only, no model call.
+ */
+function feasibility(items: TodoItem[], tools: ToolNames): string[] {
+  const available = new Set(tools.available);
+  const unavailable = new Set(tools.unavailable);
+  const problems: string[] = [];
+  for (const item of items) {
+    const words = item.content.match(/[\p{L}_][\p{L}\p{N}_-]*/gu) ?? [];
+    const missing = [...new Set(words.filter((w) => !available.has(w) && (unavailable.has(w) || /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/.test(w))))];
+    if (missing.length === 0) continue;
+    const have = tools.available.filter((t) => !TODO_TOOL_NAMES.has(t));
+    problems.push(
+      `Item ${item.index} needs ${missing.join(", ")}, which you do not have (your tools: ${have.join(", ") || "none"}): ` +
+        "plan it with your own tools, or leave it out.",
+    );
+  }
+  return problems;
 }
 
 /** A count of items by status, for messages. */

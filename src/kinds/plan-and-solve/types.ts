@@ -11,7 +11,9 @@ export type Verdict =
   | { kind: "refused" }
   /** The reply was cut off at the token limit: asked again, without using up the one reminder. */
   | { kind: "retry" }
-  | { kind: "invalid" };
+  | { kind: "invalid" }
+  /** The answer failed verification: back to SOLVING with the problems, or, `final`, the run ends with them. */
+  | { kind: "rejected"; problems: string[]; final: boolean; error: string };
 
 /** What the machine's actors need from the outside world (src/kinds/plan-and-solve/actors.ts); the runner provides it. */
 export interface PlanAndSolveEffects {
@@ -38,7 +40,7 @@ export interface PlanAndSolveEffects {
    * A model stopping early usually forgot a step; one reminder catches that
    * without ever trapping the run. See docs/plan-and-solve.md.
    */
-  verify(input: { call?: ToolCallRequest; text?: string; may_refuse: boolean }): Promise<Verdict>;
+  verify(input: { call?: ToolCallRequest; text?: string; may_refuse: boolean; can_retry: boolean }): Promise<Verdict>;
   /** The final summary step (seed 000 diagram 6): one extra model call without tools. */
   summarize(reason: SummaryReason): Promise<{ text?: string; usage: Usage }>;
   /**

@@ -15,6 +15,7 @@ import type { PlanInstance } from "../../plan/types.js";
 import { defaultTemplate } from "../../prompts/render.js";
 import type { AgentContext, AgentResult, AgentRunner } from "../types.js";
 import { type Round, sopMachine } from "./machine.js";
+import { sopRules } from "./rules.js";
 
 /** Name of the machine in `state.changed` events. */
 export const SOP_MACHINE = "sop";
@@ -34,8 +35,9 @@ export const runSop: AgentRunner<SopAgentConfig> = async (ctx, input) => {
   const spend = (spent: Usage) => {
     usage = addUsage(usage, spent);
   };
-  // The strategist is a child of this step: its plan tools find this plan without a plan_id.
-  const unbind = ctx.scope.step_id !== undefined ? planTool.bindStep(ctx.scope.step_id, planId) : () => {};
+  // The strategist is a child of this step: its plan tools find this plan without a plan_id,
+  // and its plan changes and assignee calls pass through the workflow's rules (rules.ts).
+  const unbind = ctx.scope.step_id !== undefined ? planTool.bindStep(ctx.scope.step_id, planId, sopRules(planTool, planId, workflow)) : () => {};
   try {
     const actor = createActor(bindSop({ ctx, workflow, planTool, planId, request: input, spend }), {
       input: { strategist: agent.strategist },
@@ -96,7 +98,9 @@ function bindSop({ ctx, workflow, planTool, planId, request, spend }: SopRun) {
     actors: {
       createPlan: fromPromise(() =>
         ctx.remember("plan_created", async () => {
-          const created = await planTool.createPlan(planId, workflow, { emit: (body) => ctx.emit(body), run_task_id: ctx.task_id });
+          // `order` is the sop kind's rule, not part of the Plan Tool's structure data.
+          const { order: _order, ...structure } = workflow;
+          const created = await planTool.createPlan(planId, structure, { emit: (body) => ctx.emit(body), run_task_id: ctx.task_id });
           return created.ok
             ? { ok: true as const }
             : { ok: false as const, error: `cannot create plan from workflow '${workflow.id}': ${created.error}` };
@@ -123,6 +127,7 @@ function strategistInput(workflow: Workflow, plan: PlanInstance, request: string
     workflow_name: plan.name,
     workflow_description: workflow.description,
     steps: plan.steps.map((s, i) => ({ ...s, step_number: i + 1 })),
+    free_order: workflow.order === "free",
     open_tasks: reminder ? describeOpenTasks(plan) : "",
   });
 }

@@ -1,0 +1,99 @@
+/**
+ * VERIFYING.ValidateAnswer (seed 000 diagram 1: CheckResults "Review
+ * Outputs", ValidateAnswer "Verify Calculations"; docs/plan-and-solve.md#verifying):
+ * a proposed final answer is checked against what the run recorded before it
+ * is accepted. `checks`: the deterministic number check (answer-checks.ts).
+ * `model`: those checks, then one model call (the agent's model or its
+ * `verifier`) that sees the question, the recorded results and the answer,
+ * and answers a structured verdict. Each verification is an `answer.verified`
+ * event, so the trace shows it.
+ */
+import type { PlanAndSolveAgentConfig } from "../../config/types.js";
+import { parseJsonTolerant } from "../../parse/json.js";
+import type { AgentContext } from "../types.js";
+import { numberProblems, type RecordedResult } from "./answer-checks.js";
+
+/** What a verification decided. */
+export interface AnswerVerdict {
+  verdict: "pass" | "fail" | "unclear";
+  problems: string[];
+}
+
+/** The verdict the verification model is asked for. */
+export const VERDICT_SCHEMA = Object.freeze({
+  type: "object",
+  properties: {
+    verdict: { type: "string", enum: ["pass", "fail"] },
+    problems: { type: "array", items: { type: "string" } },
+  },
+  required: ["verdict", "problems"],
+  additionalProperties: false,
+});
+
+/** Most recorded results (the latest) and characters of each shown to the verifier. */
+const MAX_RESULTS = 30;
+const MAX_RESULT_CHARS = 2000;
+
+const INSTRUCTIONS =
+  "You verify a proposed final answer before it is given to the user. You see the user's question, the results " +
+  "the tools actually returned during the work, and the proposed answer. Check that every figure and claim in the " +
+  "answer agrees with the recorded results and that the answer addresses the question. Do not redo the work and do " +
+  "not judge style. Reply with JSON only: {\"verdict\": \"pass\" | \"fail\", \"problems\": [\"...\"]}, where each " +
+  "problem says what is wrong and what the recorded result says; problems is empty when the verdict is pass.";
+
+export interface VerifyRequest {
+  question: string;
+  answer: string;
+  recorded: readonly RecordedResult[];
+  /** The recursion the verification belongs to. */
+  trace_id: string;
+  round: number;
+}
+
+/** Check one proposed answer as the agent's `verify` says; emits `answer.verified` for each method run. */
+export async function verifyAnswer(ctx: AgentContext<PlanAndSolveAgentConfig>, request: VerifyRequest): Promise<AnswerVerdict> {
+  const mode = ctx.agent.verify;
+  if (mode === "off") return { verdict: "pass", problems: [] };
+  const report = (method: "checks" | "model", verdict: AnswerVerdict) => {
+    ctx.emit({ type: "answer.verified", method, ...verdict, answer: request.answer, round: request.round }, { trace_id: request.trace_id });
+    return verdict;
+  };
+  const problems = numberProblems(request.answer, request.question, request.recorded);
+  const checked = report("checks", { verdict: problems.length > 0 ? "fail" : "pass", problems });
+  if (checked.verdict === "fail" || mode === "checks") return checked;
+  return report("model", await askVerifier(ctx, request));
+}
+
+async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: VerifyRequest): Promise<AnswerVerdict> {
+  const results = request.recorded.slice(-MAX_RESULTS).map((r) => ({
+    tool: r.tool,
+    arguments: r.arguments,
+    result: clipped(r.result),
+  }));
+  const { reply } = await ctx.callModel({
+    model: ctx.agent.verifier,
+    trace_id: request.trace_id,
+    response_format: { name: "verdict", schema: VERDICT_SCHEMA },
+    messages: [
+      { role: "system", content: INSTRUCTIONS },
+      {
+        role: "user",
+        content: JSON.stringify({ question: request.question, recorded_tool_results: results, proposed_answer: request.answer }, null, 1),
+      },
+    ],
+    read: (r) => ({ action_type: "VERIFY", ...(r.content ? { thought: r.content } : {}) }),
+  });
+  // Fenced, trailing commas, prose around it: a real model's JSON, read tolerantly.
+  const read = parseJsonTolerant(reply.content ?? "", { accept: (v) => typeof v === "object" && v !== null && !Array.isArray(v) });
+  const parsed = read.ok ? (read.value as Record<string, unknown>) : undefined;
+  const verdict = parsed?.verdict;
+  const problems = Array.isArray(parsed?.problems) ? parsed.problems.filter((p): p is string => typeof p === "string" && p.trim() !== "") : [];
+  if (verdict === "fail") return { verdict: "fail", problems: problems.length > 0 ? problems : ["the verifier found the answer wrong without saying why"] };
+  if (verdict === "pass") return { verdict: "pass", problems: [] };
+  return { verdict: "unclear", problems: [`the verifier's reply is not a verdict: ${(reply.content ?? "").slice(0, 200)}`] };
+}
+
+function clipped(value: unknown): unknown {
+  const text = JSON.stringify(value) ?? "";
+  return text.length <= MAX_RESULT_CHARS ? value : `${text.slice(0, MAX_RESULT_CHARS)}… (cut)`;
+}
