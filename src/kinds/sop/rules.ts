@@ -14,6 +14,9 @@
  *   (`ready → inprogress`) only when every task of the earlier steps has
  *   settled (completed, skipped or error).
  *
+ * The rules judge only a plan whose every change passed through them (a
+ * resumed or replayed run reuses recorded changes from its journal).
+ *
  * Each refusal is thrown, so the tool layer gives it to the strategist as the
  * call's error. Checks run one at a time in call order (the calls of one reply
  * run concurrently), so "complete t1, complete t2, start t4" in one reply is
@@ -32,6 +35,15 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
   let clock = 0;
   /** When each task last went inprogress. */
   const startedAt = new Map<string, number>();
+  /** Every task's status as these rules saw it change ("ready" until then). */
+  const seen = new Map<string, string>();
+  /**
+   * The rules judge only a plan whose every change they saw: when a resumed
+   * or replayed run reused recorded plan changes from its journal, those never
+   * passed here, and judging the rest against half a history would refuse
+   * work the run did.
+   */
+  const sawAll = (plan: PlanInstance) => tasksOf(plan).every((t) => t.status === (seen.get(t.task_id) ?? "ready"));
   /** Successful assignee calls, with when they ended. */
   const worked: Array<{ agent: string; endedAt: number }> = [];
   let queue: Promise<unknown> = Promise.resolve();
@@ -53,7 +65,7 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
         const plan = await read();
         const task = tasksOf(plan).find((t) => t.task_id === change.task_id);
         // An unknown task or an invalid transition is the store's to refuse.
-        if (task) {
+        if (task && sawAll(plan)) {
           const refusal =
             change.status === "inprogress" && task.status === "ready"
               ? orderRefusal(plan, task, workflow)
@@ -63,13 +75,18 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
           if (refusal) throw new Error(refusal);
         }
         const outcome = await apply();
-        if (outcome.ok && change.status === "inprogress") startedAt.set(change.task_id, ++clock);
+        if (outcome.ok) {
+          seen.set(change.task_id, change.status);
+          if (change.status === "inprogress") startedAt.set(change.task_id, ++clock);
+        }
         return outcome;
       });
     },
     async guardAgentCall(agent, _caller, call) {
       await inTurn(async () => {
-        const refusal = roleRefusal(await read(), agent);
+        // A replay runs in a scratch store where the plan was never created: nothing to judge against.
+        const plan = await planTool.get_plan_structure(plan_id);
+        const refusal = plan && sawAll(plan) ? roleRefusal(plan, agent) : undefined;
         if (refusal) throw new Error(refusal);
       });
       const result = await call();
