@@ -11,9 +11,10 @@
  * - scripted model: model "scripted"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
  * - command, http and mcp tool: effect "write" (a built-in keeps its own)
- * - command, http and mcp tool: parameters {"type":"object","properties":{}}
+ * - command and http tool: parameters {"type":"object","properties":{}}
  * - command tool: env {}
  * - http tool: method "POST", headers {}, allow_private false
+ * - mcp tool (either server): connect_timeout_ms 30000; stdio server: env {}; http server: headers {}
  * - agent (every kind): description "", max_iteration 30, tools [], approval {}
  * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2
  * - plan_and_solve_flow agent: enable_replanner false, max_replan_rounds 30

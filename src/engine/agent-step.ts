@@ -10,13 +10,14 @@ import { ZERO_USAGE, type EventScope, type RunEventBody } from "../events/types.
 import { KINDS } from "../kinds/registry.js";
 import type { AgentContext, AgentResult, AgentRunner } from "../kinds/types.js";
 import type { ChatClient } from "../models/types.js";
+import type { McpServers } from "../tools/mcp/servers.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
 import type { Approvals } from "./approvals.js";
 import type { Tool } from "../tools/types.js";
 import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
 import { callModel } from "./model-call.js";
-import { resolveTools } from "./resolve-tools.js";
+import { prepareTools, resolveTools } from "./resolve-tools.js";
 import { stateInspector } from "./state-reporter.js";
 
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
@@ -32,6 +33,8 @@ export interface RunShared {
   trace_dir: string;
   client(model: ModelConfig): ChatClient;
   toolCache: Map<string, Tool>;
+  /** The run's MCP servers, started as steps need them (src/tools/mcp/servers.ts). */
+  mcp: McpServers;
   /** Models found unavailable in this run (src/engine/model-call.ts). */
   unavailableModels: Set<string>;
   /** The team's budget account, when it has one (src/engine/budget.ts). */
@@ -154,10 +157,13 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
-      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache });
+      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache, mcp: run.mcp });
+      // The allow-list as resolved: an MCP entry stands for the tools of its server, in approvals too.
+      const allow = tools.map((t) => t.name);
+      const approval = agent.approval.flatMap((name) => (run.team.tools[name]?.type === "mcp" ? (run.mcp.listed(name) ?? []).map((t) => t.name) : [name]));
       return createToolBox({
         tools,
-        allow: agent.tools,
+        allow,
         scope,
         emit: (body, s) => out(body, s ?? scope),
         signal,
@@ -165,7 +171,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         budget,
         stopping,
         halt,
-        ...(agent.approval.length > 0 ? { approval: new Set(agent.approval) } : {}),
+        ...(approval.length > 0 ? { approval: new Set(approval) } : {}),
         approve: (request) => run.approvals.decide(request, (body) => out(body, scope)),
       });
     },
@@ -186,6 +192,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   };
 
   try {
+    await prepareTools(run.team, agent, run.mcp, signal);
     return await settled(await runner(ctx, input));
   } catch (err) {
     return settled(failed(`agent ${name} failed: ${describeError(err)}`));

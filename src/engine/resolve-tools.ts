@@ -2,6 +2,7 @@ import type { AgentConfig, ResolvedTeam } from "../config/types.js";
 import { PLAN_TOOL_NAMES, createPlanTools, openPlanTool } from "../plan/tools.js";
 import { builtinTool } from "../tools/builtin/index.js";
 import { toolFromConfig } from "../tools/from-config.js";
+import type { McpServers } from "../tools/mcp/servers.js";
 import type { Tool } from "../tools/types.js";
 import { agentAsTool, type CallAgentFromTool } from "./agent-tool.js";
 
@@ -14,11 +15,42 @@ export interface ToolResolution {
   extra: Tool[];
   /** Per-run cache of tools built from the team file. */
   cache: Map<string, Tool>;
+  /** The run's MCP servers; those the allow-list names were started by `prepareTools`. */
+  mcp: McpServers;
+}
+
+/**
+ * Start (once per run) the MCP servers the agent's allow-list names, so
+ * that `resolveTools` finds their tools. Rejects with one line when a server
+ * does not start, or when two entries of the allow-list offer a tool of the
+ * same name (which one the model meant could not be told).
+ */
+export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, mcp: McpServers, signal: AbortSignal): Promise<void> {
+  const names = [...new Set(agent.tools)];
+  const servers = names.flatMap((name) => {
+    const config = team.tools[name];
+    return config?.type === "mcp" ? [config] : [];
+  });
+  if (servers.length === 0) return;
+  const listed = new Map<string, Tool[]>();
+  await Promise.all(servers.map(async (config) => listed.set(config.name, await mcp.tools(config, signal))));
+  const offeredBy = new Map<string, string>();
+  for (const name of names) {
+    for (const tool of listed.get(name)?.map((t) => t.name) ?? [name]) {
+      const other = offeredBy.get(tool);
+      if (other !== undefined) {
+        const what = (n: string) => (listed.has(n) ? `MCP server "${n}"` : `"${n}"`);
+        throw new Error(`agent ${agent.name} lists two tools named "${tool}": ${what(other)} and ${what(name)}; keep one, or narrow an MCP server with mcp.tools`);
+      }
+      offeredBy.set(tool, name);
+    }
+  }
 }
 
 /**
  * Turn an agent's allow-list into tools. A name resolves, in order, to an
- * extra tool of the agent kind, a tool declared under `tools:`, another agent,
+ * extra tool of the agent kind, a tool declared under `tools:` (an MCP entry
+ * to every tool its server offers), another agent,
  * a Plan Tool method, or a built-in. Names that resolve to nothing here
  * (a todo tool listed for a kind that has no todo list) are left out, so a
  * call to them is refused back to the model like any tool outside the list.
@@ -34,6 +66,12 @@ export function resolveTools(r: ToolResolution): Tool[] {
       continue;
     }
     const declared = r.team.tools[name];
+    if (declared?.type === "mcp") {
+      const listed = r.mcp.listed(name);
+      if (!listed) throw new Error(`internal error: the MCP server "${name}" was not started before its tools were asked for`);
+      tools.push(...listed);
+      continue;
+    }
     if (declared) {
       tools.push(cached(r.cache, `tool:${name}`, () => toolFromConfig(declared)));
       continue;
