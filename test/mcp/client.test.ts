@@ -172,6 +172,13 @@ describe("MCP client over stdio: failures are one clear line and leave nothing r
     expect(await survivors([sleeper, ...processesWith(tag)])).toEqual([]);
   });
 
+  it("a line on stdout that is not JSON-RPC is skipped, not fatal", async () => {
+    const tools = await servers().tools(stdio("notes", [process.execPath, NOTES_SERVER, "--chatty"]), never);
+    const { box } = makeBox(tools);
+    const [noted] = await box.run([call("note", { text: "still talking" })]);
+    expect(noted).toMatchObject({ ok: true, result: "noted: still talking" });
+  });
+
   it("an error result keeps all of its text, on one line", async () => {
     const tools = await servers().tools(stdio("notes", [process.execPath, NOTES_SERVER]), never);
     const { box } = makeBox(tools);

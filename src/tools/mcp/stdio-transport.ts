@@ -33,6 +33,8 @@ export class ServerProcessTransport implements Transport {
   private readonly buffer = new ReadBuffer();
   private stderr = Buffer.alloc(0);
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** Why the transport stopped the server itself, when it did. */
+  private stopped: string | undefined;
   private readonly processes: CallProcesses = callProcesses();
   private readonly closed: Promise<void>;
   private markClosed: () => void = () => {};
@@ -62,10 +64,22 @@ export class ServerProcessTransport implements Transport {
       child.stdout.on("data", (chunk: Buffer) => {
         try {
           this.buffer.append(chunk);
-          for (let message = this.buffer.readMessage(); message !== null; message = this.buffer.readMessage()) this.onmessage?.(message);
         } catch (err) {
-          // A line that is not JSON-RPC (a server printing logs to stdout): reported, not fatal.
-          this.onerror?.(err instanceof Error ? err : new Error(String(err)));
+          // A message past the buffer's cap (10 MB): the connection cannot recover, as in the SDK's own transport.
+          this.stopped ??= `was stopped: ${asError(err).message}`;
+          this.onerror?.(asError(err));
+          void this.close();
+          return;
+        }
+        for (;;) {
+          try {
+            const message = this.buffer.readMessage();
+            if (message === null) break;
+            this.onmessage?.(message);
+          } catch (err) {
+            // A line that is not JSON-RPC (a server logging to stdout) is skipped and reported, not fatal.
+            this.onerror?.(asError(err));
+          }
         }
       });
       child.stderr.on("data", (chunk: Buffer) => {
@@ -118,10 +132,10 @@ export class ServerProcessTransport implements Transport {
     return this.child?.pid;
   }
 
-  /** How the process ended ("exited with code 1"), with its last stderr lines; undefined while it runs. */
+  /** How the process ended ("exited with code 1", or why it was stopped), with its last stderr lines; undefined while it runs. */
   ended(): string | undefined {
     if (!this.exit) return undefined;
-    const how = this.exit.signal ? `was killed by ${this.exit.signal}` : `exited with code ${String(this.exit.code)}`;
+    const how = this.stopped ?? (this.exit.signal ? `was killed by ${this.exit.signal}` : `exited with code ${String(this.exit.code)}`);
     const tail = this.stderr
       .toString("utf8")
       .split("\n")
@@ -136,6 +150,10 @@ export class ServerProcessTransport implements Transport {
   killNow(): void {
     this.processes.kill(this.child?.pid);
   }
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
 }
 
 function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
