@@ -3,12 +3,14 @@
  * our notes server over stdio, an SDK server over Streamable HTTP. Tools are
  * run through a real ToolBox, so arguments are validated as for any tool.
  */
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { McpToolConfig } from "../../src/config/types.js";
 import { McpServers } from "../../src/tools/mcp/servers.js";
+import { ROOT } from "../support/cli.js";
 import { call, leftoverPids, makeBox } from "../tools/helpers.js";
 import { FS_SERVER, NOTES_SERVER, newTag, processesWith, startHttpMcpServer, survivors, type HttpMcpServer } from "./support.js";
 
@@ -177,6 +179,23 @@ describe("MCP client over stdio: failures are one clear line and leave nothing r
     const { box } = makeBox(tools);
     const [noted] = await box.run([call("note", { text: "still talking" })]);
     expect(noted).toMatchObject({ ok: true, result: "noted: still talking" });
+  });
+
+  it("a runtime that exits without closing its servers (a second Ctrl-C) still ends their trees (built dist/)", async () => {
+    const tag = newTag();
+    const script = `
+      import { McpServers } from ${JSON.stringify(join(ROOT, "dist/tools/mcp/servers.js"))};
+      const config = ${JSON.stringify(stdio("notes", [process.execPath, NOTES_SERVER, tag]))};
+      const tools = await new McpServers().tools(config, new AbortController().signal);
+      const sleeper = await tools.find((t) => t.name === "spawn_sleeper").execute({}, { signal: new AbortController().signal });
+      process.stdout.write(JSON.stringify(sleeper.pid));
+      process.exit(130);`;
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+    expect(r.status).toBe(130);
+    const sleeper = Number(r.stdout);
+    pids.push(sleeper);
+    expect(sleeper).toBeGreaterThan(0);
+    expect(await survivors([sleeper, ...processesWith(tag)])).toEqual([]);
   });
 
   it("an error result keeps all of its text, on one line", async () => {

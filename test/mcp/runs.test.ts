@@ -261,3 +261,37 @@ describe("a plan_and_solve agent with MCP tools", () => {
     expect(processesWith(s.tag)).toEqual([]);
   });
 });
+
+describe("a plan_solver whose parallel solvers use an MCP server", () => {
+  it("the solvers running at once share the one server the run started", async () => {
+    const user = (body: ChatBody): string => String((body.messages as Array<{ content?: unknown }> | undefined)?.[0]?.content ?? "");
+    const s = await setup(
+      (body) => {
+        const asked = user(body);
+        if (!asked.includes("Your task is task")) return { content: reactReply("ANSWER", { answer: JSON.stringify({ steps: ["Note A", "Note B"] }) }) };
+        const task = /Your task is task (\d)/.exec(asked)?.[1] ?? "?";
+        if ((body.messages ?? []).length <= 2) return { content: null, tool_calls: [toolCall(`w${task}`, "whoami", {})] };
+        const pid = /\\"pid\\":(\d+)/.exec(JSON.stringify(body.messages))?.[1] ?? "none";
+        return { content: reactReply("ANSWER", { answer: `task ${task} ran on ${pid}` }) };
+      },
+      `  pipeline: { kind: plan_solver, planner: planner, solver: solver, concurrency: 2 }
+  planner: { kind: react }
+  solver: { kind: react, tools: [notes] }
+`,
+    );
+    const { events, result } = await run(s.file, "Note two things.");
+    expect(result.error).toBeUndefined();
+    expect(result.result_type).toBe("answer");
+    const pids = finished(events)
+      .filter((e) => e.tool === "whoami")
+      .map((e) => (e.result as { pid: number }).pid);
+    expect(pids).toHaveLength(2);
+    expect(pids[0]).toBe(pids[1]);
+    expect(result.answer).toContain(`task 1 ran on ${pids[0]}`);
+    expect(result.answer).toContain(`task 2 ran on ${pids[0]}`);
+    // Both solvers were in flight at once.
+    const solverSteps = events.filter((e) => e.agent_id === "solver" && (e.type === "agent.started" || e.type === "agent.finished")).map((e) => e.type);
+    expect(solverSteps.slice(0, 2)).toEqual(["agent.started", "agent.started"]);
+    expect(await survivors(pids)).toEqual([]);
+  });
+});
