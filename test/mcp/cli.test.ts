@@ -15,6 +15,7 @@ import { isAlive } from "../tools/helpers.js";
 import { FS_SERVER, NOTES_SERVER, newTag, processesWith, startHttpMcpServer, survivors, type HttpMcpServer } from "./support.js";
 
 const QUESTION = "What are the area and circumference of a circle with radius 5 meters?";
+// Each test spawns the CLI once or twice (seconds each on a loaded machine).
 const clients: Client[] = [];
 const https: HttpMcpServer[] = [];
 afterEach(async () => {
@@ -39,7 +40,7 @@ async function connect(args: string[]): Promise<{ client: Client; transport: Std
   return { client, transport, stderr: () => stderr };
 }
 
-describe("runtime tools", () => {
+describe("runtime tools", { timeout: 90_000 }, () => {
   it("starts the servers, lists per agent the tools it would see, and stops them", async () => {
     const http = await startHttpMcpServer({ token: "calc-token-77aa55" });
     https.push(http);
@@ -58,7 +59,7 @@ agents:
   reader: { kind: react, tools: [fs, calculator] }
   adder: { kind: plan_and_solve, tools: [write_todos, calc, reader, terminate] }
 `, { "script.yaml": "version: 1\nreplies: []\n" });
-    const r = await runCli(["tools", file], { timeoutMs: 30_000 });
+    const r = await runCli(["tools", file], { timeoutMs: 60_000 });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n");
@@ -75,7 +76,7 @@ agents:
     ]);
     expect(processesWith(tag)).toEqual([]);
 
-    const json = await runCli(["tools", file, "--agent", "adder", "--json"], { timeoutMs: 30_000 });
+    const json = await runCli(["tools", file, "--agent", "adder", "--json"], { timeoutMs: 60_000 });
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual([
       {
@@ -102,7 +103,7 @@ tools:
 agents:
   solver: { kind: react, tools: [notes] }
 `, { "script.yaml": "version: 1\nreplies: []\n" });
-    const r = await runCli(["tools", file], { timeoutMs: 30_000 });
+    const r = await runCli(["tools", file], { timeoutMs: 60_000 });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
       'runtime tools: MCP server "notes" did not start: exited with code 3 (stderr: notes server: cannot open the notes database with token [REDACTED])\n',
@@ -112,16 +113,16 @@ agents:
   });
 
   it("the example team's tools", async () => {
-    const r = await runCli(["tools", "teams/mcp-files.yaml"], { timeoutMs: 30_000 });
+    const r = await runCli(["tools", "teams/mcp-files.yaml"], { timeoutMs: 60_000 });
     expect(r.code).toBe(0);
     expect(r.stdout.split("\n").map((l) => l.split("  [")[0]?.trim())).toEqual(["solver (react)", "list_directory", "read_text_file", "calculator", ""]);
   });
 });
 
-describe("the example team teams/mcp-files.yaml", () => {
+describe("the example team teams/mcp-files.yaml", { timeout: 90_000 }, () => {
   it("reads the radius through the filesystem server and answers, offline", async () => {
     const r = await runCli(["exec", "teams/mcp-files.yaml", "What are the area and circumference of the circle in the data folder?", "--events", "ndjson"], {
-      timeoutMs: 30_000,
+      timeoutMs: 60_000,
       env: { RUNTIME_TRACE_DIR: tempDir("runtime-mcp-example-") },
     });
     expect(r.code).toBe(0);
@@ -136,7 +137,7 @@ describe("the example team teams/mcp-files.yaml", () => {
   });
 });
 
-describe("runtime mcp", () => {
+describe("runtime mcp", { timeout: 90_000 }, () => {
   it("serves teams/circle-react.yaml: the SDK client lists the entry agent, calls it and gets the circle answer with progress", async () => {
     const { client } = await connect(["teams/circle-react.yaml"]);
     expect(client.getServerVersion()).toMatchObject({ name: "circle-react" });
@@ -192,14 +193,14 @@ agents:
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
     const lines = async (n: number) => {
-      for (let i = 0; i < 400 && stdout.split("\n").filter(Boolean).length < n; i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 1600 && stdout.split("\n").filter(Boolean).length < n; i++) await new Promise((r) => setTimeout(r, 25));
       return stdout.split("\n").filter(Boolean);
     };
     send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
     await lines(1);
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "solver", arguments: { query: QUESTION }, _meta: { progressToken: "p1" } } });
-    for (let i = 0; i < 400 && !stdout.includes('"id":2'); i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 1600 && !stdout.includes('"id":2'); i++) await new Promise((r) => setTimeout(r, 25));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     child.stdin.end();
     expect(await exited).toBe(0);
@@ -210,11 +211,11 @@ agents:
   });
 
   it("an unknown agent or a broken team file: exit 2 before serving", async () => {
-    const r = await runCli(["mcp", "teams/circle-react.yaml", "--agent", "nobody"]);
+    const r = await runCli(["mcp", "teams/circle-react.yaml", "--agent", "nobody"], { timeoutMs: 40_000 });
     expect(r).toMatchObject({ code: 2, stdout: "", stderr: "runtime mcp: unknown agent 'nobody' (agents: solver)\n" });
     const dir = tempDir();
     writeFileSync(join(dir, "bad.yaml"), "version: 1\nname: x\n");
-    const bad = await runCli(["mcp", join(dir, "bad.yaml")]);
+    const bad = await runCli(["mcp", join(dir, "bad.yaml")], { timeoutMs: 40_000 });
     expect(bad.code).toBe(2);
     expect(bad.stdout).toBe("");
   });
