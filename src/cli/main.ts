@@ -4,9 +4,11 @@ import { registerApprove, registerResume } from "./commands/resume.js";
 import { registerDiff, registerReplay } from "./commands/replay.js";
 import { registerExec } from "./commands/exec.js";
 import { registerGraph } from "./commands/graph.js";
+import { registerMcp } from "./commands/mcp.js";
 import { registerPlan } from "./commands/plan.js";
 import { registerSchema } from "./commands/schema.js";
 import { registerServe } from "./commands/serve.js";
+import { registerTools } from "./commands/tools.js";
 import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
 import { EXIT } from "./exit.js";
@@ -55,6 +57,8 @@ export async function main(argv: string[]): Promise<number> {
   registerGraph(program, setExit);
   registerPlan(program, setExit);
   registerServe(program, setExit);
+  registerTools(program, setExit);
+  registerMcp(program, setExit);
 
   try {
     await program.parseAsync(argv);

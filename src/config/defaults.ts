@@ -11,9 +11,11 @@
  * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
  * - scripted model: model "scripted"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
- * - command, http and mcp tool: parameters {"type":"object","properties":{}}, effect "write"
+ * - command, http and mcp tool: effect "write"
+ * - command and http tool: parameters {"type":"object","properties":{}}
  * - command tool: env {}
  * - http tool: method "POST", headers {}, allow_private false
+ * - mcp tool (either server): connect_timeout_ms 30000; stdio server: env {}; http server: headers {}
  * - agent (every kind): description "", max_iteration 30, tools [], approval {}
  * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2, verify "checks", max_verify_rounds 2
  * - plan_and_solve_flow agent: enable_replanner false, max_replan_rounds 30

@@ -169,19 +169,12 @@ export interface RawHttpTool {
   approval?: RawToolApproval;
 }
 
-/** One tool of an MCP server started over stdio (reserved: the format is fixed, the engine may not run it yet). */
+/** An MCP server (Model Context Protocol; docs/mcp.md). An agent that lists this entry's name may call every tool the server offers (or those in `mcp.tools`), under the server's own names, descriptions and input schemas. The server starts when a run first needs it, is shared by the run's agents, and stops when the run ends. */
 export interface RawMcpTool {
-  /** The server and the tool. */
-  mcp: {
-    /** Argument vector starting the server; argv[0] starting with '.' is relative to the team file. */
-    server: string[];
-    /** Name of the tool on that server. */
-    tool: string;
-  };
-  /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
+  /** The server: `command` (a program speaking MCP on its stdin and stdout) or `url` (a Streamable HTTP endpoint). */
+  mcp: RawMcpServer;
+  /** What the server is for, for readers and `runtime tools`; models see the server's own tool descriptions. @default "" */
   description: string;
-  /** JSON Schema of the tool's arguments (an object). Arguments are validated against it before the tool runs, strictly (ajv strict mode: an unknown keyword is an error). String formats: date, time, date-time, duration, email, hostname, ipv4, ipv6, uri, uuid. @default {"type":"object","properties":{}} */
-  parameters: RawToolParameters;
   /** Time limit of one call, in milliseconds; the call fails with TOOL_TIMEOUT after it. @default 30000 */
   timeout_ms: number;
   /** Cap on a call's output, in bytes; longer output is cut. @default 65536 */
@@ -206,6 +199,33 @@ export interface RawModuleTool {
   effect?: RawToolEffect;
   /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
   approval?: RawToolApproval;
+}
+
+/** The server: `command` (a program speaking MCP on its stdin and stdout) or `url` (a Streamable HTTP endpoint). */
+export type RawMcpServer = RawMcpStdioServer | RawMcpHttpServer;
+
+/** Keys of both kinds of MCP server. */
+export interface RawMcpServerBase {
+  /** Offer only these of the server's tools (by the server's names). Without it, every tool the server lists. */
+  tools?: string[];
+  /** Time limit, in milliseconds, for the server to start, answer the MCP handshake and list its tools. @default 30000 */
+  connect_timeout_ms: number;
+}
+
+/** A server started as a program (never through a shell) in the team file's directory, speaking MCP on its stdin and stdout. */
+export interface RawMcpStdioServer extends RawMcpServerBase {
+  /** Argument vector; argv[0] starting with '.' is a path relative to the team file. */
+  command: string[];
+  /** Extra environment variables of the server (beside PATH and HOME). Values of secret-named variables (`*_TOKEN`, `*_API_KEY`, ...) never reach a trace or a log. @default {} */
+  env: Record<string, string>;
+}
+
+/** A server reached over Streamable HTTP. */
+export interface RawMcpHttpServer extends RawMcpServerBase {
+  /** URL of the MCP endpoint (http or https). */
+  url: string;
+  /** Request headers (an Authorization header, an API key). Values of secret-named headers never reach a trace or a log. @default {} */
+  headers: Record<string, string>;
 }
 
 /** An agent. `kind` selects the engine and its own keys. */

@@ -4,9 +4,9 @@
  * computed defaults applied (decided in defaults.ts), prompt files read.
  */
 import { resolve } from "node:path";
-import type { AgentConfig, ModelConfig, ResolvedTeam, ToolConfig, Workflow } from "./types.js";
+import type { AgentConfig, McpToolConfig, ModelConfig, ResolvedTeam, ToolConfig, Workflow } from "./types.js";
 import type { References } from "./references.js";
-import type { RawAgent, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
+import type { RawAgent, RawMcpServer, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
 import { agentModel, builtinParameters, commandCwd, entryAgent, flowReplanner, streamIdleTimeout } from "./defaults.js";
 
 /** The ResolvedTeam of a team that passed the schema and the reference checks. */
@@ -73,22 +73,38 @@ function resolveArgv(argv: readonly string[], dir: string): string[] {
 }
 
 function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
-  const base = {
+  const common = {
     name,
     description: raw.description,
-    parameters: "builtin" in raw || "module" in raw ? builtinParameters() : raw.parameters,
     timeout_ms: raw.timeout_ms,
     max_output_bytes: raw.max_output_bytes,
     ...(raw.effect !== undefined ? { effect: raw.effect } : {}),
     ...(raw.approval !== undefined ? { approval: raw.approval } : {}),
   };
+  if ("mcp" in raw) return resolveMcp(common, raw.mcp, dir);
+  const base = { ...common, parameters: "builtin" in raw || "module" in raw ? builtinParameters() : raw.parameters };
   if ("builtin" in raw) return { ...base, type: "builtin", builtin: raw.builtin };
   if ("command" in raw) return { ...base, type: "command", command: resolveArgv(raw.command, dir), cwd: commandCwd(raw.cwd, dir), env: raw.env };
-  if ("http" in raw) {
-    return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers, allow_private: raw.http.allow_private };
-  }
   if ("module" in raw) return { ...base, type: "module", module: resolve(dir, raw.module) };
-  return { ...base, type: "mcp", server: resolveArgv(raw.mcp.server, dir), tool: raw.mcp.tool };
+  return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers, allow_private: raw.http.allow_private };
+}
+
+function resolveMcp(
+  common: Pick<McpToolConfig, "name" | "description" | "timeout_ms" | "max_output_bytes" | "effect" | "approval">,
+  raw: RawMcpServer,
+  dir: string,
+): McpToolConfig {
+  const server: McpToolConfig["server"] =
+    "command" in raw
+      ? { transport: "stdio", command: resolveArgv(raw.command, dir), cwd: dir, env: raw.env }
+      : { transport: "http", url: raw.url, headers: raw.headers };
+  return {
+    ...common,
+    type: "mcp",
+    server,
+    connect_timeout_ms: raw.connect_timeout_ms,
+    ...(raw.tools !== undefined ? { tools: [...raw.tools] } : {}),
+  };
 }
 
 function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: ReadonlySet<string>, refs: References): AgentConfig {

@@ -64,8 +64,6 @@ export type ToolEffect = "read" | "idempotent" | "write";
 interface ToolConfigBase {
   name: string;
   description: string;
-  /** JSON Schema of the arguments. */
-  parameters: JsonSchema;
   /** @default 30000 */
   timeout_ms: number;
   /** Cap on a tool's output, in bytes. @default 65536 */
@@ -76,12 +74,18 @@ interface ToolConfigBase {
   approval?: "required";
 }
 
-export interface BuiltinToolConfig extends ToolConfigBase {
+/** A tool of one name whose arguments the team file (or the built-in) describes. */
+interface SingleToolConfigBase extends ToolConfigBase {
+  /** JSON Schema of the arguments. */
+  parameters: JsonSchema;
+}
+
+export interface BuiltinToolConfig extends SingleToolConfigBase {
   type: "builtin";
   builtin: string;
 }
 
-export interface CommandToolConfig extends ToolConfigBase {
+export interface CommandToolConfig extends SingleToolConfigBase {
   type: "command";
   /** Argument vector; argv[0] is resolved like a path if it starts with `.`. Never a shell. */
   command: string[];
@@ -90,7 +94,7 @@ export interface CommandToolConfig extends ToolConfigBase {
   env: Record<string, string>;
 }
 
-export interface HttpToolConfig extends ToolConfigBase {
+export interface HttpToolConfig extends SingleToolConfigBase {
   type: "http";
   url: string;
   method: "GET" | "POST";
@@ -99,24 +103,53 @@ export interface HttpToolConfig extends ToolConfigBase {
   allow_private: boolean;
 }
 
+/** An MCP server started as a program, speaking MCP on its stdin and stdout. */
+export interface McpStdioServer {
+  transport: "stdio";
+  /** Argument vector; argv[0] is resolved like a path if it starts with `.`. Never a shell. */
+  command: string[];
+  /** The team file's directory. */
+  cwd: string;
+  env: Record<string, string>;
+}
+
+/** An MCP server reached over Streamable HTTP. */
+export interface McpHttpServer {
+  transport: "http";
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * An MCP server (docs/mcp.md): one entry that an agent's allow-list names and
+ * that expands, at run time, into the tools the server lists. `timeout_ms`
+ * and `max_output_bytes` apply to each of them.
+ */
 export interface McpToolConfig extends ToolConfigBase {
   type: "mcp";
-  server: string[];
-  tool: string;
+  server: McpStdioServer | McpHttpServer;
+  /** Offer only these of the server's tools; undefined offers every one. */
+  tools?: string[];
+  /** Start, handshake and tool listing must be done within this. @default 30000 */
+  connect_timeout_ms: number;
 }
+
+/** A tool declaration that is one tool (every type but `mcp`). */
+export type SingleToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig | ModuleToolConfig;
+
+export type ToolConfig = SingleToolConfig | McpToolConfig;
 
 /**
  * A tool written as an ES module (docs/code-tools.md). Like a built-in, its
  * `parameters` here are the empty object schema: at run time it keeps the
  * module's own, and its own description unless `description` is given.
  */
-export interface ModuleToolConfig extends ToolConfigBase {
+export interface ModuleToolConfig extends SingleToolConfigBase {
   type: "module";
   /** Absolute path of the module. */
   module: string;
 }
 
-export type ToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig | McpToolConfig | ModuleToolConfig;
 
 export type AgentKind = "react" | "plan_and_solve" | "plan_and_solve_flow" | "plan_solver" | "sop";
 

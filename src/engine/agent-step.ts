@@ -10,6 +10,7 @@ import { ZERO_USAGE, type EventScope, type RunEventBody } from "../events/types.
 import { KINDS } from "../kinds/registry.js";
 import type { AgentContext, AgentResult, AgentRunner } from "../kinds/types.js";
 import type { ChatClient } from "../models/types.js";
+import type { McpServers } from "../tools/mcp/servers.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
 import type { Approvals } from "./approvals.js";
 import type { Tool } from "../tools/types.js";
@@ -34,6 +35,8 @@ export interface RunShared {
   toolCache: Map<string, Tool>;
   /** Tools given to `runTeam` in code, by name. */
   providedTools: ReadonlyMap<string, Tool>;
+  /** The run's MCP servers, started as steps need them (src/tools/mcp/servers.ts). */
+  mcp: McpServers;
   /** Models found unavailable in this run (src/engine/model-call.ts). */
   unavailableModels: Set<string>;
   /** The team's budget account, when it has one (src/engine/budget.ts). */
@@ -156,10 +159,13 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
-      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache, provided: run.providedTools });
+      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache, provided: run.providedTools, mcp: run.mcp });
+      // The allow-list as resolved: an MCP entry stands for the tools of its server, in approvals too.
+      const allow = tools.map((t) => t.name);
+      const approval = agent.approval.flatMap((name) => (run.team.tools[name]?.type === "mcp" ? (run.mcp.listed(name) ?? []).map((t) => t.name) : [name]));
       return createToolBox({
         tools,
-        allow: agent.tools,
+        allow,
         scope,
         emit: (body, s) => out(body, s ?? scope),
         signal,
@@ -167,7 +173,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         budget,
         stopping,
         halt,
-        ...(agent.approval.length > 0 ? { approval: new Set(agent.approval) } : {}),
+        ...(approval.length > 0 ? { approval: new Set(approval) } : {}),
         approve: (request) => run.approvals.decide(request, (body) => out(body, scope)),
       });
     },
@@ -189,7 +195,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   };
 
   try {
-    await prepareTools(run.team, agent, run.toolCache);
+    await prepareTools(run.team, agent, run.toolCache, run.mcp, signal);
     return await settled(await runner(ctx, input));
   } catch (err) {
     return settled(failed(`agent ${name} failed: ${describeError(err)}`));

@@ -5,6 +5,7 @@ import { builtinTool } from "../tools/builtin/index.js";
 import { knowledgeLookupTool } from "../tools/builtin/knowledge-lookup.js";
 import { toolFromConfig, withDeclaredLimits } from "../tools/from-config.js";
 import { loadToolModule, moduleTool } from "../tools/module.js";
+import type { McpServers } from "../tools/mcp/servers.js";
 import type { Tool } from "../tools/types.js";
 import { agentAsTool, type CallAgentFromTool } from "./agent-tool.js";
 
@@ -19,25 +20,50 @@ export interface ToolResolution {
   cache: Map<string, Tool>;
   /** Tools the application gave `runTeam` in code, by name (docs/code-tools.md). */
   provided: ReadonlyMap<string, Tool>;
+  /** The run's MCP servers; those the allow-list names were started by `prepareTools`. */
+  mcp: McpServers;
 }
 
 /**
  * Load what an agent's tools need before they can be offered: the module of
- * each `module:` tool it lists (imported once per process), built into the
- * run's cache. Rejects with the module's one-line problem.
+ * each `module:` tool it lists (imported once per process, built into the
+ * run's cache), and the MCP servers it names (started once per run). Rejects
+ * with one line when a module or a server fails, or when two entries of the
+ * allow-list offer a tool of the same name (which one the model meant could
+ * not be told).
  */
-export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache: Map<string, Tool>): Promise<void> {
+export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache: Map<string, Tool>, mcp: McpServers, signal: AbortSignal): Promise<void> {
   for (const name of agent.tools) {
     const declared = team.tools[name];
     if (declared?.type !== "module" || cache.has(`tool:${name}`)) continue;
     cache.set(`tool:${name}`, moduleTool(declared, await loadToolModule(declared.module)));
   }
+  const names = [...new Set(agent.tools)];
+  const servers = names.flatMap((name) => {
+    const config = team.tools[name];
+    return config?.type === "mcp" ? [config] : [];
+  });
+  if (servers.length === 0) return;
+  const listed = new Map<string, Tool[]>();
+  await Promise.all(servers.map(async (config) => listed.set(config.name, await mcp.tools(config, signal))));
+  const offeredBy = new Map<string, string>();
+  for (const name of names) {
+    for (const tool of listed.get(name)?.map((t) => t.name) ?? [name]) {
+      const other = offeredBy.get(tool);
+      if (other !== undefined) {
+        const what = (n: string) => (listed.has(n) ? `MCP server "${n}"` : `"${n}"`);
+        throw new Error(`agent ${agent.name} lists two tools named "${tool}": ${what(other)} and ${what(name)}; keep one, or narrow an MCP server with mcp.tools`);
+      }
+      offeredBy.set(tool, name);
+    }
+  }
 }
 
 /**
  * Turn an agent's allow-list into tools. A name resolves, in order, to an
- * extra tool of the agent kind, a tool declared under `tools:`, a tool given
- * in code, another agent, a Plan Tool method, or a built-in. Names that resolve to nothing here
+ * extra tool of the agent kind, a tool declared under `tools:` (an MCP entry
+ * to every tool its server offers), a tool given in code, another agent,
+ * a Plan Tool method, or a built-in. Names that resolve to nothing here
  * (a todo tool listed for a kind that has no todo list) are left out, so a
  * call to them is refused back to the model like any tool outside the list.
  */
@@ -61,6 +87,12 @@ export function resolveTools(r: ToolResolution): Tool[] {
       continue;
     }
     const declared = r.team.tools[name];
+    if (declared?.type === "mcp") {
+      const listed = r.mcp.listed(name);
+      if (!listed) throw new Error(`internal error: the MCP server "${name}" was not started before its tools were asked for`);
+      tools.push(...listed);
+      continue;
+    }
     if (declared?.type === "builtin") {
       // An alias of a built-in (`plan_status: {builtin: get_plan_status}`): its implementation, the declared name and limits.
       const implementation = builtin(declared.builtin);

@@ -4,6 +4,7 @@ import { describeError } from "../errors.js";
 import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage, ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
+import { McpServers } from "../tools/mcp/servers.js";
 import type { ChatClient } from "../models/types.js";
 import type { Tool } from "../tools/types.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
@@ -134,6 +135,13 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   for (const sink of options.sinks ?? []) bus.subscribe(sink);
   const provided = providedTools(team, options.tools ?? []);
 
+  // A server that ends by itself mid-run ends the run, with its error (docs/mcp.md).
+  let serverLost: string | undefined;
+  const halt = new AbortController();
+  const mcp = new McpServers((message) => {
+    serverLost ??= message;
+    halt.abort();
+  });
   const clients = new Map<string, ChatClient>();
   const makeClient = options.createClient ?? createChatClient;
   const budget = options.budget ?? team.budget;
@@ -158,6 +166,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     },
     toolCache: new Map(),
     providedTools: typeof provided === "string" ? new Map() : provided,
+    mcp,
     unavailableModels: new Set(),
     accounts: budget ? [new Account("the team", budget)] : [],
     approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
@@ -170,7 +179,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     const scope = { agent_id: agentName };
     if (resuming) bus.emit({ type: "run.resumed", input: options.input, after_seq: continued?.afterSeq ?? 0 }, scope);
     else bus.emit({ type: "run.started", input: options.input }, scope);
-    const signal = options.signal ?? new AbortController().signal;
+    const signal = options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal;
     let outcome: RunResult;
     if (traceError) {
       outcome = { task_id, result_type: "error", error: traceError, usage };
@@ -181,12 +190,15 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     } else {
       const step = await runAgentStep(shared, agentName, options.input, signal);
       while (shared.inflight.size > 0) await Promise.allSettled([...shared.inflight]);
+      // Stopped before the run ends, so that no server outlives its run's result.
+      await mcp.close();
       outcome = { task_id, ...step, usage };
       // The team's budget stopped a call somewhere: the run ends with that error, even if a caller recovered.
       const spent = shared.accounts[0]?.exhausted;
       if (spent !== undefined) outcome = { task_id, result_type: "error", error: spent, usage };
       if (shared.approvals.paused) outcome = { task_id, result_type: "paused", approvals: shared.approvals.pending, usage };
-      if (signal.aborted) outcome = { task_id, result_type: "error", error: "interrupted", interrupted: true, usage };
+      if (serverLost !== undefined) outcome = { task_id, result_type: "error", error: serverLost, usage };
+      else if (options.signal?.aborted) outcome = { task_id, result_type: "error", error: "interrupted", interrupted: true, usage };
     }
     // Replies a resume reused are not reported again, but they were spent.
     if (resuming && continued) usage = addUsage(usage, continued.replay.usage);
@@ -205,7 +217,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       ...(outcome.interrupted ? { interrupted: true } : {}),
       usage,
     };
-  })().finally(() => {
+  })().finally(async () => {
+    await mcp.close();
     flushTrace();
     if (storeHeld) releaseTraceStore(trace_dir);
   });

@@ -1,10 +1,10 @@
-import type { ResolvedTeam } from "../config/types.js";
+import type { ResolvedTeam, ToolConfig } from "../config/types.js";
 import { isSecretKey } from "../redact.js";
 
 /**
  * The team's own secrets, masked by value wherever they might appear (the
  * one list, read by the bus of every run and by the server): model API keys,
- * the values of secret-named model headers, and the values of secret-named command env variables and http headers
+ * the values of secret-named model headers, and the values of secret-named command and MCP server env variables and http and MCP server headers
  * (`SERVICE_TOKEN`, `X-Api-Key`, `Authorization`), which a tool's output or
  * error could otherwise echo into events and the trace; and the `openai`
  * client's own OPENAI_API_KEY, used when a model names no key.
@@ -14,8 +14,22 @@ export function teamSecrets(team: ResolvedTeam, env: NodeJS.ProcessEnv = process
   const modelHeaders = Object.values(team.models).flatMap((m) => (m.provider === "openai" ? Object.entries(m.headers) : []));
   const named = [
     ...modelHeaders,
-    ...Object.values(team.tools).flatMap((t) => Object.entries(t.type === "command" ? t.env : t.type === "http" ? t.headers : {})),
+    ...Object.values(team.tools).flatMap((t) => Object.entries(toolSecrets(t))),
   ].flatMap(([name, value]) => (isSecretKey(name) && value ? [value] : []));
   const fromEnv = env["OPENAI_API_KEY"] ? [env["OPENAI_API_KEY"]] : [];
   return [...new Set([...keys, ...named, ...fromEnv])];
+}
+
+/** The named values of a tool that may hold credentials: its environment or its headers. */
+function toolSecrets(tool: ToolConfig): Record<string, string> {
+  switch (tool.type) {
+    case "command":
+      return tool.env;
+    case "http":
+      return tool.headers;
+    case "mcp":
+      return tool.server.transport === "stdio" ? tool.server.env : tool.server.headers;
+    default:
+      return {};
+  }
 }

@@ -1,8 +1,8 @@
-import type { ToolConfig } from "../config/types.js";
+import type { SingleToolConfig } from "../config/types.js";
 import type { Tool } from "./types.js";
 
 /** A tool declared under `tools:` in the team file, with its way of running. */
-export function declaredTool(config: ToolConfig, execute: Tool["execute"]): Tool {
+export function declaredTool(config: SingleToolConfig, execute: Tool["execute"]): Tool {
   return {
     name: config.name,
     description: config.description,

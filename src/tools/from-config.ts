@@ -1,17 +1,17 @@
-import type { ToolConfig } from "../config/types.js";
+import type { SingleToolConfig } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import { BUILTIN_TOOL_NAMES, builtinTool } from "./builtin/index.js";
 import { commandTool } from "./command.js";
-import { declaredTool } from "./declared.js";
 import { httpTool } from "./http.js";
 import type { Tool } from "./types.js";
 
 /**
  * The runnable tool for a resolved tool declaration. A built-in keeps its own
  * parameter schema (its code depends on that shape) but takes the declared
- * name, limits and, when given, description.
+ * name, limits and, when given, description. (An `mcp` entry is many tools,
+ * known once its server runs: src/tools/mcp/servers.ts.)
  */
-export function toolFromConfig(config: ToolConfig): Tool {
+export function toolFromConfig(config: SingleToolConfig): Tool {
   switch (config.type) {
     case "builtin": {
       const tool = builtinTool(config.builtin);
@@ -27,10 +27,6 @@ export function toolFromConfig(config: ToolConfig): Tool {
       return commandTool(config);
     case "http":
       return httpTool(config);
-    case "mcp":
-      return declaredTool(config, async () => {
-        throw new RuntimeError("TOOL_FAILED", `tool "${config.name}": mcp tools are not supported yet`);
-      });
     case "module":
       // Its module is imported asynchronously, before the step starts: prepareTools (src/engine/resolve-tools.ts).
       throw new Error(`internal error: the module of tool "${config.name}" was not loaded before use`);
@@ -38,7 +34,7 @@ export function toolFromConfig(config: ToolConfig): Tool {
 }
 
 /** A built-in under its declared name, limits and (when given) description; its parameters stay its own. */
-export function withDeclaredLimits(tool: Tool, config: ToolConfig): Tool {
+export function withDeclaredLimits(tool: Tool, config: SingleToolConfig): Tool {
   return {
     ...tool,
     name: config.name,

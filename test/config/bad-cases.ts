@@ -298,6 +298,30 @@ agents:
     expect: ["10:3 /tools/lookup expected exactly one of the keys 'builtin', 'command', 'http', 'mcp' or 'module' (did you mean 'command'?)"],
   },
   {
+    name: "mcp-without-server",
+    text: `${BASE}tools:\n  fs:\n    mcp: { tools: [read_file] }\n`,
+    expect: ["11:10 /tools/fs/mcp expected exactly one of the keys 'command' or 'url'"],
+  },
+  {
+    name: "mcp-command-and-url",
+    text: `${BASE}tools:\n  fs:\n    mcp: { command: [node, x.mjs], url: "http://127.0.0.1:9/mcp", headers: {} }\n`,
+    expect: ["11:36 /tools/fs/mcp/url unknown key 'url'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'", "11:67 /tools/fs/mcp/headers unknown key 'headers'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'"],
+  },
+  {
+    name: "mcp-old-shape",
+    text: `${BASE}tools:\n  fs:\n    mcp: { server: [node, x.mjs], tool: read_file }\n`,
+    expect: ["11:10 /tools/fs/mcp expected exactly one of the keys 'command' or 'url'"],
+  },
+  {
+    name: "mcp-bad-url-and-tools",
+    text: `${BASE}tools:\n  fs:\n    mcp: { url: "ftp://x/mcp", tools: [], env: { A: b } }\n`,
+    expect: [
+      "11:17 /tools/fs/mcp/url expected an http:// or https:// URL, got 'ftp://x/mcp'",
+      "11:39 /tools/fs/mcp/tools expected a list of at least 1 item",
+      "11:43 /tools/fs/mcp/env unknown key 'env'; expected one of 'url', 'headers', 'tools' or 'connect_timeout_ms'",
+    ],
+  },
+  {
     name: "unknown-entry",
     text: `${BASE}entry: solvr\n`,
     expect: ["9:8 /entry unknown agent 'solvr' (did you mean 'solver'?); declared agents: solver"],

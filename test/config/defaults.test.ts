@@ -46,7 +46,7 @@ describe("src/config/defaults.ts", () => {
 
   it("gives a built-in tool the parameters the schema gives the other tools", () => {
     const defs = schema.$defs as Record<string, { properties: Record<string, Node> }>;
-    for (const tool of ["commandTool", "httpTool", "mcpTool"]) {
+    for (const tool of ["commandTool", "httpTool"]) {
       expect(defs[tool]?.properties.parameters?.default, tool).toEqual(builtinParameters());
     }
     expect(builtinParameters()).not.toBe(builtinParameters());

@@ -119,12 +119,15 @@ agents:
   it("resolves http and mcp tools with their defaults", async () => {
     const dir = tempDir("runtime-config-tools-");
     writeFileSync(join(dir, "script.yaml"), "version: 1\nreplies: []\n");
+    writeFileSync(join(dir, "server.mjs"), "");
     const text = `${BASE}tools:
   fetch:
     http: { url: "https://example.com/x", headers: { Authorization: "Bearer \${TOKEN:-none}" } }
   remote:
-    mcp: { server: [./server.mjs, --stdio], tool: search }
+    mcp: { command: [./server.mjs, --stdio], env: { NOTES_TOKEN: "\${NOTES_TOKEN:-t0ken-value}" } }
     timeout_ms: 1000
+  hosted:
+    mcp: { url: "https://mcp.example.com/mcp", tools: [search] }
 `;
     const team = await loadTeamFromString(text, join(dir, "team.yaml"), { env: {} });
     expect(team.tools.fetch).toEqual({
@@ -140,7 +143,27 @@ agents:
       max_output_bytes: 65536,
       effect: "write",
     });
-    expect(team.tools.remote).toMatchObject({ type: "mcp", server: [join(dir, "server.mjs"), "--stdio"], tool: "search", timeout_ms: 1000 });
+    expect(team.tools.remote).toEqual({
+      name: "remote",
+      type: "mcp",
+      server: { transport: "stdio", command: [join(dir, "server.mjs"), "--stdio"], cwd: dir, env: { NOTES_TOKEN: "t0ken-value" } },
+      connect_timeout_ms: 30000,
+      description: "",
+      timeout_ms: 1000,
+      max_output_bytes: 65536,
+      effect: "write",
+    });
+    expect(team.tools.hosted).toEqual({
+      name: "hosted",
+      type: "mcp",
+      server: { transport: "http", url: "https://mcp.example.com/mcp", headers: {} },
+      tools: ["search"],
+      connect_timeout_ms: 30000,
+      description: "",
+      timeout_ms: 30000,
+      max_output_bytes: 65536,
+      effect: "write",
+    });
   });
 
   it("takes ${VAR} from the environment and uses the only model when none is named default", async () => {

@@ -1,0 +1,127 @@
+/**
+ * A team served over MCP (docs/mcp.md): each agent (or one) is an MCP tool
+ * taking `{query}`; a call is one run (`runTeam`), answered with the run's
+ * answer, or its error with `isError`. A client that sends a progressToken
+ * gets progress notifications from the run's events.
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult, ServerNotification } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import type { ResolvedTeam } from "../config/types.js";
+import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
+import type { RunEvent } from "../events/types.js";
+
+export interface TeamMcpServerOptions {
+  /** Serve only this agent. @default every agent of the team */
+  agent?: string;
+  /** Trace directory of the runs. @default as runTeam */
+  traceDir?: string;
+  /** The server's version, as it introduces itself. */
+  version: string;
+  /** Extra run options (tests: ids, clock, model clients). */
+  run?: Omit<RunOptions, "input" | "agent" | "traceDir" | "signal" | "sinks">;
+}
+
+/** The MCP server of a team; connect it to a transport (stdio for `runtime mcp`). */
+export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions): { server: McpServer; idle(): Promise<void> } {
+  const server = new McpServer({ name: team.name, version: options.version }, { instructions: instructions(team) });
+  const runs = new Set<Promise<RunResult>>();
+  const agents = options.agent !== undefined ? [options.agent] : Object.keys(team.agents);
+  for (const name of agents) {
+    const agent = team.agents[name];
+    if (!agent) throw new Error(`unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
+    server.registerTool(
+      name,
+      {
+        title: `${team.name}: ${name}`,
+        description: agent.description || `Ask the '${name}' agent (${agent.kind}) of the team '${team.name}' and get its answer.`,
+        inputSchema: { query: z.string().min(1).describe("The request for the agent, self-contained.") },
+        outputSchema: {
+          task_id: z.string().describe("The run's task id (`runtime trace TASK_ID`)."),
+          result_type: z.enum(["answer", "error"]),
+          answer: z.string().optional(),
+          error: z.string().optional(),
+        },
+        annotations: { openWorldHint: true },
+      },
+      async ({ query }, extra): Promise<CallToolResult> => {
+        const token = extra._meta?.progressToken;
+        let progress = 0;
+        const notify = (event: RunEvent): void => {
+          if (token === undefined) return;
+          const message = progressMessage(event);
+          if (message === undefined) return;
+          const notification: ServerNotification = { method: "notifications/progress", params: { progressToken: token, progress: ++progress, message } };
+          extra.sendNotification(notification).catch(() => undefined);
+        };
+        const run = runTeam(team, {
+          ...options.run,
+          input: query,
+          agent: name,
+          ...(options.traceDir !== undefined ? { traceDir: options.traceDir } : {}),
+          signal: extra.signal,
+          sinks: [notify],
+        });
+        runs.add(run.result);
+        const result = await run.result.finally(() => runs.delete(run.result));
+        const text = result.result_type === "answer" ? (result.answer ?? "") : `run failed: ${result.error ?? "unknown error"}`;
+        return {
+          content: [{ type: "text", text }],
+          structuredContent: {
+            task_id: result.task_id,
+            result_type: result.result_type,
+            ...(result.answer !== undefined ? { answer: result.answer } : {}),
+            ...(result.error !== undefined ? { error: result.error } : {}),
+          },
+          ...(result.result_type === "error" ? { isError: true } : {}),
+        };
+      },
+    );
+  }
+  return {
+    server,
+    // Runs still going (their trace being written) when the client went away.
+    idle: async () => {
+      while (runs.size > 0) await Promise.allSettled([...runs]);
+    },
+  };
+}
+
+function instructions(team: ResolvedTeam): string {
+  const about = team.description ? `${team.description} ` : "";
+  return `${about}Each tool is an agent of the team '${team.name}': give it a self-contained request as \`query\`; it answers with the agent's final answer.`;
+}
+
+/** A short line for the events worth a progress notification; undefined for the rest (streamed tokens, say). */
+export function progressMessage(event: RunEvent): string | undefined {
+  switch (event.type) {
+    case "run.started":
+      return "run started";
+    case "agent.started":
+      return `${event.agent_id} started (${event.kind})`;
+    case "agent.finished":
+      return `${event.agent_id} ${event.result_type === "answer" ? "answered" : "failed"}`;
+    case "state.changed":
+      return `${event.agent_id}: ${event.to}`;
+    case "recursion.started":
+      return `${event.agent_id}: round ${event.iteration}`;
+    case "llm.request":
+      return `${event.agent_id} asks the model ${event.model}`;
+    case "tool.started":
+      return `${event.agent_id} calls ${event.tool}`;
+    case "tool.finished":
+      return `${event.tool} ${event.ok ? "done" : "failed"}`;
+    case "plan.created":
+    case "plan.updated":
+      return `plan: ${event.steps.length} step${event.steps.length === 1 ? "" : "s"}`;
+    case "todo.updated":
+    case "todo.completed": {
+      const done = event.todos.filter((t) => t.status === "completed").length;
+      return `todo list: ${done}/${event.todos.length} done`;
+    }
+    case "run.finished":
+      return event.result_type === "answer" ? "run answered" : "run failed";
+    default:
+      return undefined;
+  }
+}

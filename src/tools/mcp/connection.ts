@@ -1,0 +1,137 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult, Tool as McpToolSpec } from "@modelcontextprotocol/sdk/types.js";
+import type { McpToolConfig } from "../../config/types.js";
+import { describeError } from "../../errors.js";
+import { ServerProcessTransport } from "./stdio-transport.js";
+
+/** How the runtime introduces itself to servers. */
+const CLIENT_INFO = { name: "yaml-agent-runtime", version: "1" };
+/** How long an HTTP server gets to end its session when a run ends. */
+const END_SESSION_MS = 2000;
+/** Pages of tools/list read at most (a server that never stops paginating). */
+const MAX_PAGES = 100;
+
+/**
+ * One running MCP server (docs/mcp.md): the SDK's Client over a stdio
+ * process (ServerProcessTransport) or Streamable HTTP. `open` starts it,
+ * performs the handshake and lists its tools within `connect_timeout_ms`;
+ * `call` runs one tool under a timeout and a signal. A stdio server that
+ * ends by itself calls `onLost` once, and every later call fails with the
+ * same message.
+ */
+export class McpConnection {
+  private closing = false;
+  private lostMessage: string | undefined;
+
+  private constructor(
+    private readonly config: McpToolConfig,
+    private readonly client: Client,
+    private readonly transport: ServerProcessTransport | StreamableHTTPClientTransport,
+    /** The tools the server listed, filtered by `mcp.tools`, in the server's order. */
+    readonly tools: readonly McpToolSpec[],
+  ) {}
+
+  /**
+   * Start the server of `config`, shake hands, list its tools. Rejects with
+   * one line (`MCP server "fs" did not start: ...`) and leaves nothing
+   * running when any of it fails, takes longer than `connect_timeout_ms`, or
+   * `signal` fires.
+   */
+  static async open(config: McpToolConfig, signal: AbortSignal, onLost: (message: string) => void): Promise<McpConnection> {
+    const transport =
+      config.server.transport === "stdio"
+        ? new ServerProcessTransport(config.server)
+        : new StreamableHTTPClientTransport(new URL(config.server.url), { requestInit: { headers: config.server.headers } });
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(config.connect_timeout_ms)]);
+    const options = { signal: deadline, timeout: config.connect_timeout_ms };
+    let connection: McpConnection | undefined;
+    client.onclose = () => {
+      const ended = transport instanceof ServerProcessTransport ? (transport.ended() ?? "closed its connection") : "closed the connection";
+      connection?.lost(`MCP server "${config.name}" ${ended}`, onLost);
+    };
+    try {
+      await client.connect(transport, options);
+      const listed: McpToolSpec[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const result = await client.listTools(cursor === undefined ? {} : { cursor }, options);
+        listed.push(...result.tools);
+        cursor = result.nextCursor;
+        if (cursor === undefined) break;
+      }
+      connection = new McpConnection(config, client, transport, offered(config, listed));
+      return connection;
+    } catch (err) {
+      // A process that had already ended when the start failed is the cause; its exit says more than "Connection closed".
+      const ended = transport instanceof ServerProcessTransport ? transport.ended() : undefined;
+      await client.close().catch(() => undefined);
+      const why = signal.aborted
+        ? "interrupted"
+        : deadline.aborted
+          ? `no answer within ${config.connect_timeout_ms} ms (connect_timeout_ms)`
+          : (ended ?? startError(err));
+      throw new Error(`MCP server "${config.name}" did not start: ${why}`);
+    }
+  }
+
+  /** Call tool `name` of the server; its result as the server sent it. */
+  async call(name: string, args: Record<string, unknown>, signal: AbortSignal, timeout_ms: number): Promise<CallToolResult> {
+    if (this.lostMessage) throw new Error(this.lostMessage);
+    try {
+      // The ToolBox's own timeout (the same figure) ends the call first and says so; this one is the SDK's, which must not be shorter.
+      const result = await this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeout_ms + 1000 });
+      return result as CallToolResult;
+    } catch (err) {
+      if (this.lostMessage) throw new Error(this.lostMessage);
+      throw new Error(`MCP server "${this.config.name}": ${describeError(err).replace(/^MCP error -?\d+: /, "")}`);
+    }
+  }
+
+  /** Stop the server: end an HTTP session, close stdin of a process and kill what is left of it. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.transport instanceof StreamableHTTPClientTransport && this.transport.sessionId !== undefined) {
+      const transport = this.transport;
+      await Promise.race([transport.terminateSession().catch(() => undefined), new Promise((r) => setTimeout(r, END_SESSION_MS).unref())]);
+    }
+    await this.client.close().catch(() => undefined);
+  }
+
+  /** The pid of a stdio server (tests check that none survives). */
+  get pid(): number | undefined {
+    return this.transport instanceof ServerProcessTransport ? this.transport.pid : undefined;
+  }
+
+  private lost(message: string, onLost: (message: string) => void): void {
+    if (this.closing || this.lostMessage) return;
+    this.lostMessage = message;
+    onLost(message);
+  }
+}
+
+/** The listed tools `mcp.tools` keeps (all without it); a name the server does not list is an error. */
+function offered(config: McpToolConfig, listed: McpToolSpec[]): McpToolSpec[] {
+  if (config.tools === undefined) return listed;
+  const byName = new Map(listed.map((t) => [t.name, t]));
+  const missing = config.tools.filter((name) => !byName.has(name));
+  if (missing.length > 0) {
+    const names = listed.map((t) => t.name);
+    throw new Error(`it lists no tool named ${missing.map((n) => `"${n}"`).join(", ")} (mcp.tools); it lists: ${names.join(", ") || "nothing"}`);
+  }
+  return config.tools.flatMap((name) => byName.get(name) ?? []);
+}
+
+/** One line for a failed start: the SDK's and fetch's errors name their cause in `cause`. */
+function startError(err: unknown): string {
+  const message = describeError(err)
+    .replace(/^MCP error -?\d+: /, "")
+    .replace(/^Streamable HTTP error: /, "");
+  if (err instanceof StreamableHTTPError && err.code !== undefined) return `HTTP ${err.code}: ${message}`;
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  if (cause && !message.includes(cause.message)) return `${message} (${code ?? describeError(cause)})`;
+  return message;
+}
