@@ -16,7 +16,9 @@ export type ErrorCode =
   | "PARSE_FAILED"
   | "NOT_FOUND"
   | "PAUSED"
-  | "REPLAY_DIVERGED";
+  | "REPLAY_DIVERGED"
+  /** A database of the store (docs/scale-out.md) failed or could not be reached. */
+  | "STORE";
 
 export class RuntimeError extends Error {
   constructor(

@@ -1,0 +1,83 @@
+/**
+ * Connections to PostgreSQL (docs/scale-out.md#postgresql): one pool per
+ * store URL, with timeouts on connecting, on every statement and on idle
+ * transactions, so a dead or stalling database becomes an error, never a
+ * hang. A URL's password never reaches a message: `safeUrl` drops it.
+ */
+import pg from "pg";
+import { RuntimeError, describeError } from "../../errors.js";
+
+/** The schema that holds the runtime's tables (the queue has its own, `runtime_queue`). */
+export const SCHEMA = "runtime";
+
+export interface PoolOptions {
+  /** Connections this process may hold. @default 10 */
+  max?: number;
+  /** @default 10000 */
+  connectTimeoutMs?: number;
+  /** Longest any one statement may run. @default 30000 */
+  statementTimeoutMs?: number;
+}
+
+/** Whether `location` names a PostgreSQL database rather than a directory. */
+export function isPostgresUrl(location: string | undefined): location is string {
+  return location !== undefined && /^postgres(ql)?:\/\//i.test(location);
+}
+
+/** The URL without its password (and without any query string, which may carry one). */
+export function safeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    parsed.search = "";
+    return parsed.toString();
+  } catch {
+    return "postgres://(unparseable URL)";
+  }
+}
+
+export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
+  let config: pg.PoolConfig;
+  try {
+    new URL(url);
+    config = { connectionString: url };
+  } catch {
+    throw new RuntimeError("USAGE", `not a PostgreSQL URL: ${safeUrl(url)} (expected postgres://user:password@host:port/database)`);
+  }
+  const pool = new pg.Pool({
+    ...config,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
+    idle_in_transaction_session_timeout: 60_000,
+    application_name: "runtime",
+    // Detect a peer that went away without closing (a cut cable): no hang on a dead socket.
+    keepAlive: true,
+  });
+  // An idle client whose server went away: reported by the next query, never an uncaught error.
+  pool.on("error", () => {});
+  return pool;
+}
+
+/** Run `work` in one transaction on one client of the pool. */
+export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** A one-line error for a failed database operation, naming the database but never its password. */
+export function storeError(url: string, what: string, err: unknown): RuntimeError {
+  if (err instanceof RuntimeError) return err;
+  const message = describeError(err).split(url).join(safeUrl(url));
+  return new RuntimeError("STORE", `${what} (${safeUrl(url)}): ${message}`, { cause: err });
+}

@@ -1,0 +1,116 @@
+/**
+ * The PostgreSQL schema, as numbered migrations applied in order on start
+ * (docs/scale-out.md#migrations). Each runs in its own transaction under an
+ * advisory lock, so processes starting together apply it once; a database
+ * migrated by a newer runtime is refused rather than written wrongly.
+ */
+import type pg from "pg";
+import { RuntimeError } from "../../errors.js";
+import { SCHEMA, transaction } from "./connect.js";
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+const S = SCHEMA;
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "runs, events, journal, approvals",
+    sql: `
+CREATE TABLE ${S}.events (
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  step_id TEXT,
+  parent_step_id TEXT,
+  trace_id TEXT,
+  ts TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY (task_id, seq)
+);
+CREATE INDEX events_trace_id ON ${S}.events (trace_id) WHERE trace_id IS NOT NULL;
+CREATE TABLE ${S}.runs (
+  task_id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  input TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  result_type TEXT,
+  answer TEXT,
+  error TEXT,
+  usage_json TEXT
+);
+CREATE INDEX runs_started ON ${S}.runs (started_at);
+CREATE TABLE ${S}.run_agents (
+  agent_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  PRIMARY KEY (agent_id, task_id)
+);
+CREATE TABLE ${S}.journal (
+  task_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  ts TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY (task_id, key)
+);
+CREATE TABLE ${S}.approvals (
+  task_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  decision TEXT NOT NULL,
+  reason TEXT,
+  ts TEXT NOT NULL,
+  PRIMARY KEY (task_id, key)
+);`,
+  },
+  {
+    version: 2,
+    name: "queued runs and their leases",
+    sql: `
+CREATE TABLE ${S}.run_requests (
+  task_id TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  request_json TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done')),
+  worker_id TEXT,
+  lease_until TIMESTAMPTZ,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  started_at TIMESTAMPTZ,
+  finished_at TIMESTAMPTZ,
+  result_type TEXT
+);
+CREATE INDEX run_requests_lease ON ${S}.run_requests (lease_until) WHERE state = 'running';
+CREATE INDEX run_requests_state ON ${S}.run_requests (state);`,
+  },
+];
+
+export const LATEST_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
+
+/** An arbitrary constant: the advisory lock the migrating process holds. */
+const LOCK = 727_113_001;
+
+/** Bring the database to the latest schema; refuse one a newer runtime migrated. */
+export async function migrate(pool: pg.Pool): Promise<void> {
+  await transaction(pool, async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [LOCK]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${S}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${S}.migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
+    const { rows } = await client.query<{ version: number | null }>(`SELECT MAX(version) AS version FROM ${S}.migrations`);
+    const current = rows[0]?.version ?? 0;
+    if (current > LATEST_VERSION) {
+      throw new RuntimeError("STORE", `the database has schema version ${current}, newer than this runtime supports (${LATEST_VERSION}): upgrade the runtime`);
+    }
+    for (const m of MIGRATIONS) {
+      if (m.version <= current) continue;
+      await client.query(m.sql);
+      await client.query(`INSERT INTO ${S}.migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+    }
+  });
+}

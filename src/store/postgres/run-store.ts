@@ -1,0 +1,192 @@
+/**
+ * The run store on PostgreSQL (docs/scale-out.md#stores): the same tables
+ * and answers as the embedded SQLite store (src/trace/store.ts), in the
+ * `runtime` schema. Each `appendMany` is one transaction that also notifies
+ * `runtime_events` with the task ids it wrote, so every server following a
+ * run hears of its new events (src/queue/live-events.ts).
+ */
+import type pg from "pg";
+import { RuntimeError } from "../../errors.js";
+import { eventJson } from "../../events/bus.js";
+import type { RunEvent, Usage } from "../../events/types.js";
+import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../run-store.js";
+import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
+
+/** The channel a store notifies on commit: payload `<task_id> <last seq>`. */
+export const EVENTS_CHANNEL = "runtime_events";
+
+interface RunRow {
+  task_id: string;
+  agent_id: string;
+  input: string;
+  started_at: string;
+  finished_at: string | null;
+  result_type: string | null;
+  answer: string | null;
+  error: string | null;
+  usage_json: string | null;
+}
+
+export class PostgresRunStore implements RunStore {
+  readonly location: string;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly url: string,
+  ) {
+    this.location = safeUrl(url);
+  }
+
+  async appendMany(events: readonly RunEvent[], journal: readonly JournalEntry[] = []): Promise<void> {
+    if (events.length === 0 && journal.length === 0) return;
+    try {
+      await transaction(this.pool, async (client) => {
+        if (events.length) await this.writeEvents(client, events);
+        if (journal.length) {
+          await client.query(
+            `INSERT INTO ${S}.journal (task_id, key, kind, ts, json)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+             ON CONFLICT (task_id, key) DO UPDATE SET kind = excluded.kind, ts = excluded.ts, json = excluded.json`,
+            [journal.map((j) => j.task_id), journal.map((j) => j.key), journal.map((j) => j.kind), journal.map((j) => j.ts), journal.map((j) => j.json)],
+          );
+        }
+        const last = new Map<string, number>();
+        for (const e of events) last.set(e.task_id, Math.max(last.get(e.task_id) ?? 0, e.seq));
+        for (const [task, seq] of last) await client.query("SELECT pg_notify($1, $2)", [EVENTS_CHANNEL, `${task} ${seq}`]);
+      });
+    } catch (err) {
+      throw storeError(this.url, "cannot store events", err);
+    }
+  }
+
+  private async writeEvents(client: pg.PoolClient, events: readonly RunEvent[]): Promise<void> {
+    await client.query(
+      `INSERT INTO ${S}.events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
+      [
+        events.map((e) => e.task_id),
+        events.map((e) => e.seq),
+        events.map((e) => e.type),
+        events.map((e) => e.agent_id),
+        events.map((e) => e.step_id ?? null),
+        events.map((e) => e.parent_step_id ?? null),
+        events.map((e) => e.trace_id ?? null),
+        events.map((e) => e.ts),
+        events.map((e) => eventJson(e)),
+      ],
+    );
+    for (const e of events) {
+      if (e.type === "run.resumed") {
+        await client.query(`UPDATE ${S}.runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = $1`, [e.task_id]);
+      } else if (e.type === "agent.started") {
+        await client.query(`INSERT INTO ${S}.run_agents (agent_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [e.agent_id, e.task_id, e.ts]);
+      } else if (e.type === "run.started") {
+        await client.query(
+          `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at`,
+          [e.task_id, e.agent_id, e.input, e.ts],
+        );
+      } else if (e.type === "run.finished") {
+        await client.query(
+          `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at, finished_at, result_type, answer, error, usage_json)
+           VALUES ($1, $2, '', $3, $3, $4, $5, $6, $7)
+           ON CONFLICT (task_id) DO UPDATE SET finished_at = excluded.finished_at, result_type = excluded.result_type,
+             answer = excluded.answer, error = excluded.error, usage_json = excluded.usage_json`,
+          [e.task_id, e.agent_id, e.ts, e.result_type, e.answer ?? null, e.error ?? null, JSON.stringify(e.usage)],
+        );
+      }
+    }
+  }
+
+  async decide(taskId: string, record: ApprovalRecord): Promise<void> {
+    await this.query(
+      "cannot record a decision",
+      `INSERT INTO ${S}.approvals (task_id, key, decision, reason, ts) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (task_id, key) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, ts = excluded.ts`,
+      [taskId, record.key, record.decision, record.reason ?? null, record.ts],
+    );
+  }
+
+  async journalOf(taskId: string): Promise<JournalEntry[]> {
+    // COLLATE "C": the same key order as SQLite's binary comparison.
+    return this.query<JournalEntry>("cannot read a journal", `SELECT task_id, key, kind, ts, json FROM ${S}.journal WHERE task_id = $1 ORDER BY key COLLATE "C"`, [taskId]);
+  }
+
+  async approvalsOf(taskId: string): Promise<Map<string, ApprovalRecord>> {
+    const rows = await this.query<{ key: string; decision: "approve" | "deny"; reason: string | null; ts: string }>(
+      "cannot read decisions",
+      `SELECT key, decision, reason, ts FROM ${S}.approvals WHERE task_id = $1`,
+      [taskId],
+    );
+    return new Map(rows.map((r) => [r.key, { key: r.key, decision: r.decision, ts: r.ts, ...(r.reason !== null ? { reason: r.reason } : {}) }]));
+  }
+
+  async lastSeq(taskId: string): Promise<number> {
+    const rows = await this.query<{ seq: number | null }>("cannot read a run", `SELECT MAX(seq) AS seq FROM ${S}.events WHERE task_id = $1`, [taskId]);
+    return rows[0]?.seq ?? 0;
+  }
+
+  async eventsOfTask(taskId: string, afterSeq = 0): Promise<RunEvent[]> {
+    const rows = await this.query<{ json: string }>("cannot read events", `SELECT json FROM ${S}.events WHERE task_id = $1 AND seq > $2 ORDER BY seq`, [taskId, afterSeq]);
+    return rows.map((r) => JSON.parse(r.json) as RunEvent);
+  }
+
+  async eventsOfTrace(traceId: string): Promise<RunEvent[]> {
+    const rows = await this.query<{ json: string }>("cannot read events", `SELECT json FROM ${S}.events WHERE trace_id = $1 ORDER BY task_id COLLATE "C", seq`, [traceId]);
+    return rows.map((r) => JSON.parse(r.json) as RunEvent);
+  }
+
+  async run(taskId: string): Promise<RunSummary | undefined> {
+    const rows = await this.query<RunRow>("cannot read a run", `SELECT * FROM ${S}.runs WHERE task_id = $1`, [taskId]);
+    return rows[0] && toSummary(rows[0]);
+  }
+
+  async listRuns(query: RunQuery = {}): Promise<RunSummary[]> {
+    const limit = query.limit ?? 20;
+    const rows =
+      query.agent !== undefined
+        ? await this.query<RunRow>(
+            "cannot list runs",
+            `SELECT * FROM ${S}.runs WHERE task_id IN (SELECT task_id FROM ${S}.run_agents WHERE agent_id = $1 UNION SELECT task_id FROM ${S}.runs WHERE agent_id = $1)
+             ORDER BY started_at DESC, task_id COLLATE "C" LIMIT $2`,
+            [query.agent, limit],
+          )
+        : await this.query<RunRow>("cannot list runs", `SELECT * FROM ${S}.runs ORDER BY started_at DESC, task_id COLLATE "C" LIMIT $1`, [limit]);
+    return rows.map(toSummary);
+  }
+
+  async resolveTaskId(given: string): Promise<string> {
+    if ((await this.lastSeq(given)) > 0) return given;
+    const escaped = given.replace(/[\\%_]/g, (c) => `\\${c}`);
+    const rows = await this.query<{ task_id: string }>(
+      "cannot read runs",
+      `SELECT DISTINCT task_id FROM ${S}.events WHERE task_id LIKE $1 ORDER BY task_id LIMIT 6`,
+      [`${escaped}%`],
+    );
+    const matches = rows.map((r) => r.task_id);
+    if (matches.length === 1 && matches[0] !== undefined) return matches[0];
+    if (matches.length > 1) throw new RuntimeError("NOT_FOUND", `task_id prefix ${given} is ambiguous: ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`);
+    throw new RuntimeError("NOT_FOUND", `no run with task_id ${given} in ${this.location}`);
+  }
+
+  /** The pool is the Store's (src/store/store.ts), which closes it. */
+  async close(): Promise<void> {}
+
+  private async query<T extends pg.QueryResultRow>(what: string, text: string, values: unknown[]): Promise<T[]> {
+    try {
+      return (await this.pool.query<T>(text, values)).rows;
+    } catch (err) {
+      throw storeError(this.url, what, err);
+    }
+  }
+}
+
+function toSummary(row: RunRow): RunSummary {
+  const summary: RunSummary = { task_id: row.task_id, agent_id: row.agent_id, input: row.input, started_at: row.started_at };
+  if (row.finished_at !== null) summary.finished_at = row.finished_at;
+  if (row.result_type === "answer" || row.result_type === "error" || row.result_type === "paused") summary.result_type = row.result_type;
+  if (row.answer !== null) summary.answer = row.answer;
+  if (row.error !== null) summary.error = row.error;
+  if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;
+  return summary;
+}
