@@ -8,7 +8,7 @@ import { describeError } from "../errors.js";
 import type { EventBus } from "../events/bus.js";
 import { ZERO_USAGE, type EventScope, type RunEventBody } from "../events/types.js";
 import { KINDS } from "../kinds/registry.js";
-import type { AgentContext, AgentResult, AgentRunner } from "../kinds/types.js";
+import type { AgentContext, AgentResult, AgentRunner, RunStores } from "../kinds/types.js";
 import type { ChatClient } from "../models/types.js";
 import type { McpServers } from "../tools/mcp/servers.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
@@ -31,6 +31,8 @@ export interface RunShared {
   task_id: string;
   session_id: string;
   trace_dir: string;
+  /** Plans and todo sessions (the run's store, or the embedded ones under trace_dir). */
+  stores: RunStores;
   client(model: ModelConfig): ChatClient;
   toolCache: Map<string, Tool>;
   /** Tools given to `runTeam` in code, by name. */
@@ -138,6 +140,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     session_id: run.session_id,
     signal,
     trace_dir: run.trace_dir,
+    stores: run.stores,
     emit,
     callModel: (call) =>
       callModel(
@@ -159,7 +162,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
-      const tools = resolveTools({ team: run.team, agent, trace_dir: run.trace_dir, callAgent: child, extra, cache: run.toolCache, provided: run.providedTools, mcp: run.mcp });
+      const tools = resolveTools({ team: run.team, agent, planTool: run.stores.planTool, callAgent: child, extra, cache: run.toolCache, provided: run.providedTools, mcp: run.mcp });
       // The allow-list as resolved: an MCP entry stands for the tools of its server, in approvals too.
       const allow = tools.map((t) => t.name);
       const approval = agent.approval.flatMap((name) => (run.team.tools[name]?.type === "mcp" ? (run.mcp.listed(name) ?? []).map((t) => t.name) : [name]));

@@ -23,8 +23,8 @@ import type { JournalEntry } from "../trace/store.js";
 /** Where entries are committed: the trace store, or nowhere when tracing is off. */
 export interface JournalSink {
   write(entry: JournalEntry): void;
-  /** Commit what was written (and the events so far) now. */
-  commit(): void;
+  /** Commit what was written (and the events so far) now; an asynchronous store returns when it is durable. */
+  commit(): void | Promise<void>;
 }
 
 /** A run's journal. Writes never throw into the run: a failing store is reported once. */
@@ -61,8 +61,8 @@ export class Journal {
    * Make everything written so far durable. The engine calls it right before
    * the run acts outside the process: a model request, a tool's body.
    */
-  commit(): void {
-    this.sink?.commit();
+  commit(): void | Promise<void> {
+    return this.sink?.commit();
   }
 
   modelReply(key: string, reply: ChatResponse, request: RequestFingerprint | undefined): void {

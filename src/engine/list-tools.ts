@@ -9,6 +9,7 @@ import type { ResolvedTeam } from "../config/types.js";
 import { argsValidator } from "../tools/validate-args.js";
 import { McpServers } from "../tools/mcp/servers.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
+import { openPlanTool } from "../plan/plan-tool.js";
 
 /** One tool an agent's model would see. */
 export interface ListedTool {
@@ -53,7 +54,7 @@ export async function listAgentTools(
       const resolved = resolveTools({
         team,
         agent,
-        trace_dir: options.trace_dir,
+        planTool: () => openPlanTool(options.trace_dir),
         callAgent: () => Promise.reject(new Error("only listed")),
         extra: [],
         cache,

@@ -63,7 +63,8 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   const named = (name: string) => (candidates.length > 1 ? { model_name: name } : {});
   let answered = candidates[0];
   // Write-ahead: the replies and tool results this request is built from are committed before it leaves.
-  if (!reply) ports.journal.commit();
+  const committed = reply ? undefined : ports.journal.commit();
+  if (committed) await committed;
   for (const [i, name] of reply ? [] : candidates.entries()) {
     client = ports.client(name);
     answered = name;

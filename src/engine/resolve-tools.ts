@@ -1,6 +1,7 @@
 import { isBuiltinToolName } from "../config/builtin-names.js";
 import type { AgentConfig, ResolvedTeam } from "../config/types.js";
-import { PLAN_TOOL_NAMES, createPlanTools, openPlanTool } from "../plan/tools.js";
+import { PLAN_TOOL_NAMES, createPlanTools } from "../plan/tools.js";
+import type { PlanTool } from "../plan/plan-tool.js";
 import { builtinTool } from "../tools/builtin/index.js";
 import { knowledgeLookupTool } from "../tools/builtin/knowledge-lookup.js";
 import { toolFromConfig, withDeclaredLimits } from "../tools/from-config.js";
@@ -12,7 +13,8 @@ import { agentAsTool, type CallAgentFromTool } from "./agent-tool.js";
 export interface ToolResolution {
   team: ResolvedTeam;
   agent: AgentConfig;
-  trace_dir: string;
+  /** The Plan Tool of the run's store. */
+  planTool(): PlanTool;
   callAgent: CallAgentFromTool;
   /** Implementations the agent kind binds itself (todo tools); they win over others of the same name. */
   extra: Tool[];
@@ -74,7 +76,7 @@ export function resolveTools(r: ToolResolution): Tool[] {
   /** A built-in's implementation by its built-in name; the plan tools are made once per call. */
   const builtin = (name: string): Tool | undefined => {
     if ((PLAN_TOOL_NAMES as readonly string[]).includes(name)) {
-      planTools ??= new Map(createPlanTools(openPlanTool(r.trace_dir)).map((t) => [t.name, t]));
+      planTools ??= new Map(createPlanTools(r.planTool()).map((t) => [t.name, t]));
       return planTools.get(name);
     }
     if (name === "knowledge_lookup") return knowledgeLookupTool(r.team.knowledge);
@@ -111,7 +113,7 @@ export function resolveTools(r: ToolResolution): Tool[] {
     const agent = r.team.agents[name];
     if (agent) {
       const tool = agentAsTool(agent, r.callAgent);
-      tools.push(isAssignee(r.team, name) ? guardedByPlan(tool, r.trace_dir) : tool);
+      tools.push(isAssignee(r.team, name) ? guardedByPlan(tool, r.planTool) : tool);
       continue;
     }
     const implementation = builtin(name);
@@ -130,11 +132,11 @@ function isAssignee(team: ResolvedTeam, agent: string): boolean {
  * bound to the caller's step (a sop strategist's: src/kinds/sop/rules.ts);
  * a caller with no bound plan calls it as it is.
  */
-function guardedByPlan(tool: Tool, traceDir: string): Tool {
+function guardedByPlan(tool: Tool, planTool: () => PlanTool): Tool {
   return {
     ...tool,
     execute: (args, ctx) => {
-      const rules = openPlanTool(traceDir).rulesFor(ctx.scope);
+      const rules = planTool().rulesFor(ctx.scope);
       return rules ? rules.guardAgentCall(tool.name, ctx.scope.agent_id, () => tool.execute(args, ctx)) : tool.execute(args, ctx);
     },
   };

@@ -16,7 +16,9 @@ import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-
 import { Account } from "./budget.js";
 import { Approvals, type Approver, type Decision } from "./approvals.js";
 import type { Replay } from "./replay.js";
-import type { TraceStore } from "../trace/store.js";
+import type { Store } from "../store/store.js";
+import type { RunStore } from "../store/run-store.js";
+import { embeddedStores } from "./embedded-stores.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -27,6 +29,13 @@ export interface RunOptions {
   agent?: string;
   /** Where traces (and plans, sessions) are stored. @default $RUNTIME_TRACE_DIR or ./.runtime */
   traceDir?: string;
+  /**
+   * Where the run is kept: its events, journal, plans and todo sessions
+   * (`createStore`, docs/scale-out.md). @default the SQLite files under traceDir
+   */
+  store?: Store;
+  /** The run's id, when the caller chose it (a queued run's). @default a new id */
+  taskId?: string;
   /** Store every event in the trace store. @default true */
   trace?: boolean;
   /**
@@ -103,7 +112,7 @@ export interface Continued {
 export function start(team: ResolvedTeam, options: RunOptions, continued?: Continued): TeamRun {
   const newId = options.newId ?? randomUUID;
   const now = options.now ?? (() => new Date());
-  const task_id = continued?.task_id ?? newId();
+  const task_id = continued?.task_id ?? options.taskId ?? newId();
   const secrets = teamSecrets(team);
   // The one redaction stage: every sink, the event stream and so SSE get masked events.
   const bus = new EventBus(task_id, now, { secrets, afterSeq: continued?.afterSeq ?? 0 });
@@ -117,19 +126,23 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   });
   let traceError: string | undefined;
   let storeHeld = false;
-  let flushTrace = () => {};
+  let flushTrace: () => void | Promise<void> = () => {};
   let journalSink: JournalSink | undefined;
-  let store: TraceStore | undefined;
+  let store: Pick<RunStore, "appendMany" | "decide" | "location"> | undefined;
   if (options.trace !== false) {
     try {
-      store = acquireTraceStore(trace_dir);
-      storeHeld = true;
+      if (options.store) store = options.store.runs;
+      else {
+        const embedded = acquireTraceStore(trace_dir);
+        storeHeld = true;
+        store = { location: embedded.file, appendMany: (e, j) => embedded.appendMany(e, j), decide: (t, r) => embedded.decide(t, r) };
+      }
       const trace = batchedTraceSink(store);
       bus.subscribe(trace.sink);
       flushTrace = trace.commit;
       if (options.journal !== false) journalSink = { write: trace.journal, commit: trace.commit };
     } catch (err) {
-      traceError = `cannot open the trace store in ${trace_dir}: ${describeError(err)}`;
+      traceError = `cannot open the trace store in ${options.store?.location ?? trace_dir}: ${describeError(err)}`;
     }
   }
   for (const sink of options.sinks ?? []) bus.subscribe(sink);
@@ -148,7 +161,12 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   const session_id = options.sessionId ?? newId();
   const journal = new Journal(task_id, journalSink, secrets, now, continued?.replay);
   if (!continued) journal.run({ input: options.input, agent: agentName, session_id, ...(team.file ? { team_file: team.file } : {}) });
-  const decide = continued?.decide ?? ((key: string, decision: Decision) => store?.decide(task_id, { key, ...decision, ts: now().toISOString() }));
+  const decide =
+    continued?.decide ??
+    ((key: string, decision: Decision) => {
+      const stored = store?.decide(task_id, { key, ...decision, ts: now().toISOString() });
+      if (stored) void stored.catch((err: unknown) => process.emitWarning(`cannot record a decision of run ${task_id}: ${describeError(err)}`, "TraceStoreWarning"));
+    });
   const shared: RunShared = {
     team,
     bus,
@@ -156,6 +174,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     task_id,
     session_id,
     trace_dir,
+    stores: options.store ?? embeddedStores(trace_dir),
     client(config) {
       let client = clients.get(config.name);
       if (!client) {
@@ -219,7 +238,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     };
   })().finally(async () => {
     await mcp.close();
-    flushTrace();
+    await flushTrace();
     if (storeHeld) releaseTraceStore(trace_dir);
   });
 

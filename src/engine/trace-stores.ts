@@ -2,6 +2,7 @@ import { describeError } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import type { RunEvent } from "../events/types.js";
 import { TraceStore, type JournalEntry } from "../trace/store.js";
+import type { RunStore } from "../store/run-store.js";
 
 /**
  * One TraceStore per trace directory, shared by the runs of a process.
@@ -74,25 +75,48 @@ export function openTraceStores(): string[] {
  * the machine to and the tool calls it starts become one commit instead of
  * two. A failing write becomes a process warning, never an exception inside
  * the run.
+ *
+ * An asynchronous store (PostgreSQL, docs/scale-out.md) commits in order,
+ * one transaction after the other; `commit()` then returns the promise of
+ * everything so far being durable, which the engine awaits at its two
+ * write-ahead points.
  */
-export function batchedTraceSink(store: TraceStore): { sink: EventSink; commit(): void; journal(entry: JournalEntry): void } {
+export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location">): {
+  sink: EventSink;
+  commit(): void | Promise<void>;
+  journal(entry: JournalEntry): void;
+} {
   let pending: RunEvent[] = [];
   let entries: JournalEntry[] = [];
   let microtask = false;
   let held: NodeJS.Immediate | undefined;
   let warned = false;
-  const commit = () => {
+  /** The last asynchronous commit, while one is in flight. */
+  let tail: Promise<void> | undefined;
+  const warn = (err: unknown) => {
+    if (!warned) process.emitWarning(`trace store ${store.location}: ${describeError(err)}`, "TraceStoreWarning");
+    warned = true;
+  };
+  const settle = (written: Promise<void>): Promise<void> => {
+    const done: Promise<void> = written.catch(warn).finally(() => {
+      if (tail === done) tail = undefined;
+    });
+    tail = done;
+    return done;
+  };
+  const commit = (): void | Promise<void> => {
     if (held) clearImmediate(held);
     held = undefined;
-    if (pending.length === 0 && entries.length === 0) return;
+    if (pending.length === 0 && entries.length === 0) return tail;
     const [batch, journal] = [pending, entries];
     pending = [];
     entries = [];
+    if (tail) return settle(tail.then(() => store.appendMany(batch, journal)));
     try {
-      store.appendMany(batch, journal);
+      const written = store.appendMany(batch, journal);
+      if (written) return settle(written);
     } catch (err) {
-      if (!warned) process.emitWarning(`trace store ${store.file}: ${describeError(err)}`, "TraceStoreWarning");
-      warned = true;
+      warn(err);
     }
   };
   const schedule = () => {

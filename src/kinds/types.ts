@@ -10,6 +10,8 @@ import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
 import type { Tool, ToolBox } from "../tools/types.js";
+import type { PlanTool } from "../plan/plan-tool.js";
+import type { TodoSessions } from "./plan-and-solve/session-store.js";
 
 export type { ToolBox } from "../tools/types.js";
 
@@ -59,6 +61,18 @@ export interface StateReportOptions {
   traceId?: (snapshot: { context: unknown }) => string | undefined;
 }
 
+/**
+ * The durable state a run shares with other runs, wherever the run's store
+ * keeps it (docs/scale-out.md#stores): SQLite files under the trace
+ * directory, or PostgreSQL.
+ */
+export interface RunStores {
+  /** The Plan Tool over the store's plans: one per store, so every run of a process shares its lock. */
+  planTool(): PlanTool;
+  /** A handle on the todo sessions for one run; close it at the run's end. */
+  todoSessions(): TodoSessions;
+}
+
 /** Services the engine offers one agent step. */
 export interface AgentContext<C extends AgentConfig = AgentConfig> {
   readonly team: ResolvedTeam;
@@ -71,6 +85,8 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   readonly signal: AbortSignal;
   /** Trace directory of the run (embedded stores live there). */
   readonly trace_dir: string;
+  /** Plans and todo sessions, in the run's store. */
+  readonly stores: RunStores;
   /** Emit an event from this step; `trace_id` marks the recursion it belongs to. */
   emit(body: RunEventBody, extra?: { trace_id?: string }): void;
   /**

@@ -10,7 +10,8 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { RunEventBody } from "../events/types.js";
 import { KeyedMutex } from "./mutex.js";
-import { PlanStore, type UpdateOutcome } from "./store.js";
+import { PlanStore } from "./store.js";
+import type { PlanStorage, UpdateOutcome } from "./storage.js";
 import { isValidPlanId, parseStructure } from "./structure.js";
 import { TASK_STATUSES } from "./types.js";
 import type { PlanInstance, PlanRules, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";
@@ -40,7 +41,7 @@ export class PlanTool {
   private readonly boundSteps = new Map<string, { plan_id: string; rules?: PlanRules | undefined }>();
 
   constructor(
-    readonly store: PlanStore,
+    readonly store: PlanStorage,
     options: PlanToolOptions = {},
   ) {
     this.emit = options.emit;
@@ -61,8 +62,8 @@ export class PlanTool {
     if (!isValidPlanId(plan_id)) return Promise.resolve({ ok: false, error: `invalid plan_id ${JSON.stringify(plan_id)}` });
     const parsed = parseStructure(structure_data);
     if (!parsed.ok) return Promise.resolve({ ok: false, error: parsed.error });
-    return this.mutex.run(plan_id, (): WriteOutcome => {
-      if (!this.store.insertPlan(plan_id, parsed.template, options.run_task_id ?? null)) return { ok: false, error: `plan ${plan_id} already exists` };
+    return this.mutex.run(plan_id, async (): Promise<WriteOutcome> => {
+      if (!(await this.store.insertPlan(plan_id, parsed.template, options.run_task_id ?? null))) return { ok: false, error: `plan ${plan_id} already exists` };
       for (const step of parsed.template.steps) {
         for (const task of step.tasks) {
           this.notify(options, { type: "task.status", plan_id, plan_task_id: task.task_id, status: "ready", plan_status: "running" });
@@ -96,8 +97,8 @@ export class PlanTool {
     options: CallOptions = {},
   ): Promise<WriteOutcome> {
     if (!TASK_STATUSES.includes(status)) return Promise.resolve({ ok: false, error: `invalid status ${JSON.stringify(status)}` });
-    return this.mutex.run(plan_id, (): WriteOutcome => {
-      const outcome: UpdateOutcome = this.store.updateTaskStatus(plan_id, task_id, status, result_summary ?? undefined);
+    return this.mutex.run(plan_id, async (): Promise<WriteOutcome> => {
+      const outcome: UpdateOutcome = await this.store.updateTaskStatus(plan_id, task_id, status, result_summary ?? undefined);
       if (!outcome.ok) return outcome;
       const { change } = outcome;
       this.notify(options, {
@@ -113,12 +114,12 @@ export class PlanTool {
 
   /** Tasks `ready` now, in workflow order (which the spec does not promise; callers follow the workflow). */
   async get_ready_tasks(plan_id: string): Promise<TaskInfo[]> {
-    return this.store.listTasks(plan_id, { status: "ready" }) ?? [];
+    return (await this.store.listTasks(plan_id, { status: "ready" })) ?? [];
   }
 
   /** Tasks assigned to `role_id` in `status` (default `ready`). */
   async get_tasks_for_role(plan_id: string, role_id: string, status: TaskStatus = "ready"): Promise<TaskInfo[]> {
-    return this.store.listTasks(plan_id, { assignee: role_id, status }) ?? [];
+    return (await this.store.listTasks(plan_id, { assignee: role_id, status })) ?? [];
   }
 
   async get_plan_status(plan_id: string): Promise<PlanStatus | null> {
@@ -171,8 +172,8 @@ export class PlanTool {
     );
   }
 
-  close(): void {
-    this.store.close();
+  close(): void | Promise<void> {
+    return this.store.close();
   }
 
   private notify(options: CallOptions, body: TaskStatusEvent): void {

@@ -6,6 +6,7 @@
  */
 import Database from "better-sqlite3";
 import { RuntimeError } from "../errors.js";
+import type { PlanStorage, UpdateOutcome } from "./storage.js";
 import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "./transitions.js";
 import type {
   PlanInstance,
@@ -13,7 +14,6 @@ import type {
   PlanSummary,
   PlanTemplate,
   StepInfo,
-  TaskChange,
   TaskInfo,
   TaskStatus,
 } from "./types.js";
@@ -92,14 +92,15 @@ interface PlanRow {
   updated_at: string;
 }
 
-export type UpdateOutcome = { ok: true; change: TaskChange } | { ok: false; error: string };
+export type { UpdateOutcome } from "./storage.js";
 
 const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, status, result_summary, updated_at";
 
 /** Synchronous SQLite access to plans; the PlanTool serialises callers above it. */
-export class PlanStore {
+export class PlanStore implements PlanStorage {
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
+  readonly location: string;
 
   /** Open (creating if needed, unless `create` is false) a plan database; `:memory:` for a private one. */
   constructor(
@@ -107,6 +108,7 @@ export class PlanStore {
     private readonly now: () => Date = () => new Date(),
     options: { create?: boolean } = {},
   ) {
+    this.location = file;
     // A long busy timeout: under contention another process may hold the write lock for a while.
     this.db = new Database(file, { timeout: 30_000, fileMustExist: options.create === false });
     this.db.pragma("journal_mode = WAL");

@@ -54,7 +54,7 @@ export interface ToolJournal {
   started(key: string, call: ToolCallRequest, args: unknown): void;
   finished(key: string, outcome: ToolOutcome): void;
   /** Commit what the run has written so far: called right before a tool's body runs. */
-  commit(): void;
+  commit(): void | Promise<void>;
 }
 
 /** What the journal holds for a tool call. */
@@ -231,7 +231,8 @@ function check(
 async function run(tool: Tool, args: Record<string, unknown>, call: ToolCallRequest, scope: EventScope, options: ToolBoxOptions): Promise<Settled> {
   if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };
   // Write-ahead: the reply that asked for this call, and its start, are durable before the body acts.
-  options.journal?.commit();
+  const committed = options.journal?.commit();
+  if (committed) await committed;
   const executed = await execute(tool, args, call.id, scope, options);
   return executed.ok ? capOutput(executed.result, tool.max_output_bytes) : executed;
 }

@@ -30,8 +30,10 @@ const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts"];
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
   "index.ts": ANYTHING, // the library entry: re-exports from everywhere
-  cli: ["server", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
-  server: ["engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  cli: ["server", "queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  server: ["queue", "store", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  queue: ["store", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
+  store: ["kinds", "plan", "trace", "events", ...LEAVES], // where runs are kept: SQLite files or PostgreSQL
   engine: ["kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   graph: ["kinds", "models", "tools", "plan", "prompts", "events", "config", ...LEAVES], // draws the kinds' machines
   kinds: ["models", "tools", "plan", "prompts", "events", "config", ...LEAVES],

@@ -290,7 +290,9 @@ describe("parameter schemas", () => {
       journal: {
         open: (c) => ({ key: `k-${c.id}`, quiet: false }),
         started: (key, c) => order.push(`started ${key} ${c.id}`),
-        commit: () => order.push("commit"),
+        commit: () => {
+          order.push("commit");
+        },
         finished: (key, outcome) => order.push(`finished ${key} ${outcome.ok}`),
       },
     });

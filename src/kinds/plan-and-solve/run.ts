@@ -7,7 +7,6 @@ import { planAndSolveImplementations } from "./actors.js";
 import { createEffects } from "./effects.js";
 import { planAndSolveMachine } from "./machine.js";
 import { Memory } from "./memory.js";
-import { SessionStore } from "./session-store.js";
 import { TodoLoopContext } from "./todo-context.js";
 import { todoTools } from "./todo-tools.js";
 import { stepResult } from "../result.js";
@@ -36,11 +35,11 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
   // so parallel or successive calls never share or overwrite a list.
   const child = ctx.scope.parent_step_id !== undefined;
   const session_id = child ? `${ctx.session_id}:${ctx.scope.step_id}` : ctx.session_id;
-  const store = child ? undefined : new SessionStore(ctx.trace_dir);
+  const store = child ? undefined : ctx.stores.todoSessions();
   try {
     const limits = { complete_after: agent.todo_complete_after, block_after: agent.todo_block_after };
     // The session's list as this run found it, so a resumed run starts from the same list.
-    const initial = store ? await ctx.remember("todo_session", () => store.load(session_id) ?? null) : null;
+    const initial = store ? await ctx.remember("todo_session", async () => (await store.load(session_id)) ?? null) : null;
     const todos = new TodoLoopContext({
       session_id,
       emit,
@@ -70,7 +69,7 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
     const output = await toPromise(actor);
     return stepResult(output, output.usage);
   } finally {
-    store?.close();
+    await store?.close();
   }
 };
 

@@ -20,8 +20,23 @@ export interface TodoSessionState {
   active?: number;
 }
 
+/**
+ * Where todo lists are kept between runs (docs/scale-out.md#stores): SQLite
+ * under the trace directory (`SessionStore` below) or PostgreSQL
+ * (src/store/postgres/todo-sessions.ts). A run opens one, loads its
+ * session's list once, and closes it at its end (which waits for its writes).
+ */
+export interface TodoSessions {
+  load(sessionId: string): TodoSessionState | undefined | Promise<TodoSessionState | undefined>;
+  /** The session's next list version, above `floor`. */
+  nextVersion(sessionId: string, floor: number, now: Date): number;
+  save(sessionId: string, state: TodoSessionState, now: Date): void;
+  close(): void | Promise<void>;
+}
+
 /** Bump when the stored shape changes; older rows are migrated on load. */
-const SCHEMA_VERSION = 1;
+export const TODO_SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = TODO_SCHEMA_VERSION;
 
 /** The file, under the run's trace directory, where todo sessions live. */
 export function sessionDbPath(traceDir: string): string {
@@ -33,7 +48,7 @@ export function sessionDbPath(traceDir: string): string {
  * session continues the same list and keeps counting versions upwards.
  * WAL and a busy timeout let concurrent runs share the file.
  */
-export class SessionStore {
+export class SessionStore implements TodoSessions {
   private readonly db: Database.Database;
 
   constructor(traceDir: string) {

@@ -1,5 +1,5 @@
 import type { RunEventBody, TodoItem, TodoStatus } from "../../events/types.js";
-import type { SessionStore, TodoSessionState, TrackedItem } from "./session-store.js";
+import type { TodoSessions, TodoSessionState, TrackedItem } from "./session-store.js";
 import { checkTransition, isTerminal } from "./task-machine.js";
 
 /** What a new list is written from: `write_todos` arguments. */
@@ -12,7 +12,7 @@ export interface TodoLoopOptions {
   session_id: string;
   /** Emits a todo event; the runner adds the scope and the round's trace_id. */
   emit: (body: RunEventBody) => void;
-  store?: SessionStore;
+  store?: TodoSessions;
   /** The list to start from, when the caller read it already (a resumed run reads it as it was). */
   initial?: TodoSessionState;
   /** Whether the run is going over what it did before a resume (src/kinds/types.ts `replaying`). */
@@ -55,7 +55,10 @@ export class TodoLoopContext {
     this.session_id = options.session_id;
     this.completeAfter = options.complete_after;
     this.blockAfter = options.block_after;
-    this.state = options.initial ?? options.store?.load(options.session_id) ?? { version: 0, items: [] };
+    const loaded = options.initial === undefined ? options.store?.load(options.session_id) : undefined;
+    // An asynchronous store (PostgreSQL) is read by the caller, which passes the list as `initial`.
+    if (loaded instanceof Promise) throw new Error("a todo list from an asynchronous store must be given as `initial`");
+    this.state = options.initial ?? loaded ?? { version: 0, items: [] };
   }
 
   /** The list as events show it. */

@@ -9,7 +9,7 @@ import { createActor, fromPromise, toPromise } from "xstate";
 import type { AgentConfig, SopAgentConfig, Workflow } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
 import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
-import { newPlanId, openPlanTool, type PlanTool } from "../../plan/plan-tool.js";
+import { newPlanId, type PlanTool } from "../../plan/plan-tool.js";
 import { describeOpenTasks } from "../../plan/tree.js";
 import type { PlanInstance } from "../../plan/types.js";
 import { defaultTemplate } from "../../prompts/render.js";
@@ -28,7 +28,7 @@ export const runSop: AgentRunner<SopAgentConfig> = async (ctx, input) => {
   const unreachable = missingTools(ctx.team.agents[agent.strategist], workflow);
   if (unreachable) return failure(`strategist ${agent.strategist} cannot drive workflow ${workflow.id}: its tools lack ${unreachable}`);
 
-  const planTool = openPlanTool(ctx.trace_dir);
+  const planTool = ctx.stores.planTool();
   // A resumed run works on the plan it created, as it read it then (docs/durable-runs.md).
   const planId = await ctx.remember("plan_id", () => newPlanId(workflow.id, ctx.now()));
   let usage: Usage = ZERO_USAGE;

@@ -89,6 +89,54 @@ CREATE TABLE ${S}.run_requests (
 CREATE INDEX run_requests_lease ON ${S}.run_requests (lease_until) WHERE state = 'running';
 CREATE INDEX run_requests_state ON ${S}.run_requests (state);`,
   },
+  {
+    version: 3,
+    name: "Plan Tool plans and todo sessions",
+    sql: `
+CREATE TABLE ${S}.plans (
+  plan_id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL,
+  workflow_template_source TEXT NOT NULL,
+  status TEXT NOT NULL,
+  revision INTEGER NOT NULL DEFAULT 0,
+  unsettled INTEGER NOT NULL DEFAULT 0,
+  failed_required INTEGER NOT NULL DEFAULT 0,
+  run_task_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE ${S}.plan_steps (
+  plan_id TEXT NOT NULL REFERENCES ${S}.plans(plan_id) ON DELETE CASCADE,
+  step_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL,
+  PRIMARY KEY (plan_id, step_id)
+);
+CREATE TABLE ${S}.plan_tasks (
+  plan_id TEXT NOT NULL REFERENCES ${S}.plans(plan_id) ON DELETE CASCADE,
+  task_id TEXT NOT NULL,
+  step_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  assignee TEXT NOT NULL,
+  description TEXT NOT NULL,
+  optional BOOLEAN NOT NULL,
+  status TEXT NOT NULL,
+  result_summary TEXT,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (plan_id, task_id)
+);
+CREATE INDEX plan_tasks_by_assignee ON ${S}.plan_tasks (plan_id, assignee, status);
+CREATE TABLE ${S}.todo_sessions (
+  session_id TEXT PRIMARY KEY,
+  schema_version INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)?.version ?? 0;

@@ -1,0 +1,202 @@
+/**
+ * Plan Tool plans on PostgreSQL (docs/scale-out.md#stores): the tables of
+ * the SQLite plan store (src/plan/store.ts) in the `runtime` schema. An
+ * update locks its plan's row (`SELECT ... FOR UPDATE`) for the length of
+ * its transaction, so writers on any number of machines apply their checks
+ * and changes one after the other and the plan's counters stay exact.
+ */
+import type pg from "pg";
+import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "../../plan/transitions.js";
+import type { PlanStorage, UpdateOutcome } from "../../plan/storage.js";
+import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskInfo, TaskStatus } from "../../plan/types.js";
+import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
+
+const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, status, result_summary, updated_at";
+
+interface PlanRow {
+  plan_id: string;
+  name: string;
+  description: string;
+  workflow_template_source: string;
+  status: PlanStatus;
+  revision: number;
+  unsettled: number;
+  failed_required: number;
+  run_task_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export class PostgresPlanStore implements PlanStorage {
+  readonly location: string;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly url: string,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.location = safeUrl(url);
+  }
+
+  insertPlan(planId: string, template: PlanTemplate, runTaskId: string | null = null): Promise<boolean> {
+    const at = this.now().toISOString();
+    return this.guard("cannot create plan", () =>
+      transaction(this.pool, async (client) => {
+        const total = template.steps.reduce((n, s) => n + s.tasks.length, 0);
+        const inserted = await client.query(
+          `INSERT INTO ${S}.plans (plan_id, name, description, workflow_template_source, status, revision, unsettled, failed_required, run_task_id, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, 'running', 0, $5, 0, $6, $7, $7) ON CONFLICT (plan_id) DO NOTHING`,
+          [planId, template.name, template.description, template.workflow_template_source, total, runTaskId, at],
+        );
+        if (inserted.rowCount === 0) return false;
+        const steps = template.steps;
+        await client.query(
+          `INSERT INTO ${S}.plan_steps (plan_id, step_id, position, name, description)
+           SELECT $1, * FROM unnest($2::text[], $3::int[], $4::text[], $5::text[])`,
+          [planId, steps.map((s) => s.step_id), steps.map((_, i) => i), steps.map((s) => s.name), steps.map((s) => s.description)],
+        );
+        const tasks = steps.flatMap((s) => s.tasks.map((t) => ({ ...t, step_id: s.step_id })));
+        await client.query(
+          `INSERT INTO ${S}.plan_tasks (plan_id, task_id, step_id, position, name, assignee, description, optional, status, result_summary, updated_at)
+           SELECT $1, t.task_id, t.step_id, t.position, t.name, t.assignee, t.description, t.optional, 'ready', NULL, $9
+             FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::bool[])
+                  AS t(task_id, step_id, position, name, assignee, description, optional)`,
+          [
+            planId,
+            tasks.map((t) => t.task_id),
+            tasks.map((t) => t.step_id),
+            tasks.map((_, i) => i),
+            tasks.map((t) => t.name),
+            tasks.map((t) => t.assignee),
+            tasks.map((t) => t.description),
+            tasks.map((t) => t.optional === true),
+            at,
+          ],
+        );
+        return true;
+      }),
+    );
+  }
+
+  getTask(planId: string, taskId: string): Promise<TaskInfo | null> {
+    return this.guard("cannot read plan", async () => {
+      const { rows } = await this.pool.query<TaskInfo>(`SELECT ${TASK_COLUMNS} FROM ${S}.plan_tasks WHERE plan_id = $1 AND task_id = $2`, [planId, taskId]);
+      return rows[0] ?? null;
+    });
+  }
+
+  listTasks(planId: string, filter: { status?: TaskStatus; assignee?: string } = {}): Promise<TaskInfo[] | null> {
+    return this.guard("cannot read plan", () => this.tasksOf(this.pool, planId, filter));
+  }
+
+  updateTaskStatus(planId: string, taskId: string, status: TaskStatus, resultSummary?: string): Promise<UpdateOutcome> {
+    const at = this.now().toISOString();
+    return this.guard("cannot update plan", () =>
+      transaction(this.pool, async (client): Promise<UpdateOutcome> => {
+        const plan = (await client.query<PlanRow>(`SELECT * FROM ${S}.plans WHERE plan_id = $1 FOR UPDATE`, [planId])).rows[0];
+        if (!plan) return { ok: false, error: `unknown plan ${planId}` };
+        const task = (
+          await client.query<{ status: TaskStatus; optional: boolean }>(`SELECT status, optional FROM ${S}.plan_tasks WHERE plan_id = $1 AND task_id = $2`, [
+            planId,
+            taskId,
+          ])
+        ).rows[0];
+        if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
+        if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
+        if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
+        await client.query(
+          `UPDATE ${S}.plan_tasks SET status = $1, result_summary = COALESCE($2, result_summary), updated_at = $3 WHERE plan_id = $4 AND task_id = $5`,
+          [status, resultSummary ?? null, at, planId, taskId],
+        );
+        const unsettled = plan.unsettled + Number(!isSettled(status)) - Number(!isSettled(task.status));
+        const failedRequired = plan.failed_required + (task.optional ? 0 : Number(status === "error") - Number(task.status === "error"));
+        const planStatus = planStatusFromCounts(unsettled, failedRequired);
+        await client.query(
+          `UPDATE ${S}.plans SET status = $1, revision = revision + 1, unsettled = $2, failed_required = $3, updated_at = $4 WHERE plan_id = $5`,
+          [planStatus, unsettled, failedRequired, at, planId],
+        );
+        return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status, plan_status: planStatus } };
+      }),
+    );
+  }
+
+  getPlanStatus(planId: string): Promise<PlanStatus | null> {
+    return this.guard("cannot read plan", async () => {
+      const { rows } = await this.pool.query<{ status: PlanStatus }>(`SELECT status FROM ${S}.plans WHERE plan_id = $1`, [planId]);
+      return rows[0]?.status ?? null;
+    });
+  }
+
+  getPlan(planId: string): Promise<PlanInstance | null> {
+    return this.guard("cannot read plan", () =>
+      // One snapshot: the plan, its steps and its tasks as of one instant.
+      transaction(this.pool, async (client) => {
+        await client.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        const plan = (await client.query<PlanRow>(`SELECT * FROM ${S}.plans WHERE plan_id = $1`, [planId])).rows[0];
+        if (!plan) return null;
+        const steps = (
+          await client.query<{ step_id: string; name: string; description: string }>(
+            `SELECT step_id, name, description FROM ${S}.plan_steps WHERE plan_id = $1 ORDER BY position`,
+            [planId],
+          )
+        ).rows;
+        const tasks = (await this.tasksOf(client, planId, {})) ?? [];
+        return {
+          plan_id: plan.plan_id,
+          name: plan.name,
+          description: plan.description,
+          workflow_template_source: plan.workflow_template_source,
+          status: plan.status,
+          revision: plan.revision,
+          run_task_id: plan.run_task_id,
+          created_at: plan.created_at,
+          updated_at: plan.updated_at,
+          steps: steps.map((s) => {
+            const own = tasks.filter((t) => t.step_id === s.step_id);
+            return { ...s, status: derivePlanStatus(own), tasks: own };
+          }),
+        };
+      }),
+    );
+  }
+
+  deletePlan(planId: string): Promise<boolean> {
+    return this.guard("cannot delete plan", async () => ((await this.pool.query(`DELETE FROM ${S}.plans WHERE plan_id = $1`, [planId])).rowCount ?? 0) > 0);
+  }
+
+  listPlans(): Promise<PlanSummary[]> {
+    return this.guard("cannot list plans", async () => {
+      const { rows } = await this.pool.query<PlanSummary>(
+        `SELECT p.plan_id, p.name, p.workflow_template_source, p.status, p.run_task_id, p.created_at, p.updated_at,
+                COUNT(t.task_id)::int AS tasks_total,
+                COALESCE(SUM(CASE WHEN t.status IN ('completed', 'skipped') THEN 1 ELSE 0 END), 0)::int AS tasks_done
+           FROM ${S}.plans p LEFT JOIN ${S}.plan_tasks t ON t.plan_id = p.plan_id
+          GROUP BY p.plan_id ORDER BY p.created_at DESC, p.plan_id`,
+      );
+      return rows;
+    });
+  }
+
+  /** The pool is the store's; closing it is the store's business. */
+  close(): void {}
+
+  private async tasksOf(db: pg.Pool | pg.PoolClient, planId: string, filter: { status?: TaskStatus; assignee?: string }): Promise<TaskInfo[] | null> {
+    const where = ["plan_id = $1"];
+    const params: string[] = [planId];
+    if (filter.status) params.push(filter.status), where.push(`status = $${params.length}`);
+    if (filter.assignee !== undefined) params.push(filter.assignee), where.push(`assignee = $${params.length}`);
+    const [exists, tasks] = await Promise.all([
+      db.query(`SELECT 1 FROM ${S}.plans WHERE plan_id = $1`, [planId]),
+      db.query<TaskInfo>(`SELECT ${TASK_COLUMNS} FROM ${S}.plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`, params),
+    ]);
+    return exists.rowCount ? tasks.rows : null;
+  }
+
+  private async guard<T>(what: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw storeError(this.url, what, err);
+    }
+  }
+}
