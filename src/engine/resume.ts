@@ -8,7 +8,8 @@
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
-import type { ApprovalDecision, PendingApproval, RunEvent } from "../events/types.js";
+import { ZERO_USAGE, type ApprovalDecision, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
+import type { Store } from "../store/store.js";
 import { TraceStore } from "../trace/store.js";
 import { Replay, type RunRecord } from "./replay.js";
 import { start, type RunOptions, type TeamRun } from "./run-team.js";
@@ -44,15 +45,7 @@ export function resumeRun(team: ResolvedTeam, options: ResumeOptions): TeamRun {
   const trace_dir = resolveTraceDir(options.traceDir);
   const record = storedRun(trace_dir, options.taskId);
   const finished = record.finished;
-  if (finished?.type === "run.finished" && finished.result_type === "answer") {
-    const bus = new EventBus(options.taskId);
-    bus.close();
-    return {
-      task_id: options.taskId,
-      events: { [Symbol.asyncIterator]: () => bus.events() },
-      result: Promise.resolve({ task_id: options.taskId, result_type: "answer", answer: finished.answer ?? "", usage: finished.usage }),
-    };
-  }
+  if (finished?.type === "run.finished" && finished.result_type === "answer") return answered(options.taskId, finished.answer ?? "", finished.usage);
   const store = acquireTraceStore(trace_dir);
   let replay: Replay;
   let afterSeq: number;
@@ -67,6 +60,37 @@ export function resumeRun(team: ResolvedTeam, options: ResumeOptions): TeamRun {
     { ...options, traceDir: trace_dir, input: record.input, agent: record.agent, sessionId: record.session_id },
     { task_id: options.taskId, replay, afterSeq },
   );
+}
+
+/**
+ * `resumeRun` for a run kept in a store given to the run (`RunOptions.store`,
+ * docs/scale-out.md): what a worker does with a run another worker left
+ * unfinished. Throws NOT_FOUND when the store holds no journal of the run.
+ */
+export async function resumeStoredRun(team: ResolvedTeam, options: ResumeOptions & { store: Store }): Promise<TeamRun> {
+  const runs = options.store.runs;
+  const taskId = options.taskId;
+  const [journal, decisions, afterSeq, summary] = await Promise.all([runs.journalOf(taskId), runs.approvalsOf(taskId), runs.lastSeq(taskId), runs.run(taskId)]);
+  const entry = journal.find((e) => e.kind === "run");
+  if (!entry) throw new RuntimeError("NOT_FOUND", `no journal for run ${taskId} in ${runs.location}`);
+  const record = JSON.parse(entry.json) as RunRecord;
+  if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
+  return start(
+    team,
+    { ...options, input: record.input, agent: record.agent, sessionId: record.session_id },
+    { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq },
+  );
+}
+
+/** A run that answered already: its stored answer, nothing run or written. */
+function answered(taskId: string, answer: string, usage: Usage): TeamRun {
+  const bus = new EventBus(taskId);
+  bus.close();
+  return {
+    task_id: taskId,
+    events: { [Symbol.asyncIterator]: () => bus.events() },
+    result: Promise.resolve({ task_id: taskId, result_type: "answer", answer, usage }),
+  };
 }
 
 export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "approver" | "budget"> & {

@@ -6,7 +6,15 @@
  * sessions there.
  */
 import type { RunStores } from "../kinds/types.js";
+import type pg from "pg";
 import type { RunStore } from "./run-store.js";
+
+/** The PostgreSQL database behind a store: what the job queue (src/queue/) shares. */
+export interface Database {
+  readonly pool: pg.Pool;
+  /** The URL, with its password: only for opening connections, never for messages. */
+  readonly url: string;
+}
 
 export interface Store extends RunStores {
   readonly kind: "sqlite" | "postgres";
@@ -14,6 +22,8 @@ export interface Store extends RunStores {
   readonly location: string;
   /** Events, journal, approvals, run summaries. */
   readonly runs: RunStore;
+  /** The database, for a PostgreSQL store. */
+  readonly database?: Database;
   /** Whether the database answers now (readiness probes). */
   ping(): Promise<void>;
   close(): Promise<void>;

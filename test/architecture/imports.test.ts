@@ -32,7 +32,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   "index.ts": ANYTHING, // the library entry: re-exports from everywhere
   cli: ["server", "queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   server: ["queue", "store", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
-  queue: ["store", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
+  queue: ["store", "telemetry", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
   store: ["kinds", "plan", "trace", "events", ...LEAVES], // where runs are kept: SQLite files or PostgreSQL
   engine: ["kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   graph: ["kinds", "models", "tools", "plan", "prompts", "events", "config", ...LEAVES], // draws the kinds' machines

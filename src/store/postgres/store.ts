@@ -23,6 +23,7 @@ export async function openPostgresStore(url: string, options: { maxConnections?:
   return {
     kind: "postgres",
     location: safeUrl(url),
+    database: { pool, url },
     runs: new PostgresRunStore(pool, url),
     planTool: () => planTool,
     todoSessions: () => new PostgresTodoSessions(pool, url),

@@ -1,0 +1,232 @@
+/**
+ * A worker (docs/scale-out.md#workers): takes queued runs of the teams it
+ * has loaded, up to `concurrency` at once, and runs them with the store as
+ * their store, so their events reach every server and their journal lets
+ * another worker go on with them. Each run is held under a lease renewed
+ * while it goes; a worker that cannot renew (its run was taken over, or the
+ * database is unreachable for longer than the lease) stops the run at once.
+ *
+ * `stop()` is the graceful shutdown: take nothing new, let the runs in
+ * progress finish for `graceMs`, then interrupt the rest and hand them back
+ * to the queue, where another worker resumes them from their journal.
+ */
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import type { ResolvedTeam } from "../config/types.js";
+import { RuntimeError, describeError } from "../errors.js";
+import type { EventSink } from "../events/bus.js";
+import { resumeStoredRun } from "../engine/resume.js";
+import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
+import type { Store } from "../store/store.js";
+import { RunMetrics } from "../telemetry/metrics.js";
+import { ChannelListener } from "./listener.js";
+import { RUNS_CHANNEL, RunQueue, type ClaimedRun } from "./run-queue.js";
+
+export interface WorkerOptions {
+  /** A PostgreSQL store (`createStore("postgres://...")`); the worker does not close it. */
+  store: Store;
+  /** The teams this worker runs, by their `name`. */
+  teams: readonly ResolvedTeam[];
+  /** Runs at once. @default 4 */
+  concurrency?: number;
+  /** How long a run stays this worker's without a renewal. @default 30000 */
+  leaseMs?: number;
+  /** Longest wait between two looks at the queue when no notification came. @default 1000 */
+  pollMs?: number;
+  /** @default `<hostname>-<pid>-<random>` */
+  workerId?: string;
+  /** What every run gets besides its request (model clients, tools given in code). */
+  runOptions?: Pick<RunOptions, "createClient" | "tools" | "traceDir">;
+  /** Further sinks for each run (OpenTelemetry's, say). */
+  runSinks?: () => EventSink[];
+  /** One line per thing worth telling an operator (runs taken, finished, handed back). @default none */
+  log?: (line: string) => void;
+}
+
+export interface RunWorker {
+  readonly id: string;
+  readonly metrics: RunMetrics;
+  /** Runs in progress now. */
+  readonly running: number;
+  /** Whether the worker can take runs: its database answers and it hears of new runs. */
+  ready(): Promise<boolean>;
+  /** Graceful shutdown (see above); resolves once every run finished or was handed back. */
+  stop(options?: { graceMs?: number }): Promise<void>;
+}
+
+interface Active {
+  controller: AbortController;
+  /** The lease was lost: another worker has the run now, this one must not touch it. */
+  lost: boolean;
+  /** Interrupted by `stop()`: handed back rather than finished. */
+  handedBack: boolean;
+  done: Promise<void>;
+}
+
+export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
+  const { store } = options;
+  if (!store.database) throw new RuntimeError("USAGE", `a worker needs a PostgreSQL store (--store postgres://...), not ${store.location}`);
+  const id = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const concurrency = options.concurrency ?? 4;
+  const leaseMs = options.leaseMs ?? 30_000;
+  const pollMs = options.pollMs ?? 1_000;
+  const log = options.log ?? (() => {});
+  const teams = new Map(options.teams.map((t) => [t.name, t]));
+  const metrics = new RunMetrics();
+  const queue = await RunQueue.open(store);
+  const listener = new ChannelListener(store.database.url);
+  const active = new Map<string, Active>();
+  let stopping = false;
+
+  // Woken by a new run, a freed slot, a reconnection, or the poll timer.
+  let wake: (() => void) | undefined;
+  const poke = () => wake?.();
+  listener.on(RUNS_CHANNEL, poke);
+  listener.onReconnect(poke);
+  try {
+    await listener.start();
+  } catch (err) {
+    await queue.close();
+    throw new RuntimeError("STORE", `cannot listen for new runs (${store.location}): ${describeError(err)}`);
+  }
+
+  const launch = (claimed: ClaimedRun): void => {
+    const { request, attempts } = claimed;
+    const team = teams.get(request.team);
+    const controller = new AbortController();
+    const entry: Active = { controller, lost: false, handedBack: false, done: Promise.resolve() };
+    active.set(request.task_id, entry);
+    let renewed = Date.now();
+    const heartbeat = setInterval(() => {
+      queue.renew(request.task_id, id, leaseMs).then(
+        (held) => {
+          renewed = Date.now();
+          if (!held) loseLease();
+        },
+        () => {
+          // The database is away; past the lease another worker may take the run: stop before that.
+          if (Date.now() - renewed > leaseMs * 0.8) loseLease();
+        },
+      );
+    }, Math.max(50, Math.floor(leaseMs / 3)));
+    const loseLease = () => {
+      if (entry.lost) return;
+      entry.lost = true;
+      log(`lost the lease of run ${request.task_id}: stopping it here`);
+      controller.abort();
+    };
+    entry.done = (async () => {
+      let result: RunResult | undefined;
+      try {
+        if (!team) throw new RuntimeError("USAGE", `this worker has no team named ${request.team}`);
+        const runOptions: RunOptions = {
+          ...options.runOptions,
+          input: request.input,
+          store,
+          taskId: request.task_id,
+          signal: controller.signal,
+          sinks: [metrics.sink, ...(options.runSinks?.() ?? [])],
+          ...(request.agent !== undefined ? { agent: request.agent } : {}),
+          ...(request.session_id !== undefined ? { sessionId: request.session_id } : {}),
+          ...(request.budget ? { budget: { ...team.budget, ...request.budget } } : {}),
+        };
+        let run: TeamRun | undefined;
+        if (attempts > 1) {
+          log(`resuming run ${request.task_id} (attempt ${attempts})`);
+          run = await resumeStoredRun(team, { ...runOptions, store, taskId: request.task_id }).catch((err: unknown) => {
+            // Taken before it wrote anything: it starts afresh.
+            if (err instanceof RuntimeError && err.code === "NOT_FOUND") return undefined;
+            throw err;
+          });
+        } else log(`running run ${request.task_id}`);
+        run ??= runTeam(team, runOptions);
+        result = await run.result;
+      } catch (err) {
+        log(`run ${request.task_id} failed to start: ${describeError(err)}`);
+      } finally {
+        clearInterval(heartbeat);
+      }
+      try {
+        if (entry.lost) return;
+        if (entry.handedBack) {
+          await queue.release(request.task_id, id);
+          log(`handed run ${request.task_id} back to the queue`);
+        } else {
+          await queue.finish(request.task_id, id, result?.result_type ?? "error");
+          log(`run ${request.task_id} ${result?.result_type ?? "error"}`);
+        }
+      } catch (err) {
+        // Its lease runs out and another worker resumes it.
+        log(`cannot record the end of run ${request.task_id}: ${describeError(err)}`);
+      }
+    })().finally(() => {
+      active.delete(request.task_id);
+      poke();
+    });
+  };
+
+  const loop = (async () => {
+    let lastSweep = 0;
+    while (!stopping) {
+      const free = concurrency - active.size;
+      let full = false;
+      try {
+        if (Date.now() - lastSweep > leaseMs / 2) {
+          lastSweep = Date.now();
+          const swept = await queue.sweep();
+          if (swept) log(`queued ${swept} run(s) whose worker stopped renewing`);
+        }
+        if (free > 0) {
+          const claimed = await queue.claim(id, free, leaseMs, new Set(teams.keys()));
+          for (const c of claimed) launch(c);
+          full = claimed.length === free;
+        }
+      } catch (err) {
+        log(describeError(err));
+      }
+      if (full && !stopping) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  })();
+
+  return {
+    id,
+    metrics,
+    get running() {
+      return active.size;
+    },
+    async ready() {
+      if (stopping || !listener.up) return false;
+      return store.ping().then(
+        () => true,
+        () => false,
+      );
+    },
+    async stop(stopOptions = {}) {
+      stopping = true;
+      poke();
+      await loop;
+      const graceMs = stopOptions.graceMs ?? 30_000;
+      const all = () => Promise.all([...active.values()].map((a) => a.done));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([all().then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+      clearTimeout(timer);
+      if (timedOut) {
+        for (const entry of active.values()) {
+          entry.handedBack = true;
+          entry.controller.abort();
+        }
+        await all();
+      }
+      await listener.close();
+      await queue.close();
+    },
+  };
+}
