@@ -11,6 +11,7 @@ import { registerServe } from "./commands/serve.js";
 import { registerTools } from "./commands/tools.js";
 import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
+import { registerWorker } from "./commands/worker.js";
 import { EXIT } from "./exit.js";
 
 /**
@@ -57,6 +58,7 @@ export async function main(argv: string[]): Promise<number> {
   registerGraph(program, setExit);
   registerPlan(program, setExit);
   registerServe(program, setExit);
+  registerWorker(program, setExit);
   registerTools(program, setExit);
   registerMcp(program, setExit);
 

@@ -10,6 +10,7 @@ import { RuntimeError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
 import { ZERO_USAGE, type ApprovalDecision, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import type { Store } from "../store/store.js";
+import type { RunStore } from "../store/run-store.js";
 import { TraceStore } from "../trace/store.js";
 import { Replay, type RunRecord } from "./replay.js";
 import { start, type RunOptions, type TeamRun } from "./run-team.js";
@@ -149,15 +150,35 @@ export function decideApprovals(
   options: { call?: string; decision: ApprovalDecision; reason?: string; now?: Date },
 ): Decided {
   const task_id = store.resolveTaskId(given);
-  const last = store.eventsOfTask(task_id).findLast((e) => e.type === "run.finished");
-  const pending = last?.type === "run.finished" && last.result_type === "paused" ? (last.approvals ?? []) : [];
-  if (pending.length === 0) throw new RuntimeError("NOT_FOUND", `run ${task_id} is not waiting for any approval`);
-  const chosen = options.call === undefined ? pending : pending.filter((a) => a.approval_id === options.call || a.call_id === options.call);
-  if (chosen.length === 0) {
-    throw new RuntimeError("NOT_FOUND", `run ${task_id} waits for no call ${options.call} (it waits for: ${pending.map((a) => `${a.approval_id} ${a.tool}`).join(", ")})`);
-  }
+  const { pending, chosen } = chooseApprovals(task_id, store.eventsOfTask(task_id), options.call);
   const ts = (options.now ?? new Date()).toISOString();
   for (const a of chosen) store.decide(task_id, { key: a.approval_id, decision: options.decision, ...(options.reason ? { reason: options.reason } : {}), ts });
   const decisions = store.approvalsOf(task_id);
   return { task_id, decided: chosen, waiting: pending.filter((a) => !decisions.has(a.approval_id)) };
+}
+
+/** `decideApprovals` on any run store (a PostgreSQL one, say: docs/scale-out.md). */
+export async function decideApprovalsIn(
+  store: RunStore,
+  given: string,
+  options: { call?: string; decision: ApprovalDecision; reason?: string; now?: Date },
+): Promise<Decided> {
+  const task_id = await store.resolveTaskId(given);
+  const { pending, chosen } = chooseApprovals(task_id, await store.eventsOfTask(task_id), options.call);
+  const ts = (options.now ?? new Date()).toISOString();
+  for (const a of chosen) await store.decide(task_id, { key: a.approval_id, decision: options.decision, ...(options.reason ? { reason: options.reason } : {}), ts });
+  const decisions = await store.approvalsOf(task_id);
+  return { task_id, decided: chosen, waiting: pending.filter((a) => !decisions.has(a.approval_id)) };
+}
+
+/** The calls a paused run waits for, and those of them `call` names (all when undefined). Throws NOT_FOUND. */
+function chooseApprovals(task_id: string, events: readonly RunEvent[], call: string | undefined): { pending: PendingApproval[]; chosen: PendingApproval[] } {
+  const last = events.findLast((e) => e.type === "run.finished");
+  const pending = last?.type === "run.finished" && last.result_type === "paused" ? (last.approvals ?? []) : [];
+  if (pending.length === 0) throw new RuntimeError("NOT_FOUND", `run ${task_id} is not waiting for any approval`);
+  const chosen = call === undefined ? pending : pending.filter((a) => a.approval_id === call || a.call_id === call);
+  if (chosen.length === 0) {
+    throw new RuntimeError("NOT_FOUND", `run ${task_id} waits for no call ${call} (it waits for: ${pending.map((a) => `${a.approval_id} ${a.tool}`).join(", ")})`);
+  }
+  return { pending, chosen };
 }

@@ -20,6 +20,7 @@ import { RuntimeError } from "../errors.js";
 import type { Budget } from "../config/types.js";
 import type { Database, Store } from "../store/store.js";
 import { SCHEMA as S, storeError, transaction } from "../store/postgres/connect.js";
+import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
 
 /** The pg-boss queue of runs, in pg-boss's own schema. */
 const QUEUE = "runs";
@@ -28,6 +29,8 @@ const QUEUE_SCHEMA = "runtime_queue";
 export const RUNS_CHANNEL = "runtime_runs";
 /** A job of a team this worker does not run goes back, visible again after this long, for another worker. */
 const FOREIGN_DELAY_S = 2;
+/** An arbitrary constant: the advisory lock held while pg-boss starts (see `open`). */
+const START_LOCK = 727_113_002;
 
 /** What a server asks a worker to run. */
 export interface RunRequest {
@@ -75,12 +78,15 @@ export class RunQueue {
       // Maintenance errors (a database restarting) are retried by pg-boss; the next call reports a lasting one.
     });
     try {
-      await boss.start();
-      if (!(await boss.getQueue(QUEUE))) {
-        await boss.createQueue(QUEUE, { name: QUEUE, retryLimit: 0 }).catch(async (err: unknown) => {
-          // Another process created it in between.
-          if (!(await boss.getQueue(QUEUE))) throw err;
-        });
+      // Processes starting together would race to create pg-boss's schema: one at a time.
+      const lock = await db.pool.connect();
+      try {
+        await lock.query("SELECT pg_advisory_lock($1)", [START_LOCK]);
+        await boss.start();
+        if (!(await boss.getQueue(QUEUE))) await boss.createQueue(QUEUE, { name: QUEUE, retryLimit: 0 });
+      } finally {
+        await lock.query("SELECT pg_advisory_unlock($1)", [START_LOCK]).catch(() => {});
+        lock.release();
       }
     } catch (err) {
       await boss.stop({ graceful: false, wait: false }).catch(() => {});
@@ -188,7 +194,7 @@ export class RunQueue {
           `UPDATE ${S}.run_requests SET state = 'done', result_type = $3, finished_at = now(), lease_until = NULL WHERE task_id = $1 AND worker_id = $2 AND state = 'running'`,
           [taskId, workerId, resultType],
         );
-        await client.query("SELECT pg_notify('runtime_events', $1)", [`${taskId} done`]);
+        await client.query("SELECT pg_notify($1, $2)", [EVENTS_CHANNEL, `${taskId} done`]);
         return (rowCount ?? 0) > 0;
       }),
     );

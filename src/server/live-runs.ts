@@ -3,6 +3,7 @@ import type { EventSink } from "../events/bus.js";
 import type { RunEvent } from "../events/types.js";
 import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
 import { resumeRun, type ResumeOptions } from "../engine/resume.js";
+import type { Store } from "../store/store.js";
 
 type Listener = (event: RunEvent) => void;
 
@@ -54,7 +55,11 @@ export class LiveRuns {
   private readonly runs = new Map<string, LiveRun>();
 
   /** `runSinks` makes further sinks for each run (OpenTelemetry's, say). */
-  constructor(private readonly runSinks: () => EventSink[] = () => []) {}
+  constructor(
+    private readonly runSinks: () => EventSink[] = () => [],
+    /** Where runs are kept. @default the SQLite files under each run's trace directory */
+    private readonly store?: Store,
+  ) {}
 
   get size(): number {
     return this.runs.size;
@@ -66,7 +71,7 @@ export class LiveRuns {
 
   /** Start a run of `team`; it is forgotten here once it has finished (its trace stays in the store). */
   start(team: ResolvedTeam, options: Omit<RunOptions, "signal" | "sinks">): LiveRun {
-    return this.track((live) => runTeam(team, { ...options, signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
+    return this.track((live) => runTeam(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
   }
 
   /** Continue a stopped run of `team` from its journal (docs/durable-runs.md). */

@@ -2,9 +2,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
 import type { Budget } from "../config/types.js";
-import { decideApprovals as decide } from "../engine/resume.js";
+import { randomUUID } from "node:crypto";
+import { decideApprovalsIn as decide } from "../engine/resume.js";
 import { RuntimeError } from "../errors.js";
-import type { TraceStore } from "../trace/store.js";
+import type { RunStore } from "../store/run-store.js";
+import type { RunFollowers } from "../queue/follow.js";
+import type { RunQueue } from "../queue/run-queue.js";
 import { HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRun, LiveRuns } from "./live-runs.js";
 import { EventStream, lastEventId } from "./sse.js";
@@ -13,8 +16,14 @@ import { EventStream, lastEventId } from "./sse.js";
 export interface ApiContext {
   team: ResolvedTeam;
   traceDir: string;
-  store: TraceStore;
+  /** Where runs are read from (and kept, for runs of this process). */
+  store: RunStore;
   live: LiveRuns;
+  /**
+   * With a PostgreSQL store (docs/scale-out.md): runs are queued for workers
+   * instead of run here, and followed through the store.
+   */
+  queued?: { queue: RunQueue; followers: RunFollowers };
   maxBodyBytes: number;
   maxLiveRuns: number;
   /** Bytes that may wait for one SSE client before it is dropped. */
@@ -61,6 +70,19 @@ export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
  */
 export async function startRun(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = parseStartRun(await readJsonBody(req, ctx.maxBodyBytes), ctx.team);
+  if (ctx.queued) {
+    const task_id = randomUUID();
+    await ctx.queued.queue.enqueue({
+      task_id,
+      team: ctx.team.name,
+      input: body.input,
+      ...(body.agent !== undefined ? { agent: body.agent } : {}),
+      ...(body.session_id !== undefined ? { session_id: body.session_id } : {}),
+    });
+    // A queued run goes on when its client leaves: it belongs to the workers now.
+    ctx.queued.followers.follow(task_id, 0, follower(new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer)));
+    return;
+  }
   if (ctx.live.size >= ctx.maxLiveRuns) {
     throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
   }
@@ -84,13 +106,18 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
  */
 export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
   const after = lastEventId(req.headers["last-event-id"]);
+  if (ctx.queued) {
+    if ((await ctx.queued.queue.stateOf(taskId)) === undefined && (await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
+    ctx.queued.followers.follow(taskId, after, follower(new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer)));
+    return;
+  }
   const live = ctx.live.get(taskId);
   if (live) {
     const stream = new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer);
     // A resumed run's events before this process took it up are in the store.
     const firstLive = live.events[0]?.seq ?? Infinity;
     let last = after;
-    for (const event of ctx.store.eventsOfTask(taskId)) {
+    for (const event of await ctx.store.eventsOfTask(taskId)) {
       if (event.seq <= last || event.seq >= firstLive) continue;
       if (!(await stream.sendPaced(event))) return;
       last = event.seq;
@@ -98,7 +125,7 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
     pipe(live, last, stream);
     return;
   }
-  const events = ctx.store.eventsOfTask(taskId);
+  const events = await ctx.store.eventsOfTask(taskId);
   if (events.length === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
   const stream = new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer);
   for (const event of events) if (event.seq > after && !(await stream.sendPaced(event))) return;
@@ -106,26 +133,27 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
 }
 
 /** `GET /v1/runs/:task_id`: the run's summary and every event. */
-export function getRun(ctx: ApiContext, res: ServerResponse, taskId: string): void {
-  const run = ctx.store.run(taskId);
+export async function getRun(ctx: ApiContext, res: ServerResponse, taskId: string): Promise<void> {
+  const run = await ctx.store.run(taskId);
   if (!run) throw new HttpError(404, `no run with task_id ${taskId}`);
-  const events = ctx.store.eventsOfTask(taskId);
-  sendJson(res, 200, { run, live: ctx.live.get(taskId) !== undefined, events });
+  const events = await ctx.store.eventsOfTask(taskId);
+  const state = ctx.queued ? await ctx.queued.queue.stateOf(taskId) : undefined;
+  sendJson(res, 200, { run, live: ctx.live.get(taskId) !== undefined || state === "queued" || state === "running", events });
 }
 
 /** `GET /v1/runs?agent=NAME&limit=N`: runs, newest first; with `agent`, the runs in which it ran at any depth. */
-export function listRuns(ctx: ApiContext, res: ServerResponse, query: URLSearchParams): void {
+export async function listRuns(ctx: ApiContext, res: ServerResponse, query: URLSearchParams): Promise<void> {
   const limitText = query.get("limit") ?? "20";
   const limit = Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError(400, `limit must be an integer from 1 to 1000, got "${limitText}"`);
   const agent = query.get("agent");
-  const runs = agent !== null ? ctx.store.runsOfAgent(agent, { limit }) : ctx.store.listRuns({ limit });
+  const runs = await ctx.store.listRuns({ limit, ...(agent !== null ? { agent } : {}) });
   sendJson(res, 200, { runs });
 }
 
 /** `GET /v1/traces/:trace_id`: the events of one recursion. */
-export function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string): void {
-  const events: RunEvent[] = ctx.store.eventsOfTrace(traceId);
+export async function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string): Promise<void> {
+  const events: RunEvent[] = await ctx.store.eventsOfTrace(traceId);
   if (events.length === 0) throw new HttpError(404, `no events with trace_id ${traceId}`);
   sendJson(res, 200, { trace_id: traceId, events });
 }
@@ -137,7 +165,7 @@ export function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string):
 export async function resumeRunApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
   const body = await readJsonBody(req, ctx.maxBodyBytes, { optional: true });
   const budget = parseBudget(body);
-  resumeLive(ctx, taskId, budget);
+  await resumeLive(ctx, taskId, budget);
   sendJson(res, 202, { task_id: taskId, resumed: true });
 }
 
@@ -160,17 +188,24 @@ export async function decideApprovals(ctx: ApiContext, req: IncomingMessage, res
   const call = (approval_id ?? call_id) as string | undefined;
   let decided;
   try {
-    decided = decide(ctx.store, taskId, { decision, ...(call !== undefined ? { call } : {}), ...(typeof reason === "string" && reason ? { reason } : {}) });
+    decided = await decide(ctx.store, taskId, { decision, ...(call !== undefined ? { call } : {}), ...(typeof reason === "string" && reason ? { reason } : {}) });
   } catch (err) {
     if (err instanceof RuntimeError && err.code === "NOT_FOUND") throw new HttpError(404, err.message);
     throw err;
   }
   const resumed = decided.waiting.length === 0;
-  if (resumed) resumeLive(ctx, decided.task_id, undefined);
+  if (resumed) await resumeLive(ctx, decided.task_id, undefined);
   sendJson(res, 202, { task_id: decided.task_id, decided: decided.decided, waiting: decided.waiting, resumed });
 }
 
-function resumeLive(ctx: ApiContext, taskId: string, budget: Budget | undefined): void {
+async function resumeLive(ctx: ApiContext, taskId: string, budget: Budget | undefined): Promise<void> {
+  if (ctx.queued) {
+    // On whichever worker takes it, from its journal.
+    if (await ctx.queued.queue.requeue(taskId, budget ? { ...ctx.team.budget, ...budget } : undefined)) return;
+    const state = await ctx.queued.queue.stateOf(taskId);
+    if (state === undefined) throw new HttpError(404, `no queued run with task_id ${taskId}`);
+    throw new HttpError(409, `run ${taskId} is ${state} already`);
+  }
   if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on already`);
   if (ctx.live.size >= ctx.maxLiveRuns) {
     throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
@@ -199,6 +234,11 @@ function parseBudget(body: unknown): Budget | undefined {
     out[key] = value;
   }
   return out as Budget;
+}
+
+/** An SSE response as a follower of a run executed elsewhere. */
+function follower(stream: EventStream) {
+  return { send: (event: RunEvent) => stream.sendPaced(event), end: () => stream.end(), onClose: (fn: () => void) => stream.onClose(fn) };
 }
 
 /**

@@ -7,6 +7,11 @@ import type { EventSink } from "../events/bus.js";
 import { resolveTraceDir } from "../engine/trace-dir.js";
 import { redactString } from "../redact.js";
 import { TraceStore } from "../trace/store.js";
+import { sqliteRunStore } from "../store/run-store.js";
+import type { Store } from "../store/store.js";
+import { RunFollowers } from "../queue/follow.js";
+import { RunQueue } from "../queue/run-queue.js";
+import { RunMetrics } from "../telemetry/metrics.js";
 import { Gate, isLoopback, newToken, presentedToken, tokenCookie } from "./auth.js";
 import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
@@ -44,6 +49,13 @@ export interface ServerOptions {
   tls?: { cert: string | Buffer; key: string | Buffer };
   /** Further sinks for each run, made per run (e.g. `() => [telemetry.sink({ team })]`, docs/telemetry.md). */
   runSinks?: () => EventSink[];
+  /**
+   * Where runs are kept (`createStore`). A PostgreSQL store makes this a
+   * server of many (docs/scale-out.md): each run is queued for `runtime
+   * worker` processes and followed through the store. The caller closes it.
+   * @default the SQLite files under traceDir, runs executed in this process
+   */
+  store?: Store;
 }
 
 export interface RunningServer {
@@ -74,12 +86,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const gate = new Gate(token, options.rate ?? 50);
   const traceDir = resolveTraceDir(options.traceDir);
   const secrets = teamSecrets(options.team);
-  const store = TraceStore.open(traceDir);
+  const metrics = new RunMetrics();
+  // The embedded trace store, opened here when no store is given (and closed with the server).
+  const embedded = options.store ? undefined : TraceStore.open(traceDir);
+  let queued: ApiContext["queued"];
+  if (options.store?.database) {
+    const queue = await RunQueue.open(options.store);
+    queued = { queue, followers: await RunFollowers.open(options.store, queue).catch(async (err: unknown) => {
+      await queue.close();
+      throw err;
+    }) };
+  }
+  const closeStores = async () => {
+    await queued?.followers.close();
+    await queued?.queue.close();
+    embedded?.close();
+  };
   const ctx: ApiContext = {
     team: options.team,
     traceDir,
-    store,
-    live: new LiveRuns(options.runSinks),
+    store: options.store?.runs ?? sqliteRunStore(embedded as TraceStore),
+    ...(queued ? { queued } : {}),
+    live: new LiveRuns(() => [metrics.sink, ...(options.runSinks?.() ?? [])], options.store),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     maxLiveRuns: options.maxLiveRuns ?? 16,
     maxClientBuffer: options.maxClientBuffer ?? MAX_CLIENT_BUFFER,
@@ -113,6 +141,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = matchRoute(method, url.pathname);
+    // Probes of a load balancer or an orchestrator carry no token; they learn nothing but up or down.
+    if (route.name === "health") return sendJson(res, 200, { ok: true });
+    if (route.name === "ready") {
+      const ready = await isReady();
+      return sendJson(res, ready ? 200 : 503, { ready });
+    }
     gate.allow(presentedToken(req, tokenCookie(port), route.name === "page" ? url.searchParams : undefined));
     if (route.name === "page" && url.searchParams.has("token")) {
       // The page's link carries the token once: it becomes a cookie and leaves the address bar.
@@ -143,14 +177,37 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return resumeRunApi(ctx, req, res, route.id);
       case "approvals":
         return decideApprovals(ctx, req, res, route.id);
+      case "metrics": {
+        const counts = queued ? await queued.queue.counts() : undefined;
+        const gauges = {
+          runtime_runs_live: { help: "Runs this server is running or streaming now.", value: ctx.live.size },
+          ...(counts
+            ? {
+                runtime_runs_queued: { help: "Runs waiting for a worker (the whole queue).", value: counts.queued },
+                runtime_runs_running: { help: "Runs held by a worker now (the whole queue).", value: counts.running },
+              }
+            : {}),
+        };
+        res.writeHead(200, { ...BASE_HEADERS, "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(metrics.render(gauges));
+        return;
+      }
     }
+  }
+
+  async function isReady(): Promise<boolean> {
+    if (queued && !queued.followers.up) return false;
+    if (!options.store) return true;
+    return options.store.ping().then(
+      () => true,
+      () => false,
+    );
   }
 
   let port: number;
   try {
     port = await listen(server, options.port ?? DEFAULT_PORT, host);
   } catch (err) {
-    store.close();
+    await closeStores();
     throw err;
   }
   const base = `${options.tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -165,13 +222,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      store.close();
+      await closeStores();
     },
   };
 }
 
 type Route =
-  | { name: "page" | "script" | "team" | "startRun" | "listRuns" }
+  | { name: "page" | "script" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" }
   | { name: "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals"; id: string };
 
 /** Endpoints by method; a path known under another method answers 405. */
@@ -179,6 +236,9 @@ const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[
   { method: "GET", pattern: /^\/(index\.html)?$/, route: () => ({ name: "page" }) },
   { method: "GET", pattern: /^\/app\.js$/, route: () => ({ name: "script" }) },
   { method: "GET", pattern: /^\/v1\/team$/, route: () => ({ name: "team" }) },
+  { method: "GET", pattern: /^\/healthz$/, route: () => ({ name: "health" }) },
+  { method: "GET", pattern: /^\/readyz$/, route: () => ({ name: "ready" }) },
+  { method: "GET", pattern: /^\/metrics$/, route: () => ({ name: "metrics" }) },
   { method: "POST", pattern: /^\/v1\/runs$/, route: () => ({ name: "startRun" }) },
   { method: "GET", pattern: /^\/v1\/runs$/, route: () => ({ name: "listRuns" }) },
   { method: "GET", pattern: /^\/v1\/runs\/([^/]{1,200})$/, route: (id) => ({ name: "getRun", id }) },

@@ -4,8 +4,10 @@ import { describeError } from "../../errors.js";
 import { isLoopback } from "../../server/auth.js";
 import { loadTeamOrReport } from "../load-team.js";
 import type { Telemetry } from "../../telemetry/telemetry.js";
+import type { Store } from "../../store/store.js";
 import { startTelemetryIfAsked } from "../telemetry.js";
 import { EXIT, type SetExit } from "../exit.js";
+import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
 
 interface ServeOptions {
   port: string;
@@ -18,6 +20,7 @@ interface ServeOptions {
   rate: string;
   maxRuns: string;
   otel?: boolean;
+  store?: string;
 }
 
 /** `runtime serve FILE [--port N] [--host H] [--trace-dir DIR]`: the HTTP server, until stopped. */
@@ -35,6 +38,7 @@ export function registerServe(program: Command, setExit: SetExit): void {
     .option("--tls-key <file>", "the certificate's private key (PEM)")
     .option("--rate <n>", "requests per second the token may make on average", "50")
     .option("--max-runs <n>", "runs in progress at once; more get a 429", "16")
+    .option("--store <url>", `${STORE_OPTION_HELP}; with PostgreSQL each run is queued for \`runtime worker\` processes`)
     .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
     .action(async (file: string, opts: ServeOptions) => {
       setExit(await serve(file, opts));
@@ -68,10 +72,26 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
     return fail(`cannot read the TLS files: ${describeError(err)}`, EXIT.USAGE);
   }
 
+  let url: string | undefined;
+  try {
+    url = storeUrl(opts.store);
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
+
   // The engine and the server are loaded only when this command runs, so `runtime --help` starts fast.
   const { startServer } = await import("../../server/server.js");
   const team = await loadTeamOrReport(file, "serve");
   if (!team) return EXIT.USAGE;
+  let store: Store | undefined;
+  if (url !== undefined) {
+    const { createStore } = await import("../../store/create.js");
+    try {
+      store = await createStore(url);
+    } catch (err) {
+      return fail(describeError(err), EXIT.RUN_ERROR);
+    }
+  }
   let telemetry: Telemetry | undefined;
   try {
     telemetry = await startTelemetryIfAsked(opts.otel, "serve");
@@ -92,14 +112,17 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
       ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
       ...(opts.corsOrigin !== undefined ? { corsOrigin: opts.corsOrigin } : {}),
       ...(telemetry ? { runSinks: () => [telemetry.sink({ team })] } : {}),
+      ...(store ? { store } : {}),
     });
   } catch (err) {
     await telemetry?.shutdown();
+    await store?.close();
     return fail(describeError(err), EXIT.RUN_ERROR);
   }
   // The token is printed only when the server made it: one given is the caller's to keep.
   const shown = token === undefined ? server.pageUrl : `${server.url}/?token=<your token>`;
   process.stderr.write(`runtime serve: ${team.name} listening on ${server.url}/ (Ctrl-C to stop)\n`);
+  if (store) process.stderr.write(`runtime serve: runs are queued in ${store.location} for \`runtime worker\` processes\n`);
   if (telemetry) process.stderr.write(`runtime serve: sending spans to ${telemetry.endpoint}\n`);
   process.stderr.write(`runtime serve: open ${shown}; API requests send Authorization: Bearer <token>\n`);
 
@@ -115,6 +138,7 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   });
   process.stderr.write("runtime serve: stopping\n");
   await server.close();
+  await store?.close();
   // The cancelled runs' last spans go out before the process ends.
   await telemetry?.shutdown();
   return EXIT.OK;

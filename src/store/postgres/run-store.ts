@@ -12,7 +12,7 @@ import type { RunEvent, Usage } from "../../events/types.js";
 import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../run-store.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 
-/** The channel a store notifies on commit: payload `<task_id> <last seq>`. */
+/** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
 export const EVENTS_CHANNEL = "runtime_events";
 
 interface RunRow {

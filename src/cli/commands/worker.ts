@@ -1,0 +1,127 @@
+import type { Command } from "commander";
+import { RuntimeError, describeError } from "../../errors.js";
+import type { ResolvedTeam } from "../../config/types.js";
+import { isLoopback, newToken } from "../../server/auth.js";
+import { loadTeamOrReport } from "../load-team.js";
+import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
+import { EXIT, type SetExit } from "../exit.js";
+
+interface WorkerOptions {
+  store?: string;
+  concurrency: string;
+  leaseMs: string;
+  graceMs: string;
+  port?: string;
+  host: string;
+  token?: string;
+  quiet?: boolean;
+}
+
+/** `runtime worker TEAM... --store postgres://...`: take queued runs of these teams until stopped (docs/scale-out.md#workers). */
+export function registerWorker(program: Command, setExit: SetExit): void {
+  program
+    .command("worker")
+    .description("take runs that `runtime serve --store postgres://...` queued, for these teams, until stopped (SIGTERM: finish or hand back)")
+    .argument("<files...>", "team files whose runs this worker takes")
+    .option("--store <url>", STORE_OPTION_HELP)
+    .option("-c, --concurrency <n>", "runs at once", "4")
+    .option("--lease-ms <ms>", "how long a run stays this worker's without a renewal; another worker resumes it after", "30000")
+    .option("--grace-ms <ms>", "on SIGTERM, how long runs in progress may go on before they are handed back", "30000")
+    .option("-p, --port <n>", "serve /healthz, /readyz and /metrics on this port (0 picks a free one); off by default")
+    .option("-H, --host <host>", "address of those endpoints", "127.0.0.1")
+    .option("--token <token>", "the bearer token /metrics wants (default $RUNTIME_WORKER_TOKEN, else a fresh one, printed)")
+    .option("-q, --quiet", "print nothing about each run")
+    .action(async (files: string[], opts: WorkerOptions) => {
+      setExit(await work(files, opts));
+    });
+}
+
+async function work(files: string[], opts: WorkerOptions): Promise<number> {
+  const fail = (message: string, code: number) => {
+    process.stderr.write(`runtime worker: ${message}\n`);
+    return code;
+  };
+  const concurrency = Number(opts.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000) return fail(`--concurrency must be an integer from 1 to 1000, not '${opts.concurrency}'`, EXIT.USAGE);
+  const leaseMs = Number(opts.leaseMs);
+  if (!Number.isInteger(leaseMs) || leaseMs < 300) return fail(`--lease-ms must be an integer of at least 300, not '${opts.leaseMs}'`, EXIT.USAGE);
+  const graceMs = Number(opts.graceMs);
+  if (!Number.isInteger(graceMs) || graceMs < 0) return fail(`--grace-ms must be a non-negative integer, not '${opts.graceMs}'`, EXIT.USAGE);
+  const port = opts.port === undefined ? undefined : Number(opts.port);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
+  const token = opts.token ?? (process.env["RUNTIME_WORKER_TOKEN"] || undefined);
+  if (token !== undefined && token.length < 16) return fail("the token must be at least 16 characters long", EXIT.USAGE);
+  if (port !== undefined && !isLoopback(opts.host) && token === undefined) return fail(`refusing to serve /metrics on ${opts.host} without a token of your own (--token or RUNTIME_WORKER_TOKEN)`, EXIT.USAGE);
+  let url: string | undefined;
+  try {
+    url = storeUrl(opts.store);
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
+  if (url === undefined) return fail("a worker takes runs from PostgreSQL: give --store postgres://... or set RUNTIME_STORE_URL", EXIT.USAGE);
+
+  const teams: ResolvedTeam[] = [];
+  for (const file of files) {
+    const team = await loadTeamOrReport(file, "worker");
+    if (!team) return EXIT.USAGE;
+    if (teams.some((t) => t.name === team.name)) return fail(`two teams are named ${team.name}: a run names its team by name`, EXIT.USAGE);
+    teams.push(team);
+  }
+
+  // PostgreSQL and the queue load only when this command runs, so `runtime --help` starts fast.
+  const [{ createStore }, { startWorker }, { startOpsServer }] = await Promise.all([
+    import("../../store/create.js"),
+    import("../../queue/worker.js"),
+    import("../../server/ops-server.js"),
+  ]);
+  const log = opts.quiet ? () => {} : (line: string) => process.stderr.write(`runtime worker: ${line}\n`);
+  let store;
+  try {
+    store = await createStore(url);
+  } catch (err) {
+    return fail(describeError(err), EXIT.RUN_ERROR);
+  }
+  let worker;
+  try {
+    worker = await startWorker({ store, teams, concurrency, leaseMs, log });
+  } catch (err) {
+    await store.close();
+    return fail(describeError(err), err instanceof RuntimeError && err.code === "USAGE" ? EXIT.USAGE : EXIT.RUN_ERROR);
+  }
+  const running = worker;
+  let ops;
+  if (port !== undefined) {
+    const opsToken = token ?? newToken();
+    try {
+      ops = await startOpsServer({
+        port,
+        host: opts.host,
+        token: opsToken,
+        ready: () => running.ready(),
+        metrics: async () => running.metrics.render({ runtime_worker_runs_running: { help: "Runs this worker is running now.", value: running.running } }),
+      });
+    } catch (err) {
+      await worker.stop({ graceMs: 0 });
+      await store.close();
+      return fail(describeError(err), EXIT.USAGE);
+    }
+    process.stderr.write(`runtime worker: /healthz, /readyz and /metrics on ${ops.url}${token === undefined ? ` (metrics token: ${opsToken})` : ""}\n`);
+  }
+  process.stderr.write(`runtime worker: ${worker.id} takes runs of ${teams.map((t) => t.name).join(", ")} from ${store.location}, ${concurrency} at once\n`);
+
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve();
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+  process.stderr.write(`runtime worker: stopping: ${worker.running} run(s) in progress get ${graceMs} ms, then go back to the queue\n`);
+  await worker.stop({ graceMs });
+  await ops?.close();
+  await store.close();
+  process.stderr.write("runtime worker: stopped\n");
+  return EXIT.OK;
+}

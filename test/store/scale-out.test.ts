@@ -1,0 +1,295 @@
+/**
+ * Beyond one machine (docs/scale-out.md), as an operator runs it: a real
+ * PostgreSQL, `runtime serve --store` processes that queue runs and
+ * `runtime worker` processes that take them, a model behind the project's
+ * OpenAI-compatible test server, and a command tool whose every call leaves
+ * a line in a file (a side effect that must never happen twice).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createStore } from "../../src/store/create.js";
+import { BIN, ROOT } from "../support/cli.js";
+import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
+import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { reactReply, tempDir, writeTeam } from "../support/team.js";
+import { authedFetch, parseSse, readSse, type Sse } from "../server/support.js";
+import { wideWorkflow } from "../plan/fixtures.js";
+
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
+
+let postgres: TestPostgres;
+beforeAll(async () => {
+  postgres = await startPostgres();
+});
+afterAll(() => postgres?.stop());
+
+const children: ChildProcess[] = [];
+const servers: OpenAIServer[] = [];
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+interface Proc {
+  child: ChildProcess;
+  /** stderr so far. */
+  log(): string;
+  exited: Promise<number | null>;
+}
+
+function start(args: string[]): Proc {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  let err = "";
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
+  child.stdout?.resume();
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, log: () => err, exited };
+}
+
+async function waitFor<T>(what: string | (() => string), check: () => T | undefined | Promise<T | undefined>, ms = 20_000, proc?: Proc): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (proc && proc.child.exitCode !== null) throw new Error(`the process ended (exit ${proc.child.exitCode}) before ${typeof what === "string" ? what : what()}: ${proc.log()}`);
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** `runtime serve --store URL --port 0`: its URL and token, read from what it prints. */
+async function serve(team: string, url: string): Promise<{ url: string; token: string; proc: Proc }> {
+  const proc = start(["serve", team, "--store", url, "--port", "0"]);
+  const match = await waitFor(() => `the server to start (stderr: ${proc.log()})`, () => /open (http:\/\/[^/\s]+)\/\?token=([^;\s]+)/.exec(proc.log()) ?? undefined, 20_000, proc);
+  return { url: match[1]!, token: decodeURIComponent(match[2]!), proc };
+}
+
+async function worker(team: string, url: string, extra: string[] = []): Promise<Proc> {
+  const proc = start(["worker", team, "--store", url, "--concurrency", "2", "--lease-ms", "1500", ...extra]);
+  await waitFor(() => `the worker to start (stderr: ${proc.log()})`, () => proc.log().includes("takes runs of") || undefined, 20_000, proc);
+  return proc;
+}
+
+/** The tag (`job-N`) of a request's user message. */
+function tagOf(body: ChatBody): string {
+  const text = JSON.stringify(body.messages);
+  return /job-[\w-]+/.exec(text)?.[0] ?? "none";
+}
+
+/** A team whose agent calls `record` once with its job's tag, then answers `done <tag>`. */
+function recordingTeam(modelUrl: string, effects: string, agentTools = "[record]"): string {
+  return writeTeam(
+    `version: 1
+name: scale
+models:
+  default: { provider: openai, model: m, base_url: "${modelUrl}", api_key: sk-scale-0123456789, max_retries: 0 }
+tools:
+  record:
+    command: [node, ./record.mjs]
+    description: Record that a job was done.
+    parameters: { type: object, properties: { tag: { type: string } }, required: [tag] }
+    env: { EFFECTS: "${effects}" }
+agents:
+  solver:
+    kind: react
+    tools: ${agentTools}
+`,
+    {
+      "record.mjs": `import { appendFileSync } from "node:fs";
+let input = "";
+process.stdin.on("data", (d) => (input += d)).on("end", () => {
+  const { tag } = JSON.parse(input);
+  appendFileSync(process.env.EFFECTS, tag + "\\n");
+  process.stdout.write(JSON.stringify({ recorded: tag }));
+});`,
+    },
+  );
+}
+
+/** How many tool rounds the react agent has behind it: its recursion adds a message per round. */
+const toolMessages = (body: ChatBody) => (body.messages as unknown[]).length - 2;
+const answer = (text: string): Reply => ({ content: reactReply("ANSWER", { answer: text }) });
+
+async function post(server: { url: string; token: string }, input: string): Promise<{ task: string; events: Sse[] }> {
+  const response = await authedFetch(server.token)(`${server.url}/v1/runs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ input }),
+  });
+  expect(response.status).toBe(200);
+  const task = response.headers.get("x-task-id") ?? "";
+  return { task, events: parseSse(await response.text()) };
+}
+
+function lines(file: string): string[] {
+  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+}
+
+async function requests(url: string): Promise<{ task_id: string; state: string; attempts: number; worker_id: string | null }[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query("SELECT task_id, state, attempts, worker_id FROM runtime.run_requests ORDER BY created_at")).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe("runtime serve --store and runtime worker on PostgreSQL", () => {
+  it("runs submitted to two servers are executed by three workers, each exactly once", async () => {
+    const url = await postgres.createDatabase("scale");
+    const effects = join(tempDir("effects-"), "effects.log");
+    const model = await startOpenAIServer({
+      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }], delay_ms: 150 } : { ...answer(`done ${tagOf(body)}`), delay_ms: 150 }),
+    });
+    servers.push(model);
+    const team = recordingTeam(model.url, effects);
+    const [a, b] = await Promise.all([serve(team, url), serve(team, url)]);
+    const workers = await Promise.all([worker(team, url), worker(team, url), worker(team, url)]);
+
+    const jobs = Array.from({ length: 12 }, (_, i) => `job-${i}`);
+    const results = await Promise.all(jobs.map((job, i) => post(i % 2 === 0 ? a! : b!, `Please record ${job}.`)));
+
+    for (const [i, { task, events }] of results.entries()) {
+      const finished = events.at(-1);
+      expect(finished?.event).toBe("run.finished");
+      expect(JSON.stringify(finished?.data)).toContain(`"answer":"done ${jobs[i]}"`);
+      // One run, told whole and once: seq 1..n without a gap or a repeat, one run.started.
+      expect(events.map((e) => Number(e.id))).toEqual(events.map((_, k) => k + 1));
+      expect(events.filter((e) => e.event === "run.started")).toHaveLength(1);
+      expect(task).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    // Every side effect happened exactly once.
+    expect(lines(effects).sort()).toEqual([...jobs].sort());
+    // Each run was taken once, by one worker, and all three workers took some.
+    const rows = await requests(url);
+    expect(rows).toHaveLength(12);
+    expect(rows.every((r) => r.state === "done" && r.attempts === 1)).toBe(true);
+    const taken = workers.map((w) => [...w.log().matchAll(/running run (\S+)/g)].map((m) => m[1]));
+    expect(taken.flat().sort()).toEqual(results.map((r) => r.task).sort());
+    for (const t of taken) expect(t.length).toBeGreaterThan(0);
+
+    // Either server tells any run: the other server's run, replayed from the store after Last-Event-ID.
+    const other = results[1]!;
+    const replay = await authedFetch(a!.token)(`${a!.url}/v1/runs/${other.task}/events`, { headers: { "last-event-id": "3" } });
+    const replayed = parseSse(await replay.text());
+    expect(replayed.map((e) => e.id)).toEqual(other.events.slice(3).map((e) => e.id));
+
+    // Operations: probes answer without a token, metrics want it.
+    expect((await fetch(`${a!.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${a!.url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${a!.url}/metrics`)).status).toBe(401);
+    const metrics = await (await authedFetch(a!.token)(`${a!.url}/metrics`)).text();
+    expect(metrics).toMatch(/^runtime_runs_queued 0$/m);
+
+    // SIGTERM: each worker stops cleanly with nothing to hand back.
+    for (const w of workers) w.child.kill("SIGTERM");
+    expect(await Promise.all(workers.map((w) => w.exited))).toEqual([0, 0, 0]);
+  });
+
+  it("a worker killed mid-run (SIGKILL) loses its lease; another resumes the run from the journal without repeating the tool", async () => {
+    const url = await postgres.createDatabase("kill");
+    const effects = join(tempDir("effects-"), "effects.log");
+    let stalled = false;
+    const model = await startOpenAIServer({
+      respond: (body): Reply => {
+        if (toolMessages(body) === 0) return { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] };
+        // The first worker never hears back after its tool ran: it is killed while it waits.
+        if (!stalled) {
+          stalled = true;
+          return { ...answer("too late"), delay_ms: 60_000 };
+        }
+        return answer(`done ${tagOf(body)}`);
+      },
+    });
+    servers.push(model);
+    const team = recordingTeam(model.url, effects);
+    const server = await serve(team, url);
+    const first = await worker(team, url);
+
+    const response = await authedFetch(server.token)(`${server.url}/v1/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: "Please record job-kill." }),
+    });
+    const streamed = readSse(response);
+    // The tool ran and the second model call is waiting: kill the worker that holds the run.
+    await waitFor("the tool's side effect", () => lines(effects).length === 1 || undefined);
+    await waitFor("the second model request", () => model.chatRequests.length === 2 || undefined);
+    const [held] = await requests(url);
+    expect(held?.state).toBe("running");
+    expect(held?.worker_id).toContain(`-${first.child.pid}-`);
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    const second = await worker(team, url);
+    const events = await streamed;
+    expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", result_type: "answer", answer: "done job-kill" });
+    expect(events.filter((e) => e.event === "run.resumed")).toHaveLength(1);
+    // The tool's result came from the journal: its side effect happened once.
+    expect(lines(effects)).toEqual(["job-kill"]);
+    expect(events.filter((e) => e.event === "tool.finished")).toHaveLength(1);
+    expect(second.log()).toMatch(/resuming run \S+ \(attempt 2\)/);
+    const [row] = await requests(url);
+    expect(row).toMatchObject({ state: "done", attempts: 2 });
+    expect(row?.worker_id).toContain(`-${second.child.pid}-`);
+  });
+
+  it("a Plan Tool race across worker processes loses no update", async () => {
+    const url = await postgres.createDatabase("race");
+    const store = await createStore(url);
+    const n = 16;
+    const planId = "race-plan";
+    try {
+      expect((await store.planTool().createPlan(planId, wideWorkflow(n))).ok).toBe(true);
+    } finally {
+      await store.close();
+    }
+    const effects = join(tempDir("effects-"), "effects.log");
+    // Each run moves its own task through inprogress to completed, all runs at once on three workers.
+    const model = await startOpenAIServer({
+      respond: (body): Reply => {
+        const task = `t${/job-(\d+)/.exec(JSON.stringify(body.messages))?.[1] ?? "0"}`;
+        const done = toolMessages(body);
+        if (done === 0) return { content: null, tool_calls: [{ name: "update_task_status", arguments: { plan_id: planId, task_id: task, status: "inprogress" } }], delay_ms: 20 };
+        if (done === 1) return { content: null, tool_calls: [{ name: "update_task_status", arguments: { plan_id: planId, task_id: task, status: "completed", result_summary: `done ${task}` } }] };
+        return answer(`finished ${task}`);
+      },
+    });
+    servers.push(model);
+    const team = recordingTeam(model.url, effects, "[update_task_status]");
+    const server = await serve(team, url);
+    await Promise.all([worker(team, url), worker(team, url), worker(team, url)]);
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => post(server, `Work on job-${i + 1}.`)));
+    for (const r of results) expect(r.events.at(-1)?.data).toMatchObject({ result_type: "answer" });
+
+    const check = await createStore(url);
+    try {
+      const plan = await check.planTool().get_plan_structure(planId);
+      expect(plan?.status).toBe("completed");
+      expect(plan?.revision).toBe(2 * n);
+      const tasks = plan?.steps.flatMap((s) => s.tasks) ?? [];
+      expect(tasks.map((t) => `${t.task_id} ${t.status} ${t.result_summary}`).sort()).toEqual(
+        Array.from({ length: n }, (_, i) => `t${i + 1} completed done t${i + 1}`).sort(),
+      );
+    } finally {
+      await check.close();
+    }
+  });
+
+  it("refuses a worker without a PostgreSQL store, and a store that does not answer, in one line", async () => {
+    const team = join(ROOT, "teams", "circle-react.yaml");
+    const none = start(["worker", team]);
+    expect(await none.exited).toBe(2);
+    expect(none.log()).toMatch(/^runtime worker: a worker takes runs from PostgreSQL: give --store/);
+    const dead = start(["worker", team, "--store", `postgres://u:pw-secret@127.0.0.1:${postgres.port + 7}/x`]);
+    expect(await dead.exited).toBe(1);
+    expect(dead.log().trim().split("\n")).toHaveLength(1);
+    expect(dead.log()).toContain("cannot open the store (postgres://u:***@127.0.0.1");
+    expect(dead.log()).not.toContain("pw-secret");
+  });
+});
