@@ -1,7 +1,7 @@
 /** The library: load a team file, run it, consume its events. The CLI is a thin shell over this. */
 export { loadTeam } from "./config/load.js";
 export { runTeam, type RunOptions, type RunResult, type TeamRun } from "./engine/run-team.js";
-export { resumeRun, replayRun, decideApprovals, type ResumeOptions, type ReplayOptions, type Decided } from "./engine/resume.js";
+export { resumeRun, resumeStoredRun, replayRun, decideApprovals, decideApprovalsIn, type ResumeOptions, type ReplayOptions, type Decided } from "./engine/resume.js";
 export type { Approver, Decision } from "./engine/approvals.js";
 export type * from "./config/types.js";
 export type * from "./events/types.js";
@@ -13,3 +13,7 @@ export type { AgentContext, AgentResult, AgentRunner, ToolBox } from "./kinds/ty
 export { startTelemetry, telemetryRequested, type Telemetry, type TelemetryOptions } from "./telemetry/telemetry.js";
 export { RuntimeError, ConfigError, type ConfigProblem, type ErrorCode } from "./errors.js";
 export { machineToMermaid } from "./graph/mermaid.js";
+export { createStore, type StoreOptions } from "./store/create.js";
+export type { Store } from "./store/store.js";
+export type { RunStore, RunQuery } from "./store/run-store.js";
+export { startWorker, type RunWorker, type WorkerOptions } from "./queue/start.js";

@@ -9,9 +9,11 @@ import { SessionStore } from "../kinds/plan-and-solve/session-store.js";
 import { openPlanTool } from "../plan/plan-tool.js";
 import { sqliteRunStore } from "./run-store.js";
 import type { Store } from "./store.js";
-import { isPostgresUrl } from "./postgres/connect.js";
 
-export { isPostgresUrl } from "./postgres/connect.js";
+/** Whether `location` names a PostgreSQL database rather than a directory. */
+export function isPostgresUrl(location: string | undefined): location is string {
+  return location !== undefined && /^postgres(ql)?:\/\//i.test(location);
+}
 
 export interface StoreOptions {
   /** PostgreSQL connections this process may hold. @default 10 */

@@ -31,7 +31,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
   "index.ts": ANYTHING, // the library entry: re-exports from everywhere
   cli: ["server", "queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
-  server: ["queue", "store", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  server: ["queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   queue: ["store", "telemetry", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
   store: ["kinds", "plan", "trace", "events", ...LEAVES], // where runs are kept: SQLite files or PostgreSQL
   engine: ["kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],

@@ -13,7 +13,7 @@ import { runTeam } from "../../src/engine/run-team.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { createStore } from "../../src/store/create.js";
 import type { Store } from "../../src/store/store.js";
-import { ROOT } from "../support/cli.js";
+import { ROOT, runCli } from "../support/cli.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
@@ -104,6 +104,24 @@ describe("the example teams on PostgreSQL", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("runtime exec --store and runtime trace --store: a run kept in PostgreSQL, printed as a tree", async () => {
+    const url = await postgres.createDatabase("cli");
+    const exec = await runCli(["exec", "teams/circle-react.yaml", CIRCLE, "--store", url, "--no-progress"]);
+    expect(exec.code).toBe(0);
+    expect(exec.stdout).toContain("78.54");
+    const list = await runCli(["trace", "--store", url, "--json"]);
+    const [run] = list.stdout.trim().split("\n").map((l) => JSON.parse(l) as { task_id: string; result_type: string });
+    expect(run?.result_type).toBe("answer");
+    const tree = await runCli(["trace", run!.task_id.slice(0, 8), "--store", url]);
+    expect(tree.code).toBe(0);
+    expect(tree.stdout).toMatch(/calculator/);
+    const missing = await runCli(["trace", "nope", "--store", url]);
+    expect(missing.code).toBe(1);
+    const bad = await runCli(["trace", "--store", "mysql://x"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--store must be a postgres:// URL");
   });
 
   it("a store that cannot be reached is a one-line error naming it without its password", async () => {

@@ -239,6 +239,67 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     expect(row?.worker_id).toContain(`-${second.child.pid}-`);
   });
 
+  it("SIGTERM: a worker lets a short run finish, and hands a long one back for another worker to resume", async () => {
+    const url = await postgres.createDatabase("term");
+    const effects = join(tempDir("effects-"), "effects.log");
+    const model = await startOpenAIServer({
+      respond: (body): Reply => {
+        const tag = tagOf(body);
+        if (toolMessages(body) === 0) return { content: null, tool_calls: [{ name: "record", arguments: { tag } }] };
+        // The long job's answer takes longer than the grace period, the first time it is asked for.
+        const slow = tag === "job-long" && model.chatRequests.filter((r) => tagOf(r.body as ChatBody) === "job-long").length <= 2;
+        return { ...answer(`done ${tag}`), delay_ms: slow ? 5_000 : 300 };
+      },
+    });
+    servers.push(model);
+    const team = recordingTeam(model.url, effects);
+    const server = await serve(team, url);
+    const first = await worker(team, url, ["--grace-ms", "1500", "--port", "0", "--token", "metrics-token-0123456789"]);
+    const ops = /metrics on (http:\/\/[^\s(]+)/.exec(first.log())?.[1];
+    expect(ops).toBeDefined();
+    expect((await fetch(`${ops}/readyz`)).status).toBe(200);
+
+    const long = post(server, "Please record job-long.");
+    const short = post(server, "Please record job-short.");
+    await waitFor("both tools to run", () => lines(effects).length === 2 || undefined);
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    expect(first.log()).toMatch(/run \S+ answer/);
+    expect(first.log()).toMatch(/handed run \S+ back to the queue/);
+    expect((await short).events.at(-1)?.data).toMatchObject({ result_type: "answer", answer: "done job-short" });
+
+    const second = await worker(team, url);
+    const events = (await long).events;
+    expect(events.at(-1)?.data).toMatchObject({ result_type: "answer", answer: "done job-long" });
+    // The handed-back run ended once as interrupted, then went on from its journal elsewhere.
+    expect(events.filter((e) => e.event === "run.finished").map((e) => (e.data as { result_type: string }).result_type)).toEqual(["error", "answer"]);
+    expect(lines(effects).sort()).toEqual(["job-long", "job-short"]);
+    expect(second.log()).toMatch(/resuming run/);
+  });
+
+  it("a worker's metrics count its runs, model and tool latency and tokens, behind its token", async () => {
+    const url = await postgres.createDatabase("metrics");
+    const effects = join(tempDir("effects-"), "effects.log");
+    const model = await startOpenAIServer({
+      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer("done")),
+    });
+    servers.push(model);
+    const team = recordingTeam(model.url, effects);
+    const server = await serve(team, url);
+    const w = await worker(team, url, ["--port", "0", "--token", "metrics-token-0123456789"]);
+    const ops = /metrics on (http:\/\/[^\s(]+)/.exec(w.log())?.[1];
+    await post(server, "Please record job-m1.");
+    await post(server, "Please record job-m2.");
+    expect((await fetch(`${ops}/metrics`)).status).toBe(401);
+    const text = await (await fetch(`${ops}/metrics`, { headers: { authorization: "Bearer metrics-token-0123456789" } })).text();
+    expect(text).toMatch(/^runtime_runs_finished_total\{result="answer"\} 2$/m);
+    expect(text).toMatch(/^runtime_model_call_seconds_count\{model="m"\} 4$/m);
+    expect(text).toMatch(/^runtime_tool_call_seconds_count\{tool="record"\} 2$/m);
+    expect(text).toMatch(/^runtime_tokens_total\{kind="prompt"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^runtime_worker_runs_running 0$/m);
+    expect(text).not.toContain("metrics-token");
+  });
+
   it("a Plan Tool race across worker processes loses no update", async () => {
     const url = await postgres.createDatabase("race");
     const store = await createStore(url);

@@ -6,6 +6,8 @@ import { describeError } from "../../errors.js";
 import { loadTeamOrReport } from "../load-team.js";
 import type { RecordedReply } from "../../models/recorder.js";
 import { EXIT, type SetExit } from "../exit.js";
+import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
+import type { Store } from "../../store/store.js";
 
 interface ExecOptions {
   agent?: string;
@@ -16,6 +18,7 @@ interface ExecOptions {
   record?: string;
   session?: string;
   otel?: boolean;
+  store?: string;
 }
 
 /** `runtime exec FILE [INPUT...]`: run the entry agent (or --agent) and print the answer. */
@@ -31,6 +34,7 @@ export function registerExec(program: Command, setExit: SetExit): void {
     .option("--progress", "show live progress on stderr even when it is not a terminal")
     .option("--no-progress", "never show live progress")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
+    .option("--store <url>", STORE_OPTION_HELP)
     .option("--record <file>", "write what the models answered as a scripted-model file, to replay the run")
     .option("--session <id>", "session id: a follow-up in the same session continues its state")
     .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
@@ -53,6 +57,12 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     return fail(describeError(err), EXIT.USAGE);
   }
   if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
+  let url: string | undefined;
+  try {
+    url = storeUrl(opts.store);
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
   // Found out before the run, not after it has cost a model its tokens.
   if (opts.record) {
     const parent = dirname(resolve(opts.record));
@@ -73,16 +83,26 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
   if (opts.agent !== undefined && !team.agents[opts.agent]) {
     return fail(`unknown agent '${opts.agent}' (agents: ${Object.keys(team.agents).join(", ")})`, EXIT.USAGE);
   }
+  let store: Store | undefined;
+  if (url !== undefined) {
+    try {
+      store = await (await import("../../store/create.js")).createStore(url);
+    } catch (err) {
+      return fail(describeError(err), EXIT.RUN_ERROR);
+    }
+  }
   const recorded: RecordedReply[] = [];
   const status = await runAndReport("exec", opts, team, (base) =>
     runTeam(team, {
       ...base,
+      ...(store ? { store } : {}),
       input,
       ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
       ...(opts.session !== undefined ? { sessionId: opts.session } : {}),
       ...(opts.record ? { createClient: (config) => recordingClient(createChatClient(config), recorded) } : {}),
     }),
   );
+  await store?.close();
   if (opts.record) {
     try {
       await writeScript(opts.record, recorded);

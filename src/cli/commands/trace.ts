@@ -2,14 +2,17 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { RuntimeError, describeError } from "../../errors.js";
 import type { RunEvent } from "../../events/types.js";
-import type { RunSummary, TraceStore } from "../../trace/store.js";
+import type { RunSummary } from "../../trace/store.js";
 import { EXIT, type SetExit } from "../exit.js";
+import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
+import type { RunStore } from "../../store/run-store.js";
 
 interface TraceOptions {
   agent?: string;
   traceId?: string;
   json?: boolean;
   traceDir?: string;
+  store?: string;
   limit: string;
 }
 
@@ -23,6 +26,7 @@ export function registerTrace(program: Command, setExit: SetExit): void {
     .option("--trace-id <id>", "print the events of one recursion")
     .option("--json", "print raw events (or runs) as JSON lines")
     .option("--trace-dir <dir>", "where traces are stored (default: $RUNTIME_TRACE_DIR or .runtime)")
+    .option("--store <url>", STORE_OPTION_HELP)
     .option("--limit <n>", "how many runs to list", "20")
     .action(async (taskId: string | undefined, options: TraceOptions) => {
       try {
@@ -43,48 +47,48 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
   const limit = Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new RuntimeError("USAGE", `--limit must be a positive integer, got "${options.limit}"`);
 
-  // The store (better-sqlite3) and the views load only when the command runs, so `runtime --help` starts fast.
-  const [{ TraceStore }, { formatRunList, renderRunTree, renderTraceEvents }] = await Promise.all([
-    import("../../trace/store.js"),
-    import("../../trace/tree.js"),
-  ]);
-  const dir = resolve(options.traceDir ?? process.env["RUNTIME_TRACE_DIR"] ?? ".runtime");
-  const store = openForReading(TraceStore, dir);
+  const url = storeUrl(options.store);
+  // The store (better-sqlite3 or pg) and the views load only when the command runs, so `runtime --help` starts fast.
+  const { formatRunList, renderRunTree, renderTraceEvents } = await import("../../trace/tree.js");
+  const { store, close, dir } = await openForReading(url, options.traceDir);
   const color = process.stdout.isTTY === true && process.env["NO_COLOR"] === undefined;
   try {
     if (options.traceId !== undefined) {
-      const events = store.eventsOfTrace(options.traceId);
+      const events = await store.eventsOfTrace(options.traceId);
       if (events.length === 0) throw new RuntimeError("NOT_FOUND", `no events with trace_id ${options.traceId} in ${dir}`);
       return options.json ? jsonLines(events) : renderTraceEvents(events, { color });
     }
     if (taskId !== undefined) {
-      const events = eventsOfRun(store, taskId);
+      const events = await store.eventsOfTask(await store.resolveTaskId(taskId));
       return options.json ? jsonLines(events) : renderRunTree(events, { color });
     }
-    const runs: RunSummary[] =
-      options.agent !== undefined ? store.runsOfAgent(options.agent, { limit }) : store.listRuns({ limit });
+    const runs: RunSummary[] = await store.listRuns({ limit, ...(options.agent !== undefined ? { agent: options.agent } : {}) });
     if (runs.length === 0) {
       throw new RuntimeError("NOT_FOUND", options.agent !== undefined ? `no runs of agent ${options.agent} in ${dir}` : `no runs in ${dir}`);
     }
     return options.json ? jsonLines(runs) : formatRunList(runs, { color });
   } finally {
-    store.close();
+    await close();
   }
 }
 
-function openForReading(stores: typeof TraceStore, dir: string): TraceStore {
+/** The store to read: PostgreSQL at `url`, else the trace directory's SQLite file (which must exist). */
+async function openForReading(url: string | undefined, traceDir: string | undefined): Promise<{ store: RunStore; close(): Promise<void>; dir: string }> {
   try {
-    return stores.open(dir, { create: false });
+    if (url !== undefined) {
+      const { createStore } = await import("../../store/create.js");
+      const store = await createStore(url);
+      return { store: store.runs, close: () => store.close(), dir: store.location };
+    }
+    const [{ TraceStore }, { sqliteRunStore }] = await Promise.all([import("../../trace/store.js"), import("../../store/run-store.js")]);
+    const dir = resolve(traceDir ?? process.env["RUNTIME_TRACE_DIR"] ?? ".runtime");
+    const trace = TraceStore.open(dir, { create: false });
+    return { store: sqliteRunStore(trace), close: async () => trace.close(), dir };
   } catch (err) {
     // A store that cannot be read is "nothing found here", exit 1; a newer schema says so itself.
     if (err instanceof RuntimeError) throw new RuntimeError("NOT_FOUND", err.message, { cause: err });
     throw err;
   }
-}
-
-/** The events of the run whose task id is `given`, or else the one that starts with `given`. */
-function eventsOfRun(store: TraceStore, given: string): RunEvent[] {
-  return store.eventsOfTask(store.resolveTaskId(given));
 }
 
 function jsonLines(items: readonly (RunEvent | RunSummary)[]): string {

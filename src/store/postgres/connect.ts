@@ -19,11 +19,6 @@ export interface PoolOptions {
   statementTimeoutMs?: number;
 }
 
-/** Whether `location` names a PostgreSQL database rather than a directory. */
-export function isPostgresUrl(location: string | undefined): location is string {
-  return location !== undefined && /^postgres(ql)?:\/\//i.test(location);
-}
-
 /** The URL without its password (and without any query string, which may carry one). */
 export function safeUrl(url: string): string {
   try {
