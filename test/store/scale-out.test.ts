@@ -6,7 +6,7 @@
  * a line in a file (a side effect that must never happen twice).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -275,6 +275,41 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     expect(events.filter((e) => e.event === "run.finished").map((e) => (e.data as { result_type: string }).result_type)).toEqual(["error", "answer"]);
     expect(lines(effects).sort()).toEqual(["job-long", "job-short"]);
     expect(second.log()).toMatch(/resuming run/);
+  });
+
+  it("a queued run that pauses for an approval goes on, on a worker, once a person approves through any server", async () => {
+    const url = await postgres.createDatabase("approve");
+    const effects = join(tempDir("effects-"), "effects.log");
+    const model = await startOpenAIServer({
+      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer(`done ${tagOf(body)}`)),
+    });
+    servers.push(model);
+    const team = recordingTeam(model.url, effects);
+    const text = readFileSync(team, "utf8").replace("    env: { EFFECTS", "    approval: required\n    env: { EFFECTS");
+    writeFileSync(team, text);
+    const [a, b] = await Promise.all([serve(team, url), serve(team, url)]);
+    await worker(team, url);
+    const first = await post(a!, "Please record job-ask.");
+    expect(first.events.at(-1)?.data).toMatchObject({ result_type: "paused" });
+    expect(lines(effects)).toEqual([]);
+
+    const decided = await authedFetch(b!.token)(`${b!.url}/v1/runs/${first.task}/approvals`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ decision: "approve" }),
+    });
+    expect(decided.status).toBe(202);
+    expect(await decided.json()).toMatchObject({ resumed: true });
+    const rest = await authedFetch(b!.token)(`${b!.url}/v1/runs/${first.task}/events`, { headers: { "last-event-id": first.events.at(-1)!.id! } });
+    const events = parseSse(await rest.text());
+    expect(events[0]?.event).toBe("run.resumed");
+    expect(events.at(-1)?.data).toMatchObject({ result_type: "answer", answer: "done job-ask" });
+    expect(lines(effects)).toEqual(["job-ask"]);
+    // Resuming a run that is done and answered queues nothing new to run: its answer stands.
+    const again = await authedFetch(a!.token)(`${a!.url}/v1/runs/${first.task}/resume`, { method: "POST" });
+    expect(again.status).toBe(202);
+    await waitFor("the resumed run to be done again", async () => ((await requests(url))[0]?.state === "done" ? true : undefined));
+    expect(lines(effects)).toEqual(["job-ask"]);
   });
 
   it("a worker's metrics count its runs, model and tool latency and tokens, behind its token", async () => {
