@@ -30,6 +30,8 @@ export interface RunShared {
   journal: Journal;
   task_id: string;
   session_id: string;
+  /** The caller named the session (docs/sessions.md). */
+  inSession: boolean;
   trace_dir: string;
   /** Plans and todo sessions (the run's store, or the embedded ones under trace_dir). */
   stores: RunStores;
@@ -138,6 +140,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     scope,
     task_id: run.task_id,
     session_id: run.session_id,
+    inSession: run.inSession,
     signal,
     trace_dir: run.trace_dir,
     stores: run.stores,

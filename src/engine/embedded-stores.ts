@@ -1,5 +1,6 @@
 import type { RunStores } from "../kinds/types.js";
 import { SessionStore } from "../kinds/plan-and-solve/session-store.js";
+import { ConversationStore } from "../kinds/conversation-store.js";
 import { openPlanTool } from "../plan/plan-tool.js";
 
 /**
@@ -11,5 +12,6 @@ export function embeddedStores(traceDir: string): RunStores {
   return {
     planTool: () => openPlanTool(traceDir),
     todoSessions: () => new SessionStore(traceDir),
+    conversations: () => new ConversationStore(traceDir),
   };
 }

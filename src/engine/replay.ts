@@ -23,6 +23,8 @@ export interface RunRecord {
   session_id: string;
   /** Absolute path of the team file, when the run came from one. */
   team_file?: string;
+  /** The caller named the session: the run reads and extends its conversation (docs/sessions.md). */
+  in_session?: boolean;
 }
 
 /**

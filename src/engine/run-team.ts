@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
+import { redactString } from "../redact.js";
 import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage, ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
@@ -108,6 +109,20 @@ export interface Continued {
   decide?: (key: string, decision: Decision) => void;
 }
 
+/** Add an answered run to its session's conversation; a store that fails is a warning, not a failed run. */
+async function recordTurn(shared: RunShared, input: string, answer: string, now: () => Date): Promise<void> {
+  try {
+    const conversations = shared.stores.conversations();
+    try {
+      await conversations.append(shared.session_id, { task_id: shared.task_id, input, answer, ts: now().toISOString() });
+    } finally {
+      await conversations.close();
+    }
+  } catch (err) {
+    process.emitWarning(`cannot add run ${shared.task_id} to session ${shared.session_id}: ${describeError(err)}`, "SessionWarning");
+  }
+}
+
 /** Start a run, or go on with a stored one. */
 export function start(team: ResolvedTeam, options: RunOptions, continued?: Continued): TeamRun {
   const newId = options.newId ?? randomUUID;
@@ -160,7 +175,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   const budget = options.budget ?? team.budget;
   const session_id = options.sessionId ?? newId();
   const journal = new Journal(task_id, journalSink, secrets, now, continued?.replay);
-  if (!continued) journal.run({ input: options.input, agent: agentName, session_id, ...(team.file ? { team_file: team.file } : {}) });
+  const inSession = continued ? continued.replay.run?.in_session === true : options.sessionId !== undefined;
+  if (!continued) journal.run({ input: options.input, agent: agentName, session_id, ...(team.file ? { team_file: team.file } : {}), ...(inSession ? { in_session: true } : {}) });
   const decide =
     continued?.decide ??
     ((key: string, decision: Decision) => {
@@ -173,6 +189,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     journal,
     task_id,
     session_id,
+    inSession,
     trace_dir,
     stores: options.store ?? embeddedStores(trace_dir),
     client(config) {
@@ -197,7 +214,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   const result = (async (): Promise<RunResult> => {
     const scope = { agent_id: agentName };
     if (resuming) bus.emit({ type: "run.resumed", input: options.input, after_seq: continued?.afterSeq ?? 0 }, scope);
-    else bus.emit({ type: "run.started", input: options.input }, scope);
+    else bus.emit({ type: "run.started", input: options.input, ...(inSession ? { session_id } : {}) }, scope);
     const signal = options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal;
     let outcome: RunResult;
     if (traceError) {
@@ -227,6 +244,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage, ...(statement ? { budget: statement } : {}) }, scope));
     bus.close();
     const masked = event.type === "run.finished" ? event : { ...finished, usage };
+    // The session's conversation gains this turn (docs/sessions.md); a replay into a scratch store changes nothing.
+    if (inSession && masked.result_type === "answer" && continued?.replay.mode !== "offline") await recordTurn(shared, redactString(options.input, secrets), masked.answer ?? "", now);
     return {
       task_id,
       result_type: masked.result_type,

@@ -45,7 +45,12 @@ export interface EventBase {
 }
 
 export type RunEventBody =
-  | { type: "run.started"; input: string }
+  | {
+      type: "run.started";
+      input: string;
+      /** The conversation the run belongs to, when its caller named one (docs/sessions.md). */
+      session_id?: string;
+    }
   | { type: "agent.started"; kind: string; input: string }
   | { type: "agent.finished"; result_type: "answer" | "error"; answer?: string; error?: string; usage: Usage }
   | {

@@ -12,6 +12,7 @@ import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../mod
 import type { Tool, ToolBox } from "../tools/types.js";
 import type { PlanTool } from "../plan/plan-tool.js";
 import type { TodoSessions } from "./plan-and-solve/session-store.js";
+import type { Conversations } from "./conversation.js";
 
 export type { ToolBox } from "../tools/types.js";
 
@@ -71,6 +72,8 @@ export interface RunStores {
   planTool(): PlanTool;
   /** A handle on the todo sessions for one run; close it at the run's end. */
   todoSessions(): TodoSessions;
+  /** A handle on the conversations of sessions (docs/sessions.md); close it after use. */
+  conversations(): Conversations;
 }
 
 /** Services the engine offers one agent step. */
@@ -82,6 +85,8 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   readonly task_id: string;
   /** Conversation key: a follow-up in the same session continues its state (todo list). */
   readonly session_id: string;
+  /** The caller named the session: the conversation carries across runs (docs/sessions.md). */
+  readonly inSession: boolean;
   readonly signal: AbortSignal;
   /** Trace directory of the run (embedded stores live there). */
   readonly trace_dir: string;

@@ -141,13 +141,18 @@ export async function getRun(ctx: ApiContext, res: ServerResponse, taskId: strin
   sendJson(res, 200, { run, live: ctx.live.get(taskId) !== undefined || state === "queued" || state === "running", events });
 }
 
-/** `GET /v1/runs?agent=NAME&limit=N`: runs, newest first; with `agent`, the runs in which it ran at any depth. */
+/**
+ * `GET /v1/runs?agent=NAME&session=ID&limit=N`: runs, newest first; with
+ * `agent`, the runs in which it ran at any depth; with `session`, the runs of
+ * that conversation (docs/sessions.md).
+ */
 export async function listRuns(ctx: ApiContext, res: ServerResponse, query: URLSearchParams): Promise<void> {
   const limitText = query.get("limit") ?? "20";
   const limit = Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError(400, `limit must be an integer from 1 to 1000, got "${limitText}"`);
   const agent = query.get("agent");
-  const runs = await ctx.store.listRuns({ limit, ...(agent !== null ? { agent } : {}) });
+  const session = query.get("session");
+  const runs = await ctx.store.listRuns({ limit, ...(agent !== null ? { agent } : {}), ...(session !== null ? { session } : {}) });
   sendJson(res, 200, { runs });
 }
 

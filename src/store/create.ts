@@ -6,6 +6,7 @@
 import { resolve } from "node:path";
 import { TraceStore } from "../trace/store.js";
 import { SessionStore } from "../kinds/plan-and-solve/session-store.js";
+import { ConversationStore } from "../kinds/conversation-store.js";
 import { openPlanTool } from "../plan/plan-tool.js";
 import { sqliteRunStore } from "./run-store.js";
 import type { Store } from "./store.js";
@@ -37,6 +38,7 @@ function openEmbeddedStore(dir: string): Store {
     runs: sqliteRunStore(trace),
     planTool: () => openPlanTool(dir),
     todoSessions: () => new SessionStore(dir),
+    conversations: () => new ConversationStore(dir),
     ping: async () => {},
     close: async () => trace.close(),
   };

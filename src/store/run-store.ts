@@ -15,6 +15,8 @@ export type { ApprovalRecord, JournalEntry, RunSummary };
 export interface RunQuery {
   /** Runs in which this agent ran, as the entry agent or at any depth below it. */
   agent?: string;
+  /** Runs of this conversation (docs/sessions.md). */
+  session?: string;
   /** @default 20 */
   limit?: number;
 }
@@ -52,8 +54,17 @@ export function sqliteRunStore(trace: TraceStore): RunStore {
     eventsOfTask: async (taskId, afterSeq = 0) => trace.eventsOfTask(taskId).filter((e) => e.seq > afterSeq),
     eventsOfTrace: async (traceId) => trace.eventsOfTrace(traceId),
     run: async (taskId) => trace.run(taskId),
-    listRuns: async (query = {}) =>
-      query.agent !== undefined ? trace.runsOfAgent(query.agent, { limit: query.limit ?? 20 }) : trace.listRuns({ limit: query.limit ?? 20 }),
+    listRuns: async (query = {}) => {
+      const limit = query.limit ?? 20;
+      if (query.session !== undefined) {
+        // Both filters: the session's runs in which the agent ran.
+        const runs = trace.runsOfSession(query.session, { limit: query.agent !== undefined ? 1000 : limit });
+        if (query.agent === undefined) return runs;
+        const ofAgent = new Set(trace.runsOfAgent(query.agent, { limit: 100_000 }).map((r) => r.task_id));
+        return runs.filter((r) => ofAgent.has(r.task_id)).slice(0, limit);
+      }
+      return query.agent !== undefined ? trace.runsOfAgent(query.agent, { limit }) : trace.listRuns({ limit });
+    },
     resolveTaskId: async (given) => trace.resolveTaskId(given),
     close: async () => {},
   };

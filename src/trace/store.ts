@@ -144,6 +144,7 @@ export class TraceStore {
   private readonly upsertJournal: Database.Statement;
   private readonly reopenRun: Database.Statement;
   private readonly insertRunAgent: Database.Statement;
+  private readonly insertRunSession: Database.Statement;
   private closed = false;
 
   private constructor(
@@ -171,6 +172,7 @@ export class TraceStore {
     );
     this.reopenRun = db.prepare("UPDATE runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = ?");
     this.insertRunAgent = db.prepare("INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at) VALUES (@agent_id, @task_id, @ts)");
+    this.insertRunSession = db.prepare("INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at) VALUES (@session_id, @task_id, @ts)");
     // Bound so it can be handed to `EventBus.subscribe` as it is.
     this.append = this.append.bind(this);
   }
@@ -193,6 +195,7 @@ export class TraceStore {
       db.pragma("synchronous = NORMAL");
       migrate(db, file);
       indexAgents(db);
+      indexSessions(db);
       return new TraceStore(db, file);
     } catch (err) {
       db?.close();
@@ -242,6 +245,7 @@ export class TraceStore {
       this.insertRunAgent.run({ agent_id: safe.agent_id, task_id: safe.task_id, ts: safe.ts });
     } else if (safe.type === "run.started") {
       this.upsertStarted.run({ task_id: safe.task_id, agent_id: safe.agent_id, input: safe.input, ts: safe.ts });
+      if (safe.session_id !== undefined) this.insertRunSession.run({ session_id: safe.session_id, task_id: safe.task_id, ts: safe.ts });
     } else if (safe.type === "run.finished") {
       this.upsertFinished.run({
         task_id: safe.task_id,
@@ -339,6 +343,14 @@ export class TraceStore {
     return rows.map(toSummary);
   }
 
+  /** The runs of one conversation (docs/sessions.md), newest first. `limit` defaults to 20. */
+  runsOfSession(sessionId: string, options: { limit?: number } = {}): RunSummary[] {
+    const rows = this.db
+      .prepare("SELECT * FROM runs WHERE task_id IN (SELECT task_id FROM run_sessions WHERE session_id = ?) ORDER BY started_at DESC, task_id LIMIT ?")
+      .all(sessionId, options.limit ?? 20) as RunRow[];
+    return rows.map(toSummary);
+  }
+
   /** The most recent runs of any agent, newest first. `limit` defaults to 20. */
   listRuns(options: { limit?: number } = {}): RunSummary[] {
     const rows = this.db
@@ -374,6 +386,31 @@ function migrate(db: Database.Database, file: string): void {
   db.transaction(() => {
     db.exec(SCHEMA);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
+  })();
+}
+
+/** Version of the session index below; kept apart from schema_version so older stores gain it in place. */
+const SESSION_INDEX_VERSION = "1";
+
+/**
+ * Which runs belong to which conversation (`run.started.session_id`), for
+ * `runsOfSession` (docs/sessions.md). A store without it gets the table and
+ * is filled from the events it holds, once.
+ */
+function indexSessions(db: Database.Database): void {
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'session_index_version'").get() as { value: string } | undefined;
+  if (row?.value === SESSION_INDEX_VERSION) return;
+  db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS run_sessions (
+      session_id TEXT NOT NULL,
+      task_id TEXT NOT NULL,
+      started_at TEXT NOT NULL,
+      PRIMARY KEY (session_id, task_id)
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at)
+      SELECT json_extract(json, '$.session_id'), task_id, ts FROM events
+       WHERE type = 'run.started' AND json_extract(json, '$.session_id') IS NOT NULL;`);
+    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('session_index_version', ?)").run(SESSION_INDEX_VERSION);
   })();
 }
 

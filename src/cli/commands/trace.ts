@@ -9,6 +9,7 @@ import type { RunStore } from "../../store/run-store.js";
 
 interface TraceOptions {
   agent?: string;
+  session?: string;
   traceId?: string;
   json?: boolean;
   traceDir?: string;
@@ -23,6 +24,7 @@ export function registerTrace(program: Command, setExit: SetExit): void {
     .description("print a stored run as a tree, an agent's runs, one recursion's events, or the recent runs")
     .argument("[task_id]", "the run to print (a unique prefix is enough)")
     .option("--agent <name>", "list the runs in which this agent ran, as the entry agent or called at any depth")
+    .option("--session <id>", "list the runs of one conversation (exec --session, session_id of the server), newest first")
     .option("--trace-id <id>", "print the events of one recursion")
     .option("--json", "print raw events (or runs) as JSON lines")
     .option("--trace-dir <dir>", "where traces are stored (default: $RUNTIME_TRACE_DIR or .runtime)")
@@ -42,8 +44,8 @@ export function registerTrace(program: Command, setExit: SetExit): void {
 
 /** What `runtime trace` prints; throws RuntimeError NOT_FOUND (exit 1) or USAGE (exit 2). */
 async function traceCommand(taskId: string | undefined, options: TraceOptions): Promise<string> {
-  const chosen = [taskId !== undefined, options.agent !== undefined, options.traceId !== undefined].filter(Boolean);
-  if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME or --trace-id ID");
+  const chosen = [taskId !== undefined, options.agent !== undefined || options.session !== undefined, options.traceId !== undefined].filter(Boolean);
+  if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME / --session ID, or --trace-id ID");
   const limit = Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new RuntimeError("USAGE", `--limit must be a positive integer, got "${options.limit}"`);
 
@@ -62,9 +64,14 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
       const events = await store.eventsOfTask(await store.resolveTaskId(taskId));
       return options.json ? jsonLines(events) : renderRunTree(events, { color });
     }
-    const runs: RunSummary[] = await store.listRuns({ limit, ...(options.agent !== undefined ? { agent: options.agent } : {}) });
+    const runs: RunSummary[] = await store.listRuns({
+      limit,
+      ...(options.agent !== undefined ? { agent: options.agent } : {}),
+      ...(options.session !== undefined ? { session: options.session } : {}),
+    });
     if (runs.length === 0) {
-      throw new RuntimeError("NOT_FOUND", options.agent !== undefined ? `no runs of agent ${options.agent} in ${dir}` : `no runs in ${dir}`);
+      const of = [options.agent !== undefined ? `of agent ${options.agent}` : "", options.session !== undefined ? `in session ${options.session}` : ""].filter(Boolean).join(" ");
+      throw new RuntimeError("NOT_FOUND", `no runs ${of ? `${of} ` : ""}in ${dir}`);
     }
     return options.json ? jsonLines(runs) : formatRunList(runs, { color });
   } finally {

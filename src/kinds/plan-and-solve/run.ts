@@ -6,6 +6,7 @@ import type { AgentRunner } from "../types.js";
 import { planAndSolveImplementations } from "./actors.js";
 import { createEffects } from "./effects.js";
 import { planAndSolveMachine } from "./machine.js";
+import { requestWithHistory } from "../conversation.js";
 import { Memory } from "./memory.js";
 import { TodoLoopContext } from "./todo-context.js";
 import { todoTools } from "./todo-tools.js";
@@ -52,7 +53,8 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       input,
       template,
       todos,
-      memory: new Memory(input),
+      // In a named session, the request comes after the conversation so far (docs/sessions.md).
+      memory: new Memory(await requestWithHistory(ctx, input)),
       toolbox: ctx.tools(todoTools(todos, toolNames(ctx.team, agent))),
       thresholds: limits,
       round: (id) => {

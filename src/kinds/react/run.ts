@@ -8,6 +8,7 @@ import { reactMachine, type CallModelInput, type ReactPorts, type Understood } f
 import { answerFormat, parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState } from "./state.js";
 import { stepResult } from "../result.js";
+import { requestWithHistory } from "../conversation.js";
 
 /**
  * Run a `react` agent (seed 004). Each request holds exactly `[0]` the user's
@@ -22,6 +23,8 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   // A caller that expects a schema (a planner's Plan) gets it as structured output where the model takes it.
   const format = ctx.expects && toolbox.specs.length === 0 ? answerFormat(ctx.expects) : undefined;
   let planned = false;
+  // In a named session, the request comes after the conversation so far (docs/sessions.md).
+  const request = await requestWithHistory(ctx, input);
 
   /** The system prompt; a variable the template names but react does not give is a one-line error. */
   const render = (data: Record<string, unknown>): string => {
@@ -51,7 +54,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
       }),
     });
     const messages: ChatMessage[] = [
-      { role: "user", content: input },
+      { role: "user", content: request },
       { role: "system", content: system },
       ...history.map((r): ChatMessage => ({ role: "assistant", content: recordContent(r) })),
     ];

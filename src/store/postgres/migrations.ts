@@ -137,6 +137,32 @@ CREATE TABLE ${S}.todo_sessions (
   updated_at TEXT NOT NULL
 );`,
   },
+  {
+    version: 4,
+    name: "conversations: runs by session, their turns and summaries",
+    sql: `
+CREATE TABLE ${S}.run_sessions (
+  session_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  PRIMARY KEY (session_id, task_id)
+);
+CREATE TABLE ${S}.session_turns (
+  session_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  task_id TEXT NOT NULL,
+  input TEXT NOT NULL,
+  answer TEXT NOT NULL,
+  ts TEXT NOT NULL,
+  PRIMARY KEY (session_id, position)
+);
+CREATE TABLE ${S}.session_summaries (
+  session_id TEXT PRIMARY KEY,
+  summary TEXT NOT NULL,
+  through INTEGER NOT NULL,
+  updated_at TEXT NOT NULL
+);`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)?.version ?? 0;

@@ -86,6 +86,9 @@ export class PostgresRunStore implements RunStore {
            ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at`,
           [e.task_id, e.agent_id, e.input, e.ts],
         );
+        if (e.session_id !== undefined) {
+          await client.query(`INSERT INTO ${S}.run_sessions (session_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [e.session_id, e.task_id, e.ts]);
+        }
       } else if (e.type === "run.finished") {
         await client.query(
           `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at, finished_at, result_type, answer, error, usage_json)
@@ -142,16 +145,22 @@ export class PostgresRunStore implements RunStore {
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunSummary[]> {
-    const limit = query.limit ?? 20;
-    const rows =
-      query.agent !== undefined
-        ? await this.query<RunRow>(
-            "cannot list runs",
-            `SELECT * FROM ${S}.runs WHERE task_id IN (SELECT task_id FROM ${S}.run_agents WHERE agent_id = $1 UNION SELECT task_id FROM ${S}.runs WHERE agent_id = $1)
-             ORDER BY started_at DESC, task_id COLLATE "C" LIMIT $2`,
-            [query.agent, limit],
-          )
-        : await this.query<RunRow>("cannot list runs", `SELECT * FROM ${S}.runs ORDER BY started_at DESC, task_id COLLATE "C" LIMIT $1`, [limit]);
+    const params: unknown[] = [];
+    const where: string[] = [];
+    if (query.agent !== undefined) {
+      params.push(query.agent);
+      where.push(`task_id IN (SELECT task_id FROM ${S}.run_agents WHERE agent_id = $${params.length} UNION SELECT task_id FROM ${S}.runs WHERE agent_id = $${params.length})`);
+    }
+    if (query.session !== undefined) {
+      params.push(query.session);
+      where.push(`task_id IN (SELECT task_id FROM ${S}.run_sessions WHERE session_id = $${params.length})`);
+    }
+    params.push(query.limit ?? 20);
+    const rows = await this.query<RunRow>(
+      "cannot list runs",
+      `SELECT * FROM ${S}.runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY started_at DESC, task_id COLLATE "C" LIMIT $${params.length}`,
+      params,
+    );
     return rows.map(toSummary);
   }
 

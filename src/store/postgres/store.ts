@@ -9,6 +9,7 @@ import { migrate } from "./migrations.js";
 import { PostgresPlanStore } from "./plan-store.js";
 import { PostgresRunStore } from "./run-store.js";
 import { PostgresTodoSessions } from "./todo-sessions.js";
+import { PostgresConversations } from "./conversations.js";
 
 export async function openPostgresStore(url: string, options: { maxConnections?: number } = {}): Promise<Store> {
   const pool = createPool(url, options.maxConnections !== undefined ? { max: options.maxConnections } : {});
@@ -19,6 +20,7 @@ export async function openPostgresStore(url: string, options: { maxConnections?:
     throw storeError(url, "cannot open the store", err);
   }
   const planTool = new PlanTool(new PostgresPlanStore(pool, url));
+  const conversations = new PostgresConversations(pool, url);
   let closed: Promise<void> | undefined;
   return {
     kind: "postgres",
@@ -27,6 +29,7 @@ export async function openPostgresStore(url: string, options: { maxConnections?:
     runs: new PostgresRunStore(pool, url),
     planTool: () => planTool,
     todoSessions: () => new PostgresTodoSessions(pool, url),
+    conversations: () => conversations,
     ping: async () => {
       try {
         await pool.query("SELECT 1");

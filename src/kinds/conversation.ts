@@ -1,0 +1,91 @@
+/**
+ * Memory across turns (docs/sessions.md; seed 000 diagram 6, seed 002's
+ * Session): a run in a named session sees the session's earlier requests
+ * and answers, bounded. The newest turns are given whole up to a budget of
+ * characters; older ones are folded into a summary the agent's model writes
+ * once (prompts/conversation_summary.hbs) and the session keeps. What the
+ * run read is journalled (`ctx.remember`), so a resumed run sees what it saw.
+ */
+import type { ChatMessage } from "../models/types.js";
+import { defaultTemplate } from "../prompts/render.js";
+import type { AgentContext } from "./types.js";
+
+/** One finished run of a session: what was asked, what was answered. */
+export interface Turn {
+  task_id: string;
+  input: string;
+  answer: string;
+  ts: string;
+}
+
+/** A session's conversation as stored: turns [0, through) are in `summary`. */
+export interface ConversationState {
+  turns: Turn[];
+  summary: string;
+  through: number;
+}
+
+/** Where conversations are kept: SQLite (src/kinds/conversation-store.ts) or PostgreSQL. */
+export interface Conversations {
+  load(sessionId: string): ConversationState | Promise<ConversationState>;
+  append(sessionId: string, turn: Turn): void | Promise<void>;
+  saveSummary(sessionId: string, summary: string, through: number, now: Date): void | Promise<void>;
+  close(): void | Promise<void>;
+}
+
+/** Characters of earlier turns given whole; beyond them, older turns are summarised. */
+export const HISTORY_BUDGET_CHARS = 6_000;
+const SUMMARY_MAX_WORDS = 250;
+
+let withHistory: ((data: Record<string, unknown>) => string) | undefined;
+let summaryPrompt: ((data: Record<string, unknown>) => string) | undefined;
+
+/**
+ * The request as the agent's model should see it: `input` alone outside a
+ * named session or for an agent another one called; else with the
+ * session's earlier turns (and their summary) before it.
+ */
+export async function requestWithHistory(ctx: AgentContext, input: string): Promise<string> {
+  if (!ctx.inSession || ctx.scope.parent_step_id !== undefined) return input;
+  const stored = await ctx.remember("conversation", async (): Promise<ConversationState> => {
+    const store = ctx.stores.conversations();
+    try {
+      return await store.load(ctx.session_id);
+    } finally {
+      await store.close();
+    }
+  });
+  const kept = await summarised(ctx, stored);
+  if (kept.turns.length === 0 && !kept.summary) return input;
+  withHistory ??= defaultTemplate("conversation");
+  return withHistory({ summary: kept.summary, turns: kept.turns, input });
+}
+
+/** Turns beyond the budget folded into the summary, by one model call, saved for the session's next runs. */
+async function summarised(ctx: AgentContext, state: ConversationState): Promise<{ summary: string; turns: Turn[] }> {
+  const open = state.turns.slice(state.through);
+  let size = 0;
+  let keep = open.length;
+  while (keep > 0) {
+    const turn = open[keep - 1]!;
+    if (size + turn.input.length + turn.answer.length > HISTORY_BUDGET_CHARS) break;
+    size += turn.input.length + turn.answer.length;
+    keep--;
+  }
+  const fold = open.slice(0, keep);
+  if (fold.length === 0) return { summary: state.summary, turns: open };
+  summaryPrompt ??= defaultTemplate("conversation_summary");
+  const messages: ChatMessage[] = [{ role: "user", content: summaryPrompt({ summary: state.summary, turns: fold, max_words: SUMMARY_MAX_WORDS }) }];
+  const { reply } = await ctx.callModel({ messages });
+  const summary = (reply.content ?? "").trim();
+  const through = state.through + fold.length;
+  if (!ctx.replaying()) {
+    const store = ctx.stores.conversations();
+    try {
+      await store.saveSummary(ctx.session_id, summary, through, ctx.now());
+    } finally {
+      await store.close();
+    }
+  }
+  return { summary, turns: open.slice(keep) };
+}
