@@ -18,7 +18,7 @@ export interface Difference {
 export function compare(expect: Expectations, seen: Observed): Difference[] {
   const out: Difference[] = [];
   if (seen.result_type !== expect.result) {
-    const why = seen.result_type === "error" ? ` (${seen.error ?? "no error text"})` : seen.result_type === "answer" ? ` (${quote(seen.answer ?? "")})` : "";
+    const why = seen.result_type === "error" ? ` (${oneLine(seen.error ?? "no error text")})` : seen.result_type === "answer" ? ` (${quote(seen.answer ?? "")})` : "";
     out.push({ what: "result", expected: expect.result, actual: `${seen.result_type}${why}` });
   }
   if (expect.answer) out.push(...compareText("answer", expect.answer, seen.answer));
@@ -194,6 +194,11 @@ function describeValue(matcher: ValueMatcher): string {
 
 function show(value: unknown): string {
   return typeof value === "string" ? quote(value) : (JSON.stringify(value) ?? "undefined");
+}
+
+function oneLine(text: string): string {
+  const line = text.replace(/\s*\n\s*/g, " ");
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }
 
 /** A text as a report shows it: JSON-quoted, cut at 200 characters. */
