@@ -5,6 +5,7 @@
  * held against the run's events. With `record`, a case with a `recording`
  * runs on the team's models as configured (live) and its file is rewritten.
  */
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,7 +21,7 @@ import { scriptedClientFrom } from "../models/scripted-client.js";
 import type { ChatClient } from "../models/types.js";
 import { compare, type Difference } from "./expectations.js";
 import { observe } from "./observe.js";
-import { loadTestFile, type TestCase, type TestFile } from "./test-file.js";
+import { readTestFile, type TestCase, type TestFile } from "./test-file.js";
 
 /** A test file ready to run: its team loaded, its recordings read. */
 export interface PreparedFile {
@@ -71,16 +72,16 @@ export async function prepareTestFiles(files: string[], options: Pick<RunTestsOp
 }
 
 async function prepareOne(file: string, record: boolean): Promise<PreparedFile> {
-  const test = await loadTestFile(file);
+  const { test, problems } = await readTestFile(file);
   const { problemAt } = await import("./locate.js");
   let team: ResolvedTeam;
+  if (!existsSync(test.team)) throw new ConfigError([...problems, await problemAt(test.file, "/team", `team file ${test.team} not found`)]);
   try {
     team = await loadTeam(test.team);
   } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    throw new ConfigError([await problemAt(test.file, "/team", `cannot load the team: ${describeError(err)}`)]);
+    if (err instanceof ConfigError) throw new ConfigError([...problems, ...err.problems]);
+    throw new ConfigError([...problems, await problemAt(test.file, "/team", `cannot load the team: ${describeError(err)}`)]);
   }
-  const problems: ConfigProblem[] = [];
   const recordings = new Map<string, LoadedScript>();
   for (const [i, c] of test.cases.entries()) {
     if (c.agent !== undefined && !team.agents[c.agent]) {
@@ -97,7 +98,7 @@ async function prepareOne(file: string, record: boolean): Promise<PreparedFile> 
       else problems.push(...err.problems);
     }
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0) throw new ConfigError(problems.sort((a, b) => a.line - b.line || a.col - b.col));
   return { test, team, recordings };
 }
 
@@ -139,12 +140,15 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
     if (controller.signal.aborted) {
       return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: `to end within ${timeoutMs} ms`, actual: "stopped at the time limit" }] };
     }
+    const seen = observe(events);
     let rewritten: string | undefined;
-    if (live && c.replies.kind === "recording") {
+    // A live run that did not end as the case expects (a model that failed) keeps the old recording.
+    if (live && c.replies.kind === "recording" && seen.result_type === c.expect.result) {
       writeScript(c.replies.file, recorded);
       rewritten = c.replies.file;
     }
-    const differences = compare(c.expect, observe(events));
+    const differences = compare(c.expect, seen);
+    if (live && !rewritten) differences.push({ what: "recording", expected: `a ${c.expect.result} from the live run, to record`, actual: `${seen.result_type}; ${c.replies.kind === "recording" ? c.replies.file : ""} left as it was` });
     return { ...base, passed: differences.length === 0, ms: elapsed(started), differences, ...(rewritten ? { recorded: rewritten } : {}) };
   } catch (err) {
     return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: "to run", actual: describeError(err) }] };

@@ -69,6 +69,17 @@ export interface TestFile {
 
 /** Reads, checks and resolves a test file; throws a ConfigError listing every problem. */
 export async function loadTestFile(file: string): Promise<TestFile> {
+  const { test, problems } = await readTestFile(file);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return test;
+}
+
+/**
+ * `loadTestFile` for callers that check more (the runner: agents, recordings)
+ * and report everything at once: a file that cannot be read, parsed or fails
+ * the schema throws; later problems (a bad regex) come back with the file.
+ */
+export async function readTestFile(file: string): Promise<{ test: TestFile; problems: ConfigProblem[] }> {
   const fail = (message: string): never => {
     throw new ConfigError([{ file, line: 1, col: 1, path: "", message }]);
   };
@@ -87,7 +98,7 @@ export async function loadTestFile(file: string): Promise<TestFile> {
 }
 
 /** Parses test file text; `file` names it in problems and anchors its relative paths. */
-export function parseTestFile(text: string, file: string): TestFile {
+export function parseTestFile(text: string, file: string): { test: TestFile; problems: ConfigProblem[] } {
   // Test inputs and replies are taken as written: `${VAR}` is not replaced.
   const parsed = parseTeamText(text.replace(/^\uFEFF/, ""), file, {}, { interpolate: false, expected: "a mapping with version, team and cases" });
   if (parsed.problems.length > 0) throw new ConfigError(parsed.problems);
@@ -96,8 +107,7 @@ export function parseTestFile(text: string, file: string): TestFile {
   const raw = parsed.value as RawTestFile;
   const dir = dirname(resolve(file));
   const cases = raw.cases.map((c, i) => resolveCase(c, i, dir, parsed.source, problems));
-  if (problems.length > 0) throw new ConfigError(problems);
-  return { file, team: resolve(dir, raw.team), cases };
+  return { test: { file, team: resolve(dir, raw.team), cases }, problems };
 }
 
 interface RawTestFile {
