@@ -148,7 +148,7 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
       rewritten = c.replies.file;
     }
     const differences = compare(c.expect, seen);
-    if (live && !rewritten) differences.push({ what: "recording", expected: `a ${c.expect.result} from the live run, to record`, actual: `${seen.result_type}; ${c.replies.kind === "recording" ? c.replies.file : ""} left as it was` });
+    if (live && !rewritten) differences.push({ what: "recording", expected: `the live run to end with result ${c.expect.result}, to record it`, actual: `${seen.result_type}; ${c.replies.kind === "recording" ? c.replies.file : ""} left as it was` });
     return { ...base, passed: differences.length === 0, ms: elapsed(started), differences, ...(rewritten ? { recorded: rewritten } : {}) };
   } catch (err) {
     return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: "to run", actual: describeError(err) }] };
