@@ -4,10 +4,12 @@ import { registerApprove, registerResume } from "./commands/resume.js";
 import { registerDiff, registerReplay } from "./commands/replay.js";
 import { registerExec } from "./commands/exec.js";
 import { registerGraph } from "./commands/graph.js";
+import { registerInit } from "./commands/init.js";
 import { registerMcp } from "./commands/mcp.js";
 import { registerPlan } from "./commands/plan.js";
 import { registerSchema } from "./commands/schema.js";
 import { registerServe } from "./commands/serve.js";
+import { registerTest } from "./commands/test.js";
 import { registerTools } from "./commands/tools.js";
 import { registerTrace } from "./commands/trace.js";
 import { registerValidate } from "./commands/validate.js";
@@ -61,6 +63,8 @@ export async function main(argv: string[]): Promise<number> {
   registerWorker(program, setExit);
   registerTools(program, setExit);
   registerMcp(program, setExit);
+  registerInit(program, setExit);
+  registerTest(program, setExit);
 
   try {
     await program.parseAsync(argv);

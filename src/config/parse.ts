@@ -37,8 +37,17 @@ export interface Parsed {
   unset: UnsetVariable[];
 }
 
+/** How `parseTeamText` reads a file other than a team file (an agent test file, docs/testing.md). */
+export interface ParseOptions {
+  /** Replace `${VAR}` from `env`. @default true */
+  interpolate?: boolean;
+  /** What the top level must be, as messages say it. @default "a mapping with version, name, models and agents" */
+  expected?: string;
+}
+
 /** Parse team file text. Problems are returned, never thrown. */
-export function parseTeamText(text: string, file: string, env: Env): Parsed {
+export function parseTeamText(text: string, file: string, env: Env, options: ParseOptions = {}): Parsed {
+  const expected = options.expected ?? "a mapping with version, name, models and agents";
   const lines = new (yaml().LineCounter)();
   const source = new SourceMap(file, lines);
   const early = precheck(text, file);
@@ -73,14 +82,14 @@ export function parseTeamText(text: string, file: string, env: Env): Parsed {
     return { value: undefined, source, problems, unset: [] };
   }
 
-  const walker = new Walker(doc, source, env);
+  const walker = new Walker(doc, source, options.interpolate === false ? undefined : env);
   const value = walker.node(doc.contents, "", 0);
   if (doc.contents === null || value === null) {
-    problems.push({ file, line: 1, col: 1, path: "", message: "the file is empty: expected a mapping with version, name, models and agents" });
+    problems.push({ file, line: 1, col: 1, path: "", message: `the file is empty: expected ${expected}` });
   } else if (!yaml().isMap(doc.contents) && walker.problems.length === 0) {
     const { line, col } = lines.linePos(doc.contents.range?.[0] ?? 0);
     const got = Array.isArray(value) ? "a list" : `'${String(value)}'`;
-    problems.push({ file, line, col, path: "", message: `expected a mapping with version, name, models and agents, got ${got}` });
+    problems.push({ file, line, col, path: "", message: `expected ${expected}, got ${got}` });
   }
   return { value, source, problems: [...problems, ...walker.problems], unset: walker.unset };
 }
@@ -124,7 +133,8 @@ class Walker {
   constructor(
     private readonly doc: Document,
     private readonly source: SourceMap,
-    private readonly env: Env,
+    /** Undefined: `${VAR}` is kept as written. */
+    private readonly env: Env | undefined,
   ) {}
 
   node(node: unknown, pointer: string, depth: number): unknown {
@@ -196,6 +206,7 @@ class Walker {
 
   private scalar(value: unknown, pointer: string): unknown {
     if (typeof value === "string") {
+      if (this.env === undefined) return value;
       const result = interpolate(value, this.env);
       for (const name of result.missing) this.unset.push({ pointer, name });
       for (const text of result.malformed ?? []) {

@@ -30,10 +30,11 @@ const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts"];
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
   "index.ts": ANYTHING, // the library entry: re-exports from everywhere
-  cli: ["server", "queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  cli: ["testing", "server", "queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   server: ["queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   queue: ["store", "telemetry", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
   store: ["kinds", "plan", "trace", "events", ...LEAVES], // where runs are kept: SQLite files or PostgreSQL
+  testing: ["engine", "models", "events", "config", ...LEAVES], // runtime test: agent test files run through runTeam
   engine: ["kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   graph: ["kinds", "models", "tools", "plan", "prompts", "events", "config", ...LEAVES], // draws the kinds' machines
   kinds: ["models", "tools", "plan", "prompts", "events", "config", ...LEAVES],

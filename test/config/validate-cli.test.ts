@@ -73,7 +73,7 @@ describe("runtime validate on bad files", () => {
 
 describe("runtime validate on the example teams", () => {
   const teams = readdirSync("teams")
-    .filter((f) => f.endsWith(".yaml"))
+    .filter((f) => f.endsWith(".yaml") && !f.endsWith(".test.yaml")) // *.test.yaml are agent tests (docs/testing.md)
     .map((f) => `teams/${f}`)
     .sort();
 

@@ -1,0 +1,89 @@
+import { existsSync, statSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type { Command } from "commander";
+import { ConfigError, describeError, formatProblem } from "../../errors.js";
+import type { CaseResult } from "../../testing/runner.js";
+import { EXIT, type SetExit } from "../exit.js";
+
+interface TestOptions {
+  junit?: string;
+  record?: boolean;
+  timeout?: string;
+}
+
+/** `runtime test [PATH...]`: run agent test files (docs/testing.md) like a test runner. */
+export function registerTest(program: Command, setExit: SetExit): void {
+  program
+    .command("test")
+    .description("run agent tests (*.test.yaml, docs/testing.md) offline on scripted replies; exit 0 all pass, 1 any failure, 2 bad usage or an invalid test file")
+    .argument("[paths...]", "test files or folders (default: every *.test.yaml under the working directory, node_modules skipped)")
+    .option("--junit <file>", "also write the results as JUnit XML")
+    .option("--record", "run the cases that have a recording on the team's models as configured (live) and rewrite their recordings")
+    .option("--timeout <ms>", "stop and fail a case that runs longer (default 120000)")
+    .action(async (paths: string[], opts: TestOptions) => {
+      setExit(await test(paths, opts));
+    });
+}
+
+async function test(paths: string[], opts: TestOptions): Promise<number> {
+  const started = performance.now();
+  const fail = (message: string) => {
+    process.stderr.write(`runtime test: ${message}\n`);
+    return EXIT.USAGE;
+  };
+  const timeout = opts.timeout === undefined ? undefined : Number(opts.timeout);
+  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) return fail(`--timeout must be a positive whole number of milliseconds, not '${opts.timeout}'`);
+  if (opts.junit) {
+    const parent = dirname(resolve(opts.junit));
+    if (!existsSync(parent) || !statSync(parent).isDirectory()) return fail(`cannot write --junit ${opts.junit}: directory ${parent} does not exist`);
+  }
+  // The runner (and with it the engine) is loaded only when this command runs.
+  const [{ findTestFiles }, { prepareTestFiles, runTests }, { format }] = await Promise.all([
+    import("../../testing/discover.js"),
+    import("../../testing/runner.js"),
+    import("../../testing/expectations.js"),
+  ]);
+  let files: string[];
+  try {
+    files = await findTestFiles(paths);
+  } catch (err) {
+    return fail(describeError(err));
+  }
+  if (files.length === 0) return fail(`no test files (*.test.yaml) under ${paths.length > 0 ? paths.join(", ") : "the working directory"}`);
+
+  let prepared;
+  try {
+    prepared = await prepareTestFiles(files, { record: opts.record === true });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) return fail(describeError(err));
+    process.stderr.write(err.problems.map((p) => `${formatProblem(p)}\n`).join(""));
+    return EXIT.USAGE;
+  }
+
+  let current: string | undefined;
+  const show = (r: CaseResult) => {
+    if (r.file !== current) {
+      current = r.file;
+      process.stdout.write(`${r.file}\n`);
+    }
+    process.stdout.write(`  ${r.passed ? "✓" : "✗"} ${r.name} (${r.ms} ms)${r.recorded ? ` — recorded ${r.recorded}` : ""}\n`);
+    for (const d of r.differences) process.stdout.write(`      ${format(d)}\n`);
+  };
+  const results = await runTests(prepared, { record: opts.record === true, onCase: show, ...(timeout !== undefined ? { caseTimeoutMs: timeout } : {}) });
+  const ms = Math.round(performance.now() - started);
+  const failed = results.filter((r) => !r.passed);
+  if (failed.length > 0) {
+    process.stdout.write(`\nFailed:\n${failed.map((r) => `  ${r.file}:${r.line} ${r.name}\n`).join("")}`);
+  }
+  process.stdout.write(`\n${results.length - failed.length} passed, ${failed.length} failed (${ms} ms)\n`);
+  if (opts.junit) {
+    const { junitXml } = await import("../../testing/junit.js");
+    try {
+      writeFileSync(opts.junit, junitXml(results, ms), "utf8");
+    } catch (err) {
+      process.stderr.write(`runtime test: cannot write ${opts.junit}: ${describeError(err)}\n`);
+      return EXIT.RUN_ERROR;
+    }
+  }
+  return failed.length > 0 ? EXIT.RUN_ERROR : EXIT.OK;
+}

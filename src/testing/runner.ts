@@ -1,0 +1,189 @@
+/**
+ * Runs agent test files (docs/testing.md) in-process through `runTeam`: each
+ * case on a scripted model fed from its replies or its recording (no network,
+ * no key), in a fresh temporary trace directory, then its expectations are
+ * held against the run's events. With `record`, a case with a `recording`
+ * runs on the team's models as configured (live) and its file is rewritten.
+ */
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadTeam } from "../config/load.js";
+import type { ModelConfig, ResolvedTeam } from "../config/types.js";
+import { runTeam } from "../engine/run-team.js";
+import { ConfigError, describeError, type ConfigProblem } from "../errors.js";
+import type { RunEvent } from "../events/types.js";
+import { createChatClient } from "../models/factory.js";
+import { recordingClient, type RecordedReply } from "../models/recorder.js";
+import { loadScript, writeScript, type LoadedScript } from "../models/script-format.js";
+import { scriptedClientFrom } from "../models/scripted-client.js";
+import type { ChatClient } from "../models/types.js";
+import { compare, type Difference } from "./expectations.js";
+import { observe } from "./observe.js";
+import { readTestFile, type TestCase, type TestFile } from "./test-file.js";
+
+/** A test file ready to run: its team loaded, its recordings read. */
+export interface PreparedFile {
+  test: TestFile;
+  team: ResolvedTeam;
+  /** Loaded recordings by absolute path (none in record mode). */
+  recordings: Map<string, LoadedScript>;
+}
+
+export interface CaseResult {
+  file: string;
+  name: string;
+  /** Line of the case in its file. */
+  line: number;
+  passed: boolean;
+  ms: number;
+  differences: Difference[];
+  /** The recording this case rewrote (record mode). */
+  recorded?: string;
+}
+
+export interface RunTestsOptions {
+  /** Run `recording` cases on the team's live models and rewrite their files. @default false */
+  record?: boolean;
+  /** A case that runs longer is stopped and fails. @default 120000 */
+  caseTimeoutMs?: number;
+  /** Told of each case as it finishes. */
+  onCase?: (result: CaseResult) => void;
+}
+
+/**
+ * Reads every test file, its team and its recordings; throws a ConfigError
+ * with every problem of every file, so nothing runs when one is wrong.
+ */
+export async function prepareTestFiles(files: string[], options: Pick<RunTestsOptions, "record"> = {}): Promise<PreparedFile[]> {
+  const problems: ConfigProblem[] = [];
+  const prepared: PreparedFile[] = [];
+  for (const file of files) {
+    try {
+      prepared.push(await prepareOne(file, options.record === true));
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return prepared;
+}
+
+async function prepareOne(file: string, record: boolean): Promise<PreparedFile> {
+  const { test, problems } = await readTestFile(file);
+  const { problemAt } = await import("./locate.js");
+  let team: ResolvedTeam;
+  if (!existsSync(test.team)) throw new ConfigError([...problems, await problemAt(test.file, "/team", `team file ${test.team} not found`)]);
+  try {
+    team = await loadTeam(test.team);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError([...problems, ...err.problems]);
+    throw new ConfigError([...problems, await problemAt(test.file, "/team", `cannot load the team: ${describeError(err)}`)]);
+  }
+  const recordings = new Map<string, LoadedScript>();
+  for (const [i, c] of test.cases.entries()) {
+    if (c.agent !== undefined && !team.agents[c.agent]) {
+      problems.push(await problemAt(test.file, `/cases/${i}/agent`, `unknown agent '${c.agent}' (agents: ${Object.keys(team.agents).join(", ")})`));
+    }
+    if (c.replies.kind !== "recording" || record || recordings.has(c.replies.file)) continue;
+    try {
+      recordings.set(c.replies.file, loadScript(c.replies.file));
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      // A missing recording is the test file's mistake: say where it names it.
+      const missing = err.problems.find((p) => /cannot read the script \(ENOENT\)/.test(p.message));
+      if (missing) problems.push(await problemAt(test.file, `/cases/${i}/recording`, `recording ${c.replies.file} not found (make it with runtime exec --record FILE, or runtime test --record)`));
+      else problems.push(...err.problems);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems.sort((a, b) => a.line - b.line || a.col - b.col));
+  return { test, team, recordings };
+}
+
+/** Runs every case of the prepared files, one after the other. */
+export async function runTests(prepared: PreparedFile[], options: RunTestsOptions = {}): Promise<CaseResult[]> {
+  const results: CaseResult[] = [];
+  for (const file of prepared) {
+    for (const c of file.test.cases) {
+      const result = await runCase(file, c, options);
+      results.push(result);
+      options.onCase?.(result);
+    }
+  }
+  return results;
+}
+
+/** Runs one case and compares; a case that cannot run fails with the reason as its difference. */
+export async function runCase(file: PreparedFile, c: TestCase, options: RunTestsOptions = {}): Promise<CaseResult> {
+  const started = performance.now();
+  const base = { file: file.test.file, name: c.name, line: c.line };
+  const live = options.record === true && c.replies.kind === "recording";
+  const recorded: RecordedReply[] = [];
+  const traceDir = await mkdtemp(join(tmpdir(), "runtime-test-"));
+  const controller = new AbortController();
+  const timeoutMs = options.caseTimeoutMs ?? 120_000;
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  try {
+    const createClient = live ? (config: ModelConfig) => recordingClient(createChatClient(config), recorded) : sharedScripted(scriptOf(file, c));
+    const events: RunEvent[] = [];
+    const run = runTeam(file.team, {
+      input: c.input,
+      ...(c.agent !== undefined ? { agent: c.agent } : {}),
+      traceDir,
+      signal: controller.signal,
+      sinks: [(e) => events.push(e)],
+      createClient,
+    });
+    await run.result;
+    if (controller.signal.aborted) {
+      return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: `to end within ${timeoutMs} ms`, actual: "stopped at the time limit" }] };
+    }
+    const seen = observe(events);
+    let rewritten: string | undefined;
+    // A live run that did not end as the case expects (a model that failed) keeps the old recording.
+    if (live && c.replies.kind === "recording" && seen.result_type === c.expect.result) {
+      writeScript(c.replies.file, recorded);
+      rewritten = c.replies.file;
+    }
+    const differences = compare(c.expect, seen);
+    if (live && !rewritten) differences.push({ what: "recording", expected: `the live run to end with result ${c.expect.result}, to record it`, actual: `${seen.result_type}; ${c.replies.kind === "recording" ? c.replies.file : ""} left as it was` });
+    return { ...base, passed: differences.length === 0, ms: elapsed(started), differences, ...(rewritten ? { recorded: rewritten } : {}) };
+  } catch (err) {
+    return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: "to run", actual: describeError(err) }] };
+  } finally {
+    clearTimeout(timer);
+    await rm(traceDir, { recursive: true, force: true });
+  }
+}
+
+/** The replies a case runs on: inline ones, or its recording. */
+function scriptOf(file: PreparedFile, c: TestCase): LoadedScript {
+  if (c.replies.kind === "recording") {
+    const script = file.recordings.get(c.replies.file);
+    if (!script) throw new Error(`recording ${c.replies.file} was not loaded`);
+    return script;
+  }
+  const replies = c.replies.replies;
+  // The regexes were checked when the file was read.
+  return { version: 1, replies, file: `${file.test.file} (case "${c.name}")`, patterns: replies.map((r) => (r.match === undefined ? undefined : new RegExp(r.match))) };
+}
+
+/**
+ * Every model of the team answers from one script, as a recording of the
+ * whole run was made: replies are picked by agent and `match`, whichever
+ * model the agent names. A fresh consumption per case.
+ */
+function sharedScripted(script: LoadedScript): (config: ModelConfig) => ChatClient {
+  const shared = scriptedClientFrom(script, { model: "scripted" });
+  return (config) => ({
+    model: config.model,
+    chat: (request) => shared.chat(request),
+    replayed: (request) => shared.replayed?.(request),
+  });
+}
+
+function elapsed(started: number): number {
+  return Math.round(performance.now() - started);
+}
