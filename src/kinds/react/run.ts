@@ -23,6 +23,8 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   // A caller that expects a schema (a planner's Plan) gets it as structured output where the model takes it.
   const format = ctx.expects && toolbox.specs.length === 0 ? answerFormat(ctx.expects) : undefined;
   let planned = false;
+  /** The steps of the latest plan, for the last report: an answer finishes them all. */
+  let lastPlan: string[] = [];
   // In a named session, the request comes after the conversation so far (docs/sessions.md).
   const request = await requestWithHistory(ctx, input);
 
@@ -81,11 +83,12 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
     callModel,
     runTools: ({ trace_id, calls }) => toolbox.run(calls, { trace_id }),
     startRecursion: ({ iteration, trace_id }) => ctx.emit({ type: "recursion.started", iteration }, { trace_id }),
-    // The plan follows the reply that made it.
+    // The plan follows the reply that made it; steps the model marked done are reported finished.
     announcePlan: ({ plan, trace_id }) => {
-      const steps = planSteps(plan);
-      ctx.emit(planned ? { type: "plan.updated", steps } : { type: "plan.created", steps }, { trace_id });
+      const { steps, finished } = planProgress(plan);
+      ctx.emit(planned ? { type: "plan.updated", steps, ...(finished > 0 ? { finished } : {}) } : { type: "plan.created", steps }, { trace_id });
       planned = true;
+      lastPlan = steps;
     },
   };
   const actor = createActor(reactMachine, {
@@ -95,13 +98,26 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   actor.start();
   actor.send({ type: "RUN" });
   const output = await toPromise(actor);
+  // The answer ends the plan: every step of it is finished (seed 004: the chat stream says which steps are done).
+  if (planned && output.result_type === "answer" && lastPlan.length > 0) ctx.emit({ type: "plan.updated", steps: lastPlan, finished: lastPlan.length });
   return stepResult(output, output.usage);
 };
 
-/** The steps of a numbered plan written as text ("1. ...\n2. ..."). */
+/** The steps of a numbered plan written as text ("1. ...\n2. ..."), without their done marks. */
 export function planSteps(plan: string): string[] {
-  return plan
+  return planProgress(plan).steps;
+}
+
+/** A done mark at the start of a step: `[x]`, `[done]`, `✓`, `✔`, `(done)`. */
+const DONE_MARK = /^(?:\[(?:x|X|done)\]|✓|✔|\(done\))\s*/;
+
+/** A plan's steps and how many of them are done: those marked done, counted from the first (seed 004's "steps eliminated"). */
+export function planProgress(plan: string): { steps: string[]; finished: number } {
+  const lines = plan
     .split("\n")
     .map((line) => line.replace(/^\s*(?:\d+[.)]|[-*•])\s*/, "").trim())
     .filter((line) => line.length > 0);
+  const done = lines.map((line) => DONE_MARK.test(line));
+  const finished = done.indexOf(false) === -1 ? done.length : done.indexOf(false);
+  return { steps: lines.map((line) => line.replace(DONE_MARK, "").trim()), finished };
 }
