@@ -10,7 +10,7 @@ import type { RunFollowers } from "../queue/follow.js";
 import type { RunQueue } from "../queue/run-queue.js";
 import { HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRun, LiveRuns } from "./live-runs.js";
-import { EventStream, lastEventId } from "./sse.js";
+import { EventStream, lastEventId, lastRunEventId } from "./sse.js";
 
 /** What the run endpoints share. */
 export interface ApiContext {
@@ -130,6 +130,60 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
   const stream = new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer);
   for (const event of events) if (event.seq > after && !(await stream.sendPaced(event))) return;
   stream.end();
+}
+
+/** How often a session's stream looks for new events of its runs. */
+const SESSION_POLL_MS = 250;
+
+/**
+ * `GET /v1/sessions/:session_id/events`: the events of every run of a
+ * conversation (docs/sessions.md), oldest run first, then those of its runs
+ * as they happen, whichever process runs them (read from the store), until
+ * the client leaves. Ids are `<task_id>:<seq>`; a reconnecting client's
+ * Last-Event-ID resumes after that event.
+ */
+export async function streamSession(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, sessionId: string): Promise<void> {
+  if (!/^[\w.:-]{1,128}$/.test(sessionId)) throw new HttpError(400, "a session id is 1-128 characters of letters, digits, '_', '-', '.', ':'");
+  const after = lastRunEventId(req.headers["last-event-id"]);
+  const stream = new EventStream(res, { "x-session-id": sessionId }, ctx.maxClientBuffer, "run");
+  /** Per run: the last seq sent; runs whose run.finished was sent while they were finished are left alone. */
+  const sent = new Map<string, number>();
+  const done = new Set<string>();
+  let first = true;
+  const tick = async (): Promise<boolean> => {
+    const runs = (await ctx.store.listRuns({ session: sessionId, limit: 1000 })).reverse();
+    if (first && after) {
+      // What the client had: every run before its last one, and that one up to its last event.
+      const at = runs.findIndex((r) => r.task_id === after.task_id);
+      runs.slice(0, Math.max(at, 0)).forEach((r) => sent.set(r.task_id, Number.MAX_SAFE_INTEGER));
+      if (at >= 0) sent.set(after.task_id, after.seq);
+    }
+    first = false;
+    for (const run of runs) {
+      if (run.finished_at === undefined) done.delete(run.task_id);
+      else if (done.has(run.task_id)) continue;
+      const last = sent.get(run.task_id) ?? 0;
+      if (last === Number.MAX_SAFE_INTEGER) continue;
+      for (const event of await ctx.store.eventsOfTask(run.task_id, last)) {
+        if (!(await stream.sendPaced(event))) return false;
+        sent.set(run.task_id, event.seq);
+        if (event.type === "run.finished" && run.finished_at !== undefined) done.add(run.task_id);
+      }
+    }
+    return stream.open;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  stream.onClose(() => clearTimeout(timer));
+  const loop = async (): Promise<void> => {
+    try {
+      if (!(await tick())) return;
+    } catch {
+      stream.end();
+      return;
+    }
+    if (stream.open) timer = setTimeout(() => void loop(), SESSION_POLL_MS);
+  };
+  await loop();
 }
 
 /** `GET /v1/runs/:task_id`: the run's summary and every event. */

@@ -17,7 +17,7 @@ import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
 import { MAX_CLIENT_BUFFER } from "./sse.js";
-import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, type ApiContext } from "./runs-api.js";
+import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, streamSession, type ApiContext } from "./runs-api.js";
 import { teamInfo } from "./team-info.js";
 import { teamSecrets } from "../engine/secrets.js";
 
@@ -173,6 +173,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return streamEvents(ctx, req, res, route.id);
       case "trace":
         return getTrace(ctx, res, route.id);
+      case "sessionEvents":
+        return streamSession(ctx, req, res, route.id);
       case "resumeRun":
         return resumeRunApi(ctx, req, res, route.id);
       case "approvals":
@@ -229,7 +231,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
 type Route =
   | { name: "page" | "script" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" }
-  | { name: "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals"; id: string };
+  | { name: "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals" | "sessionEvents"; id: string };
 
 /** Endpoints by method; a path known under another method answers 405. */
 const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[] = [
@@ -246,6 +248,7 @@ const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[
   { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/resume$/, route: (id) => ({ name: "resumeRun", id }) },
   { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/approvals$/, route: (id) => ({ name: "approvals", id }) },
   { method: "GET", pattern: /^\/v1\/traces\/([^/]{1,200})$/, route: (id) => ({ name: "trace", id }) },
+  { method: "GET", pattern: /^\/v1\/sessions\/([^/]{1,200})\/events$/, route: (id) => ({ name: "sessionEvents", id }) },
 ];
 
 function matchRoute(method: string, path: string): Route {

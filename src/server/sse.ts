@@ -29,6 +29,8 @@ export class EventStream {
     private readonly res: ServerResponse,
     headers: Record<string, string> = {},
     private readonly maxBuffer = MAX_CLIENT_BUFFER,
+    /** `run`: ids are `<task_id>:<seq>`, for a stream of several runs (a session's). @default seq alone */
+    private readonly ids: "seq" | "run" = "seq",
   ) {
     res.writeHead(200, {
       ...BASE_HEADERS,
@@ -55,7 +57,11 @@ export class EventStream {
   }
 
   send(event: RunEvent): void {
-    this.write(frame(event));
+    this.write(this.frame(event));
+  }
+
+  private frame(event: RunEvent): string {
+    return this.ids === "seq" ? frame(event) : `id: ${event.task_id}:${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`;
   }
 
   /**
@@ -66,7 +72,7 @@ export class EventStream {
    */
   async sendPaced(event: RunEvent): Promise<boolean> {
     if (this.ended) return false;
-    this.res.write(frame(event));
+    this.res.write(this.frame(event));
     if (this.res.writableLength > this.maxBuffer / 2) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -113,6 +119,13 @@ function frame(event: RunEvent): string {
     frames.set(event, text);
   }
   return text;
+}
+
+/** The `Last-Event-ID` of a stream of several runs (`<task_id>:<seq>`), if the client sent one. */
+export function lastRunEventId(header: string | string[] | undefined): { task_id: string; seq: number } | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  const match = value === undefined ? null : /^([^:\s]{1,200}):(\d{1,15})$/.exec(value);
+  return match ? { task_id: match[1]!, seq: Number(match[2]) } : undefined;
 }
 
 /** The `Last-Event-ID` a reconnecting client sent: the last `seq` it has, 0 when none or not a number. */
