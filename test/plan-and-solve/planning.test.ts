@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/events/types.js";
 import { reviewPlan } from "../../src/kinds/plan-and-solve/todo-tools.js";
@@ -57,6 +58,35 @@ describe("PLANNING is reviewed and comes first", () => {
     expect(reviews[1]).toMatchObject({ valid: true, problems: [] });
     // The rejected plan sent the model back to planning: its next request came from PLANNING.AnalyzeProblem.
     expect(toolMessage(bodies[1]!, "v1")).toContain("web_search, which you do not have");
+  });
+
+  it("with verify: model, validate_plan asks the model whether the plan covers the request, and a gap sends it back to planning", async () => {
+    const bodies: ChatBody[] = [];
+    const isReview = (body: ChatBody) => String(body.messages?.[0]?.content ?? "").startsWith("You review a plan");
+    let reviews = 0;
+    const server = await startOpenAIServer({
+      respond(body) {
+        bodies.push(body);
+        if (isReview(body)) {
+          reviews++;
+          const plan = String(body.messages?.[1]?.content ?? "").split("Plan:")[1] ?? "";
+          return { content: plan.includes("circumference") ? '{"verdict": "pass", "problems": []}' : '{"verdict": "fail", "problems": ["the circumference the user asked for is in no item"]}' };
+        }
+        const work = bodies.filter((b) => !isReview(b)).length - 1;
+        if (work === 0) return calls(call("p1", "write_todos", todos("Compute the area with the calculator")), call("v1", "validate_plan", {}));
+        if (work === 1) return calls(call("p2", "write_todos", todos("Compute the area with the calculator", "Compute the circumference with the calculator")), call("v2", "validate_plan", {}));
+        return calls(call("t", "terminate", { answer: "78.54 m² and 31.42 m" }));
+      },
+    });
+    servers.push(server);
+    const file = team(server.url);
+    writeFileSync(file, readFileSync(file, "utf8").replace("terminate]\n  other:", "terminate]\n    verify: model\n  other:"));
+    expect(readFileSync(file, "utf8")).toContain("verify: model");
+    const { events } = await runPlan(file, "Area and circumference of a circle of radius 5?");
+    const results = finished(events).filter((e) => e.tool === "validate_plan").map((e) => e.result as { valid: boolean; problems: string[] });
+    expect(results[0]).toEqual({ valid: false, problems: ["Coverage: the circumference the user asked for is in no item"], advice: "Fix these problems with write_todos, then continue." });
+    expect(results[1]).toMatchObject({ valid: true, problems: [] });
+    expect(reviews).toBe(2);
   });
 
   it("reminds a model that skips write_todos once, without running its tool; then lets it work", async () => {

@@ -7,6 +7,7 @@ import { planAndSolveImplementations } from "./actors.js";
 import { createEffects } from "./effects.js";
 import { planAndSolveMachine } from "./machine.js";
 import { requestWithHistory } from "../conversation.js";
+import { reviewCoverage } from "./verifier.js";
 import { Memory } from "./memory.js";
 import { TodoLoopContext } from "./todo-context.js";
 import { todoTools } from "./todo-tools.js";
@@ -55,7 +56,7 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       todos,
       // In a named session, the request comes after the conversation so far (docs/sessions.md).
       memory: new Memory(await requestWithHistory(ctx, input)),
-      toolbox: ctx.tools(todoTools(todos, toolNames(ctx.team, agent))),
+      toolbox: ctx.tools(todoTools(todos, toolNames(ctx.team, agent), agent.verify === "model" ? (items) => reviewCoverage(ctx, input, items) : undefined)),
       thresholds: limits,
       round: (id) => {
         trace_id = id;

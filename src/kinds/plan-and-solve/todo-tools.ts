@@ -26,7 +26,12 @@ export interface PlanReview {
  * the seed 002 name of `write_todos`. Refusals are thrown, so the tool layer
  * hands them to the model as the call's error.
  */
-export function todoTools(todos: TodoLoopContext, tools: ToolNames = { available: [], unavailable: [] }): Tool[] {
+export function todoTools(
+  todos: TodoLoopContext,
+  tools: ToolNames = { available: [], unavailable: [] },
+  /** A judge of whether the items cover the request (`verify: model`); its problems join the others. */
+  coverage?: (items: TodoItem[]) => Promise<string[]>,
+): Tool[] {
   const write = (name: string): Tool => ({
     name,
     description:
@@ -85,7 +90,12 @@ export function todoTools(todos: TodoLoopContext, tools: ToolNames = { available
       "Check the current todo list for problems (empty, too long, duplicates, items that are not actions, steps that need tools you do not have).",
     parameters: { type: "object", properties: {}, additionalProperties: false },
     ...TODO_LIMITS,
-    execute: async () => reviewPlan(todos.items, tools),
+    execute: async () => {
+      const review = reviewPlan(todos.items, tools);
+      // The model's judgement only on a list that passed the cheap checks.
+      const uncovered = review.valid && coverage ? await coverage(todos.items) : [];
+      return uncovered.length === 0 ? review : { valid: false, problems: uncovered, advice: "Fix these problems with write_todos, then continue." };
+    },
   };
 
   return [write("write_todos"), write("create_todo_list"), update, validate];

@@ -93,6 +93,38 @@ async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: 
   return { verdict: "unclear", problems: [`the verifier's reply is not a verdict: ${(reply.content ?? "").slice(0, 200)}`] };
 }
 
+const COVERAGE_INSTRUCTIONS =
+  "You review a plan (a todo list) before the work starts. You see the user's request and the plan's items. Check " +
+  "that doing every item answers the whole request: name each part of the request that no item covers, and each item " +
+  "that does not serve the request. Do not judge wording or style. Reply with JSON only: {\"verdict\": \"pass\" | " +
+  "\"fail\", \"problems\": [\"...\"]}; problems is empty when the verdict is pass.";
+
+/**
+ * validate_plan's review of coverage, with `verify: model`
+ * (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed): one model
+ * call (the agent's model or its `verifier`) judges whether the plan covers
+ * the request. Its problems, each prefixed "Coverage:", join the wording and
+ * feasibility ones; a reply that is no verdict is no problem (the answer is
+ * verified anyway).
+ */
+export async function reviewCoverage(ctx: AgentContext<PlanAndSolveAgentConfig>, question: string, items: readonly { index: number; content: string }[]): Promise<string[]> {
+  if (items.length === 0) return [];
+  const { reply } = await ctx.callModel({
+    model: ctx.agent.verifier,
+    response_format: { name: "verdict", schema: VERDICT_SCHEMA },
+    messages: [
+      { role: "system", content: COVERAGE_INSTRUCTIONS },
+      { role: "user", content: `Request:\n${question}\n\nPlan:\n${items.map((i) => `${i.index}. ${i.content}`).join("\n")}` },
+    ],
+    read: (r) => ({ action_type: "REVIEW_PLAN", ...(r.content ? { thought: r.content } : {}) }),
+  });
+  const read = parseJsonTolerant(reply.content ?? "", { accept: (v) => typeof v === "object" && v !== null && !Array.isArray(v) });
+  const parsed = read.ok ? (read.value as Record<string, unknown>) : undefined;
+  if (parsed?.verdict !== "fail") return [];
+  const problems = Array.isArray(parsed.problems) ? parsed.problems.filter((p): p is string => typeof p === "string" && p.trim() !== "") : [];
+  return (problems.length > 0 ? problems : ["the plan does not cover the request"]).map((p) => `Coverage: ${p}`);
+}
+
 function clipped(value: unknown): unknown {
   const text = JSON.stringify(value) ?? "";
   return text.length <= MAX_RESULT_CHARS ? value : `${text.slice(0, MAX_RESULT_CHARS)}… (cut)`;
