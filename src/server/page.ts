@@ -2,10 +2,12 @@ import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { BASE_HEADERS } from "./http.js";
 
-/** The page's files: one HTML file and one script, served from memory. */
+/** The page's files: one HTML file and two scripts, served from memory. */
 export interface PageFiles {
   html: string;
   script: string;
+  /** The tree and the timeline of a run (page/timeline.js), shared with `runtime trace --html`. */
+  timeline: string;
 }
 
 /**
@@ -20,6 +22,7 @@ export function loadPage(): PageFiles | undefined {
       return {
         html: readFileSync(new URL("index.html", dir), "utf8"),
         script: readFileSync(new URL("app.js", dir), "utf8"),
+        timeline: readFileSync(new URL("timeline.js", dir), "utf8"),
       };
     } catch {
       // try the next place

@@ -17,8 +17,18 @@ export interface RunQuery {
   agent?: string;
   /** Runs of this conversation (docs/sessions.md). */
   session?: string;
+  /** Runs that ended so (`answer`, `error`, `paused`), or are not finished (`running`: going on, or their process died). */
+  status?: RunStatus;
   /** @default 20 */
   limit?: number;
+}
+
+export type RunStatus = "answer" | "error" | "paused" | "running";
+export const RUN_STATUSES: readonly RunStatus[] = ["answer", "error", "paused", "running"];
+
+/** Whether a run's summary has `status`. */
+export function hasStatus(run: RunSummary, status: RunStatus): boolean {
+  return status === "running" ? run.finished_at === undefined : run.result_type === status;
 }
 
 export interface RunStore {
@@ -55,6 +65,12 @@ export function sqliteRunStore(trace: TraceStore): RunStore {
     eventsOfTrace: async (traceId) => trace.eventsOfTrace(traceId),
     run: async (taskId) => trace.run(taskId),
     listRuns: async (query = {}) => {
+      if (query.status !== undefined) {
+        // Filtered here: the embedded store's runs of one machine are few enough to read a thousand.
+        const { status, limit = 20, ...rest } = query;
+        const runs = await sqliteRunStore(trace).listRuns({ ...rest, limit: 1000 });
+        return runs.filter((r) => hasStatus(r, status)).slice(0, limit);
+      }
       const limit = query.limit ?? 20;
       if (query.session !== undefined) {
         // Both filters: the session's runs in which the agent ran.

@@ -14,6 +14,7 @@ interface TraceOptions {
   json?: boolean;
   traceDir?: string;
   store?: string;
+  html?: string;
   limit: string;
 }
 
@@ -27,6 +28,7 @@ export function registerTrace(program: Command, setExit: SetExit): void {
     .option("--session <id>", "list the runs of one conversation (exec --session, session_id of the server), newest first")
     .option("--trace-id <id>", "print the events of one recursion")
     .option("--json", "print raw events (or runs) as JSON lines")
+    .option("--html <file>", "write the run (TASK_ID) as one self-contained HTML file: its tree and timeline, to open offline or share")
     .option("--trace-dir <dir>", "where traces are stored (default: $RUNTIME_TRACE_DIR or .runtime)")
     .option("--store <url>", STORE_OPTION_HELP)
     .option("--limit <n>", "how many runs to list", "20")
@@ -46,6 +48,7 @@ export function registerTrace(program: Command, setExit: SetExit): void {
 async function traceCommand(taskId: string | undefined, options: TraceOptions): Promise<string> {
   const chosen = [taskId !== undefined, options.agent !== undefined || options.session !== undefined, options.traceId !== undefined].filter(Boolean);
   if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME / --session ID, or --trace-id ID");
+  if (options.html !== undefined && taskId === undefined) throw new RuntimeError("USAGE", "--html writes one run: give its TASK_ID");
   const limit = Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new RuntimeError("USAGE", `--limit must be a positive integer, got "${options.limit}"`);
 
@@ -62,6 +65,7 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
     }
     if (taskId !== undefined) {
       const events = await store.eventsOfTask(await store.resolveTaskId(taskId));
+      if (options.html !== undefined) return await writeHtml(options.html, events);
       return options.json ? jsonLines(events) : renderRunTree(events, { color });
     }
     const runs: RunSummary[] = await store.listRuns({
@@ -96,6 +100,16 @@ async function openForReading(url: string | undefined, traceDir: string | undefi
     if (err instanceof RuntimeError) throw new RuntimeError("NOT_FOUND", err.message, { cause: err });
     throw err;
   }
+}
+
+async function writeHtml(file: string, events: RunEvent[]): Promise<string> {
+  const [{ writeFile }, { traceHtml }] = await Promise.all([import("node:fs/promises"), import("../../server/trace-html.js")]);
+  try {
+    await writeFile(file, traceHtml(events));
+  } catch (err) {
+    throw new RuntimeError("USAGE", `cannot write ${file}: ${describeError(err)}`);
+  }
+  return `wrote ${file}: the run ${events[0]?.task_id ?? ""} (${events.length} events) as one HTML file\n`;
 }
 
 function jsonLines(items: readonly (RunEvent | RunSummary)[]): string {

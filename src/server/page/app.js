@@ -1,6 +1,9 @@
 // The live view of one run: start it (POST /v1/runs) or follow it (?task=ID),
-// read its Server-Sent Events and draw the plan, the todo list, the tool calls
-// and the answer. Every text from a model or a tool goes through textContent.
+// read its Server-Sent Events and draw the plan, the todo list, the tool calls,
+// the answer, the run's tree and its timeline; and the list of past runs.
+// Every text from a model or a tool goes through textContent.
+
+import { TIMELINE_CSS, buildTimeline, renderTimeline, renderTree } from "/timeline.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,7 +40,13 @@ function resetView() {
     // docs/durable-runs.md#approvals: calls waiting for a person, by approval id.
     approvals: new Map(),
     taskId: "",
+    /** The run the views show; events of any other are ignored. */
+    showing: "",
+    // Every event, for the tree and the timeline (redrawn at most a few times a second).
+    events: [],
   };
+  $("timeline").replaceChildren(el("p", "muted", "No model or tool calls yet."));
+  $("tree").replaceChildren(el("p", "muted", "Nothing yet."));
   $("plan").replaceChildren(el("li", "muted", "No plan yet."));
   $("plan-status").hidden = true;
   $("todos").replaceChildren(el("li", "muted", "No todo list yet."));
@@ -67,9 +76,13 @@ function showProgress(taskId) {
 // ---- applying events -------------------------------------------------------
 
 function apply(event) {
+  // Another run was opened meanwhile: the one still streaming goes on, out of view.
+  if (view.showing && event.task_id !== view.showing) return;
   if (event.seq <= view.lastSeq) return; // already shown (a replay after reconnecting)
   view.lastSeq = event.seq;
   view.taskId = event.task_id;
+  view.events.push(event);
+  scheduleTimeline();
   switch (event.type) {
     case "agent.started":
       view.agent = event.agent_id;
@@ -154,6 +167,63 @@ function apply(event) {
       break;
   }
   if (event.type !== "run.finished") showProgress(event.task_id);
+}
+
+let timelineTimer;
+/** Redraw the tree and the timeline soon (live runs send many events a second). */
+function scheduleTimeline() {
+  if (timelineTimer) return;
+  timelineTimer = setTimeout(() => {
+    timelineTimer = undefined;
+    renderTimeline($("timeline"), buildTimeline(view.events));
+    renderTree($("tree"), view.events);
+  }, 150);
+}
+
+// ---- the list of runs ---------------------------------------------------------
+
+const clock = (iso) => (iso ? new Date(iso).toLocaleString() : "");
+const seconds = (run) => (run.finished_at ? `${((Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000).toFixed(1)} s` : "");
+
+/** Fetch and draw the runs the filters ask for, newest first. */
+async function loadRuns() {
+  const query = new URLSearchParams({ limit: "50" });
+  for (const [name, id] of [["agent", "filter-agent"], ["status", "filter-status"], ["session", "filter-session"]]) {
+    const value = $(id).value.trim();
+    if (value) query.set(name, value);
+  }
+  const response = await fetch(`/v1/runs?${query}`);
+  if (!response.ok) return;
+  const { runs } = await response.json();
+  const rows = runs.map((run) => {
+    const status = run.result_type ?? "running";
+    const row = el(
+      "tr",
+      view.taskId === run.task_id ? "current" : "",
+      el("td", "", clock(run.started_at)),
+      el("td", "", run.agent_id),
+      el("td", `status-${status === "answer" ? "completed" : status === "running" ? "in_progress" : "failed"}`, status),
+      el("td", "input", clip(run.input, 200)),
+      el("td", "", seconds(run)),
+      el("td", "", run.usage ? String(run.usage.total_tokens) : ""),
+    );
+    row.dataset.task = run.task_id;
+    row.title = run.task_id;
+    row.addEventListener("click", () => void openRun(run.task_id));
+    return row;
+  });
+  $("runs").tBodies[0].replaceChildren(...(rows.length ? rows : [el("tr", "", el("td", "muted", "No runs."))]));
+}
+
+/** Show a past (or running) run in the views above. */
+async function openRun(taskId) {
+  // A run this page started goes on (closing its stream would cancel it); its events are no longer shown.
+  resetView();
+  view.showing = taskId;
+  history.replaceState(null, "", `?task=${encodeURIComponent(taskId)}`);
+  setStatus(`Loading task ${taskId}…`);
+  for (const row of $("runs").tBodies[0].rows) row.classList.toggle("current", row.dataset.task === taskId);
+  await follow(taskId).catch((err) => setStatus(`Error: ${err.message}`));
 }
 
 function acceptTodo(event) {
@@ -384,6 +454,8 @@ async function startRun(input, agent) {
     if (!response.ok) throw new Error(await errorText(response));
     const taskId = response.headers.get("x-task-id");
     if (taskId) history.replaceState(null, "", `?task=${encodeURIComponent(taskId)}`);
+    view.showing = taskId ?? "";
+    void loadRuns();
     await readStream(response, apply);
     if (!view.finished && taskId) await follow(taskId);
   } catch (err) {
@@ -391,12 +463,13 @@ async function startRun(input, agent) {
     else setStatus("Stopped; the run was cancelled and its trace kept.");
   } finally {
     busy(false);
+    void loadRuns();
   }
 }
 
 /** Show a stored or running run; reconnect with Last-Event-ID when the stream drops. */
 async function follow(taskId) {
-  for (let attempt = 0; attempt < 5 && !view.finished; attempt++) {
+  for (let attempt = 0; attempt < 5 && !view.finished && (!view.showing || view.showing === taskId); attempt++) {
     const response = await fetch(`/v1/runs/${encodeURIComponent(taskId)}/events`, {
       headers: view.lastSeq ? { "last-event-id": String(view.lastSeq) } : {},
     });
@@ -423,6 +496,13 @@ async function loadTeam() {
       return option;
     }),
   );
+  $("filter-agent").append(
+    ...team.agents.map((a) => {
+      const option = el("option", "", a.name);
+      option.value = a.name;
+      return option;
+    }),
+  );
 }
 
 $("ask").addEventListener("submit", (e) => {
@@ -434,9 +514,24 @@ $("input").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) $("ask").requestSubmit();
 });
 $("stop").addEventListener("click", () => controller?.abort());
+$("filter-agent").addEventListener("change", () => void loadRuns());
+$("filter-status").addEventListener("change", () => void loadRuns());
+$("filter-session").addEventListener("change", () => void loadRuns());
+$("run-filters").addEventListener("submit", (e) => {
+  e.preventDefault();
+  void loadRuns();
+});
 
+const style = document.createElement("style");
+style.textContent = TIMELINE_CSS;
+document.head.append(style);
 resetView();
 void loadTeam();
+void loadRuns();
+// Runs started elsewhere (another tab, the API) show up too.
+setInterval(() => {
+  if (!document.hidden) void loadRuns();
+}, 5000);
 const task = new URLSearchParams(location.search).get("task");
 if (task) {
   setStatus(`Loading task ${task}…`);

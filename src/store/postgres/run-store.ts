@@ -155,6 +155,11 @@ export class PostgresRunStore implements RunStore {
       params.push(query.session);
       where.push(`task_id IN (SELECT task_id FROM ${S}.run_sessions WHERE session_id = $${params.length})`);
     }
+    if (query.status === "running") where.push("finished_at IS NULL");
+    else if (query.status !== undefined) {
+      params.push(query.status);
+      where.push(`result_type = $${params.length}`);
+    }
     params.push(query.limit ?? 20);
     const rows = await this.query<RunRow>(
       "cannot list runs",

@@ -1,0 +1,62 @@
+/**
+ * One run as one self-contained HTML file (`runtime trace TASK_ID --html
+ * FILE`, docs/server.md#run-history): the tree and the timeline of the
+ * page, drawn by the page's own page/timeline.js inlined, from the run's
+ * events embedded as JSON. No request leaves the file: its Content Security
+ * Policy allows nothing but its own inline script and styles, and every
+ * text from a model, a tool or a user is drawn with textContent.
+ */
+import type { RunEvent } from "../events/types.js";
+import { RuntimeError } from "../errors.js";
+import { loadPage } from "./page.js";
+
+/** JSON safe inside a <script> element: no `</script`, no `<!--`, no line separators that end a JS string. */
+function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+}
+
+export function traceHtml(events: readonly RunEvent[]): string {
+  const page = loadPage();
+  if (!page) throw new RuntimeError("USAGE", "the page's files (src/server/page) are missing from this installation");
+  const taskId = events[0]?.task_id ?? "";
+  // The module's source, inlined; `</script` can only be inside its strings, where `<\/script` means the same.
+  const timeline = page.timeline.replace(/<\/script/gi, "<\\/script");
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>run ${taskId.replace(/[^\w-]/g, "")}</title>
+<link rel="icon" href="data:,">
+<style>
+  body { margin: 0 auto; max-width: 1200px; padding: 16px 20px; font: 14px/1.45 system-ui, sans-serif; color: #1d2330; }
+  h1 { font-size: 16px; } h2 { font-size: 12px; text-transform: uppercase; letter-spacing: .05em; color: #667085; }
+  .muted { color: #667085; } .done { color: #137333; white-space: pre-wrap; } .bad { color: #b42318; white-space: pre-wrap; }
+  #input { white-space: pre-wrap; }
+</style>
+</head>
+<body>
+<h1 id="title">run</h1>
+<p id="input" class="muted"></p>
+<h2>Timeline</h2>
+<div id="timeline"></div>
+<h2>Trace</h2>
+<div id="tree"></div>
+<script type="application/json" id="events">${scriptJson(events)}</script>
+<script type="module">
+${timeline}
+const events = JSON.parse(document.getElementById("events").textContent);
+const style = document.createElement("style");
+style.textContent = TIMELINE_CSS;
+document.head.append(style);
+const started = events.find((e) => e.type === "run.started" || e.type === "run.resumed");
+document.getElementById("title").textContent = \`run \${events[0]?.task_id ?? ""} · \${events[0]?.agent_id ?? ""} · \${events.length} events\`;
+document.getElementById("input").textContent = started?.input ?? "";
+renderTimeline(document.getElementById("timeline"), buildTimeline(events));
+renderTree(document.getElementById("tree"), events);
+</script>
+</body>
+</html>
+`;
+}
