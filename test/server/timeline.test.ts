@@ -147,7 +147,7 @@ describe("run history and timelines in Chromium", () => {
     await expect.poll(() => page.textContent("#answer"), { timeout: 20_000 }).toContain("<img src=x");
     await expect.poll(() => page.locator("#runs tbody tr[data-task]").count()).toBe(1);
     expect(await page.locator("main img, main script").count()).toBe(0);
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(await page.locator("#runs tbody").textContent()).toContain("<img src=x");
     expect(errors).toEqual([]);
   });
@@ -194,6 +194,6 @@ describe("run history and timelines in Chromium", () => {
     const second = await context.newPage();
     await second.goto(pathToFileURL(evil).href);
     await expect.poll(() => second.textContent("#tree")).toContain("</script><script>window.__pwned=1</script>");
-    expect(await second.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await second.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
   });
 });
