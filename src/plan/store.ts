@@ -78,7 +78,8 @@ interface TaskRow {
   updated_at: string;
 }
 
-interface PlanRow {
+/** A row of the `plans` table, as SQLite and PostgreSQL (src/store/postgres/plan-store.ts) return it. */
+export interface PlanRow {
   plan_id: string;
   name: string;
   description: string;

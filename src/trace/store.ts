@@ -119,7 +119,8 @@ export interface ApprovalRecord {
   ts: string;
 }
 
-interface RunRow {
+/** A row of the `runs` table, as SQLite and PostgreSQL (src/store/postgres/run-store.ts) return it. */
+export interface RunRow {
   task_id: string;
   agent_id: string;
   input: string;
@@ -438,7 +439,8 @@ function indexAgents(db: Database.Database): void {
   })();
 }
 
-function toSummary(row: RunRow): RunSummary {
+/** A run's summary from its row. */
+export function toSummary(row: RunRow): RunSummary {
   const summary: RunSummary = {
     task_id: row.task_id,
     agent_id: row.agent_id,

@@ -7,6 +7,7 @@ import type { Telemetry } from "../../telemetry/telemetry.js";
 import type { Store } from "../../store/store.js";
 import { startTelemetryIfAsked } from "../telemetry.js";
 import { EXIT, type SetExit } from "../exit.js";
+import { untilStopped } from "../signals.js";
 import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
 
 interface ServeOptions {
@@ -127,15 +128,7 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   process.stderr.write(`runtime serve: open ${shown}; API requests send Authorization: Bearer <token>\n`);
 
   // Stopping cancels the runs in progress; each keeps its trace, ending with run.finished.
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      resolve();
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
+  await untilStopped();
   process.stderr.write("runtime serve: stopping\n");
   await server.close();
   await store?.close();

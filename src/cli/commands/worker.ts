@@ -5,6 +5,7 @@ import { isLoopback, newToken } from "../../server/auth.js";
 import { loadTeamOrReport } from "../load-team.js";
 import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
 import { EXIT, type SetExit } from "../exit.js";
+import { untilStopped } from "../signals.js";
 
 interface WorkerOptions {
   store?: string;
@@ -109,15 +110,7 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
   }
   process.stderr.write(`runtime worker: ${worker.id} takes runs of ${teams.map((t) => t.name).join(", ")} from ${store.location}, ${concurrency} at once\n`);
 
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      resolve();
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
+  await untilStopped();
   process.stderr.write(`runtime worker: stopping: ${worker.running} run(s) in progress get ${graceMs} ms, then go back to the queue\n`);
   await worker.stop({ graceMs });
   await ops?.close();

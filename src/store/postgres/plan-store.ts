@@ -8,24 +8,12 @@
 import type pg from "pg";
 import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "../../plan/transitions.js";
 import type { PlanStorage, UpdateOutcome } from "../../plan/storage.js";
+import type { PlanRow } from "../../plan/store.js";
 import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskInfo, TaskStatus } from "../../plan/types.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 
 const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, status, result_summary, updated_at";
 
-interface PlanRow {
-  plan_id: string;
-  name: string;
-  description: string;
-  workflow_template_source: string;
-  status: PlanStatus;
-  revision: number;
-  unsettled: number;
-  failed_required: number;
-  run_task_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
 
 export class PostgresPlanStore implements PlanStorage {
   readonly location: string;

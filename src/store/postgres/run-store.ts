@@ -8,24 +8,14 @@
 import type pg from "pg";
 import { RuntimeError } from "../../errors.js";
 import { eventJson } from "../../events/bus.js";
-import type { RunEvent, Usage } from "../../events/types.js";
+import type { RunEvent } from "../../events/types.js";
 import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../run-store.js";
+import { toSummary, type RunRow } from "../../trace/store.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
 export const EVENTS_CHANNEL = "runtime_events";
 
-interface RunRow {
-  task_id: string;
-  agent_id: string;
-  input: string;
-  started_at: string;
-  finished_at: string | null;
-  result_type: string | null;
-  answer: string | null;
-  error: string | null;
-  usage_json: string | null;
-}
 
 export class PostgresRunStore implements RunStore {
   readonly location: string;
@@ -195,12 +185,3 @@ export class PostgresRunStore implements RunStore {
   }
 }
 
-function toSummary(row: RunRow): RunSummary {
-  const summary: RunSummary = { task_id: row.task_id, agent_id: row.agent_id, input: row.input, started_at: row.started_at };
-  if (row.finished_at !== null) summary.finished_at = row.finished_at;
-  if (row.result_type === "answer" || row.result_type === "error" || row.result_type === "paused") summary.result_type = row.result_type;
-  if (row.answer !== null) summary.answer = row.answer;
-  if (row.error !== null) summary.error = row.error;
-  if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;
-  return summary;
-}
