@@ -6,6 +6,7 @@
  * the header, the running agents, the checklist, the last thought.
  */
 import cliTruncate from "cli-truncate";
+import stringWidth from "string-width";
 import { painter, type Paint } from "../format.js";
 import { checklistOf, type AgentNode, type CheckMark, type ViewState } from "./state.js";
 
@@ -35,7 +36,7 @@ export function renderView(view: ViewState, options: RenderOptions): string[] {
   const { width, height, now } = options;
   if (height <= 0 || width <= 0) return [];
   const p = painter(options.color ?? false);
-  const fit = (text: string) => cliTruncate(text.replace(/[\r\n\t]+/g, " "), width);
+  const fit = (text: string) => truncate(text.replace(/[\r\n\t]+/g, " "), width);
 
   const header = p.bold(fit(`● ${spendLine(view, now)}`));
   const tree = treeRows(view, now);
@@ -87,7 +88,18 @@ export function renderSummary(view: ViewState, options: { width: number; now: nu
   const cost = costText(view);
   if (cost) parts.push(cost);
   const width = Math.max(1, options.width);
-  return [cliTruncate(parts.join(" · "), width)];
+  return [truncate(parts.join(" · "), width)];
+}
+
+/**
+ * At most `width` columns, cut with an ellipsis. cli-truncate counts columns
+ * (wide characters, emoji, colours), but may leave a line one column over
+ * when a wide character straddles the cut: cut again one column shorter.
+ */
+function truncate(text: string, width: number): string {
+  let out = cliTruncate(text, width);
+  for (let w = width - 1; w > 0 && stringWidth(out) > width; w--) out = cliTruncate(text, w);
+  return stringWidth(out) > width ? "" : out;
 }
 
 function plural(n: number, word: string): string {
