@@ -1,6 +1,6 @@
 /**
  * Draws frames in place at the bottom of a terminal: each frame replaces the
- * one before (cursor up over the rows it took, erase down, write), at most
+ * one before (the rows it took erased, then written over), at most
  * one frame per `intervalMs` however fast events come, and the latest frame
  * is never dropped: a request inside the interval is drawn when it ends.
  * Escape sequences come from `ansi-escapes`; widths from `string-width`
@@ -15,6 +15,8 @@ export interface TtyOut {
   write(chunk: string): unknown;
   columns?: number;
   rows?: number;
+  /** The size asked of the terminal now (`tty.WriteStream`), fresher than `columns` and `rows`, which wait for SIGWINCH. */
+  getWindowSize?(): [number, number];
 }
 
 export interface FrameSize {
@@ -59,9 +61,22 @@ export class FrameWriter {
    * cursor's line below the frame, so the frame never scrolls itself away).
    */
   size(): FrameSize {
-    const columns = this.out.columns || FALLBACK.columns;
-    const rows = this.out.rows || FALLBACK.rows;
+    const { columns, rows } = this.terminalSize();
     return { width: Math.max(1, columns - 1), height: Math.max(0, rows - 1) };
+  }
+
+  /**
+   * Asked of the terminal at each frame: a terminal resized (and rewrapped)
+   * a moment before its SIGWINCH reached us is already measured right.
+   */
+  private terminalSize(): { columns: number; rows: number } {
+    let size: [number, number] | undefined;
+    try {
+      size = this.out.getWindowSize?.();
+    } catch {
+      // Not a terminal any more (closed): the last size known.
+    }
+    return { columns: size?.[0] || this.out.columns || FALLBACK.columns, rows: size?.[1] || this.out.rows || FALLBACK.rows };
   }
 
   /** Something changed: draw now, or when the interval since the last frame is over. */
@@ -108,11 +123,17 @@ export class FrameWriter {
     this.frames += 1;
   }
 
-  /** Up over the rows the frame on screen takes at the terminal's width now, and erase down. */
+  /**
+   * Erase the rows the frame on screen takes at the terminal's width now,
+   * line by line from the cursor's (empty) line up, ending at the frame's
+   * first row. Not "erase down" from there: some terminals (tmux's
+   * scroll-on-clear) push a screen cleared from its top into the scrollback,
+   * which would fill it with old frames.
+   */
   private erase(): string {
-    const columns = this.out.columns || FALLBACK.columns;
+    const { columns } = this.terminalSize();
     const rows = this.shown.reduce((n, line) => n + Math.max(1, Math.ceil(stringWidth(line) / columns)), 0);
     this.shown = [];
-    return rows > 0 ? ansiEscapes.cursorUp(rows) + ansiEscapes.cursorLeft + ansiEscapes.eraseDown : "";
+    return rows > 0 ? ansiEscapes.eraseLines(rows + 1) : "";
   }
 }

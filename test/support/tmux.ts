@@ -1,0 +1,69 @@
+/**
+ * A real terminal for tests: a detached tmux session on a private server
+ * (its own socket, so nothing of a person's tmux is touched), read with
+ * `capture-pane`. Fails with a message when tmux is missing.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+
+const TMUX = "/usr/bin/tmux";
+let sessions = 0;
+
+export class TmuxTerminal {
+  private readonly socket: string;
+
+  private constructor(socket: string) {
+    this.socket = socket;
+  }
+
+  /** Run `command` (through sh) in a new window of `width` x `height`. */
+  static start(command: string, size: { width: number; height: number }, env: Record<string, string> = {}): TmuxTerminal {
+    if (!existsSync(TMUX)) throw new Error(`terminal tests need tmux at ${TMUX} (apt-get install tmux)`);
+    const term = new TmuxTerminal(`runtime-test-${process.pid}-${++sessions}`);
+    const vars = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+    // A window that keeps its size whatever clients attach, and keeps its pane when the command ends.
+    term.tmux(
+      "-f", "/dev/null",
+      "new-session", "-d", ...vars, "-x", String(size.width), "-y", String(size.height), command,
+      ";", "set-option", "-g", "remain-on-exit", "on",
+      ";", "set-option", "-g", "window-size", "manual",
+    );
+    return term;
+  }
+
+  /** The screen's rows; `joined`: a row the terminal wrapped comes back as one line, as long as it was written. */
+  capture(options: { joined?: boolean } = {}): string[] {
+    const text = this.tmux("capture-pane", "-p", ...(options.joined ? ["-J"] : []));
+    return text.replace(/\n$/, "").split("\n");
+  }
+
+  /** The screen and the scrollback above it. */
+  history(): string[] {
+    return this.tmux("capture-pane", "-p", "-J", "-S", "-").replace(/\n$/, "").split("\n");
+  }
+
+  resize(width: number, height: number): void {
+    this.tmux("resize-window", "-x", String(width), "-y", String(height));
+  }
+
+  /** Whether the command has ended (the pane stays, dead, for capture). */
+  exited(): boolean {
+    return this.tmux("display-message", "-p", "#{pane_dead}").trim() === "1";
+  }
+
+  exitStatus(): number {
+    return Number(this.tmux("display-message", "-p", "#{pane_dead_status}").trim());
+  }
+
+  kill(): void {
+    try {
+      this.tmux("kill-server");
+    } catch {
+      // Already gone.
+    }
+  }
+
+  private tmux(...args: string[]): string {
+    return execFileSync(TMUX, ["-L", this.socket, ...args], { encoding: "utf8" });
+  }
+}
