@@ -39,7 +39,11 @@ export class TmuxTerminal {
 
   /** The screen and the scrollback above it. */
   history(): string[] {
-    return this.tmux("capture-pane", "-p", "-J", "-S", "-").replace(/\n$/, "").split("\n");
+    // Without the note tmux writes under a dead pane (remain-on-exit).
+    return this.tmux("capture-pane", "-p", "-J", "-S", "-")
+      .replace(/\n$/, "")
+      .split("\n")
+      .filter((l) => !l.startsWith("Pane is dead"));
   }
 
   resize(width: number, height: number): void {
