@@ -188,6 +188,38 @@ describe("runtime exec in a terminal: the live view", () => {
     expect(term.history().some((l) => l.startsWith("✓ answered in"))).toBe(true);
   });
 
+  it("a call that needs approval: the frame steps aside while a person is asked, the questions stay, the frame comes back", async () => {
+    const team = join(slowTeams, "circle-approve.yaml");
+    const doc = parseDocument(readFileSync(join(slowTeams, "circle-react.yaml"), "utf8"));
+    doc.setIn(["agents", "solver", "approval"], { calculator: "required" });
+    writeFileSync(team, doc.toString());
+    const term = TmuxTerminal.start(`node ${sh(BIN)} exec ${sh(team)} ${sh(CIRCLE)} --trace-dir ${sh(tempDir())}`, { width: 100, height: 30 });
+    terminals.push(term);
+    await term.waitFor((s) => s.some((l) => HEADER.test(l)));
+    const asked = await term.waitFor((s) => s.some((l) => l.startsWith("Approve calculator")));
+    await new Promise((r) => setTimeout(r, 300)); // time for a frame that should not come
+    const still = term.capture({ joined: true });
+    expect(still.some((l) => HEADER.test(l)), still.join("\n")).toBe(false);
+    expect(still).toEqual(asked);
+    term.sendKeys("y", "Enter");
+    // The two calculator calls of one reply are asked one after the other; the frame waits for both.
+    await term.waitFor((s) => s.filter((l) => l.startsWith("Approve calculator")).length === 2);
+    expect(term.capture().some((l) => HEADER.test(l))).toBe(false);
+    term.sendKeys("y", "Enter");
+    // The last model call (DELAY_MS) runs under the frame again, below the questions.
+    const back = await term.waitFor((s) => s.some((l) => HEADER.test(l)));
+    expect(back.findIndex((l) => HEADER.test(l))).toBeGreaterThan(back.findLastIndex((l) => l.startsWith("Approve calculator")));
+    await term.waitFor(() => term.exited());
+    expect(term.exitStatus()).toBe(0);
+    const history = term.history();
+    expect(history.filter((l) => l.startsWith("Approve calculator"))).toEqual([
+      'Approve calculator {"expression":"round(pi * 5^2, 2)"}? [y/N] y',
+      'Approve calculator {"expression":"round(2 * pi * 5, 2)"}? [y/N] y',
+    ]);
+    expect(history.filter((l) => HEADER.test(l))).toEqual([]);
+    expect(history.some((l) => l.startsWith("✓ answered in "))).toBe(true);
+  });
+
   it("--verbose keeps the detailed log: states, recursions, tool calls; no live frame", async () => {
     const { screens, term } = await watch(exec("circle-react", CIRCLE, "--verbose"), 100, 30);
     expect(screens.some((s) => frameOf(s))).toBe(false);

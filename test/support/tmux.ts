@@ -46,6 +46,22 @@ export class TmuxTerminal {
       .filter((l) => !l.startsWith("Pane is dead"));
   }
 
+  /** Type `keys` (tmux key names: `Enter`, `C-c`) as a person would. */
+  sendKeys(...keys: string[]): void {
+    this.tmux("send-keys", ...keys);
+  }
+
+  /** Poll the screen until `ready` holds; fail with the screen after `timeoutMs`. */
+  async waitFor(ready: (screen: string[]) => boolean, timeoutMs = 20_000): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const screen = this.capture({ joined: true });
+      if (ready(screen)) return screen;
+      if (Date.now() > deadline) throw new Error(`the screen never got ready:\n${screen.join("\n")}`);
+      await new Promise((r) => setTimeout(r, 40));
+    }
+  }
+
   resize(width: number, height: number): void {
     this.tmux("resize-window", "-x", String(width), "-y", String(height));
   }

@@ -57,9 +57,10 @@ export function liveSink(out: LiveOut, options: LiveSinkOptions): LiveSink {
   const sink = ((event) => {
     if (closed) return;
     view = reduceView(view, event, config);
-    // A person is asked on this terminal (src/cli/run-report.ts): the frame steps aside until they answer.
-    if (event.type === "approval.requested") writer.suspend();
-    else if (event.type === "approval.decided") writer.resume();
+    // A person is asked on this terminal (src/cli/run-report.ts), one call after another: the frame
+    // steps aside until every call asked about is decided, and the questions stay in the scrollback.
+    if (view.pendingApprovals.length > 0) writer.suspend();
+    else writer.resume();
     writer.request();
   }) as LiveSink;
   sink.close = () => {

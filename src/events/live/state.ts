@@ -65,8 +65,10 @@ export interface ViewState {
   /** Spend against the budget as the run reported it at the end. */
   statement?: BudgetStatement;
   outcome?: "answer" | "error" | "paused";
-  /** Warnings and pending approvals, the latest last. */
+  /** Warnings and approvals, the latest last. */
   notices: readonly string[];
+  /** Approvals asked and not yet decided: while there is one, a person is being asked on the terminal. */
+  pendingApprovals: readonly string[];
 }
 
 /** What the view is told besides the events. */
@@ -86,6 +88,7 @@ export function initialView(config: ViewConfig = {}): ViewState {
     toolCalls: 0,
     cost: 0,
     notices: [],
+    pendingApprovals: [],
     ...(config.budget ? { budget: config.budget } : {}),
   };
 }
@@ -175,9 +178,13 @@ export function reduceView(view: ViewState, e: RunEvent, config: ViewConfig = {}
       return { ...view, todos: { session_id: e.session_id, version: e.version, todos }, checklistSource: "todos" };
     }
     case "approval.requested":
-      return { ...view, notices: [...view.notices, `${e.tool} waits for approval`] };
+      return { ...view, notices: [...view.notices, `${e.tool} waits for approval`], pendingApprovals: [...view.pendingApprovals, e.approval_id] };
     case "approval.decided":
-      return { ...view, notices: [...view.notices, `${e.tool} ${e.decision === "approve" ? "approved" : "denied"}`] };
+      return {
+        ...view,
+        notices: [...view.notices, `${e.tool} ${e.decision === "approve" ? "approved" : "denied"}`],
+        pendingApprovals: view.pendingApprovals.filter((id) => id !== e.approval_id),
+      };
     case "run.finished":
       return {
         ...view,
