@@ -72,7 +72,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
   process.on("SIGINT", onSigint);
   process.on("SIGTERM", onSigint);
 
-  let result: RunResult;
+  let result: RunResult | undefined;
   try {
     const run = begin({
       traceDir,
@@ -90,7 +90,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
     releaseTraceStore(traceDir);
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
-    progress?.close();
+    progress?.close({ interrupted: result?.interrupted === true });
   }
 
   const status = report(command, opts, result, ndjson);
@@ -105,7 +105,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
  * --progress, the log as plain lines. Each is loaded only when chosen: the
  * live view's terminal packages are never read by a run that does not draw it.
  */
-async function progressSink(opts: ReportOptions, team: ResolvedTeam): Promise<(EventSink & { close(): void }) | undefined> {
+async function progressSink(opts: ReportOptions, team: ResolvedTeam): Promise<(EventSink & { close(how?: { interrupted?: boolean }): void }) | undefined> {
   const tty = process.stderr.isTTY === true;
   if (!(opts.progress ?? tty)) return undefined;
   if (tty && !opts.verbose) {

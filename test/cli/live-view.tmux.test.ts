@@ -220,6 +220,19 @@ describe("runtime exec in a terminal: the live view", () => {
     expect(history.some((l) => l.startsWith("✓ answered in "))).toBe(true);
   });
 
+  it("Ctrl-C: the frame gives way to an interrupted summary and the way to resume; exit 130", async () => {
+    const term = TmuxTerminal.start(exec("safety-sop", EXAMPLES["safety-sop"] ?? ""), { width: 100, height: 30 });
+    terminals.push(term);
+    await term.waitFor((s) => s.some((l) => /^ {2}✓ /.test(l))); // midway: a task done
+    term.sendKeys("C-c");
+    await term.waitFor(() => term.exited());
+    expect(term.exitStatus()).toBe(130);
+    const history = term.history().filter((l) => l.trim() !== "");
+    expect(history.filter((l) => HEADER.test(l))).toEqual([]);
+    expect(history[0]).toMatch(/^✗ interrupted after \d+\.\ds · \d+ model calls · \d+ tool calls · [\d,]+ tokens$/);
+    expect(history[1]).toMatch(/^runtime exec: interrupted; trace kept \(runtime trace \S+; runtime resume /);
+  });
+
   it("--verbose keeps the detailed log: states, recursions, tool calls; no live frame", async () => {
     const { screens, term } = await watch(exec("circle-react", CIRCLE, "--verbose"), 100, 30);
     expect(screens.some((s) => frameOf(s))).toBe(false);

@@ -74,12 +74,13 @@ export function renderView(view: ViewState, options: RenderOptions): string[] {
 }
 
 /** What remains in the scrollback when the run is over: one line, two with a budget. */
-export function renderSummary(view: ViewState, options: { width: number; now: number; color?: boolean }): string[] {
+export function renderSummary(view: ViewState, options: { width: number; now: number; color?: boolean; interrupted?: boolean }): string[] {
   const p = painter(options.color ?? false);
   const end = view.finishedMs ?? options.now;
   const took = elapsed(end - (view.startedMs ?? end));
-  const head =
-    view.outcome === "answer"
+  const head = options.interrupted
+    ? p.yellow(`✗ interrupted after ${took}`)
+    : view.outcome === "answer"
       ? p.green(`✓ answered in ${took}`)
       : view.outcome === "paused"
         ? p.yellow(`⏸ paused after ${took}`)

@@ -28,7 +28,8 @@ export interface LiveSinkOptions extends ViewConfig {
 }
 
 export type LiveSink = EventSink & {
-  close(): void;
+  /** Replace the frame with the summary; `interrupted`: the run was stopped (Ctrl-C), whatever its events say. */
+  close(how?: { interrupted?: boolean }): void;
   /** The state drawn, for tests. */
   readonly view: ViewState;
 };
@@ -63,13 +64,13 @@ export function liveSink(out: LiveOut, options: LiveSinkOptions): LiveSink {
     else writer.resume();
     writer.request();
   }) as LiveSink;
-  sink.close = () => {
+  sink.close = (how = {}) => {
     if (closed) return;
     closed = true;
     clearInterval(tick);
     out.off?.("resize", onResize);
     process.off("exit", restoreCursor);
-    writer.finish(renderSummary(view, { width: writer.size().width, now: now(), color: options.color }));
+    writer.finish(renderSummary(view, { width: writer.size().width, now: now(), color: options.color, ...(how.interrupted ? { interrupted: true } : {}) }));
   };
   Object.defineProperty(sink, "view", { get: () => view });
   return sink;
