@@ -11,8 +11,11 @@ import { join } from "node:path";
 import stringWidth from "string-width";
 import { parseDocument, type YAMLSeq } from "yaml";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { TraceStore } from "../../src/trace/store.js";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
+import type { OpenAIServer } from "../support/openai-server.js";
+import { serverTeam, startScriptServer } from "../support/script-server.js";
 import { TmuxTerminal } from "../support/tmux.js";
 
 vi.setConfig({ testTimeout: 90_000 });
@@ -34,17 +37,20 @@ const WITH_CHECKLIST = [...PROGRESSING, "plan-solver", "circle-react"];
 const DELAY_MS = 350;
 let slowTeams: string;
 
+/** Each reply of a script file waits DELAY_MS. */
+function slowScript(file: string): void {
+  const doc = parseDocument(readFileSync(file, "utf8"));
+  for (const reply of (doc.get("replies") as YAMLSeq<{ set(k: string, v: unknown): void }>).items) reply.set("delay_ms", DELAY_MS);
+  writeFileSync(file, doc.toString());
+}
+
 /** A copy of teams/ whose scripted replies each wait DELAY_MS, beside a node_modules (mcp-files runs its server from there). */
 function slowCopy(): string {
   const root = tempDir("live-view-");
   cpSync(join(ROOT, "teams"), join(root, "teams"), { recursive: true });
   symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"));
   const scripts = join(root, "teams", "scripts");
-  for (const name of readdirSync(scripts)) {
-    const doc = parseDocument(readFileSync(join(scripts, name), "utf8"));
-    for (const reply of (doc.get("replies") as YAMLSeq<{ set(k: string, v: unknown): void }>).items) reply.set("delay_ms", DELAY_MS);
-    writeFileSync(join(scripts, name), doc.toString());
-  }
+  for (const name of readdirSync(scripts)) slowScript(join(scripts, name));
   return join(root, "teams");
 }
 
@@ -54,8 +60,10 @@ beforeAll(() => {
 });
 
 const terminals: TmuxTerminal[] = [];
-afterEach(() => {
+const servers: OpenAIServer[] = [];
+afterEach(async () => {
   for (const t of terminals.splice(0)) t.kill();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -218,6 +226,37 @@ describe("runtime exec in a terminal: the live view", () => {
     ]);
     expect(history.filter((l) => HEADER.test(l))).toEqual([]);
     expect(history.some((l) => l.startsWith("✓ answered in "))).toBe(true);
+  });
+
+  it("a priced model over HTTP and a team budget: tokens and cost against the budget, live and in the summary", async () => {
+    // The example team's agents reach the project's OpenAI-compatible test server, which answers from its script.
+    const team = serverTeam("circle-plan", "http://unused");
+    slowScript(team.script);
+    const server = await startScriptServer(team.script);
+    servers.push(server.server);
+    const wired = serverTeam("circle-plan", server.server.url);
+    const doc = parseDocument(readFileSync(wired.file, "utf8"));
+    const models = doc.get("models") as { items: { key: { value: string } }[] };
+    for (const item of models.items) doc.setIn(["models", item.key.value, "price"], { input_per_mtok: 150, output_per_mtok: 600 });
+    doc.set("budget", { max_tokens: 200_000, max_cost_usd: 5 });
+    writeFileSync(wired.file, doc.toString());
+    const traceDir = tempDir();
+    const { screens, term } = await watch(`node ${sh(BIN)} exec ${sh(wired.file)} ${sh(CIRCLE)} --trace-dir ${sh(traceDir)}`, 100, 30);
+    expect(term.exitStatus()).toBe(0);
+    const costs = screens.flatMap((s) => s.filter((l) => HEADER.test(l))).map((l) => /· [\d,]+\/200,000 tokens · \$(\d+\.\d{4}) of \$5\.00$/.exec(l)?.[1]);
+    expect(costs.length).toBeGreaterThan(2);
+    expect(costs.every((c) => c !== undefined), costs.join(" ")).toBe(true);
+    expect(new Set(costs).size, "the cost never moved").toBeGreaterThan(1);
+    const summary = term.history().find((l) => l.startsWith("✓ answered in "));
+    expect(summary).toMatch(/ · [\d,]+\/200,000 tokens · \$\d+\.\d{4} of \$5\.00$/);
+    // What the summary says the run cost is what the run's budget statement says (docs/budgets.md).
+    const store = TraceStore.open(traceDir, { create: false });
+    const run = store.listRuns()[0];
+    const finished = store.eventsOfTask(run?.task_id ?? "").find((e) => e.type === "run.finished");
+    store.close();
+    const spent = finished?.type === "run.finished" ? finished.budget?.max_cost_usd?.spent : undefined;
+    expect(spent).toBeGreaterThan(0);
+    expect(summary).toContain(`$${spent?.toFixed(4)} of $5.00`);
   });
 
   it("Ctrl-C: the frame gives way to an interrupted summary and the way to resume; exit 130", async () => {

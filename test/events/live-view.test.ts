@@ -219,6 +219,11 @@ describe("renderView", () => {
     const [line] = renderSummary(view, { width: 200, now: 0 });
     expect(line).toMatch(new RegExp(`^✓ answered in \\d+\\.\\ds · ${calls} model calls · ${tools} tool calls · [\\d,]+ tokens · \\$0\\.\\d{4} of \\$0\\.50$`));
     expect(renderSummary(view, { width: 20, now: 0 }).every((l) => stringWidth(l) <= 20)).toBe(true);
+    // Every limit of the budget in the live header; the run stopped by Ctrl-C says so.
+    const limited = viewOf(events.slice(0, 8), { budget: { max_model_calls: 20, max_tool_calls: 1, max_tokens: 200_000, max_seconds: 120 } });
+    const [header] = renderView(limited, { width: 200, height: 10, now: Date.parse(events[7]?.ts ?? "") });
+    expect(header).toMatch(/^● \d+\.\ds of 120s · \d+\/20 model calls · \d+\/1 tool call · [\d,]+\/200,000 tokens$/);
+    expect(renderSummary(limited, { width: 200, now: 0, interrupted: true })[0]).toMatch(/^✗ interrupted after /);
   });
 });
 

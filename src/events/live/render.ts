@@ -73,7 +73,7 @@ export function renderView(view: ViewState, options: RenderOptions): string[] {
   return lines.slice(0, height);
 }
 
-/** What remains in the scrollback when the run is over: one line, two with a budget. */
+/** What remains in the scrollback when the run is over: one line. */
 export function renderSummary(view: ViewState, options: { width: number; now: number; color?: boolean; interrupted?: boolean }): string[] {
   const p = painter(options.color ?? false);
   const end = view.finishedMs ?? options.now;
@@ -85,11 +85,7 @@ export function renderSummary(view: ViewState, options: { width: number; now: nu
       : view.outcome === "paused"
         ? p.yellow(`⏸ paused after ${took}`)
         : p.red(`✗ ${view.outcome === "error" ? "failed" : "stopped"} after ${took}`);
-  const parts = [head, `${view.modelCalls} model ${plural(view.modelCalls, "call")}`, `${view.toolCalls} tool ${plural(view.toolCalls, "call")}`, tokenText(view)];
-  const cost = costText(view);
-  if (cost) parts.push(cost);
-  const width = Math.max(1, options.width);
-  return [truncate(parts.join(" · "), width)];
+  return [truncate([head, ...figures(view)].join(" · "), Math.max(1, options.width))];
 }
 
 /**
@@ -103,35 +99,31 @@ function truncate(text: string, width: number): string {
   return stringWidth(out) > width ? "" : out;
 }
 
-function plural(n: number, word: string): string {
-  return n === 1 ? word : `${word}s`;
+const count = (n: number) => n.toLocaleString("en-US");
+
+/** `3 model calls`, `3/20 model calls` against a budget's limit. */
+function counted(n: number, limit: number | undefined, what: string): string {
+  const total = limit ?? n;
+  return `${count(n)}${limit !== undefined ? `/${count(limit)}` : ""} ${what}${total === 1 ? "" : "s"}`;
 }
 
-function tokenText(view: ViewState): string {
-  const n = (x: number) => x.toLocaleString("en-US");
-  const limit = view.budget?.max_tokens;
-  const lower = view.usage.unknown ? "≥" : "";
-  return `${lower}${n(view.usage.total_tokens)}${limit !== undefined ? `/${n(limit)}` : ""} tokens`;
-}
-
-/** Cost when there is one to show: spent, against the budget's limit when it has one. */
-function costText(view: ViewState): string | undefined {
-  const limit = view.budget?.max_cost_usd;
-  if (limit === undefined && view.cost === 0) return undefined;
-  return `$${view.cost.toFixed(4)}${limit !== undefined ? ` of $${limit.toFixed(2)}` : ""}`;
+/** Calls, tokens and cost, each against the team's budget when it limits it (docs/budgets.md). */
+function figures(view: ViewState): string[] {
+  const b = view.budget ?? {};
+  const parts = [
+    counted(view.modelCalls, b.max_model_calls, "model call"),
+    counted(view.toolCalls, b.max_tool_calls, "tool call"),
+    `${view.usage.unknown ? "≥" : ""}${counted(view.usage.total_tokens, b.max_tokens, "token")}`,
+  ];
+  // A cost when a model has a price, or the budget limits it.
+  if (b.max_cost_usd !== undefined || view.cost > 0) parts.push(`$${view.cost.toFixed(4)}${b.max_cost_usd !== undefined ? ` of $${b.max_cost_usd.toFixed(2)}` : ""}`);
+  return parts;
 }
 
 function spendLine(view: ViewState, now: number): string {
   const end = view.finishedMs ?? now;
-  const parts = [
-    elapsed(end - (view.startedMs ?? end)),
-    `${view.modelCalls} model ${plural(view.modelCalls, "call")}`,
-    `${view.toolCalls} tool ${plural(view.toolCalls, "call")}`,
-    tokenText(view),
-  ];
-  const cost = costText(view);
-  if (cost) parts.push(cost);
-  return parts.join(" · ");
+  const limit = view.budget?.max_seconds;
+  return [`${elapsed(end - (view.startedMs ?? end))}${limit !== undefined ? ` of ${limit}s` : ""}`, ...figures(view)].join(" · ");
 }
 
 type Tone = "running" | "done" | "failed" | "more";
