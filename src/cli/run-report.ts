@@ -101,14 +101,15 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
 
 /**
  * What shows the run on stderr: in a terminal the live view redrawn in place
- * (src/events/live/), or with --verbose the detailed log; elsewhere, with
+ * (src/events/live/), or with --verbose (or --events ndjson) the detailed log; elsewhere, with
  * --progress, the log as plain lines. Each is loaded only when chosen: the
  * live view's terminal packages are never read by a run that does not draw it.
  */
 async function progressSink(opts: ReportOptions, team: ResolvedTeam): Promise<(EventSink & { close(how?: { interrupted?: boolean }): void }) | undefined> {
   const tty = process.stderr.isTTY === true;
   if (!(opts.progress ?? tty)) return undefined;
-  if (tty && !opts.verbose) {
+  // With --events ndjson the events stream while the run goes (to the same terminal, perhaps): the log as before.
+  if (tty && !opts.verbose && opts.events !== "ndjson") {
     const { liveSink } = await import("../events/live/sink.js");
     return liveSink(process.stderr, { color: colorWanted(), ...viewConfig(team) });
   }
