@@ -282,6 +282,15 @@ describe("runtime exec in a terminal: the live view", () => {
     expect(text).toMatch(/^■ answer · /m);
   });
 
+  it("--events ndjson in a terminal: one JSON event per line as before, no live frame", async () => {
+    const { screens, term } = await watch(`${exec("unit-convert", EXAMPLES["unit-convert"] ?? "", "--events ndjson")} 2>/dev/null`, 100, 30);
+    expect(term.exitStatus()).toBe(0);
+    expect(screens.some((s) => frameOf(s))).toBe(false);
+    const events = term.history().filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as { type: string });
+    expect(events[0]?.type).toBe("run.started");
+    expect(events.at(-1)?.type).toBe("run.finished");
+  });
+
   it("stderr to a file: plain lines with --progress, nothing without; no escape codes either way", async () => {
     const dir = tempDir();
     const withProgress = join(dir, "progress.txt");
