@@ -48,7 +48,7 @@ export interface ViewState {
   agents: Readonly<Record<string, AgentNode>>;
   /** Steps without a known parent, in order of start. */
   roots: readonly string[];
-  plan?: { steps: readonly string[]; finished?: number; updated: boolean };
+  plan?: { steps: readonly string[]; finished?: number };
   /** Plan Tool task statuses by plan task id (sop runs). */
   planTasks: Readonly<Record<string, PlanTaskStatus>>;
   todos?: { session_id: string; version: number; todos: readonly TodoItem[] };
@@ -65,7 +65,7 @@ export interface ViewState {
   /** Spend against the budget as the run reported it at the end. */
   statement?: BudgetStatement;
   outcome?: "answer" | "error" | "paused";
-  /** Warnings and approvals, the latest last. */
+  /** Warnings and approvals, the latest last (the last few only: one is shown). */
   notices: readonly string[];
   /** Approvals asked and not yet decided: while there is one, a person is being asked on the terminal. */
   pendingApprovals: readonly string[];
@@ -149,7 +149,7 @@ export function reduceView(view: ViewState, e: RunEvent, config: ViewConfig = {}
     case "llm.error":
       return { ...patchAgent(view, e, { modelSinceMs: undefined }), modelCalls: view.modelCalls + 1 };
     case "llm.notice":
-      return { ...view, notices: [...view.notices, oneLine(e.message)] };
+      return { ...view, notices: noted(view, oneLine(e.message)) };
     case "tool.started": {
       const node = nodeOf(view, e);
       const next = node ? patchAgent(view, e, { tools: { ...node.tools, [e.call_id]: { tool: e.tool, sinceMs: at } } }) : view;
@@ -163,9 +163,9 @@ export function reduceView(view: ViewState, e: RunEvent, config: ViewConfig = {}
       return patchAgent(view, e, { tools });
     }
     case "plan.created":
-      return { ...view, plan: { steps: e.steps, updated: false }, checklistSource: "plan" };
+      return { ...view, plan: { steps: e.steps }, checklistSource: "plan" };
     case "plan.updated":
-      return { ...view, plan: { steps: e.steps, updated: true, ...(e.finished !== undefined ? { finished: e.finished } : {}) }, checklistSource: "plan" };
+      return { ...view, plan: { steps: e.steps, ...(e.finished !== undefined ? { finished: e.finished } : {}) }, checklistSource: "plan" };
     case "task.status":
       return { ...view, planTasks: { ...view.planTasks, [e.plan_task_id]: e.status }, checklistSource: view.plan ? "plan" : view.checklistSource };
     case "todo.updated":
@@ -178,11 +178,11 @@ export function reduceView(view: ViewState, e: RunEvent, config: ViewConfig = {}
       return { ...view, todos: { session_id: e.session_id, version: e.version, todos }, checklistSource: "todos" };
     }
     case "approval.requested":
-      return { ...view, notices: [...view.notices, `${e.tool} waits for approval`], pendingApprovals: [...view.pendingApprovals, e.approval_id] };
+      return { ...view, notices: noted(view, `${e.tool} waits for approval`), pendingApprovals: [...view.pendingApprovals, e.approval_id] };
     case "approval.decided":
       return {
         ...view,
-        notices: [...view.notices, `${e.tool} ${e.decision === "approve" ? "approved" : "denied"}`],
+        notices: noted(view, `${e.tool} ${e.decision === "approve" ? "approved" : "denied"}`),
         pendingApprovals: view.pendingApprovals.filter((id) => id !== e.approval_id),
       };
     case "run.finished":
@@ -204,6 +204,10 @@ export function viewOf(events: Iterable<RunEvent>, config: ViewConfig = {}): Vie
   let view = initialView(config);
   for (const e of events) view = reduceView(view, e, config);
   return view;
+}
+
+function noted(view: ViewState, notice: string): readonly string[] {
+  return [...view.notices.slice(-4), notice];
 }
 
 function nodeOf(view: ViewState, e: RunEvent): AgentNode | undefined {
