@@ -265,10 +265,10 @@ describe("runtime exec in a terminal: the live view", () => {
     await term.waitFor((s) => s.some((l) => /^ {2}✓ /.test(l))); // midway: a task done
     term.sendKeys("C-c");
     await term.waitFor(() => term.exited());
-    expect(term.exitStatus()).toBe(130);
     const history = term.history().filter((l) => l.trim() !== "");
     expect(history.filter((l) => HEADER.test(l))).toEqual([]);
-    expect(history[0]).toMatch(/^✗ interrupted after \d+\.\ds · \d+ model calls · \d+ tool calls · [\d,]+ tokens$/);
+    expect(history[0], history.join("\n")).toMatch(/^✗ interrupted after \d+\.\ds · \d+ model calls · \d+ tool calls · [\d,]+ tokens$/);
+    expect(term.exitStatus(), history.join("\n")).toBe(130);
     expect(history[1]).toMatch(/^runtime exec: interrupted; trace kept \(runtime trace \S+; runtime resume /);
   });
 

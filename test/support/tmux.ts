@@ -4,16 +4,21 @@
  * `capture-pane`. Fails with a message when tmux is missing.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const TMUX = "/usr/bin/tmux";
 let sessions = 0;
 
 export class TmuxTerminal {
   private readonly socket: string;
+  /** Where the command's exit status is written when it ends. */
+  private readonly statusFile: string;
 
   private constructor(socket: string) {
     this.socket = socket;
+    this.statusFile = join(mkdtempSync(join(tmpdir(), "tmux-status-")), "status");
   }
 
   /** Run `command` (through sh) in a new window of `width` x `height`. */
@@ -22,9 +27,12 @@ export class TmuxTerminal {
     const term = new TmuxTerminal(`runtime-test-${process.pid}-${++sessions}`);
     const vars = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
     // A window that keeps its size whatever clients attach, and keeps its pane when the command ends.
+    // The status through a file: tmux may leave the ended command a zombie for a while, its status
+    // unknown. The shell's own Ctrl-C waits for the command (a trap, not the default that would end it).
+    const wrapped = `trap true INT; ${command}; echo $? > '${term.statusFile}'`;
     term.tmux(
       "-f", "/dev/null",
-      "new-session", "-d", ...vars, "-x", String(size.width), "-y", String(size.height), command,
+      "new-session", "-d", ...vars, "-x", String(size.width), "-y", String(size.height), wrapped,
       ";", "set-option", "-g", "remain-on-exit", "on",
       ";", "set-option", "-g", "window-size", "manual",
     );
@@ -66,13 +74,15 @@ export class TmuxTerminal {
     this.tmux("resize-window", "-x", String(width), "-y", String(height));
   }
 
-  /** Whether the command has ended (the pane stays, dead, for capture). */
+  /** Whether the command has ended (the pane stays for capture). */
   exited(): boolean {
-    return this.tmux("display-message", "-p", "#{pane_dead}").trim() === "1";
+    return existsSync(this.statusFile) && readFileSync(this.statusFile, "utf8").endsWith("\n");
   }
 
+  /** The command's exit status (128 + the signal's number when a signal ended it, as the shell says). */
   exitStatus(): number {
-    return Number(this.tmux("display-message", "-p", "#{pane_dead_status}").trim());
+    if (!this.exited()) throw new Error("the command has not ended");
+    return Number(readFileSync(this.statusFile, "utf8").trim());
   }
 
   kill(): void {
