@@ -211,6 +211,21 @@ describe("renderView", () => {
     expect(lines.at(-2)?.endsWith("…")).toBe(true);
   });
 
+  it("short of rows: the deepest running agent and the item in progress rather than bare counts", () => {
+    const bus = new EventBus("short", steppingClock());
+    const out: RunEvent[] = [];
+    bus.subscribe((e) => out.push(e));
+    bus.emit({ type: "agent.started", kind: "sop", input: "x" }, { agent_id: "boss", step_id: "s0" });
+    bus.emit({ type: "agent.started", kind: "react", input: "x" }, { agent_id: "middle", step_id: "s1", parent_step_id: "s0" });
+    bus.emit({ type: "agent.started", kind: "react", input: "x" }, { agent_id: "worker", step_id: "s2", parent_step_id: "s1" });
+    bus.emit({ type: "todo.updated", session_id: "t", version: 1, todos: [todo(1, "first", "completed"), todo(2, "second", "in_progress"), todo(3, "third", "pending")] }, { agent_id: "boss", step_id: "s0" });
+    const view = viewOf(out);
+    const now = Date.parse(out.at(-1)?.ts ?? "");
+    expect(renderView(view, { width: 80, height: 2, now })[1]).toMatch(/^ {4}▸ worker \(react\)/);
+    expect(renderView(view, { width: 80, height: 4, now }).slice(2)).toEqual(["todo 1/3", "  ▶ second"]);
+    expect(renderView(view, { width: 80, height: 5, now }).slice(1, 3)).toEqual([expect.stringMatching(/^▸ boss/), "… 2 more"]);
+  });
+
   it("the summary: outcome, time, calls, tokens, cost against the budget", () => {
     const events = circleReactRun();
     const view = viewOf(events, { budget: { max_cost_usd: 0.5 }, priceOf: () => ({ input_per_mtok: 150, output_per_mtok: 600 }) });

@@ -149,7 +149,8 @@ function treeRows(view: ViewState, now: number): TreeRow[] {
       rows.push({ text: `${indent}${ok ? "✓" : "✗"} ${node.agent_id} ${took}${ok ? "" : " error"}`, tone: ok ? "done" : "failed", rank: 1e15 - node.finishedMs });
       return;
     }
-    rows.push({ text: `${indent}▸ ${runningText(node, now)}`, tone: "running", rank: depth });
+    // Running agents rank first: the entry agent, then the deepest (who does the work now), then their callers.
+    rows.push({ text: `${indent}▸ ${runningText(node, now)}`, tone: "running", rank: depth === 0 ? 0 : 1e6 - depth });
     for (const child of node.children) visit(child, depth + 1);
   };
   for (const root of view.roots) visit(root, 0);
@@ -175,6 +176,8 @@ function runningText(node: AgentNode, now: number): string {
 function fitTree(rows: TreeRow[], limit: number): TreeRow[] {
   if (rows.length <= limit) return rows;
   if (limit <= 0) return [];
+  // One row: the deepest running agent, rather than a bare count.
+  if (limit === 1) return [[...rows].filter((r) => r.tone === "running").sort((a, b) => a.rank - b.rank).find((r) => r.rank > 0) ?? rows[0]].filter((r) => r !== undefined);
   const keep = new Set([...rows.keys()].sort((a, b) => (rows[a]?.rank ?? 0) - (rows[b]?.rank ?? 0)).slice(0, limit - 1));
   const kept = rows.filter((_, i) => keep.has(i));
   kept.push({ text: `… ${rows.length - kept.length} more`, tone: "more", rank: 0 });
@@ -190,7 +193,8 @@ interface ShownItem {
 function fitChecklist(items: readonly { text: string; mark: CheckMark }[], limit: number): ShownItem[] {
   if (items.length <= limit) return [...items];
   if (limit <= 0) return [];
-  if (limit === 1) return [{ text: `… ${items.length} items` }];
+  // One line: the item in progress (else the next one to do), rather than a bare count.
+  if (limit === 1) return [items.find((i) => i.mark === "active") ?? items.find((i) => i.mark === "pending" || i.mark === "failed") ?? items[items.length - 1] ?? { text: "" }];
   const firstOpen = items.findIndex((i) => i.mark === "active" || i.mark === "pending" || i.mark === "failed");
   let start = Math.max(0, (firstOpen < 0 ? items.length : firstOpen) - 1);
   // Lines for items: the limit less a `… N more` above (when start > 0) and one below (when items remain).
