@@ -7,6 +7,7 @@
 import { createInterface } from "node:readline/promises";
 import type { ResolvedTeam } from "../config/types.js";
 import type { EventSink } from "../events/bus.js";
+import type { LiveSinkOptions } from "../events/live/sink.js";
 import type { Approver } from "../engine/approvals.js";
 import type { RunOptions, RunResult, TeamRun } from "../engine/run-team.js";
 import { describeError } from "../errors.js";
@@ -16,6 +17,8 @@ import { startTelemetryIfAsked } from "./telemetry.js";
 export interface ReportOptions {
   events?: string;
   progress?: boolean;
+  /** In a terminal, the detailed log (every state, thought and tool call) instead of the live view. */
+  verbose?: boolean;
   traceDir?: string;
   /** Export OpenTelemetry spans even without OTEL_EXPORTER_OTLP_ENDPOINT (docs/telemetry.md). */
   otel?: boolean;
@@ -25,9 +28,8 @@ export interface ReportOptions {
 export type BaseOptions = Pick<RunOptions, "traceDir" | "signal" | "sinks" | "approver">;
 
 export async function runAndReport(command: string, opts: ReportOptions, team: ResolvedTeam, begin: (base: BaseOptions) => TeamRun): Promise<number> {
-  const [{ ndjsonSink }, { terminalSink }, { resolveTraceDir }, { acquireTraceStore, releaseTraceStore }] = await Promise.all([
+  const [{ ndjsonSink }, { resolveTraceDir }, { acquireTraceStore, releaseTraceStore }] = await Promise.all([
     import("../events/ndjson-sink.js"),
-    import("../events/terminal-sink.js"),
     import("../engine/trace-dir.js"),
     import("../engine/trace-stores.js"),
   ]);
@@ -54,10 +56,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
   if (telemetry) sinks.push(telemetry.sink({ team }));
   const ndjson = opts.events === "ndjson";
   if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
-  const showProgress = opts.progress ?? process.stderr.isTTY === true;
-  const progress = showProgress
-    ? terminalSink(process.stderr, { tty: process.stderr.isTTY === true, color: process.stderr.isTTY === true })
-    : undefined;
+  const progress = await progressSink(opts, team);
   if (progress) sinks.push(progress);
   // What the runtime adapted to (a chat template's rules, a fallback model) is said once on stderr,
   // whatever else is shown (docs/servers.md); the progress display says it itself.
@@ -73,7 +72,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
   process.on("SIGINT", onSigint);
   process.on("SIGTERM", onSigint);
 
-  let result: RunResult;
+  let result: RunResult | undefined;
   try {
     const run = begin({
       traceDir,
@@ -91,13 +90,47 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
     releaseTraceStore(traceDir);
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
-    progress?.close();
+    progress?.close({ interrupted: result?.interrupted === true });
   }
 
   const status = report(command, opts, result, ndjson);
   // The answer is out; the spans are sent before the process ends, within the export timeout (a dead collector: one warning).
   await telemetry?.shutdown();
   return status;
+}
+
+/**
+ * What shows the run on stderr: in a terminal the live view redrawn in place
+ * (src/events/live/), or with --verbose (or --events ndjson) the detailed log; elsewhere, with
+ * --progress, the log as plain lines. Each is loaded only when chosen: the
+ * live view's terminal packages are never read by a run that does not draw it.
+ */
+async function progressSink(opts: ReportOptions, team: ResolvedTeam): Promise<(EventSink & { close(how?: { interrupted?: boolean }): void }) | undefined> {
+  const tty = process.stderr.isTTY === true;
+  if (!(opts.progress ?? tty)) return undefined;
+  // With --events ndjson the events stream while the run goes (to the same terminal, perhaps): the log as before.
+  if (tty && !opts.verbose && opts.events !== "ndjson") {
+    const { liveSink } = await import("../events/live/sink.js");
+    return liveSink(process.stderr, { color: colorWanted(), ...viewConfig(team) });
+  }
+  const { terminalSink } = await import("../events/terminal-sink.js");
+  return terminalSink(process.stderr, { tty, color: tty });
+}
+
+/** Colours in a terminal unless NO_COLOR is set (no-color.org). */
+function colorWanted(): boolean {
+  return !process.env.NO_COLOR;
+}
+
+/** The team's budget, and the price of the model behind each call for the cost (docs/budgets.md). */
+function viewConfig(team: ResolvedTeam): Pick<LiveSinkOptions, "budget" | "priceOf"> {
+  return {
+    ...(team.budget ? { budget: team.budget } : {}),
+    priceOf: (agent, modelName) => {
+      const model = team.models[modelName ?? team.agents[agent]?.model ?? ""];
+      return model?.provider === "openai" ? model.price : undefined;
+    },
+  };
 }
 
 /** The answer on stdout, or what happened on stderr; the exit status. */

@@ -2,7 +2,9 @@
  * Live progress for people: the current agent and recursion, plans, tool calls
  * with durations, compact state changes and the todo list as a checklist. On a
  * terminal the status line and checklist are a block redrawn in place at the
- * bottom; elsewhere everything is plain appended lines.
+ * bottom; elsewhere everything is plain appended lines. `runtime exec`
+ * shows it with --verbose, --events ndjson or --progress without a terminal;
+ * in a terminal it otherwise shows the compact live view (./live/).
  */
 import type { EventSink } from "./bus.js";
 import {

@@ -14,6 +14,7 @@ interface ExecOptions {
   inputFile?: string;
   events?: string;
   progress?: boolean;
+  verbose?: boolean;
   traceDir?: string;
   record?: string;
   session?: string;
@@ -33,6 +34,7 @@ export function registerExec(program: Command, setExit: SetExit): void {
     .option("--events <format>", "write events to stdout instead of the answer: ndjson")
     .option("--progress", "show live progress on stderr even when it is not a terminal")
     .option("--no-progress", "never show live progress")
+    .option("--verbose", "in a terminal, log every state, thought and tool call instead of the live view")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
     .option("--store <url>", STORE_OPTION_HELP)
     .option("--record <file>", "write what the models answered as a scripted-model file, to replay the run")

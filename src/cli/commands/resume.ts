@@ -14,6 +14,7 @@ interface ResumeOptions {
   budget?: string[];
   events?: string;
   progress?: boolean;
+  verbose?: boolean;
   traceDir?: string;
   otel?: boolean;
 }
@@ -30,6 +31,7 @@ export function registerResume(program: Command, setExit: SetExit): void {
     .option("--events <format>", "write events to stdout instead of the answer: ndjson")
     .option("--progress", "show live progress on stderr even when it is not a terminal")
     .option("--no-progress", "never show live progress")
+    .option("--verbose", "in a terminal, log every state, thought and tool call instead of the live view")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
     .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
     .action(async (taskId: string, opts: ResumeOptions) => {
