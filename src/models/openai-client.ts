@@ -93,7 +93,8 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
             );
           }
           const wait = asked ?? backoff(attempt);
-          if (Date.now() + wait >= deadline) {
+          // A retry is worth sending only with time left for a reply after the wait.
+          if (Date.now() + wait + minAttemptMs(config.timeout_ms) >= deadline) {
             const failure = describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
             throw new RuntimeError("MODEL_UNAVAILABLE", `${failure.message}; no time left for a retry within timeout_ms (${config.timeout_ms} ms)`);
           }
@@ -269,6 +270,11 @@ function toWireMessage(message: ChatMessage): ChatCompletionMessageParam {
 
 function toWireTool(tool: ToolSpec): ChatCompletionTool {
   return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+}
+
+/** The least time a retry needs for its reply: a tenth of the deadline, at least 100 ms. */
+function minAttemptMs(timeoutMs: number): number {
+  return Math.max(100, timeoutMs / 10);
 }
 
 /** Exponential backoff with jitter: ~0.5 s, 1 s, 2 s, ... capped at 8 s. */
