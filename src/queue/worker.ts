@@ -63,6 +63,22 @@ interface Active {
   done: Promise<void>;
 }
 
+/**
+ * The store as one run of this worker sees it: every commit first asks
+ * whether the worker still holds the run's lease; once it does not (another
+ * worker may be resuming the run), the run is stopped (its signal aborted,
+ * so the model request or tool body the commit was for does not happen) and
+ * its events and journal entries are dropped rather than interleaved with
+ * the new owner's.
+ */
+function fenced(store: Store, holds: () => boolean): Store {
+  const runs = Object.create(store.runs) as Store["runs"];
+  runs.appendMany = (events, journal) => (holds() ? store.runs.appendMany(events, journal) : undefined);
+  const view = Object.create(store) as Store & { runs: Store["runs"] };
+  Object.defineProperty(view, "runs", { value: runs });
+  return view;
+}
+
 export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const { store } = options;
   if (!store.database) throw new RuntimeError("USAGE", `a worker needs a PostgreSQL store (--store postgres://...), not ${store.location}`);
@@ -115,6 +131,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       log(`lost the lease of run ${request.task_id}: stopping it here`);
       controller.abort();
     };
+    // Asked at every commit, before the run acts (a model request, a tool's body): a worker that was
+    // frozen (a long pause, a suspended process) past most of its lease may have lost the run, and stops.
+    const holds = (): boolean => {
+      if (!entry.lost && Date.now() - renewed > leaseMs * 0.8) loseLease();
+      return !entry.lost;
+    };
     entry.done = (async () => {
       let result: RunResult | undefined;
       try {
@@ -122,7 +144,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         const runOptions: RunOptions = {
           ...options.runOptions,
           input: request.input,
-          store,
+          store: fenced(store, holds),
           taskId: request.task_id,
           signal: controller.signal,
           sinks: [metrics.sink, ...(options.runSinks?.() ?? [])],

@@ -233,6 +233,8 @@ async function run(tool: Tool, args: Record<string, unknown>, call: ToolCallRequ
   // Write-ahead: the reply that asked for this call, and its start, are durable before the body acts.
   const committed = options.journal?.commit();
   if (committed) await committed;
+  // The commit may have found the run stopped meanwhile (a worker that lost its lease: docs/scale-out.md).
+  if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };
   const executed = await execute(tool, args, call.id, scope, options);
   return executed.ok ? capOutput(executed.result, tool.max_output_bytes) : executed;
 }

@@ -239,6 +239,54 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     expect(row?.worker_id).toContain(`-${second.child.pid}-`);
   });
 
+  it("a worker frozen past its lease (SIGSTOP) finds the run taken on waking and stops it: the tool runs once, the events stay one run's", async () => {
+    const url = await postgres.createDatabase("frozen");
+    const effects = join(tempDir("effects-"), "effects.log");
+    const model = await startOpenAIServer({
+      respond: (body, index): Reply => {
+        if (toolMessages(body) === 0) return { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }], delay_ms: index === 0 ? 2_500 : 0 };
+        return answer(`done ${tagOf(body)}`);
+      },
+    });
+    servers.push(model);
+    const team = recordingTeam(model.url, effects);
+    const server = await serve(team, url);
+    const first = start(["worker", team, "--store", url, "--concurrency", "1", "--lease-ms", "900"]);
+    await waitFor("the first worker", () => first.log().includes("takes runs of") || undefined, 20_000, first);
+    const response = await authedFetch(server.token)(`${server.url}/v1/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: "Please record job-frozen." }),
+    });
+    const streamed = readSse(response);
+    await waitFor("the first model request", () => model.chatRequests.length === 1 || undefined);
+    first.child.kill("SIGSTOP");
+    try {
+      const second = await worker(team, url, ["--lease-ms", "900"]);
+      const events = await streamed;
+      expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", result_type: "answer", answer: "done job-frozen" });
+      expect(second.log()).toMatch(/resuming run/);
+    } finally {
+      first.child.kill("SIGCONT");
+    }
+    // Awake, the first worker gets its late reply, finds the lease gone at its next commit and stops: no second side effect.
+    await waitFor(() => `the first worker to give the run up (${first.log()})`, () => first.log().includes("lost the lease") || undefined, 20_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(lines(effects)).toEqual(["job-frozen"]);
+    const store = await createStore(url);
+    try {
+      const [run] = await store.runs.listRuns();
+      const stored = await store.runs.eventsOfTask(run!.task_id);
+      expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));
+      expect(stored.filter((e) => e.type === "run.finished")).toHaveLength(1);
+      expect(stored.at(-1)).toMatchObject({ type: "run.finished", result_type: "answer" });
+    } finally {
+      await store.close();
+    }
+    const [row] = await requests(url);
+    expect(row).toMatchObject({ state: "done", attempts: 2 });
+  });
+
   it("SIGTERM: a worker lets a short run finish, and hands a long one back for another worker to resume", async () => {
     const url = await postgres.createDatabase("term");
     const effects = join(tempDir("effects-"), "effects.log");
