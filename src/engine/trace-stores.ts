@@ -69,7 +69,7 @@ export function openTraceStores(): string[] {
  * process loses at most the events of the instant it died in, and a tool's
  * result is durable as soon as the tool is done. One window is held open
  * longer: from a model reply until the run acts on it (`commit()`, called
- * before a tool's body runs and before the next request is sent) or the
+ * before a write tool's body runs and before the next request is sent) or the
  * next turn of the event loop. Nothing irreversible happens in that window
  * (a reply lost there is asked for again), and the reply, the state it moves
  * the machine to and the tool calls it starts become one commit instead of

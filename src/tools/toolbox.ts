@@ -230,8 +230,10 @@ function check(
 
 async function run(tool: Tool, args: Record<string, unknown>, call: ToolCallRequest, scope: EventScope, options: ToolBoxOptions): Promise<Settled> {
   if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };
-  // Write-ahead: the reply that asked for this call, and its start, are durable before the body acts.
-  const committed = options.journal?.commit();
+  // Write-ahead: the reply that asked for this call, and its start, are durable before the body acts
+  // on the world. A read or idempotent tool changes nothing that running it again would not: its
+  // start is committed with what follows (a resume runs it again), one commit fewer per call.
+  const committed = tool.effect === "write" ? options.journal?.commit() : undefined;
   if (committed) await committed;
   // The commit may have found the run stopped meanwhile (a worker that lost its lease: docs/scale-out.md).
   if (options.signal.aborted) return { ok: false, error: "aborted before the tool ran" };

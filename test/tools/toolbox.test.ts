@@ -278,12 +278,13 @@ describe("parameter schemas", () => {
     expect(outcome!.error).toBe("tool \"odd\" has an invalid parameter schema: unknown keyword 'frobnicate'");
   });
 
-  it("journals a call's start, commits before the body runs, and journals its outcome", async () => {
+  it("journals a call's start, commits before a write tool's body runs (not a read tool's), and journals its outcome", async () => {
     const order: string[] = [];
-    const tool = { ...waiter(), execute: async () => (order.push("body"), { done: true }) };
+    const writer = { ...waiter(), effect: "write" as const, execute: async () => (order.push("body"), { done: true }) };
+    const reader = { ...waiter(), name: "look", execute: async () => (order.push("read"), { done: true }) };
     const box = createToolBox({
-      tools: [tool],
-      allow: ["wait"],
+      tools: [writer, reader],
+      allow: ["wait", "look"],
       scope: SCOPE,
       emit: () => {},
       signal: new AbortController().signal,
@@ -298,6 +299,10 @@ describe("parameter schemas", () => {
     });
     await box.run([call("wait", { ms: 0 }, "c1")]);
     expect(order).toEqual(["started k-c1 c1", "commit", "body", "finished k-c1 true"]);
+    order.length = 0;
+    // A read tool changes nothing a resume would repeat: its start is committed with what follows.
+    await box.run([call("look", { ms: 0 }, "c2")]);
+    expect(order).toEqual(["started k-c2 c2", "read", "finished k-c2 true"]);
     // A call refused before any body runs has nothing to commit ahead of.
     order.length = 0;
     await box.run([call("wait", { ms: "x" }, "c2")]);
