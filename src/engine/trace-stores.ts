@@ -133,8 +133,17 @@ export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location"
   };
   const journal = (entry: JournalEntry) => {
     entries.push(entry);
-    if (entry.kind === "model.reply") held ??= setImmediate(commit);
-    else schedule();
+    if (entry.kind === "model.reply") {
+      held ??= setImmediate(commit);
+      return;
+    }
+    // A tool's result is durable as soon as the tool is done: it ends the window a reply opened
+    // (a read tool's body does not wait for a commit, so its reply, start and result go out together).
+    if (entry.kind === "tool.result" && held) {
+      clearImmediate(held);
+      held = undefined;
+    }
+    schedule();
   };
   return { sink, commit, journal };
 }

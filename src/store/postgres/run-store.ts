@@ -27,8 +27,12 @@ export class PostgresRunStore implements RunStore {
     this.location = safeUrl(url);
   }
 
-  async appendMany(events: readonly RunEvent[], journal: readonly JournalEntry[] = []): Promise<void> {
-    if (events.length === 0 && journal.length === 0) return;
+  async appendMany(events: readonly RunEvent[], entries: readonly JournalEntry[] = []): Promise<void> {
+    if (events.length === 0 && entries.length === 0) return;
+    // One statement may not upsert a row twice: a call's start and its result in one batch keep the result.
+    const latest = new Map<string, JournalEntry>();
+    for (const entry of entries) latest.set(`${entry.task_id}\u0000${entry.key}`, entry);
+    const journal = [...latest.values()];
     try {
       await transaction(this.pool, async (client) => {
         if (events.length) await this.writeEvents(client, events);
