@@ -92,7 +92,7 @@ try {
   for (const n of WORKERS) {
     const url = await postgres.createDatabase(`w${n}`);
     const store = await createStore(url);
-    const queue = await RunQueue.open(store);
+    const queue = await RunQueue.open(store, [team.name]);
     const workers = await Promise.all(Array.from({ length: n }, () => startWorker(url)));
     const ids = Array.from({ length: RUNS }, () => randomUUID());
     const started = performance.now();

@@ -2,8 +2,10 @@
  * Runs waiting for a worker, on PostgreSQL (docs/scale-out.md#the-queue).
  *
  * Two parts, each doing what it is good at. pg-boss (a well-kept PostgreSQL
- * job queue) carries a job per run to be taken: it hands each job to one
- * fetcher (`FOR UPDATE SKIP LOCKED`), keeps its own tables and cleans them.
+ * job queue) carries a job per run to be taken, in one queue per team (a
+ * worker fetches only from the queues of the teams it runs): it hands each
+ * job to one fetcher (`FOR UPDATE SKIP LOCKED`), keeps its own tables and
+ * cleans them.
  * The `runtime.run_requests` row is the run's lease: a worker owns a run
  * while its lease is fresh and renews it as the run goes; a lease left to
  * expire (a worker killed, a machine gone) makes the run take-able again,
@@ -14,6 +16,7 @@
  * Enqueueing notifies `runtime_runs`, so idle workers take a new run at once
  * rather than at their next poll.
  */
+import { createHash } from "node:crypto";
 import PgBoss from "pg-boss";
 import type pg from "pg";
 import { RuntimeError } from "../errors.js";
@@ -22,13 +25,16 @@ import type { Database, Store } from "../store/store.js";
 import { SCHEMA as S, storeError, transaction } from "../store/postgres/connect.js";
 import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
 
-/** The pg-boss queue of runs, in pg-boss's own schema. */
-const QUEUE = "runs";
+/** pg-boss's schema. */
 const QUEUE_SCHEMA = "runtime_queue";
+
+/** The pg-boss queue of a team's runs: its name made safe for pg-boss, and a hash that keeps names apart. */
+export function queueOf(team: string): string {
+  const slug = team.replace(/[^\w-]/g, "_").slice(0, 40);
+  return `runs-${slug}-${createHash("sha256").update(team).digest("hex").slice(0, 10)}`;
+}
 /** The channel an enqueue notifies: workers wake up and fetch. */
 export const RUNS_CHANNEL = "runtime_runs";
-/** A job of a team this worker does not run goes back, visible again after this long, for another worker. */
-const FOREIGN_DELAY_S = 2;
 /** An arbitrary constant: the advisory lock held while pg-boss starts (see `open`). */
 const START_LOCK = 727_113_002;
 
@@ -59,13 +65,16 @@ export interface QueueCounts {
 }
 
 export class RunQueue {
+  /** Teams whose pg-boss queue exists (this process made sure of it). */
+  private readonly queues = new Set<string>();
+
   private constructor(
     private readonly db: Database,
     private readonly boss: PgBoss,
   ) {}
 
-  /** The queue in `store`'s database (a PostgreSQL store). Creates pg-boss's schema on first use. */
-  static async open(store: Store): Promise<RunQueue> {
+  /** The queue in `store`'s database (a PostgreSQL store), for `teams`. Creates pg-boss's schema and the teams' queues on first use. */
+  static async open(store: Store, teams: readonly string[]): Promise<RunQueue> {
     const db = store.database;
     if (!db) throw new RuntimeError("USAGE", `a job queue needs a PostgreSQL store (--store postgres://...), not ${store.location}`);
     const boss = new PgBoss({
@@ -79,20 +88,41 @@ export class RunQueue {
     });
     try {
       // Processes starting together would race to create pg-boss's schema: one at a time.
-      const lock = await db.pool.connect();
-      try {
-        await lock.query("SELECT pg_advisory_lock($1)", [START_LOCK]);
-        await boss.start();
-        if (!(await boss.getQueue(QUEUE))) await boss.createQueue(QUEUE, { name: QUEUE, retryLimit: 0 });
-      } finally {
-        await lock.query("SELECT pg_advisory_unlock($1)", [START_LOCK]).catch(() => {});
-        lock.release();
-      }
+      await RunQueue.locked(db, () => boss.start());
     } catch (err) {
       await boss.stop({ graceful: false, wait: false }).catch(() => {});
       throw storeError(db.url, "cannot open the job queue", err);
     }
-    return new RunQueue(db, boss);
+    const queue = new RunQueue(db, boss);
+    try {
+      for (const team of teams) await queue.ensureQueue(team);
+    } catch (err) {
+      await queue.close();
+      throw storeError(db.url, "cannot open the job queue", err);
+    }
+    return queue;
+  }
+
+  /** Run `work` while holding the advisory lock that serialises pg-boss's schema changes across processes. */
+  private static async locked<T>(db: Database, work: () => Promise<T>): Promise<T> {
+    const lock = await db.pool.connect();
+    try {
+      await lock.query("SELECT pg_advisory_lock($1)", [START_LOCK]);
+      return await work();
+    } finally {
+      await lock.query("SELECT pg_advisory_unlock($1)", [START_LOCK]).catch(() => {});
+      lock.release();
+    }
+  }
+
+  /** Create the team's queue unless it exists (once per process). */
+  private async ensureQueue(team: string): Promise<void> {
+    if (this.queues.has(team)) return;
+    const name = queueOf(team);
+    await RunQueue.locked(this.db, async () => {
+      if (!(await this.boss.getQueue(name))) await this.boss.createQueue(name, { name, retryLimit: 0 });
+    });
+    this.queues.add(team);
   }
 
   /** Queue a new run: its request and its job commit together. */
@@ -105,7 +135,7 @@ export class RunQueue {
           team,
           JSON.stringify(rest),
         ]);
-        await this.sendJob(client, task_id);
+        await this.sendJob(client, task_id, team);
       }),
     );
   }
@@ -118,8 +148,8 @@ export class RunQueue {
   async requeue(taskId: string, budget?: Budget): Promise<boolean> {
     return this.guard("cannot queue the run", () =>
       transaction(this.db.pool, async (client) => {
-        const { rows } = await client.query<{ request_json: string }>(
-          `SELECT request_json FROM ${S}.run_requests WHERE task_id = $1 AND (state = 'done' OR (state = 'running' AND lease_until < now())) FOR UPDATE`,
+        const { rows } = await client.query<{ request_json: string; team: string }>(
+          `SELECT request_json, team FROM ${S}.run_requests WHERE task_id = $1 AND (state = 'done' OR (state = 'running' AND lease_until < now())) FOR UPDATE`,
           [taskId],
         );
         const row = rows[0];
@@ -129,7 +159,7 @@ export class RunQueue {
           taskId,
           JSON.stringify(request),
         ]);
-        await this.sendJob(client, taskId);
+        await this.sendJob(client, taskId, row.team);
         return true;
       }),
     );
@@ -142,37 +172,64 @@ export class RunQueue {
    */
   async claim(workerId: string, max: number, leaseMs: number, teams: ReadonlySet<string>): Promise<ClaimedRun[]> {
     if (max <= 0) return [];
+    for (const team of teams) await this.guard("cannot open the job queue", () => this.ensureQueue(team));
+    // The teams' queues in a random order, so that one team's backlog does not starve another's.
+    const order = [...teams].sort(() => Math.random() - 0.5);
     return this.guard("cannot take runs from the queue", () =>
       transaction(this.db.pool, async (client) => {
         const wrapped = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
-        const jobs = await this.boss.fetch<{ task_id: string }>(QUEUE, { batchSize: max, db: wrapped });
-        if (jobs.length === 0) return [];
         const claimed: ClaimedRun[] = [];
-        const skipped: string[] = [];
-        for (const job of jobs) {
-          const { rows } = await client.query<{ team: string; request_json: string; attempts: number }>(
-            `UPDATE ${S}.run_requests
-                SET state = 'running', worker_id = $2, lease_until = now() + $3 * interval '1 millisecond',
-                    attempts = attempts + 1, started_at = COALESCE(started_at, now())
-              WHERE task_id = $1 AND team = ANY($4::text[])
-                AND (state = 'queued' OR (state = 'running' AND lease_until < now()))
-          RETURNING team, request_json, attempts`,
-            [job.data.task_id, workerId, leaseMs, [...teams]],
-          );
-          const row = rows[0];
-          if (!row) {
-            skipped.push(job.id);
-            continue;
-          }
-          claimed.push({ request: { task_id: job.data.task_id, team: row.team, ...(JSON.parse(row.request_json) as object) } as RunRequest, attempts: row.attempts });
+        for (const team of order) {
+          if (claimed.length >= max) break;
+          claimed.push(...(await this.claimFrom(client, wrapped, team, workerId, max - claimed.length, leaseMs)));
         }
-        // A job whose run this worker cannot take (another team) goes back for another worker.
-        const foreign = jobs.filter((j) => !claimed.some((c) => c.request.task_id === j.data.task_id) && !skipped.includes(j.id));
-        for (const job of foreign) await this.sendJob(client, job.data.task_id, FOREIGN_DELAY_S);
-        await this.boss.complete(QUEUE, jobs.map((j) => j.id), { db: wrapped });
         return claimed;
       }),
     );
+  }
+
+  /** Take up to `max` runs of one team's queue, in the caller's transaction. */
+  private async claimFrom(
+    client: pg.PoolClient,
+    wrapped: { executeSql(text: string, values: unknown[]): Promise<pg.QueryResult> },
+    team: string,
+    workerId: string,
+    max: number,
+    leaseMs: number,
+  ): Promise<ClaimedRun[]> {
+    const queue = queueOf(team);
+    const jobs = await this.boss.fetch<{ task_id: string }>(queue, { batchSize: max, db: wrapped });
+    if (jobs.length === 0) return [];
+    const claimed: ClaimedRun[] = [];
+    for (const job of jobs) {
+      const task_id = job.data.task_id;
+      const { rows } = await client.query<{ team: string; takeable: boolean }>(
+        `SELECT team, (state = 'queued' OR (state = 'running' AND lease_until < now())) AS takeable
+           FROM ${S}.run_requests WHERE task_id = $1 FOR UPDATE`,
+        [task_id],
+      );
+      const row = rows[0];
+      // Done, or held by a live lease: the job is spent, the run stays with its holder.
+      if (!row?.takeable || row.team !== team) continue;
+      const taken = await client.query<{ request_json: string; attempts: number }>(
+        `UPDATE ${S}.run_requests
+            SET state = 'running', worker_id = $2, lease_until = now() + $3 * interval '1 millisecond',
+                attempts = attempts + 1, started_at = COALESCE(started_at, now())
+          WHERE task_id = $1
+      RETURNING request_json, attempts`,
+        [task_id, workerId, leaseMs],
+      );
+      const took = taken.rows[0];
+      if (took) claimed.push({ request: { task_id, team: row.team, ...(JSON.parse(took.request_json) as object) } as RunRequest, attempts: took.attempts });
+    }
+    // pg-boss's complete(name, ids, data, options): no data, and in this transaction.
+    await (this.boss.complete as unknown as (name: string, ids: string[], data: null, options: { db: typeof wrapped }) => Promise<void>)(
+      queue,
+      jobs.map((j) => j.id),
+      null,
+      { db: wrapped },
+    );
+    return claimed;
   }
 
   /** Extend the lease; false when the worker no longer holds the run (it expired and another took it). */
@@ -204,11 +261,11 @@ export class RunQueue {
   async release(taskId: string, workerId: string): Promise<void> {
     await this.guard("cannot hand the run back", () =>
       transaction(this.db.pool, async (client) => {
-        const { rowCount } = await client.query(
-          `UPDATE ${S}.run_requests SET state = 'queued', worker_id = NULL, lease_until = NULL WHERE task_id = $1 AND worker_id = $2 AND state = 'running'`,
+        const { rows } = await client.query<{ team: string }>(
+          `UPDATE ${S}.run_requests SET state = 'queued', worker_id = NULL, lease_until = NULL WHERE task_id = $1 AND worker_id = $2 AND state = 'running' RETURNING team`,
           [taskId, workerId],
         );
-        if (rowCount) await this.sendJob(client, taskId);
+        if (rows[0]) await this.sendJob(client, taskId, rows[0].team);
       }),
     );
   }
@@ -220,12 +277,12 @@ export class RunQueue {
   async sweep(): Promise<number> {
     return this.guard("cannot sweep expired leases", () =>
       transaction(this.db.pool, async (client) => {
-        const { rows } = await client.query<{ task_id: string }>(
-          `SELECT task_id FROM ${S}.run_requests WHERE state = 'running' AND lease_until < now() ORDER BY lease_until LIMIT 100 FOR UPDATE SKIP LOCKED`,
+        const { rows } = await client.query<{ task_id: string; team: string }>(
+          `SELECT task_id, team FROM ${S}.run_requests WHERE state = 'running' AND lease_until < now() ORDER BY lease_until LIMIT 100 FOR UPDATE SKIP LOCKED`,
         );
-        for (const { task_id } of rows) {
+        for (const { task_id, team } of rows) {
           await client.query(`UPDATE ${S}.run_requests SET state = 'queued', worker_id = NULL, lease_until = NULL WHERE task_id = $1`, [task_id]);
-          await this.sendJob(client, task_id);
+          await this.sendJob(client, task_id, team);
         }
         return rows.length;
       }),
@@ -254,10 +311,11 @@ export class RunQueue {
     await this.boss.stop({ graceful: false, wait: true, close: false }).catch(() => {});
   }
 
-  private async sendJob(client: pg.PoolClient, taskId: string, delaySeconds = 0): Promise<void> {
+  private async sendJob(client: pg.PoolClient, taskId: string, team: string): Promise<void> {
+    await this.ensureQueue(team);
     const db = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
-    await this.boss.send(QUEUE, { task_id: taskId }, { db, ...(delaySeconds > 0 ? { startAfter: delaySeconds } : {}) });
-    if (delaySeconds === 0) await client.query("SELECT pg_notify($1, $2)", [RUNS_CHANNEL, taskId]);
+    await this.boss.send(queueOf(team), { task_id: taskId }, { db });
+    await client.query("SELECT pg_notify($1, $2)", [RUNS_CHANNEL, taskId]);
   }
 
   private async guard<T>(what: string, work: () => Promise<T>): Promise<T> {

@@ -89,7 +89,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const log = options.log ?? (() => {});
   const teams = new Map(options.teams.map((t) => [t.name, t]));
   const metrics = new RunMetrics();
-  const queue = await RunQueue.open(store);
+  const queue = await RunQueue.open(store, [...teams.keys()]);
   const listener = new ChannelListener(store.database.url);
   const active = new Map<string, Active>();
   let stopping = false;

@@ -91,7 +91,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const embedded = options.store ? undefined : TraceStore.open(traceDir);
   let queued: ApiContext["queued"];
   if (options.store?.database) {
-    const queue = await RunQueue.open(options.store);
+    const queue = await RunQueue.open(options.store, [options.team.name]);
     queued = { queue, followers: await RunFollowers.open(options.store, queue).catch(async (err: unknown) => {
       await queue.close();
       throw err;

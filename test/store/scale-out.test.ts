@@ -287,6 +287,35 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     expect(row).toMatchObject({ state: "done", attempts: 2 });
   });
 
+  it("a worker leaves the runs of teams it does not run in the queue, for a worker that runs them", async () => {
+    const url = await postgres.createDatabase("teams");
+    const effects = join(tempDir("effects-"), "effects.log");
+    const model = await startOpenAIServer({
+      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer(`done ${tagOf(body)}`)),
+    });
+    servers.push(model);
+    const mine = recordingTeam(model.url, effects);
+    const theirs = recordingTeam(model.url, effects);
+    writeFileSync(theirs, readFileSync(theirs, "utf8").replace("name: scale", "name: other"));
+    const server = await serve(theirs, url);
+    const wrong = await worker(mine, url);
+    const response = await authedFetch(server.token)(`${server.url}/v1/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: "Please record job-other." }),
+    });
+    const streamed = readSse(response);
+    // The worker of another team does not take it (each team has its own queue).
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await requests(url))[0]).toMatchObject({ state: "queued", attempts: 0 });
+    expect(wrong.log()).not.toMatch(/running run/);
+    const right = await worker(theirs, url);
+    const events = await streamed;
+    expect(events.at(-1)?.data).toMatchObject({ result_type: "answer", answer: "done job-other" });
+    expect(right.log()).toMatch(/running run/);
+    expect(lines(effects)).toEqual(["job-other"]);
+  });
+
   it("SIGTERM: a worker lets a short run finish, and hands a long one back for another worker to resume", async () => {
     const url = await postgres.createDatabase("term");
     const effects = join(tempDir("effects-"), "effects.log");
