@@ -27,6 +27,7 @@ interface Bar {
   ms: number;
   ok: boolean;
   state: "done" | "running" | "unfinished";
+  row: number;
   tokens?: number;
   iteration?: number;
   result?: string;
@@ -39,6 +40,7 @@ interface Lane {
   parent?: string;
   start: number;
   end: number;
+  rows: number;
   bars: Bar[];
 }
 interface TreeNode {
@@ -104,6 +106,9 @@ describe("buildRunView over the example teams' runs", () => {
           expect(bar.start).toBeGreaterThanOrEqual(view.start);
           expect(bar.end).toBeLessThanOrEqual(view.end);
         }
+        // Calls overlapping in time (parallel tool calls) are on different rows of the lane.
+        for (const a of lane.bars) for (const b of lane.bars) if (a !== b && a.start < b.end && b.start < a.end) expect(a.row).not.toBe(b.row);
+        expect(lane.rows).toBe(Math.max(1, ...lane.bars.map((b) => b.row + 1)));
         // A child lane comes after its parent's.
         if (lane.parent !== undefined) expect(view.lanes.findIndex((l) => l.step_id === lane.parent)).toBeLessThan(view.lanes.indexOf(lane));
       }
@@ -115,6 +120,8 @@ describe("buildRunView over the example teams' runs", () => {
       expect(finished?.type === "run.finished" && tokens).toBe(finished?.type === "run.finished" && finished.usage.total_tokens);
       expect(view.status).toBe("answer");
       expect(view.input).toBe(input);
+      // circle-react calls the calculator twice at once: two rows in its lane.
+      if (name === "circle-react") expect(view.lanes[0]!.rows).toBe(2);
     });
   }
 });
@@ -143,7 +150,7 @@ describe("buildRunView on event sequences", () => {
     { type: "llm.request", model: "main", messages: 2, trace_id: "r1" },
   ];
 
-  it("a failed model call and its fallback: two bars, the second starting where the first failed", () => {
+  it("a failed model call and its fallback: two bars, the second starting when the fallback takes over", () => {
     const view = buildRunView(
       sequence([
         ...opening,
@@ -156,15 +163,28 @@ describe("buildRunView on event sequences", () => {
     );
     const [failed, answered] = view.lanes[0]!.bars;
     expect(failed).toMatchObject({ kind: "model", name: "main", ok: false, start: T0 + 3000, end: T0 + 4000, ms: 1000, iteration: 1, error: "503 <b>down</b>" });
-    expect(answered).toMatchObject({ kind: "model", name: "backup", ok: true, start: T0 + 4000, end: T0 + 6000, ms: 1500, tokens: 15 });
+    expect(answered).toMatchObject({ kind: "model", name: "backup", ok: true, start: T0 + 5000, end: T0 + 6000, ms: 1500, tokens: 15 });
     expect(barDetails(answered!, view)).toEqual(
       expect.arrayContaining([
         ["tokens", "15 (10 prompt + 5 completion)"],
         ["action", "ANSWER"],
         ["thought", "done"],
-        ["start", "+4.00 s"],
+        ["start", "+5.00 s"],
       ]),
     );
+  });
+
+  it("a failed model call with no fallback ends the run: one failed bar, nothing left running", () => {
+    const view = buildRunView(
+      sequence([
+        ...opening,
+        { type: "llm.error", model: "main", error: "no reply left", trace_id: "r1" },
+        { type: "agent.finished", result_type: "error", error: "no reply left", usage: USAGE },
+        { type: "run.finished", result_type: "error", error: "no reply left", usage: USAGE },
+      ]),
+    );
+    expect(view.lanes[0]!.bars.map((b) => [b.kind, b.ok, b.state])).toEqual([["model", false, "done"]]);
+    expect(view.status).toBe("error");
   });
 
   it("a call going on is running and reaches `now`; after the run ended without it, unfinished", () => {

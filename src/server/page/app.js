@@ -236,7 +236,7 @@ async function loadRuns() {
   listRunning = runs.some((run) => run.finished_at === undefined);
 }
 
-/** Whether the list shows a run going on: then it is refreshed every second, else every 5. */
+/** Whether the list shows a run going on: then it is refreshed every second, else every 2 (runs started elsewhere show up). */
 let listRunning = false;
 let listAge = 0;
 
@@ -556,7 +556,7 @@ void loadRuns();
 // Runs started elsewhere (another tab, the API) show up too.
 setInterval(() => {
   listAge += 1;
-  if (!document.hidden && (listRunning || listAge >= 5)) {
+  if (!document.hidden && (listRunning || listAge >= 2)) {
     listAge = 0;
     void loadRuns();
   }

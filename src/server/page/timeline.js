@@ -25,7 +25,8 @@ function show(value) {
  *
  * - `lanes`: one per agent step (an agent's invocation), children right
  *   below their parent, each with its `bars`: one per model call and per
- *   tool call, placed by start and end time (ms since the epoch).
+ *   tool call, placed by start and end time (ms since the epoch); calls
+ *   that overlap (parallel tool calls) get different `row`s of the lane.
  * - `tree`: the same steps nested (agents → recursions → model and tool
  *   calls, with the steps an agent called in between).
  * - A call started but not ended is `running` while the run goes on (its
@@ -127,12 +128,15 @@ export function buildRunView(events, now) {
           pendingModel.delete(key);
           addBar(step, e, { kind: "model", name: e.model_name ?? e.model, start: began, end: at, ms, ok: e.error === undefined, state: "done", iteration, messages: pending?.messages, usage: e.usage, tokens: e.usage?.total_tokens, action: e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply"), finish_reason: e.finish_reason, thought: e.thought, reasoning: e.reasoning, content: e.content, tool_calls: e.tool_calls?.map((c) => c.name), error: e.error });
         } else {
-          // A fallback model's attempt starts where this one failed.
-          if (pending) pendingModel.set(key, { ...pending, at });
+          pendingModel.delete(key);
           addBar(step, e, { kind: "model", name: e.model_name ?? e.model, start: began, end: at, ms, ok: false, state: "done", iteration, messages: pending?.messages, error: e.error });
         }
         break;
       }
+      case "llm.notice":
+        // The next model of a fallback list takes over: its attempt starts now (its name comes with its reply).
+        if (e.notice === "fallback") pendingModel.set(`${e.step_id}/${e.trace_id}`, { at, model: "fallback", messages: undefined, event: e });
+        break;
       case "tool.started":
         stepOf(e);
         pendingTool.set(`${e.step_id}/${e.call_id}`, { at, event: e });
@@ -167,6 +171,15 @@ export function buildRunView(events, now) {
   for (const step of lanes) {
     step.end ??= Math.max(ended ? last : reached, ...step.bars.map((b) => b.end));
     delete step.recursions;
+    // Calls that overlap in time (parallel tool calls) take rows of their own in the lane.
+    const rowEnds = [];
+    for (const bar of [...step.bars].sort((a, b) => a.start - b.start || a.end - b.end)) {
+      let row = rowEnds.findIndex((busyUntil) => busyUntil <= bar.start);
+      if (row < 0) row = rowEnds.length;
+      rowEnds[row] = Math.max(bar.end, bar.start + 1);
+      bar.row = row;
+    }
+    step.rows = Math.max(1, rowEnds.length);
   }
   // Children right below their parent, in the order they started.
   const ordered = [];
@@ -228,6 +241,8 @@ const el = (doc, tag, className, text) => {
 };
 
 const barsShown = new WeakMap();
+/** The height of one row of bars in a lane, in CSS pixels. */
+const ROW_HEIGHT = 16;
 
 /** The tooltip of a timeline: one element, filled with the hovered or focused bar's details. */
 function tooltipOf(container, doc) {
@@ -288,6 +303,7 @@ export function renderTimeline(container, view, doc = document) {
       label.style.paddingLeft = `${lane.depth * 12}px`;
       label.title = `${lane.agent_id}${lane.kind ? ` (${lane.kind})` : ""}, step ${lane.step_id}${lane.result ? `: ${lane.result}` : ""} · ${duration(lane.end - lane.start)}`;
       const track = el(doc, "div", "tl-track");
+      track.style.height = `${lane.rows * ROW_HEIGHT + 4}px`;
       const extent = el(doc, "div", "tl-step");
       extent.style.left = `${((lane.start - view.start) / span) * 100}%`;
       extent.style.width = `${Math.max(((lane.end - lane.start) / span) * 100, 0.2)}%`;
@@ -298,6 +314,7 @@ export function renderTimeline(container, view, doc = document) {
         const width = Math.min(Math.max(((bar.end - bar.start) / span) * 100, 0.4), 100 - left);
         const node = el(doc, "div", `tl-bar tl-${bar.kind}${bar.ok ? "" : " tl-failed"}${bar.state === "done" ? "" : ` tl-${bar.state}`}`, barLabel(bar));
         node.style.left = `${left}%`;
+        node.style.top = `${2 + bar.row * ROW_HEIGHT}px`;
         node.style.width = `${width}%`;
         node.tabIndex = 0;
         node.dataset.bar = bar.id;
@@ -321,7 +338,7 @@ function callLine(bar) {
   const tokens = bar.tokens !== undefined ? ` · ${bar.tokens} tok` : "";
   const state = bar.state === "running" ? " · running" : bar.state === "unfinished" ? " · did not end" : "";
   if (bar.kind === "model") {
-    const what = bar.ok ? bar.action ?? "reply" : bar.action ? "refused" : "error";
+    const what = bar.state !== "done" ? "no reply yet" : bar.ok ? bar.action ?? "reply" : bar.action ? "refused" : "error";
     const said = bar.thought ?? bar.error ?? "";
     return `model ${bar.name} · ${what} · ${duration(bar.ms)}${tokens}${state}${said ? ` — ${clip(said, 200)}` : ""}`;
   }
@@ -375,7 +392,7 @@ export const TIMELINE_CSS = `
 .tl-ticks span:first-child { transform: none; } .tl-ticks span:last-child { transform: translateX(-100%); }
 .tl-lane { display: flex; align-items: center; min-height: 22px; border-top: 1px dashed #e4e7ec; }
 .tl-label { width: 170px; flex: none; font-size: 12px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.tl-track { position: relative; flex: 1; height: 18px; }
+.tl-track { position: relative; flex: 1; min-height: 18px; }
 .tl-step { position: absolute; top: 8px; height: 2px; background: #d0d5dd; }
 .tl-bar { position: absolute; top: 2px; height: 14px; min-width: 3px; border-radius: 3px; font-size: 10px; line-height: 14px; color: #fff; overflow: hidden; white-space: nowrap; padding: 0 3px; box-sizing: border-box; cursor: default; }
 .tl-bar:focus { outline: 2px solid #f79009; }
