@@ -198,15 +198,25 @@ describe("run history and timelines in Chromium", () => {
     await failed.done;
     const ids = { solved: await solved.taskId, greeted: await greeted.taskId, failed: await failed.taskId };
 
+    // The API itself: status= and agent= together; a status it does not know is refused.
+    const listed = async (query: string) => ((await (await server.fetch(`${server.url}/v1/runs?${query}`)).json()) as { runs: { task_id: string }[] }).runs.map((r) => r.task_id);
+    expect(await listed("status=answer")).toEqual([ids.greeted, ids.solved]);
+    expect(await listed("status=error&agent=greeter")).toEqual([ids.failed]);
+    expect(await listed("status=running")).toEqual([]);
+    expect(await listed("agent=solver&status=")).toEqual([ids.solved]);
+    const bad = await server.fetch(`${server.url}/v1/runs?status=done`);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain('status must be one of answer, error, paused, running, got \\"done\\"');
+
     const { page, errors } = await open(server.pageUrl);
     await expect.poll(() => rows(page).count()).toBe(3);
-    const listed = async () => (await rows(page).evaluateAll((trs) => trs.map((tr) => (tr as unknown as { dataset: { task: string } }).dataset.task)));
-    expect(await listed()).toEqual([ids.failed, ids.greeted, ids.solved]);
+    const shown = async () => (await rows(page).evaluateAll((trs) => trs.map((tr) => (tr as unknown as { dataset: { task: string } }).dataset.task)));
+    expect(await shown()).toEqual([ids.failed, ids.greeted, ids.solved]);
 
     const filter = async (agent: string, status: string, expected: string[]) => {
       await page.selectOption("#filter-agent", agent);
       await page.selectOption("#filter-status", status);
-      await expect.poll(listed, { message: `agent=${agent} status=${status}` }).toEqual(expected);
+      await expect.poll(shown, { message: `agent=${agent} status=${status}` }).toEqual(expected);
     };
     await filter("greeter", "", [ids.failed, ids.greeted]);
     await filter("solver", "", [ids.solved]);
@@ -218,7 +228,7 @@ describe("run history and timelines in Chromium", () => {
     await filter("", "running", []);
     await filter("", "", [ids.failed, ids.greeted, ids.solved]);
     await page.selectOption("#filter-status", "error");
-    await expect.poll(listed).toEqual([ids.failed]);
+    await expect.poll(shown).toEqual([ids.failed]);
     await page.screenshot({ path: join(ARTIFACTS, "runs-filtered-error.png"), fullPage: true });
 
     // The failed run: its error, and its one model call drawn failed.
@@ -297,6 +307,27 @@ describe("run history and timelines in Chromium", () => {
     expect(written.code).toBe(0);
     expect(written.stdout).toContain(`wrote ${out}`);
     const html = readFileSync(out, "utf8");
+    // `-` writes the same file to stdout.
+    const piped = await runCli(["trace", run!.task_id, "--html", "-", "--trace-dir", traces]);
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toBe(html);
+    // Bad uses: a clear message and exit 2 (usage) or 1 (not found), never a stack trace.
+    const misuse: [string[], number, string][] = [
+      [["trace", "--html", out], 2, "--html writes one run: give its TASK_ID"],
+      [["trace", run!.task_id, "--html", out, "--json"], 2, "give one of --html FILE and --json"],
+      [["trace", run!.task_id, "--html", join(traces, "no-such-dir", "run.html")], 2, "cannot write"],
+      [["trace", "ffffffff", "--html", out], 1, "no run with task_id ffffffff"],
+      [["trace", "--status", "done"], 2, '--status must be one of answer, error, paused, running, got "done"'],
+      [["trace", "--status", "error"], 1, "no runs with status error"],
+    ];
+    for (const [args, code, message] of misuse) {
+      const result = await runCli([...args, "--trace-dir", traces]);
+      expect({ args, code: result.code, stderr: result.stderr }).toMatchObject({ args, code, stderr: expect.stringContaining(message) });
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+    const answered = await runCli(["trace", "--status", "answer", "--trace-dir", traces]);
+    expect(answered.code).toBe(0);
+    expect(answered.stdout).toContain(run!.task_id.slice(0, 8));
     expect(html).not.toMatch(/<script[^>]*\ssrc=|<link[^>]*stylesheet|https?:\/\/(?!www\.w3)/);
 
     const page = await context.newPage();
