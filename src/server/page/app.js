@@ -46,6 +46,8 @@ function resetView() {
     events: [],
     // When the last event arrived here: a running call's bar grows from the server's clock, not this one's.
     lastArrival: 0,
+    /** Following the run gave up: no event came for a while. */
+    stalled: false,
   };
   $("timeline").replaceChildren(el("p", "muted", "No model or tool calls yet."));
   $("tree").replaceChildren(el("p", "muted", "Nothing yet."));
@@ -185,7 +187,7 @@ function scheduleTimeline() {
 function drawTimeline() {
   const lastTs = Date.parse(view.events[view.events.length - 1]?.ts ?? "");
   // The server's time now, as far as this page can tell: the last event's time plus what passed since it came.
-  const now = Number.isFinite(lastTs) ? lastTs + (Date.now() - view.lastArrival) : undefined;
+  const now = Number.isFinite(lastTs) && !view.stalled ? lastTs + (Date.now() - view.lastArrival) : undefined;
   const model = buildRunView(view.events, now);
   renderTimeline($("timeline"), model);
   renderTree($("tree"), model);
@@ -193,13 +195,18 @@ function drawTimeline() {
 
 // A call under way grows while nothing else happens.
 setInterval(() => {
-  if (!view.finished && view.events.length && !document.hidden) drawTimeline();
+  if (!view.finished && !view.stalled && view.events.length && !document.hidden) drawTimeline();
 }, 500);
 
 // ---- the list of runs ---------------------------------------------------------
 
 const clock = (iso) => (iso ? new Date(iso).toLocaleString() : "");
-const seconds = (run) => (run.finished_at ? `${((Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000).toFixed(1)} s` : "");
+/** How long a run took, or has been going on (by this page's clock, so roughly). */
+const seconds = (run) => {
+  const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
+  const s = Math.max(0, (end - Date.parse(run.started_at)) / 1000).toFixed(1);
+  return run.finished_at ? `${s} s` : `${s} s…`;
+};
 
 let listGeneration = 0;
 /** Fetch and draw the runs the filters ask for, newest first. */
@@ -502,7 +509,12 @@ async function follow(taskId) {
     await readStream(response, apply);
     if (!view.finished) await new Promise((r) => setTimeout(r, 1000));
   }
-  if (!view.finished) setStatus(`The run ${taskId} has not finished (its process may have stopped).`);
+  if (!view.finished && view.showing === taskId) {
+    // Nothing more comes: its calls under way stop growing where the last event left them.
+    view.stalled = true;
+    drawTimeline();
+    setStatus(`The run ${taskId} has not finished (its process may have stopped).`);
+  }
 }
 
 async function loadTeam() {
