@@ -240,10 +240,14 @@ describe("run history and timelines in Chromium", () => {
 
     // The solved run, from the list: its stored events, every call a bar.
     await page.selectOption("#filter-status", "");
-    await page.locator(`#runs tbody tr[data-task="${ids.solved}"]`).click();
+    // By keyboard: a row opens with Enter, a bar shows its tooltip when focused.
+    await page.locator(`#runs tbody tr[data-task="${ids.solved}"]`).focus();
+    await page.keyboard.press("Enter");
     await expect.poll(() => page.textContent("#answer")).toContain("Answer: the area");
     await expect.poll(() => bars(page).count()).toBe(callsOf(storedEvents(server.traceDir, ids.solved)));
     expect(await page.locator("#runs tr.current").getAttribute("data-task")).toBe(ids.solved);
+    await page.locator("#timeline .tl-tool", { hasText: "calculator" }).first().focus();
+    await expect.poll(() => page.textContent("#timeline .tl-tip")).toContain('result{"expression":"round(pi * 25, 2)","result":78.54}');
     await page.screenshot({ path: join(ARTIFACTS, "timeline-stored-run.png"), fullPage: true });
     expect(errors).toEqual([]);
   });

@@ -208,6 +208,7 @@ const seconds = (run) => {
   return run.finished_at ? `${s} s` : `${s} s…`;
 };
 
+const RUN_STATUS_CLASS = { answer: "completed", running: "in_progress", paused: "paused", error: "failed" };
 let listGeneration = 0;
 /** Fetch and draw the runs the filters ask for, newest first. */
 async function loadRuns() {
@@ -229,14 +230,18 @@ async function loadRuns() {
       view.taskId === run.task_id ? "current" : "",
       el("td", "", clock(run.started_at)),
       el("td", "", run.agent_id),
-      el("td", `status-${status === "answer" ? "completed" : status === "running" ? "in_progress" : "failed"}`, status),
+      el("td", `status-${RUN_STATUS_CLASS[status] ?? "failed"}`, status),
       el("td", "input", clip(run.input, 200)),
       el("td", "", seconds(run)),
       el("td", "", run.usage ? String(run.usage.total_tokens) : ""),
     );
     row.dataset.task = run.task_id;
     row.title = run.task_id;
+    row.tabIndex = 0;
     row.addEventListener("click", () => void openRun(run.task_id));
+    row.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") void openRun(run.task_id);
+    });
     return row;
   });
   $("runs").tBodies[0].replaceChildren(...(rows.length ? rows : [el("tr", "", el("td", "muted", "No runs."))]));
