@@ -297,6 +297,39 @@ describe("run history and timelines in Chromium", () => {
     expect(fileErrors).toEqual([]);
   });
 
+  it("a run whose process died: listed as running; opened, its last call stops growing once following it gives up", async () => {
+    const traceDir = tempDir("dead-run-");
+    const store = TraceStore.open(traceDir);
+    const t0 = Date.now() - 60_000;
+    const base = { task_id: "dead-run-1", agent_id: "solver", step_id: "s1" };
+    let seq = 0;
+    const at = (ms: number) => ({ ...base, seq: ++seq, ts: new Date(t0 + ms).toISOString() });
+    store.appendMany([
+      { ...at(0), type: "run.started", input: "a run cut short" },
+      { ...at(1), type: "agent.started", kind: "react", input: "a run cut short" },
+      { ...at(2), type: "recursion.started", iteration: 1, trace_id: "r1" },
+      { ...at(3), type: "llm.request", model: "scripted", messages: 2, trace_id: "r1" },
+      { ...at(900), type: "llm.response", model: "scripted", usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 }, duration_ms: 897, action_type: "CALL_TOOL", trace_id: "r1" },
+      { ...at(1000), type: "tool.started", tool: "echo", call_id: "c1", arguments: { text: "hi" }, trace_id: "r1" },
+    ] as RunEvent[]);
+    store.close();
+    const server = await serveTeam(twoAgentTeam(0), traceDir);
+    closers.push(server);
+    const { page, errors } = await open(server.pageUrl);
+    const row = page.locator('#runs tbody tr[data-task="dead-run-1"]');
+    await expect.poll(() => row.textContent()).toContain("running");
+    await row.click();
+    await expect.poll(() => page.locator("#timeline .tl-running").count()).toBe(1);
+    await expect.poll(() => page.textContent("#status"), { timeout: 15_000 }).toContain("has not finished");
+    const width = () => page.locator("#timeline .tl-running").evaluate((node) => (node as unknown as { style: { width: string } }).style.width);
+    const before = await width();
+    await page.waitForTimeout(1200);
+    expect(await width()).toBe(before);
+    expect(await page.locator("#timeline .tl-model").count()).toBe(1);
+    expect(await page.textContent("#tree")).toContain("solver (react) · running");
+    expect(errors).toEqual([]);
+  });
+
   it("runtime trace TASK_ID --html writes one file that shows the same timeline offline, with no request", async () => {
     const traces = tempDir("html-trace-");
     const file = join(ROOT, "teams", "plan-solver.yaml");

@@ -514,7 +514,7 @@ async function follow(taskId) {
     await readStream(response, apply);
     if (!view.finished) await new Promise((r) => setTimeout(r, 1000));
   }
-  if (!view.finished && view.showing === taskId) {
+  if (!view.finished && (!view.showing || view.showing === taskId)) {
     // Nothing more comes: its calls under way stop growing where the last event left them.
     view.stalled = true;
     drawTimeline();
