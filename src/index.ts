@@ -15,5 +15,5 @@ export { RuntimeError, ConfigError, type ConfigProblem, type ErrorCode } from ".
 export { machineToMermaid } from "./graph/mermaid.js";
 export { createStore, type StoreOptions } from "./store/create.js";
 export type { Store } from "./store/store.js";
-export type { RunStore, RunQuery } from "./store/run-store.js";
+export type { RunStore, RunQuery, RunStatus } from "./store/run-store.js";
 export { startWorker, type RunWorker, type WorkerOptions } from "./queue/start.js";

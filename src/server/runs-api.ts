@@ -5,7 +5,7 @@ import type { Budget } from "../config/types.js";
 import { randomUUID } from "node:crypto";
 import { decideApprovalsIn as decide } from "../engine/resume.js";
 import { RuntimeError } from "../errors.js";
-import { RUN_STATUSES, type RunStatus, type RunStore } from "../store/run-store.js";
+import { RUN_STATUSES, type RunStore } from "../store/run-store.js";
 import type { RunFollowers } from "../queue/follow.js";
 import type { RunQueue } from "../queue/run-queue.js";
 import { HttpError, readJsonBody, sendJson } from "./http.js";
@@ -207,13 +207,14 @@ export async function listRuns(ctx: ApiContext, res: ServerResponse, query: URLS
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError(400, `limit must be an integer from 1 to 1000, got "${limitText}"`);
   const agent = query.get("agent");
   const session = query.get("session");
-  const status = query.get("status");
-  if (status !== null && !(RUN_STATUSES as readonly string[]).includes(status)) throw new HttpError(400, `status must be one of ${RUN_STATUSES.join(", ")}, got "${status}"`);
+  const given = query.get("status");
+  const status = RUN_STATUSES.find((s) => s === given);
+  if (given !== null && given !== "" && status === undefined) throw new HttpError(400, `status must be one of ${RUN_STATUSES.join(", ")}, got "${given}"`);
   const runs = await ctx.store.listRuns({
     limit,
     ...(agent !== null && agent !== "" ? { agent } : {}),
     ...(session !== null && session !== "" ? { session } : {}),
-    ...(status !== null ? { status: status as RunStatus } : {}),
+    ...(status !== undefined ? { status } : {}),
   });
   sendJson(res, 200, { runs });
 }

@@ -19,8 +19,9 @@ export function traceHtml(events: readonly RunEvent[]): string {
   const page = loadPage();
   if (!page) throw new RuntimeError("USAGE", "the page's files (src/server/page) are missing from this installation");
   const taskId = events[0]?.task_id ?? "";
-  // The module's source, inlined; `</script` can only be inside its strings, where `<\/script` means the same.
-  const timeline = page.timeline.replace(/<\/script/gi, "<\\/script");
+  // The module's source, inlined. `</script` or `<!--` can only be inside its strings or comments, where
+  // `<\/script` and `<\!--` mean the same and no longer end (or confuse) the element that holds them.
+  const timeline = page.timeline.replace(/<\/script/gi, "<\\/script").replace(/<!--/g, "<\\!--");
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -33,12 +34,13 @@ export function traceHtml(events: readonly RunEvent[]): string {
   body { margin: 0 auto; max-width: 1200px; padding: 16px 20px; font: 14px/1.45 system-ui, sans-serif; color: #1d2330; }
   h1 { font-size: 16px; } h2 { font-size: 12px; text-transform: uppercase; letter-spacing: .05em; color: #667085; }
   .muted { color: #667085; } .done { color: #137333; white-space: pre-wrap; } .bad { color: #b42318; white-space: pre-wrap; }
-  #input { white-space: pre-wrap; }
+  #input { white-space: pre-wrap; border-left: 3px solid #e4e7ec; padding-left: 8px; }
 </style>
 </head>
 <body>
 <h1 id="title">run</h1>
-<p id="input" class="muted"></p>
+<p id="summary" class="muted"></p>
+<p id="input"></p>
 <h2>Timeline</h2>
 <div id="timeline"></div>
 <h2>Trace</h2>
@@ -50,11 +52,19 @@ const events = JSON.parse(document.getElementById("events").textContent);
 const style = document.createElement("style");
 style.textContent = TIMELINE_CSS;
 document.head.append(style);
-const started = events.find((e) => e.type === "run.started" || e.type === "run.resumed");
-document.getElementById("title").textContent = \`run \${events[0]?.task_id ?? ""} · \${events[0]?.agent_id ?? ""} · \${events.length} events\`;
-document.getElementById("input").textContent = started?.input ?? "";
-renderTimeline(document.getElementById("timeline"), buildTimeline(events));
-renderTree(document.getElementById("tree"), events);
+const run = buildRunView(events);
+document.getElementById("title").textContent = \`run \${run.task_id} · \${run.agent_id}\`;
+document.getElementById("summary").textContent = [
+  run.status,
+  new Date(run.start).toISOString(),
+  duration(run.end - run.start),
+  run.usage ? \`\${run.usage.total_tokens} tokens\` : "",
+  \`\${barCount(run)} model and tool calls\`,
+  \`\${events.length} events\`,
+].filter(Boolean).join(" · ");
+document.getElementById("input").textContent = run.input;
+renderTimeline(document.getElementById("timeline"), run);
+renderTree(document.getElementById("tree"), run);
 </script>
 </body>
 </html>

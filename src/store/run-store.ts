@@ -7,29 +7,10 @@
  * them; reads are asynchronous for both.
  */
 import type { RunEvent } from "../events/types.js";
-import type { ApprovalRecord, JournalEntry, RunSummary, TraceStore } from "../trace/store.js";
+import { RUN_STATUSES, type ApprovalRecord, type JournalEntry, type RunQuery, type RunStatus, type RunSummary, type TraceStore } from "../trace/store.js";
 
-export type { ApprovalRecord, JournalEntry, RunSummary };
-
-/** Filters of a run listing. */
-export interface RunQuery {
-  /** Runs in which this agent ran, as the entry agent or at any depth below it. */
-  agent?: string;
-  /** Runs of this conversation (docs/sessions.md). */
-  session?: string;
-  /** Runs that ended so (`answer`, `error`, `paused`), or are not finished (`running`: going on, or their process died). */
-  status?: RunStatus;
-  /** @default 20 */
-  limit?: number;
-}
-
-export type RunStatus = "answer" | "error" | "paused" | "running";
-export const RUN_STATUSES: readonly RunStatus[] = ["answer", "error", "paused", "running"];
-
-/** Whether a run's summary has `status`. */
-export function hasStatus(run: RunSummary, status: RunStatus): boolean {
-  return status === "running" ? run.finished_at === undefined : run.result_type === status;
-}
+export type { ApprovalRecord, JournalEntry, RunQuery, RunStatus, RunSummary };
+export { RUN_STATUSES };
 
 export interface RunStore {
   /** Where the store is, for messages (a directory, or a URL without its password). */
@@ -64,23 +45,7 @@ export function sqliteRunStore(trace: TraceStore): RunStore {
     eventsOfTask: async (taskId, afterSeq = 0) => trace.eventsOfTask(taskId).filter((e) => e.seq > afterSeq),
     eventsOfTrace: async (traceId) => trace.eventsOfTrace(traceId),
     run: async (taskId) => trace.run(taskId),
-    listRuns: async (query = {}) => {
-      if (query.status !== undefined) {
-        // Filtered here: the embedded store's runs of one machine are few enough to read a thousand.
-        const { status, limit = 20, ...rest } = query;
-        const runs = await sqliteRunStore(trace).listRuns({ ...rest, limit: 1000 });
-        return runs.filter((r) => hasStatus(r, status)).slice(0, limit);
-      }
-      const limit = query.limit ?? 20;
-      if (query.session !== undefined) {
-        // Both filters: the session's runs in which the agent ran.
-        const runs = trace.runsOfSession(query.session, { limit: query.agent !== undefined ? 1000 : limit });
-        if (query.agent === undefined) return runs;
-        const ofAgent = new Set(trace.runsOfAgent(query.agent, { limit: 100_000 }).map((r) => r.task_id));
-        return runs.filter((r) => ofAgent.has(r.task_id)).slice(0, limit);
-      }
-      return query.agent !== undefined ? trace.runsOfAgent(query.agent, { limit }) : trace.listRuns({ limit });
-    },
+    listRuns: async (query = {}) => trace.listRuns(query),
     resolveTaskId: async (given) => trace.resolveTaskId(given),
     close: async () => {},
   };

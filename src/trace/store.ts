@@ -25,6 +25,22 @@ export interface RunSummary {
   usage?: Usage;
 }
 
+/** How a run stands: ended so (`answer`, `error`, `paused`), or not finished (`running`: going on, or its process died). */
+export type RunStatus = "answer" | "error" | "paused" | "running";
+export const RUN_STATUSES: readonly RunStatus[] = ["answer", "error", "paused", "running"];
+
+/** Filters of a run listing; every one given must hold. */
+export interface RunQuery {
+  /** Runs in which this agent ran, as the entry agent or at any depth below it. */
+  agent?: string;
+  /** Runs of this conversation (docs/sessions.md). */
+  session?: string;
+  /** Runs with this status. */
+  status?: RunStatus;
+  /** @default 20 */
+  limit?: number;
+}
+
 export interface TraceStoreOptions {
   /**
    * Create the directory and the database when missing. Readers (`runtime trace`)
@@ -335,28 +351,34 @@ export class TraceStore {
    * it (a planner a flow called), newest first. `limit` defaults to 20.
    */
   runsOfAgent(agentId: string, options: { limit?: number } = {}): RunSummary[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM runs WHERE task_id IN (SELECT task_id FROM run_agents WHERE agent_id = @agent UNION SELECT task_id FROM runs WHERE agent_id = @agent)
-         ORDER BY started_at DESC, task_id LIMIT @limit`,
-      )
-      .all({ agent: agentId, limit: options.limit ?? 20 }) as RunRow[];
-    return rows.map(toSummary);
+    return this.listRuns({ ...options, agent: agentId });
   }
 
   /** The runs of one conversation (docs/sessions.md), newest first. `limit` defaults to 20. */
   runsOfSession(sessionId: string, options: { limit?: number } = {}): RunSummary[] {
-    const rows = this.db
-      .prepare("SELECT * FROM runs WHERE task_id IN (SELECT task_id FROM run_sessions WHERE session_id = ?) ORDER BY started_at DESC, task_id LIMIT ?")
-      .all(sessionId, options.limit ?? 20) as RunRow[];
-    return rows.map(toSummary);
+    return this.listRuns({ ...options, session: sessionId });
   }
 
-  /** The most recent runs of any agent, newest first. `limit` defaults to 20. */
-  listRuns(options: { limit?: number } = {}): RunSummary[] {
+  /** The most recent runs that pass every filter given, newest first. `limit` defaults to 20. */
+  listRuns(query: RunQuery = {}): RunSummary[] {
+    const where: string[] = [];
+    const params: Record<string, string | number> = { limit: query.limit ?? 20 };
+    if (query.agent !== undefined) {
+      params.agent = query.agent;
+      where.push("task_id IN (SELECT task_id FROM run_agents WHERE agent_id = @agent UNION SELECT task_id FROM runs WHERE agent_id = @agent)");
+    }
+    if (query.session !== undefined) {
+      params.session = query.session;
+      where.push("task_id IN (SELECT task_id FROM run_sessions WHERE session_id = @session)");
+    }
+    if (query.status === "running") where.push("finished_at IS NULL");
+    else if (query.status !== undefined) {
+      params.status = query.status;
+      where.push("result_type = @status");
+    }
     const rows = this.db
-      .prepare("SELECT * FROM runs ORDER BY started_at DESC, task_id LIMIT ?")
-      .all(options.limit ?? 20) as RunRow[];
+      .prepare(`SELECT * FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY started_at DESC, task_id LIMIT @limit`)
+      .all(params) as RunRow[];
     return rows.map(toSummary);
   }
 

@@ -107,7 +107,7 @@ describe("runtime trace", () => {
   test("conflicting or bad options: exit 2", async () => {
     const both = await runCli(["trace", "x", "--agent", "solver"], { cwd: dir });
     expect(both.code).toBe(2);
-    expect(both.stderr).toBe("runtime trace: give one of TASK_ID, --agent NAME / --session ID, or --trace-id ID\n");
+    expect(both.stderr).toBe("runtime trace: give one of TASK_ID, --agent NAME / --session ID / --status S, or --trace-id ID\n");
     const limit = await runCli(["trace", "--limit", "0"], { cwd: dir });
     expect(limit.code).toBe(2);
     expect(limit.stderr).toMatch(/--limit must be a positive integer/);

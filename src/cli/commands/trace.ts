@@ -15,6 +15,7 @@ interface TraceOptions {
   traceDir?: string;
   store?: string;
   html?: string;
+  status?: string;
   limit: string;
 }
 
@@ -26,9 +27,10 @@ export function registerTrace(program: Command, setExit: SetExit): void {
     .argument("[task_id]", "the run to print (a unique prefix is enough)")
     .option("--agent <name>", "list the runs in which this agent ran, as the entry agent or called at any depth")
     .option("--session <id>", "list the runs of one conversation (exec --session, session_id of the server), newest first")
+    .option("--status <status>", "list the runs with this status: answer, error, paused or running (not finished)")
     .option("--trace-id <id>", "print the events of one recursion")
     .option("--json", "print raw events (or runs) as JSON lines")
-    .option("--html <file>", "write the run (TASK_ID) as one self-contained HTML file: its tree and timeline, to open offline or share")
+    .option("--html <file>", "write the run (TASK_ID) as one self-contained HTML file (- for stdout): its tree and timeline, to open offline or share")
     .option("--trace-dir <dir>", "where traces are stored (default: $RUNTIME_TRACE_DIR or .runtime)")
     .option("--store <url>", STORE_OPTION_HELP)
     .option("--limit <n>", "how many runs to list", "20")
@@ -46,9 +48,14 @@ export function registerTrace(program: Command, setExit: SetExit): void {
 
 /** What `runtime trace` prints; throws RuntimeError NOT_FOUND (exit 1) or USAGE (exit 2). */
 async function traceCommand(taskId: string | undefined, options: TraceOptions): Promise<string> {
-  const chosen = [taskId !== undefined, options.agent !== undefined || options.session !== undefined, options.traceId !== undefined].filter(Boolean);
-  if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME / --session ID, or --trace-id ID");
+  const listing = options.agent !== undefined || options.session !== undefined || options.status !== undefined;
+  const chosen = [taskId !== undefined, listing, options.traceId !== undefined].filter(Boolean);
+  if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME / --session ID / --status S, or --trace-id ID");
+  const { RUN_STATUSES } = await import("../../trace/store.js");
+  const status = RUN_STATUSES.find((s) => s === options.status);
+  if (options.status !== undefined && status === undefined) throw new RuntimeError("USAGE", `--status must be one of ${RUN_STATUSES.join(", ")}, got "${options.status}"`);
   if (options.html !== undefined && taskId === undefined) throw new RuntimeError("USAGE", "--html writes one run: give its TASK_ID");
+  if (options.html !== undefined && options.json) throw new RuntimeError("USAGE", "give one of --html FILE and --json");
   const limit = Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new RuntimeError("USAGE", `--limit must be a positive integer, got "${options.limit}"`);
 
@@ -72,9 +79,16 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
       limit,
       ...(options.agent !== undefined ? { agent: options.agent } : {}),
       ...(options.session !== undefined ? { session: options.session } : {}),
+      ...(status !== undefined ? { status } : {}),
     });
     if (runs.length === 0) {
-      const of = [options.agent !== undefined ? `of agent ${options.agent}` : "", options.session !== undefined ? `in session ${options.session}` : ""].filter(Boolean).join(" ");
+      const of = [
+        options.agent !== undefined ? `of agent ${options.agent}` : "",
+        options.session !== undefined ? `in session ${options.session}` : "",
+        status !== undefined ? `with status ${status}` : "",
+      ]
+        .filter(Boolean)
+        .join(" ");
       throw new RuntimeError("NOT_FOUND", `no runs ${of ? `${of} ` : ""}in ${dir}`);
     }
     return options.json ? jsonLines(runs) : formatRunList(runs, { color });
@@ -102,12 +116,15 @@ async function openForReading(url: string | undefined, traceDir: string | undefi
   }
 }
 
+/** The run as one HTML file (docs/server.md#run-history); `-` writes it to stdout. */
 async function writeHtml(file: string, events: RunEvent[]): Promise<string> {
   const [{ writeFile }, { traceHtml }] = await Promise.all([import("node:fs/promises"), import("../../server/trace-html.js")]);
+  const html = traceHtml(events);
+  if (file === "-") return html;
   try {
-    await writeFile(file, traceHtml(events));
+    await writeFile(file, html);
   } catch (err) {
-    throw new RuntimeError("USAGE", `cannot write ${file}: ${describeError(err)}`);
+    throw new RuntimeError("USAGE", `cannot write ${file}: ${describeError(err)}`, { cause: err });
   }
   return `wrote ${file}: the run ${events[0]?.task_id ?? ""} (${events.length} events) as one HTML file\n`;
 }

@@ -3,7 +3,7 @@
 // the answer, the run's tree and its timeline; and the list of past runs.
 // Every text from a model or a tool goes through textContent.
 
-import { TIMELINE_CSS, buildTimeline, renderTimeline, renderTree } from "/timeline.js";
+import { TIMELINE_CSS, buildRunView, renderTimeline, renderTree } from "/timeline.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -44,6 +44,10 @@ function resetView() {
     showing: "",
     // Every event, for the tree and the timeline (redrawn at most a few times a second).
     events: [],
+    // When the last event arrived here: a running call's bar grows from the server's clock, not this one's.
+    lastArrival: 0,
+    /** Following the run gave up: no event came for a while. */
+    stalled: false,
   };
   $("timeline").replaceChildren(el("p", "muted", "No model or tool calls yet."));
   $("tree").replaceChildren(el("p", "muted", "Nothing yet."));
@@ -82,6 +86,7 @@ function apply(event) {
   view.lastSeq = event.seq;
   view.taskId = event.task_id;
   view.events.push(event);
+  view.lastArrival = Date.now();
   scheduleTimeline();
   switch (event.type) {
     case "agent.started":
@@ -175,18 +180,39 @@ function scheduleTimeline() {
   if (timelineTimer) return;
   timelineTimer = setTimeout(() => {
     timelineTimer = undefined;
-    renderTimeline($("timeline"), buildTimeline(view.events));
-    renderTree($("tree"), view.events);
+    drawTimeline();
   }, 150);
 }
+
+function drawTimeline() {
+  const lastTs = Date.parse(view.events[view.events.length - 1]?.ts ?? "");
+  // The server's time now, as far as this page can tell: the last event's time plus what passed since it came.
+  const now = Number.isFinite(lastTs) && !view.stalled ? lastTs + (Date.now() - view.lastArrival) : undefined;
+  const model = buildRunView(view.events, now);
+  renderTimeline($("timeline"), model);
+  renderTree($("tree"), model);
+}
+
+// A call under way grows while nothing else happens.
+setInterval(() => {
+  if (!view.finished && !view.stalled && view.events.length && !document.hidden) drawTimeline();
+}, 500);
 
 // ---- the list of runs ---------------------------------------------------------
 
 const clock = (iso) => (iso ? new Date(iso).toLocaleString() : "");
-const seconds = (run) => (run.finished_at ? `${((Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000).toFixed(1)} s` : "");
+/** How long a run took, or has been going on (by this page's clock, so roughly). */
+const seconds = (run) => {
+  const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
+  const s = Math.max(0, (end - Date.parse(run.started_at)) / 1000).toFixed(1);
+  return run.finished_at ? `${s} s` : `${s} s…`;
+};
 
+const RUN_STATUS_CLASS = { answer: "completed", running: "in_progress", paused: "paused", error: "failed" };
+let listGeneration = 0;
 /** Fetch and draw the runs the filters ask for, newest first. */
 async function loadRuns() {
+  const generation = ++listGeneration;
   const query = new URLSearchParams({ limit: "50" });
   for (const [name, id] of [["agent", "filter-agent"], ["status", "filter-status"], ["session", "filter-session"]]) {
     const value = $(id).value.trim();
@@ -195,6 +221,8 @@ async function loadRuns() {
   const response = await fetch(`/v1/runs?${query}`);
   if (!response.ok) return;
   const { runs } = await response.json();
+  // Filters changed while this answer was on its way: a newer one draws the list.
+  if (generation !== listGeneration) return;
   const rows = runs.map((run) => {
     const status = run.result_type ?? "running";
     const row = el(
@@ -202,18 +230,27 @@ async function loadRuns() {
       view.taskId === run.task_id ? "current" : "",
       el("td", "", clock(run.started_at)),
       el("td", "", run.agent_id),
-      el("td", `status-${status === "answer" ? "completed" : status === "running" ? "in_progress" : "failed"}`, status),
+      el("td", `status-${RUN_STATUS_CLASS[status] ?? "failed"}`, status),
       el("td", "input", clip(run.input, 200)),
       el("td", "", seconds(run)),
       el("td", "", run.usage ? String(run.usage.total_tokens) : ""),
     );
     row.dataset.task = run.task_id;
     row.title = run.task_id;
+    row.tabIndex = 0;
     row.addEventListener("click", () => void openRun(run.task_id));
+    row.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") void openRun(run.task_id);
+    });
     return row;
   });
   $("runs").tBodies[0].replaceChildren(...(rows.length ? rows : [el("tr", "", el("td", "muted", "No runs."))]));
+  listRunning = runs.some((run) => run.finished_at === undefined);
 }
+
+/** Whether the list shows a run going on: then it is refreshed every second, else every 2 (runs started elsewhere show up). */
+let listRunning = false;
+let listAge = 0;
 
 /** Show a past (or running) run in the views above. */
 async function openRun(taskId) {
@@ -477,7 +514,12 @@ async function follow(taskId) {
     await readStream(response, apply);
     if (!view.finished) await new Promise((r) => setTimeout(r, 1000));
   }
-  if (!view.finished) setStatus(`The run ${taskId} has not finished (its process may have stopped).`);
+  if (!view.finished && (!view.showing || view.showing === taskId)) {
+    // Nothing more comes: its calls under way stop growing where the last event left them.
+    view.stalled = true;
+    drawTimeline();
+    setStatus(`The run ${taskId} has not finished (its process may have stopped).`);
+  }
 }
 
 async function loadTeam() {
@@ -530,8 +572,12 @@ void loadTeam();
 void loadRuns();
 // Runs started elsewhere (another tab, the API) show up too.
 setInterval(() => {
-  if (!document.hidden) void loadRuns();
-}, 5000);
+  listAge += 1;
+  if (!document.hidden && (listRunning || listAge >= 2)) {
+    listAge = 0;
+    void loadRuns();
+  }
+}, 1000);
 const task = new URLSearchParams(location.search).get("task");
 if (task) {
   setStatus(`Loading task ${task}…`);

@@ -1,83 +1,237 @@
 // A run as a tree and as a timeline (docs/server.md#run-history), from its
 // events alone: the one implementation that the page of `runtime serve` and
 // the file of `runtime trace TASK_ID --html` both use. Plain ESM with no
-// dependencies, shipped as it is. Every text from a model, a tool or a user
-// is put in the page as text (textContent), never as HTML.
+// dependencies, shipped as it is; `trace --html` inlines it whole.
+//
+// `buildRunView(events)` is pure (events in, a plain model out, no DOM);
+// `renderTimeline` and `renderTree` draw that model. Every text from a
+// model, a tool or a user goes in as text (textContent), never as HTML.
+
+const time = (ts) => Date.parse(ts);
+
+/** A short JSON (or the string itself) of a tool's arguments or result. */
+function show(value) {
+  if (value === undefined) return "";
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
 
 /**
- * The timeline of a run: one lane per agent step (in the order the steps
- * started, children under their parents), one bar per model call and per
- * tool call, placed by its start and end time.
+ * The model of one run, built from its events in `seq` order:
+ *
+ * - `lanes`: one per agent step (an agent's invocation), children right
+ *   below their parent, each with its `bars`: one per model call and per
+ *   tool call, placed by start and end time (ms since the epoch); calls
+ *   that overlap (parallel tool calls) get different `row`s of the lane.
+ * - `tree`: the same steps nested (agents → recursions → model and tool
+ *   calls, with the steps an agent called in between).
+ * - A call started but not ended is `running` while the run goes on (its
+ *   bar ends at `now`), and `unfinished` once the run has ended without it.
+ *
+ * @param {object[]} events the run's events
+ * @param {number} [now] the time a running call has reached (default: the last event's time)
  */
-export function buildTimeline(events) {
-  const lanes = new Map();
-  const order = [];
+export function buildRunView(events, now) {
+  const steps = new Map();
+  const lanes = [];
+  const roots = [];
+  const pendingModel = new Map();
+  const pendingTool = new Map();
+  const run = { task_id: events[0]?.task_id ?? "", agent_id: "", input: "", session_id: undefined, status: "running", answer: undefined, error: undefined, usage: undefined };
   let start = Infinity;
-  let end = -Infinity;
-  const time = (ts) => Date.parse(ts);
-  const lane = (e) => {
+  let last = -Infinity;
+  let calls = 0;
+
+  const stepOf = (e) => {
     const key = e.step_id ?? `run:${e.agent_id}`;
-    let found = lanes.get(key);
-    if (!found) {
-      const parent = e.parent_step_id !== undefined ? lanes.get(e.parent_step_id) : undefined;
-      found = { step_id: key, agent_id: e.agent_id, depth: parent ? parent.depth + 1 : 0, parent: e.parent_step_id, bars: [], start: time(e.ts), end: time(e.ts), result: undefined };
-      lanes.set(key, found);
-      order.push(found);
+    let step = steps.get(key);
+    if (!step) {
+      const parent = e.parent_step_id !== undefined ? steps.get(e.parent_step_id) : undefined;
+      step = { step_id: key, agent_id: e.agent_id, kind: "", parent: parent?.step_id, depth: parent ? parent.depth + 1 : 0, start: time(e.ts), end: undefined, result: undefined, usage: undefined, error: undefined, bars: [], children: [], recursions: new Map() };
+      steps.set(key, step);
+      lanes.push(step);
+      if (parent) parent.children.push({ type: "step", step });
+      else roots.push(step);
     }
-    return found;
+    return step;
   };
-  const tools = new Map();
+  // The node a call goes under: its recursion when it has one, else its step.
+  const holderOf = (step, e) => (e.trace_id !== undefined ? step.recursions.get(e.trace_id) : undefined) ?? step;
+  const addBar = (step, e, bar) => {
+    const full = { id: `b${++calls}`, step_id: step.step_id, agent_id: step.agent_id, trace_id: e.trace_id, ...bar };
+    step.bars.push(full);
+    holderOf(step, e).children.push({ type: "call", bar: full });
+    return full;
+  };
+
   for (const e of events) {
     const at = time(e.ts);
     if (Number.isFinite(at)) {
       start = Math.min(start, at);
-      end = Math.max(end, at);
+      last = Math.max(last, at);
     }
-    if (e.type === "agent.started") lane(e);
-    else if (e.type === "agent.finished") {
-      const l = lane(e);
-      l.end = at;
-      l.result = e.result_type;
-    } else if (e.type === "llm.response") {
-      const l = lane(e);
-      const ms = e.duration_ms ?? 0;
-      const tokens = e.usage ? e.usage.total_tokens : undefined;
-      l.bars.push({ kind: "model", name: e.model, start: at - ms, end: at, ms, tokens, ok: true, detail: e.thought ?? e.content ?? "" });
-      start = Math.min(start, at - ms);
-    } else if (e.type === "llm.error") {
-      const l = lane(e);
-      l.bars.push({ kind: "model", name: e.model, start: at, end: at, ms: 0, ok: false, detail: e.error ?? "" });
-    } else if (e.type === "tool.started") {
-      tools.set(`${e.step_id}/${e.call_id}`, at);
-    } else if (e.type === "tool.finished") {
-      const l = lane(e);
-      const ms = e.duration_ms ?? 0;
-      const began = tools.get(`${e.step_id}/${e.call_id}`) ?? at - ms;
-      const detail = e.ok ? JSON.stringify(e.result) : e.error;
-      l.bars.push({ kind: "tool", name: e.tool, start: began, end: at, ms, ok: e.ok, detail: detail ?? "" });
-    }
-  }
-  for (const l of order) l.end = Math.max(l.end, ...l.bars.map((b) => b.end));
-  // Children right below their parent, in start order.
-  const sorted = [];
-  const place = (parent) => {
-    for (const l of order) {
-      if ((l.parent ?? undefined) === parent && !sorted.includes(l)) {
-        sorted.push(l);
-        place(l.step_id);
+    switch (e.type) {
+      case "run.started":
+      case "run.resumed":
+        if (e.type === "run.started" || !run.agent_id) {
+          run.agent_id = e.agent_id;
+          run.input = e.input;
+          if (e.session_id !== undefined) run.session_id = e.session_id;
+        }
+        run.status = "running";
+        break;
+      case "run.finished":
+        run.status = e.result_type;
+        run.answer = e.answer;
+        run.error = e.error;
+        run.usage = e.usage;
+        break;
+      case "agent.started": {
+        const step = stepOf(e);
+        step.kind = e.kind;
+        break;
+      }
+      case "agent.finished": {
+        const step = stepOf(e);
+        step.end = at;
+        step.result = e.result_type;
+        step.usage = e.usage;
+        step.error = e.error;
+        break;
+      }
+      case "recursion.started": {
+        const step = stepOf(e);
+        if (e.trace_id !== undefined && !step.recursions.has(e.trace_id)) {
+          const recursion = { type: "recursion", iteration: e.iteration, trace_id: e.trace_id, children: [] };
+          step.recursions.set(e.trace_id, recursion);
+          step.children.push(recursion);
+        }
+        break;
+      }
+      case "llm.request":
+        pendingModel.set(`${e.step_id}/${e.trace_id}`, { at, model: e.model, messages: e.messages, event: e });
+        break;
+      case "llm.response":
+      case "llm.error": {
+        const step = stepOf(e);
+        const key = `${e.step_id}/${e.trace_id}`;
+        const pending = pendingModel.get(key);
+        const ms = e.type === "llm.response" ? e.duration_ms ?? 0 : pending ? at - pending.at : 0;
+        const began = pending ? pending.at : at - ms;
+        start = Math.min(start, began);
+        const iteration = holderOf(step, e).iteration;
+        if (e.type === "llm.response") {
+          pendingModel.delete(key);
+          addBar(step, e, { kind: "model", name: e.model_name ?? e.model, start: began, end: at, ms, ok: e.error === undefined, state: "done", iteration, messages: pending?.messages, usage: e.usage, tokens: e.usage?.total_tokens, action: e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply"), finish_reason: e.finish_reason, thought: e.thought, reasoning: e.reasoning, content: e.content, tool_calls: e.tool_calls?.map((c) => c.name), error: e.error });
+        } else {
+          pendingModel.delete(key);
+          addBar(step, e, { kind: "model", name: e.model_name ?? e.model, start: began, end: at, ms, ok: false, state: "done", iteration, messages: pending?.messages, error: e.error });
+        }
+        break;
+      }
+      case "llm.notice":
+        // The next model of a fallback list takes over: its attempt starts now (its name comes with its reply).
+        if (e.notice === "fallback") pendingModel.set(`${e.step_id}/${e.trace_id}`, { at, model: "fallback", messages: undefined, event: e });
+        break;
+      case "tool.started":
+        stepOf(e);
+        pendingTool.set(`${e.step_id}/${e.call_id}`, { at, event: e });
+        break;
+      case "tool.finished": {
+        const step = stepOf(e);
+        const key = `${e.step_id}/${e.call_id}`;
+        const ms = e.duration_ms ?? 0;
+        const began = pendingTool.get(key)?.at ?? at - ms;
+        pendingTool.delete(key);
+        start = Math.min(start, began);
+        addBar(step, e, { kind: "tool", name: e.tool, call_id: e.call_id, start: began, end: at, ms, ok: e.ok, state: "done", iteration: holderOf(step, e).iteration, arguments: show(e.arguments), result: e.ok ? show(e.result) : undefined, error: e.error });
+        break;
       }
     }
+  }
+
+  // Calls with a start and no end: still going on, or cut short when the run ended.
+  const ended = run.status !== "running";
+  const reached = Math.max(last, Number.isFinite(now) ? now : last);
+  for (const { event, at, model, messages } of pendingModel.values()) {
+    const step = stepOf(event);
+    addBar(step, event, { kind: "model", name: model, start: at, end: ended ? at : reached, ms: (ended ? at : reached) - at, ok: !ended, state: ended ? "unfinished" : "running", iteration: holderOf(step, event).iteration, messages });
+  }
+  for (const { event, at } of pendingTool.values()) {
+    const step = stepOf(event);
+    addBar(step, event, { kind: "tool", name: event.tool, call_id: event.call_id, start: at, end: ended ? at : reached, ms: (ended ? at : reached) - at, ok: !ended, state: ended ? "unfinished" : "running", iteration: holderOf(step, event).iteration, arguments: show(event.arguments) });
+  }
+
+  if (!Number.isFinite(start)) start = last = 0;
+  const end = Math.max(ended ? last : reached, start + 1);
+  for (const step of lanes) {
+    step.end ??= Math.max(ended ? last : reached, ...step.bars.map((b) => b.end));
+    delete step.recursions;
+    // Calls that overlap in time (parallel tool calls) take rows of their own in the lane.
+    const rowEnds = [];
+    for (const bar of [...step.bars].sort((a, b) => a.start - b.start || a.end - b.end)) {
+      let row = rowEnds.findIndex((busyUntil) => busyUntil <= bar.start);
+      if (row < 0) row = rowEnds.length;
+      rowEnds[row] = Math.max(bar.end, bar.start + 1);
+      bar.row = row;
+    }
+    step.rows = Math.max(1, rowEnds.length);
+  }
+  // Children right below their parent, in the order they started.
+  const ordered = [];
+  const place = (step) => {
+    ordered.push(step);
+    for (const child of step.children) if (child.type === "step") place(child.step);
   };
-  place(undefined);
-  for (const l of order) if (!sorted.includes(l)) sorted.push(l);
-  if (!Number.isFinite(start)) start = end = 0;
-  return { start, end: Math.max(end, start + 1), lanes: sorted };
+  roots.forEach(place);
+  return { ...run, start, end, lanes: ordered, tree: roots };
 }
 
-/** The number of bars of a timeline (model and tool calls). */
-export function barCount(timeline) {
-  return timeline.lanes.reduce((n, l) => n + l.bars.length, 0);
+/** The number of bars of a run view: its model and tool calls. */
+export function barCount(view) {
+  return view.lanes.reduce((n, l) => n + l.bars.length, 0);
 }
+
+/** A duration for people: `850 ms`, `1.25 s`, `2 m 5 s`. */
+export function duration(ms) {
+  if (!(ms >= 0)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(2)} s`;
+  return `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+const clip = (text, max) => (text === undefined ? "" : text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** The lines a bar's tooltip shows, as [label, text] pairs. */
+export function barDetails(bar, view) {
+  const rows = [
+    [bar.kind === "model" ? "model" : "tool", bar.name],
+    ["agent", bar.agent_id + (bar.iteration !== undefined ? ` · recursion ${bar.iteration}` : "")],
+    ["start", `+${duration(bar.start - view.start)}`],
+    ["duration", bar.state === "running" ? `${duration(bar.ms)} so far` : duration(bar.ms)],
+  ];
+  if (bar.state !== "done") rows.push(["state", bar.state === "running" ? "running" : "did not end (the run ended first)"]);
+  if (bar.usage) rows.push(["tokens", `${bar.usage.total_tokens} (${bar.usage.prompt_tokens} prompt + ${bar.usage.completion_tokens} completion)${bar.usage.unknown ? ", not all reported" : ""}`]);
+  if (bar.messages !== undefined) rows.push(["messages", String(bar.messages)]);
+  if (bar.action) rows.push(["action", bar.action + (bar.finish_reason ? ` (${bar.finish_reason})` : "")]);
+  if (bar.tool_calls?.length) rows.push(["calls", bar.tool_calls.join(", ")]);
+  if (bar.thought) rows.push(["thought", clip(bar.thought, 400)]);
+  if (bar.reasoning) rows.push(["reasoning", clip(bar.reasoning, 400)]);
+  if (bar.content && !bar.thought) rows.push(["reply", clip(bar.content, 400)]);
+  if (bar.arguments) rows.push(["arguments", clip(bar.arguments, 400)]);
+  if (bar.result !== undefined) rows.push(["result", clip(bar.result, 400)]);
+  if (bar.error) rows.push([bar.kind === "model" && bar.ok === false && bar.action ? "refused" : "error", clip(bar.error, 400)]);
+  return rows;
+}
+
+/** What a bar says on itself: its name, duration and tokens. */
+const barLabel = (bar) => `${bar.name} · ${duration(bar.ms)}${bar.tokens !== undefined ? ` · ${bar.tokens} tok` : ""}`;
+
+// ---- drawing (textContent only) ------------------------------------------------
 
 const el = (doc, tag, className, text) => {
   const node = doc.createElement(tag);
@@ -86,81 +240,172 @@ const el = (doc, tag, className, text) => {
   return node;
 };
 
-const duration = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`);
+const barsShown = new WeakMap();
+/** The height of one row of bars in a lane, in CSS pixels. */
+const ROW_HEIGHT = 16;
 
-/** Draw a timeline into `container` (replacing what it held). */
-export function renderTimeline(container, timeline, doc = document) {
-  container.replaceChildren();
-  if (timeline.lanes.length === 0) {
-    container.append(el(doc, "p", "muted", "No model or tool calls yet."));
-    return;
-  }
-  const span = timeline.end - timeline.start;
-  const axis = el(doc, "div", "tl-axis");
-  axis.append(el(doc, "span", "", "0"), el(doc, "span", "", duration(span)));
-  container.append(axis);
-  for (const lane of timeline.lanes) {
-    const row = el(doc, "div", "tl-lane");
-    row.dataset.step = lane.step_id;
-    const label = el(doc, "div", "tl-label", `${"  ".repeat(lane.depth)}${lane.agent_id}`);
-    label.style.paddingLeft = `${lane.depth * 12}px`;
-    label.title = `${lane.agent_id} (step ${lane.step_id})${lane.result ? `: ${lane.result}` : ""}`;
-    const track = el(doc, "div", "tl-track");
-    for (const bar of lane.bars) {
-      const left = ((bar.start - timeline.start) / span) * 100;
-      const width = Math.max(((bar.end - bar.start) / span) * 100, 0.4);
-      const node = el(doc, "div", `tl-bar tl-${bar.kind}${bar.ok ? "" : " tl-failed"}`);
-      node.style.left = `${Math.max(0, Math.min(left, 99.6))}%`;
-      node.style.width = `${Math.min(width, 100 - Math.max(0, left))}%`;
-      const tokens = bar.tokens !== undefined ? `, ${bar.tokens} tokens` : "";
-      node.textContent = `${bar.name} ${duration(bar.ms)}`;
-      node.title = `${bar.kind === "model" ? "model" : "tool"} ${bar.name}: ${duration(bar.ms)}${tokens}${bar.ok ? "" : " (failed)"}\n${String(bar.detail).slice(0, 500)}`;
-      node.dataset.kind = bar.kind;
-      track.append(node);
-    }
-    row.append(label, track);
-    container.append(row);
-  }
+/** The tooltip of a timeline: one element, filled with the hovered or focused bar's details. */
+function tooltipOf(container, doc) {
+  let tip = container.querySelector(":scope > .tl-tip");
+  if (tip) return tip;
+  tip = el(doc, "div", "tl-tip");
+  tip.hidden = true;
+  tip.setAttribute("role", "tooltip");
+  const showTip = (event) => {
+    const target = event.target instanceof doc.defaultView.Element ? event.target.closest(".tl-bar") : null;
+    const shown = barsShown.get(container);
+    const bar = target && shown?.bars.get(target.dataset.bar);
+    if (!bar) return;
+    const list = el(doc, "dl");
+    for (const [label, text] of barDetails(bar, shown.view)) list.append(el(doc, "dt", "", label), el(doc, "dd", "", text));
+    tip.replaceChildren(list);
+    tip.hidden = false;
+    tip.dataset.bar = bar.id;
+    const box = container.getBoundingClientRect();
+    const at = target.getBoundingClientRect();
+    tip.style.left = `${Math.max(0, Math.min(at.left - box.left, box.width - 360))}px`;
+    tip.style.top = `${at.bottom - box.top + 4}px`;
+  };
+  const hide = () => {
+    tip.hidden = true;
+  };
+  container.addEventListener("mouseover", showTip);
+  container.addEventListener("focusin", showTip);
+  container.addEventListener("mouseleave", hide);
+  container.addEventListener("focusout", hide);
+  return tip;
 }
 
-/** Draw a run's events as a tree into `container`: agent steps, their model calls and tool calls. */
-export function renderTree(container, events, doc = document) {
-  container.replaceChildren();
-  const timeline = buildTimeline(events);
-  const byParent = new Map();
-  for (const lane of timeline.lanes) {
-    const key = lane.parent ?? "";
-    if (!byParent.has(key)) byParent.set(key, []);
-    byParent.get(key).push(lane);
-  }
-  const list = (parent) => {
-    const ul = el(doc, "ul", "tree");
-    for (const lane of byParent.get(parent) ?? []) {
-      const li = el(doc, "li", "", `${lane.agent_id}${lane.result ? ` → ${lane.result}` : ""}`);
-      const calls = el(doc, "ul", "tree");
+/** Draw a run view's timeline into `container`: an axis, one lane per agent step, one bar per call. */
+export function renderTimeline(container, view, doc = document) {
+  const tip = tooltipOf(container, doc);
+  container.style.position = "relative";
+  const bars = new Map();
+  barsShown.set(container, { view, bars });
+  const body = [];
+  if (view.lanes.every((l) => l.bars.length === 0)) {
+    body.push(el(doc, "p", "muted", "No model or tool calls yet."));
+  } else {
+    const span = view.end - view.start;
+    const axis = el(doc, "div", "tl-axis");
+    const ticks = el(doc, "div", "tl-ticks");
+    for (let i = 0; i <= 4; i++) {
+      const tick = el(doc, "span", "", i === 0 ? "0" : duration((span * i) / 4));
+      tick.style.left = `${i * 25}%`;
+      ticks.append(tick);
+    }
+    axis.append(el(doc, "div", "tl-label"), ticks);
+    body.push(axis);
+    for (const lane of view.lanes) {
+      const row = el(doc, "div", "tl-lane");
+      row.dataset.step = lane.step_id;
+      const label = el(doc, "div", "tl-label", lane.agent_id);
+      label.style.paddingLeft = `${lane.depth * 12}px`;
+      label.title = `${lane.agent_id}${lane.kind ? ` (${lane.kind})` : ""}, step ${lane.step_id}${lane.result ? `: ${lane.result}` : ""} · ${duration(lane.end - lane.start)}`;
+      const track = el(doc, "div", "tl-track");
+      track.style.height = `${lane.rows * ROW_HEIGHT + 4}px`;
+      const extent = el(doc, "div", "tl-step");
+      extent.style.left = `${((lane.start - view.start) / span) * 100}%`;
+      extent.style.width = `${Math.max(((lane.end - lane.start) / span) * 100, 0.2)}%`;
+      track.append(extent);
       for (const bar of lane.bars) {
-        const tokens = bar.tokens !== undefined ? `, ${bar.tokens} tokens` : "";
-        calls.append(el(doc, "li", bar.ok ? `call-${bar.kind}` : "call-failed", `${bar.kind === "model" ? "model" : "tool"} ${bar.name} (${duration(bar.ms)}${tokens})`));
+        bars.set(bar.id, bar);
+        const left = Math.max(0, Math.min(((bar.start - view.start) / span) * 100, 99.6));
+        const width = Math.min(Math.max(((bar.end - bar.start) / span) * 100, 0.4), 100 - left);
+        const node = el(doc, "div", `tl-bar tl-${bar.kind}${bar.ok ? "" : " tl-failed"}${bar.state === "done" ? "" : ` tl-${bar.state}`}`, barLabel(bar));
+        node.style.left = `${left}%`;
+        node.style.top = `${2 + bar.row * ROW_HEIGHT}px`;
+        node.style.width = `${width}%`;
+        node.tabIndex = 0;
+        node.dataset.bar = bar.id;
+        node.dataset.kind = bar.kind;
+        node.setAttribute("aria-label", `${bar.kind} ${barLabel(bar)}`);
+        track.append(node);
       }
-      if (calls.childElementCount) li.append(calls);
-      if (byParent.has(lane.step_id)) li.append(list(lane.step_id));
-      ul.append(li);
+      row.append(label, track);
+      body.push(row);
+    }
+  }
+  const lanes = container.querySelector(":scope > .tl-body") ?? el(doc, "div", "tl-body");
+  lanes.replaceChildren(...body);
+  if (lanes.parentNode !== container || tip.parentNode !== container) container.replaceChildren(lanes, tip);
+  // A bar redrawn under the pointer keeps its tooltip; a bar gone hides it.
+  if (!tip.hidden && !bars.has(tip.dataset.bar)) tip.hidden = true;
+}
+
+/** One line of a call in the tree. */
+function callLine(bar) {
+  const tokens = bar.tokens !== undefined ? ` · ${bar.tokens} tok` : "";
+  const state = bar.state === "running" ? " · running" : bar.state === "unfinished" ? " · did not end" : "";
+  if (bar.kind === "model") {
+    const what = bar.state !== "done" ? "no reply yet" : bar.ok ? bar.action ?? "reply" : bar.action ? "refused" : "error";
+    const said = bar.thought ?? bar.error ?? "";
+    return `model ${bar.name} · ${what} · ${duration(bar.ms)}${tokens}${state}${said ? ` — ${clip(said, 200)}` : ""}`;
+  }
+  const outcome = bar.state !== "done" ? "" : bar.ok ? ` → ${clip(bar.result ?? "", 160)}` : ` ✗ ${clip(bar.error ?? "failed", 160)}`;
+  return `tool ${bar.name}(${clip(bar.arguments ?? "", 120)})${outcome} · ${duration(bar.ms)}${state}`;
+}
+
+/** Draw a run view as a tree into `container`: agent steps, their recursions, model and tool calls. */
+export function renderTree(container, view, doc = document) {
+  const list = (nodes) => {
+    const ul = el(doc, "ul", "tree");
+    for (const node of nodes) {
+      if (node.type === "call") {
+        const li = el(doc, "li", node.bar.state !== "done" ? `call-${node.bar.state}` : node.bar.ok ? `call-${node.bar.kind}` : "call-failed", callLine(node.bar));
+        li.dataset.bar = node.bar.id;
+        ul.append(li);
+      } else if (node.type === "recursion") {
+        const li = el(doc, "li", "tree-recursion", `recursion ${node.iteration}`);
+        if (node.children.length) li.append(list(node.children));
+        ul.append(li);
+      } else {
+        const step = node.type === "step" ? node.step : node;
+        const usage = step.usage ? ` · ${step.usage.total_tokens} tok` : "";
+        const result = step.result ? ` → ${step.result}` : " · running";
+        const li = el(doc, "li", "tree-step", `${step.agent_id}${step.kind ? ` (${step.kind})` : ""}${result} · ${duration(step.end - step.start)}${usage}`);
+        li.dataset.step = step.step_id;
+        if (step.error) li.append(el(doc, "div", "bad", clip(step.error, 400)));
+        if (step.children.length) li.append(list(step.children));
+        ul.append(li);
+      }
     }
     return ul;
   };
-  container.append(list(""));
-  const finished = events.findLast?.((e) => e.type === "run.finished");
-  if (finished) container.append(el(doc, "p", finished.result_type === "answer" ? "done" : "bad", finished.result_type === "answer" ? finished.answer ?? "" : `${finished.result_type}: ${finished.error ?? ""}`));
+  if (view.tree.length === 0) {
+    container.replaceChildren(el(doc, "p", "muted", "Nothing yet."));
+    return;
+  }
+  const parts = [list(view.tree)];
+  if (view.status === "answer") parts.push(el(doc, "p", "done", view.answer ?? ""));
+  else if (view.status === "error") parts.push(el(doc, "p", "bad", `error: ${view.error ?? ""}`));
+  else if (view.status === "paused") parts.push(el(doc, "p", "muted", "paused: waiting for approval"));
+  container.replaceChildren(...parts);
 }
 
 /** The styles of the tree and the timeline, shared by the page and the exported file. */
 export const TIMELINE_CSS = `
-.tl-axis { display: flex; justify-content: space-between; font-size: 11px; color: #667085; margin-left: 160px; }
+.tl-body { position: relative; }
+.tl-axis { display: flex; font-size: 11px; color: #667085; height: 16px; }
+.tl-ticks { position: relative; flex: 1; }
+.tl-ticks span { position: absolute; transform: translateX(-50%); white-space: nowrap; }
+.tl-ticks span:first-child { transform: none; } .tl-ticks span:last-child { transform: translateX(-100%); }
 .tl-lane { display: flex; align-items: center; min-height: 22px; border-top: 1px dashed #e4e7ec; }
-.tl-label { width: 160px; flex: none; font-size: 12px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.tl-track { position: relative; flex: 1; height: 18px; }
-.tl-bar { position: absolute; top: 2px; height: 14px; border-radius: 3px; font-size: 10px; line-height: 14px; color: #fff; overflow: hidden; white-space: nowrap; padding: 0 3px; }
+.tl-label { width: 170px; flex: none; font-size: 12px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.tl-track { position: relative; flex: 1; min-height: 18px; }
+.tl-step { position: absolute; top: 8px; height: 2px; background: #d0d5dd; }
+.tl-bar { position: absolute; top: 2px; height: 14px; min-width: 3px; border-radius: 3px; font-size: 10px; line-height: 14px; color: #fff; overflow: hidden; white-space: nowrap; padding: 0 3px; box-sizing: border-box; cursor: default; }
+.tl-bar:focus { outline: 2px solid #f79009; }
 .tl-model { background: #1849a9; } .tl-tool { background: #137333; } .tl-failed { background: #b42318; }
+.tl-running { background-image: repeating-linear-gradient(45deg, transparent 0 6px, rgba(255,255,255,.3) 6px 12px); }
+.tl-unfinished { opacity: .5; }
+.tl-tip { position: absolute; z-index: 10; width: 360px; background: #1d2330; color: #fff; border-radius: 6px; padding: 6px 8px; font-size: 12px; box-shadow: 0 4px 12px rgba(0,0,0,.25); pointer-events: none; }
+.tl-tip dl { margin: 0; display: grid; grid-template-columns: auto 1fr; gap: 1px 8px; }
+.tl-tip dt { color: #98a2b3; } .tl-tip dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 ul.tree { list-style: none; padding-left: 16px; margin: 2px 0; font-size: 13px; }
+ul.tree li { overflow-wrap: anywhere; }
+ul.tree .tree-step { font-weight: 600; } ul.tree .tree-step li { font-weight: 400; }
+ul.tree .tree-recursion { color: #667085; } ul.tree .tree-recursion li { color: #1d2330; }
 ul.tree .call-model { color: #1849a9; } ul.tree .call-tool { color: #137333; } ul.tree .call-failed { color: #b42318; }
+ul.tree .call-running { color: #b54708; } ul.tree .call-unfinished { color: #667085; }
 `;
