@@ -6,7 +6,7 @@ import type { RunEvent, Usage } from "../events/types.js";
 import { eventJson } from "../events/bus.js";
 
 /** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
-export const TRACE_SCHEMA_VERSION = 4;
+export const TRACE_SCHEMA_VERSION = 5;
 
 /** The file name of the store inside the trace directory. */
 export const TRACE_DB_FILE = "traces.db";
@@ -56,7 +56,13 @@ export interface TraceStoreOptions {
 }
 
 const SCHEMA = `
+-- Version 5: events and journal are rowid tables, their rows appended at the
+-- end of the table in the order written, with (task_id, seq) / (task_id, key)
+-- as a unique index: a WITHOUT ROWID table kept whole rows (JSON of up to a
+-- few KB) in task_id order, so every commit rewrote pages all over the file
+-- (a quarter of the cost of an append, bench/react-loop.mjs section 6).
 CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY,
   task_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   type TEXT NOT NULL,
@@ -65,12 +71,12 @@ CREATE TABLE IF NOT EXISTS events (
   parent_step_id TEXT,
   trace_id TEXT,
   ts TEXT NOT NULL,
-  json TEXT NOT NULL,
-  PRIMARY KEY (task_id, seq)
-) WITHOUT ROWID;
+  json TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_task ON events (task_id, seq);
 -- Version 3: no index on events.agent_id (nothing reads events by agent; runs
 -- has its own), and trace_id indexed only where it is set, so an event
--- without one (most of them) updates one B-tree, not three.
+-- without one (most of them) updates one index, not three.
 DROP INDEX IF EXISTS events_agent;
 DROP INDEX IF EXISTS events_trace;
 CREATE INDEX IF NOT EXISTS events_trace_id ON events (trace_id) WHERE trace_id IS NOT NULL;
@@ -88,13 +94,14 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent_id, started_at);
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
 CREATE TABLE IF NOT EXISTS journal (
+  id INTEGER PRIMARY KEY,
   task_id TEXT NOT NULL,
   key TEXT NOT NULL,
   kind TEXT NOT NULL,
   ts TEXT NOT NULL,
-  json TEXT NOT NULL,
-  PRIMARY KEY (task_id, key)
-) WITHOUT ROWID;
+  json TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS journal_key ON journal (task_id, key);
 -- Version 4: a person's decisions on tool calls waiting for approval, by journal key.
 CREATE TABLE IF NOT EXISTS approvals (
   task_id TEXT NOT NULL,
@@ -156,6 +163,8 @@ export interface RunRow {
  */
 export class TraceStore {
   private readonly insertEvent: Database.Statement;
+  /** `appendMany`'s transaction, made once (better-sqlite3 builds a wrapper per `db.transaction` call). */
+  private readonly appendTx: (events: readonly RunEvent[], journal: readonly JournalEntry[]) => void;
   private readonly upsertStarted: Database.Statement;
   private readonly upsertFinished: Database.Statement;
   private readonly upsertJournal: Database.Statement;
@@ -170,8 +179,7 @@ export class TraceStore {
     readonly file: string,
   ) {
     this.insertEvent = db.prepare(
-      `INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json)
-       VALUES (@task_id, @seq, @type, @agent_id, @step_id, @parent_step_id, @trace_id, @ts, @json)`,
+      "INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.upsertStarted = db.prepare(
       `INSERT INTO runs (task_id, agent_id, input, started_at) VALUES (@task_id, @agent_id, @input, @ts)
@@ -184,12 +192,16 @@ export class TraceStore {
          answer = excluded.answer, error = excluded.error, usage_json = excluded.usage_json`,
     );
     this.upsertJournal = db.prepare(
-      `INSERT INTO journal (task_id, key, kind, ts, json) VALUES (@task_id, @key, @kind, @ts, @json)
+      `INSERT INTO journal (task_id, key, kind, ts, json) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (task_id, key) DO UPDATE SET kind = excluded.kind, ts = excluded.ts, json = excluded.json`,
     );
     this.reopenRun = db.prepare("UPDATE runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = ?");
     this.insertRunAgent = db.prepare("INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at) VALUES (@agent_id, @task_id, @ts)");
     this.insertRunSession = db.prepare("INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at) VALUES (@session_id, @task_id, @ts)");
+    this.appendTx = db.transaction((events: readonly RunEvent[], journal: readonly JournalEntry[]) => {
+      for (const event of events) this.write(event);
+      for (const e of journal) this.upsertJournal.run(e.task_id, e.key, e.kind, e.ts, e.json);
+    });
     // Bound so it can be handed to `EventBus.subscribe` as it is.
     this.append = this.append.bind(this);
   }
@@ -226,7 +238,7 @@ export class TraceStore {
    * `EventSink`; events are masked by the bus they come from (src/events/bus.ts).
    */
   append(event: RunEvent): void {
-    this.db.transaction(() => this.write(event))();
+    this.appendTx([event], []);
   }
 
   /**
@@ -236,26 +248,12 @@ export class TraceStore {
    */
   appendMany(events: readonly RunEvent[], journal: readonly JournalEntry[] = []): void {
     if (events.length === 0 && journal.length === 0) return;
-    this.db.transaction(() => {
-      for (const event of events) this.write(event);
-      for (const entry of journal) this.upsertJournal.run(entry);
-    })();
+    this.appendTx(events, journal);
   }
 
   private write(safe: RunEvent): void {
-    const json = eventJson(safe);
-    const row = {
-      task_id: safe.task_id,
-      seq: safe.seq,
-      type: safe.type,
-      agent_id: safe.agent_id,
-      step_id: safe.step_id ?? null,
-      parent_step_id: safe.parent_step_id ?? null,
-      trace_id: safe.trace_id ?? null,
-      ts: safe.ts,
-      json,
-    };
-    this.insertEvent.run(row);
+    const { task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts } = safe;
+    this.insertEvent.run(task_id, seq, type, agent_id, step_id ?? null, parent_step_id ?? null, trace_id ?? null, ts, eventJson(safe));
     if (safe.type === "run.resumed") {
       this.reopenRun.run(safe.task_id);
     } else if (safe.type === "agent.started") {
@@ -407,9 +405,30 @@ function migrate(db: Database.Database, file: string): void {
   }
   if (found === TRACE_SCHEMA_VERSION) return;
   db.transaction(() => {
+    if (found !== undefined && found < 5) toRowidTables(db);
     db.exec(SCHEMA);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
   })();
+}
+
+/**
+ * Version 5: events and journal of an older store move to rowid tables
+ * (SCHEMA says why). The old tables are renamed aside and their indexes
+ * dropped, SCHEMA creates the new ones, their rows are copied in key order,
+ * and the old tables dropped, all in the migration's transaction.
+ */
+function toRowidTables(db: Database.Database): void {
+  const hasJournal = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal'").get() !== undefined;
+  db.exec(`DROP INDEX IF EXISTS events_agent; DROP INDEX IF EXISTS events_trace; DROP INDEX IF EXISTS events_trace_id;
+    ALTER TABLE events RENAME TO events_v4;${hasJournal ? " ALTER TABLE journal RENAME TO journal_v4;" : ""}`);
+  db.exec(SCHEMA);
+  db.exec(`INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json)
+      SELECT task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json FROM events_v4 ORDER BY task_id, seq;
+    DROP TABLE events_v4;`);
+  if (hasJournal) {
+    db.exec(`INSERT INTO journal (task_id, key, kind, ts, json) SELECT task_id, key, kind, ts, json FROM journal_v4 ORDER BY task_id, key;
+      DROP TABLE journal_v4;`);
+  }
 }
 
 /** Version of the session index below; kept apart from schema_version so older stores gain it in place. */

@@ -98,15 +98,20 @@ describe("TraceStore", () => {
     expect(run?.result_type).toBeUndefined();
   });
 
-  test("uses the WAL journal, records schema_version 4 and indexes trace_id where it is set", () => {
+  test("uses the WAL journal, records schema_version 5, appends to rowid tables and indexes trace_id where it is set", () => {
     const dir = tempDir();
     openStore(dir).append(todoRun("t")[0]!);
     const db = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "4" });
-      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
-      expect(indexes).toEqual(["events_trace_id"]);
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "5" });
+      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+      expect(indexes).toEqual(["events_task", "events_trace_id"]);
+      for (const table of ["events", "journal"]) {
+        expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = ?`).get(table)).toEqual({ sql: expect.not.stringContaining("WITHOUT ROWID") });
+      }
+      const byTask = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM events WHERE task_id = ? ORDER BY seq").all("x") as { detail: string }[];
+      expect(byTask.map((p) => p.detail).join(" ")).toContain("USING INDEX events_task");
       const plan = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM events WHERE trace_id = ? ORDER BY task_id, seq").all("x") as { detail: string }[];
       expect(plan.map((p) => p.detail).join(" ")).toContain("USING INDEX events_trace_id");
     } finally {
@@ -114,7 +119,7 @@ describe("TraceStore", () => {
     }
   });
 
-  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 4", () => {
+  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 5", () => {
     const dir = tempDir();
     const db = new Database(join(dir, TRACE_DB_FILE));
     db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
@@ -123,7 +128,7 @@ describe("TraceStore", () => {
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     const names = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
     check.close();
-    expect(names).toEqual(["events_trace_id"]);
+    expect(names.sort()).toEqual(["events_task", "events_trace_id"]);
     expect(store.eventsOfTask("v1-task").map((e) => e.type)).toEqual([
       "run.started",
       "agent.started",
@@ -150,13 +155,49 @@ describe("TraceStore", () => {
     expect(store.listRuns().map((r) => r.task_id)).toEqual(["after-v1", "v1-task"]);
   });
 
+  test("a store written by schema_version 4 (WITHOUT ROWID events and journal) moves to rowid tables with every row, then takes appends", () => {
+    const dir = tempDir();
+    const db = new Database(join(dir, TRACE_DB_FILE));
+    db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
+    db.exec(`DROP INDEX events_agent; DROP INDEX events_trace;
+      CREATE INDEX events_trace_id ON events (trace_id) WHERE trace_id IS NOT NULL;
+      CREATE TABLE journal (task_id TEXT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (task_id, key)) WITHOUT ROWID;
+      CREATE TABLE approvals (task_id TEXT NOT NULL, key TEXT NOT NULL, decision TEXT NOT NULL, reason TEXT, ts TEXT NOT NULL, PRIMARY KEY (task_id, key)) WITHOUT ROWID;
+      INSERT INTO journal VALUES ('v1-task', 'run', 'run', '2025-01-01T00:00:00.000Z', '{"input":"radius 5?"}');
+      INSERT INTO journal VALUES ('v1-task', '0/m0', 'model.reply', '2025-01-01T00:00:00.300Z', '{"content":"x"}');
+      UPDATE meta SET value = '4' WHERE key = 'schema_version';`);
+    db.close();
+    const store = openStore(dir);
+    expect(store.eventsOfTask("v1-task").map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(store.eventsOfTrace("v1-tr-1")).toHaveLength(3);
+    expect(store.journalOf("v1-task").map((e) => [e.key, e.kind, e.json])).toEqual([
+      ["0/m0", "model.reply", '{"content":"x"}'],
+      ["run", "run", '{"input":"radius 5?"}'],
+    ]);
+    for (const e of todoRun("after-v4")) store.append(e);
+    store.appendMany([], [{ task_id: "v1-task", key: "0/m0", kind: "model.reply", ts: "2025-01-02T00:00:00.000Z", json: '{"content":"y"}' }]);
+    expect(store.journalOf("v1-task").map((e) => e.json)).toEqual(['{"content":"y"}', '{"input":"radius 5?"}']);
+    expect(() => store.append({ ...todoRun("after-v4")[0]! })).toThrow(/UNIQUE/);
+    const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
+    try {
+      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "5" });
+      const tables = (check.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string; sql: string }[]);
+      expect(tables.map((t) => t.name)).not.toContain("events_v4");
+      expect(tables.map((t) => t.name)).not.toContain("journal_v4");
+      expect(tables.find((t) => t.name === "events")?.sql).not.toContain("WITHOUT ROWID");
+      expect(tables.find((t) => t.name === "journal")?.sql).not.toContain("WITHOUT ROWID");
+    } finally {
+      check.close();
+    }
+  });
+
   test("refuses a store written by a newer schema, with a clear message", () => {
     const dir = tempDir();
     TraceStore.open(dir).close();
     const db = new Database(join(dir, TRACE_DB_FILE));
-    db.prepare("UPDATE meta SET value = '5' WHERE key = 'schema_version'").run();
+    db.prepare("UPDATE meta SET value = '6' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => TraceStore.open(dir)).toThrow(/schema_version 5, newer than this runtime supports \(4\)/);
+    expect(() => TraceStore.open(dir)).toThrow(/schema_version 6, newer than this runtime supports \(5\)/);
   });
 
   test("a reader does not create a missing store, and a file that is not a database is reported in one line", () => {
