@@ -66,14 +66,14 @@ export function openTraceStores(): string[] {
  * A sink that stores a run's events and journal entries
  * (docs/design/journal.md#when-it-is-written). A synchronous burst of events
  * is committed in one transaction at the end of its microtask, so a killed
- * process loses at most the events of the instant it died in, and a tool's
- * result is durable as soon as the tool is done. One window is held open
- * longer: from a model reply until the run acts on it (`commit()`, called
- * before a write tool's body runs and before the next request is sent) or the
- * next turn of the event loop. Nothing irreversible happens in that window
- * (a reply lost there is asked for again), and the reply, the state it moves
- * the machine to and the tool calls it starts become one commit instead of
- * two. A failing write becomes a process warning, never an exception inside
+ * process loses at most the events of the instant it died in, and a write
+ * tool's result is durable as soon as the tool is done. One window is held
+ * open longer: from a model reply until the run acts on it (`commit()`,
+ * called before a write tool's body runs and before the next request is
+ * sent) or the next turn of the event loop. Nothing irreversible happens in
+ * that window (a reply lost there is asked for again, a read tool run
+ * again), and the reply, the state it moves the machine to, the read tools it
+ * runs and the next request become one commit. A failing write becomes a process warning, never an exception inside
  * the run.
  *
  * An asynchronous store (PostgreSQL, docs/scale-out.md) commits in order,
@@ -137,12 +137,11 @@ export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location"
       held ??= setImmediate(commit);
       return;
     }
-    // A tool's result is durable as soon as the tool is done: it ends the window a reply opened
-    // (a read tool's body does not wait for a commit, so its reply, start and result go out together).
-    if (entry.kind === "tool.result" && held) {
-      clearImmediate(held);
-      held = undefined;
-    }
+    // A result inside the window a reply opened is a read or idempotent tool's (a write tool's body
+    // commits first, which closes the window): it joins the window, and the reply, the call's start
+    // and result and the next request go out in one commit (a resume that lost them asks and runs
+    // again, changing nothing). A write tool's result is committed at the end of its microtask.
+    if (entry.kind === "tool.result" && held) return;
     schedule();
   };
   return { sink, commit, journal };
