@@ -58,11 +58,24 @@ export function redact<T>(value: T, secrets: readonly string[] = []): T {
 
 /**
  * Anything `redact` could change leaves a trace in the value's JSON text: a
- * secret key name (checked with `-`/`_` dropped and lower-cased, as keys are
- * compared), or a bearer scheme, an `sk-` key, a JWT (checked on the text as is).
+ * secret key name (as keys are compared: case aside, `-` and `_` anywhere in
+ * it ignored, so each letter may be followed by any run of them), or a bearer
+ * scheme, an `sk-` key, a JWT, credentials in a URL. One case-folding pass
+ * over the text, with no lower-cased copy of it (`u`: a Kelvin sign folds to
+ * `k`, as `toLowerCase` makes it).
  */
-const MAYBE_SECRET_NAME = /apikey|authorization|passw(or)?d|secret|token(?!s)/;
-const MAYBE_SECRET_TEXT = /bearer(\s|\\[nrt])|basic(\s|\\[nrt])|sk-[A-Za-z0-9_-]{6}|eyJ[A-Za-z0-9_-]{8}|:\/\/[^\s/@:"']+:[^\s/@"']+@/i;
+const spaced = (word: string) => [...word].join("[-_]*");
+const MAYBE_SECRET = new RegExp(
+  [
+    String.raw`bearer(\s|\\[nrt])|basic(\s|\\[nrt])|sk-[A-Za-z0-9_-]{6}|eyJ[A-Za-z0-9_-]{8}|:\/\/[^\s/@:"']+:[^\s/@"']+@`,
+    spaced("apikey"),
+    spaced("authorization"),
+    `${spaced("passw")}[-_]*(?:${spaced("or")}[-_]*)?d`,
+    spaced("secret"),
+    `${spaced("token")}(?![-_]*s)`,
+  ].join("|"),
+  "iu",
+);
 
 /**
  * `redact` and `JSON.stringify` in one, without copying the value when its
@@ -77,8 +90,7 @@ export function redactWithJson<T>(value: T, secrets: readonly string[] = []): { 
 }
 
 function mayHoldSecret(json: string, secrets: readonly string[]): boolean {
-  if (MAYBE_SECRET_TEXT.test(json)) return true;
-  if (MAYBE_SECRET_NAME.test(json.toLowerCase().replace(/[-_]/g, ""))) return true;
+  if (MAYBE_SECRET.test(json)) return true;
   return secrets.some((s) => s.length >= 6 && json.includes(JSON.stringify(s).slice(1, -1)));
 }
 

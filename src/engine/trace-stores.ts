@@ -87,7 +87,8 @@ export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location"
   journal(entry: JournalEntry): void;
 } {
   let pending: RunEvent[] = [];
-  let entries: JournalEntry[] = [];
+  /** By key: a call's result replaces its start written in the same batch (one row written, not two). */
+  let entries = new Map<string, JournalEntry>();
   let microtask = false;
   let held: NodeJS.Immediate | undefined;
   let warned = false;
@@ -107,10 +108,11 @@ export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location"
   const commit = (): void | Promise<void> => {
     if (held) clearImmediate(held);
     held = undefined;
-    if (pending.length === 0 && entries.length === 0) return tail;
-    const [batch, journal] = [pending, entries];
+    if (pending.length === 0 && entries.size === 0) return tail;
+    const batch = pending;
+    const journal = [...entries.values()];
     pending = [];
-    entries = [];
+    entries = new Map();
     if (tail) return settle(tail.then(() => store.appendMany(batch, journal)));
     try {
       const written = store.appendMany(batch, journal);
@@ -132,7 +134,7 @@ export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location"
     schedule();
   };
   const journal = (entry: JournalEntry) => {
-    entries.push(entry);
+    entries.set(entry.key, entry);
     if (entry.kind === "model.reply") {
       held ??= setImmediate(commit);
       return;

@@ -71,6 +71,12 @@ describe("redact", () => {
       { headers: [{ "X-API-KEY": "v4" }] },
       { text: 'uses conf"key-123456 here' },
       { text: "jwt eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl" },
+      // `-`/`_` anywhere in a key's name, and a Kelvin sign (lower-cased to k) in it.
+      { "a-p_i--k_e-y": "v5" },
+      { "api\u212Aey": "v6" },
+      { "Pass-W_o-r-d": "v7" },
+      { "SECRET_": "v8" },
+      { "tok_en": "v9" },
     ];
     for (const value of risky) {
       const out = redactWithJson(value, secrets);
@@ -78,7 +84,7 @@ describe("redact", () => {
       expect(out.json).toContain(REDACTED);
       expect(out.value).not.toBe(value);
     }
-    const clean = { type: "llm.response", usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }, thought: "skip the basics" };
+    const clean = { type: "llm.response", usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, "token-s": 4 }, thought: "skip the basics" };
     const out = redactWithJson(clean, secrets);
     expect(out.value).toBe(clean);
     expect(out.json).toBe(JSON.stringify(clean));

@@ -6,7 +6,7 @@ import { compileTemplate, defaultTemplate, type Template } from "../../prompts/r
 import type { AgentRunner } from "../types.js";
 import { reactMachine, type CallModelInput, type ReactPorts, type Understood } from "./machine.js";
 import { answerFormat, parseReply } from "./protocol.js";
-import { recordContent, renderCurrentState } from "./state.js";
+import { recordContent, renderCurrentState, type RecursionRecord } from "./state.js";
 import { stepResult } from "../result.js";
 import { requestWithHistory } from "../conversation.js";
 
@@ -27,6 +27,16 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   let lastPlan: string[] = [];
   // In a named session, the request comes after the conversation so far (docs/sessions.md).
   const request = await requestWithHistory(ctx, input);
+
+  // The request and each finished recursion keep one message object for the whole run, so the
+  // journal's request fingerprint hashes each once (src/engine/journal.ts), not once per request.
+  const userMessage: ChatMessage = { role: "user", content: request };
+  const assistantMessages = new WeakMap<RecursionRecord, ChatMessage>();
+  const assistantMessage = (r: RecursionRecord): ChatMessage => {
+    let message = assistantMessages.get(r);
+    if (message === undefined) assistantMessages.set(r, (message = { role: "assistant", content: recordContent(r) }));
+    return message;
+  };
 
   /** The system prompt; a variable the template names but react does not give is a one-line error. */
   const render = (data: Record<string, unknown>): string => {
@@ -55,11 +65,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
         ...(history.length ? { last: history[history.length - 1] } : {}),
       }),
     });
-    const messages: ChatMessage[] = [
-      { role: "user", content: request },
-      { role: "system", content: system },
-      ...history.map((r): ChatMessage => ({ role: "assistant", content: recordContent(r) })),
-    ];
+    const messages: ChatMessage[] = [userMessage, { role: "system", content: system }, ...history.map(assistantMessage)];
     const { reply, reading } = await ctx.callModel({
       messages,
       tools: toolbox.specs,
