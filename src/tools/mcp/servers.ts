@@ -1,7 +1,13 @@
 import type { McpToolConfig } from "../../config/types.js";
 import type { Tool } from "../types.js";
-import { McpConnection } from "./connection.js";
+import type { McpConnection } from "./connection.js";
 import { mcpTool } from "./tool.js";
+
+/**
+ * The MCP client (its SDK and zod, ~130 modules) loads with a run's first MCP
+ * server: a team without one never pays for it (docs/design/engine.md#start-up).
+ */
+const connections = (): Promise<typeof import("./connection.js")> => import("./connection.js");
 
 /**
  * The MCP servers of one run (docs/mcp.md): each entry's server is started
@@ -28,7 +34,7 @@ export class McpServers {
     let start = this.started.get(config.name);
     if (!start) {
       if (this.closing.signal.aborted) throw new Error(`MCP server "${config.name}": the run has ended`);
-      start = McpConnection.open(config, this.closing.signal, this.onLost).then((connection) => {
+      start = connections().then(({ McpConnection }) => McpConnection.open(config, this.closing.signal, this.onLost)).then((connection) => {
         this.ready.set(config.name, connection.tools.map((spec) => mcpTool(config, spec, connection)));
         if (this.closing.signal.aborted) void connection.close();
         return connection;

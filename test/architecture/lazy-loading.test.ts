@@ -1,0 +1,44 @@
+/**
+ * Heavy packages load when a run needs them (docs/design/engine.md#start-up):
+ * a run of a team without MCP servers never loads the MCP client, and one
+ * with an MCP server does. Each case runs in a child process, which lists the
+ * scripts V8 parsed (the inspector replays them all on Debugger.enable).
+ */
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+async function scriptsLoadedBy(team: string, input: string): Promise<{ answer: string; scripts: string[] }> {
+  const program = `
+    import { Session } from "node:inspector/promises";
+    const { loadTeam, runTeam } = await import(${JSON.stringify(`${ROOT}dist/index.js`)});
+    const team = await loadTeam(${JSON.stringify(`${ROOT}teams/${team}`)});
+    const result = await runTeam(team, { input: ${JSON.stringify(input)}, trace: false }).result;
+    const session = new Session();
+    session.connect();
+    const scripts = [];
+    session.on("Debugger.scriptParsed", (m) => scripts.push(m.params.url));
+    await session.post("Debugger.enable");
+    process.stdout.write(JSON.stringify({ answer: result.answer ?? result.error, scripts }));
+    process.exit(0);
+  `;
+  const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", program], { cwd: ROOT, maxBuffer: 16 << 20 });
+  return JSON.parse(stdout) as { answer: string; scripts: string[] };
+}
+
+const mcpScripts = (scripts: string[]) => scripts.filter((url) => /node_modules\/(@modelcontextprotocol|zod)\//.test(url));
+
+describe("lazy loading", () => {
+  it("a run without MCP servers loads neither the MCP SDK nor zod; a run with one loads them", async () => {
+    const plain = await scriptsLoadedBy("circle-react.yaml", "What is the area of a circle of radius 2?");
+    expect(plain.answer).toMatch(/area of/);
+    expect(plain.scripts.some((url) => url.includes("/dist/engine/run-team.js"))).toBe(true);
+    expect(mcpScripts(plain.scripts)).toEqual([]);
+
+    const mcp = await scriptsLoadedBy("mcp-files.yaml", "Which files are in the data directory?");
+    expect(mcp.scripts.some((url) => url.includes("@modelcontextprotocol/sdk/dist/esm/client/index.js"))).toBe(true);
+  }, 60_000);
+});
