@@ -13,7 +13,7 @@ import { Journal, type JournalSink } from "./journal.js";
 import { providedTools } from "./resolve-tools.js";
 import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
-import { acquireTraceStore, batchedTraceSink, releaseTraceStore } from "./trace-stores.js";
+import { acquireTraceStore, batchedTraceSink, groupAppend, releaseTraceStore } from "./trace-stores.js";
 import { Account } from "./budget.js";
 import { Approvals, type Approver, type Decision } from "./approvals.js";
 import type { Replay } from "./replay.js";
@@ -150,7 +150,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       else {
         const embedded = acquireTraceStore(trace_dir);
         storeHeld = true;
-        store = { location: embedded.file, appendMany: (e, j) => embedded.appendMany(e, j), decide: (t, r) => embedded.decide(t, r) };
+        store = { location: embedded.file, appendMany: groupAppend(trace_dir), decide: (t, r) => embedded.decide(t, r) };
       }
       const trace = batchedTraceSink(store);
       bus.subscribe(trace.sink);

@@ -1,7 +1,7 @@
 import { describeError } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import type { RunEvent } from "../events/types.js";
-import { TraceStore, type JournalEntry } from "../trace/store.js";
+import { TraceStore, type AppendBatch, type JournalEntry } from "../trace/store.js";
 import type { RunStore } from "../store/run-store.js";
 
 /**
@@ -12,7 +12,7 @@ import type { RunStore } from "../store/run-store.js";
  * for a short idle time, on an unref'd timer that never keeps the process
  * alive, and whatever is still open is closed when the process exits.
  */
-const stores = new Map<string, { store: TraceStore; users: number; idle?: NodeJS.Timeout }>();
+const stores = new Map<string, { store: TraceStore; group: GroupCommit; users: number; idle?: NodeJS.Timeout }>();
 
 /** How long a store nobody uses stays open for the next run. */
 const IDLE_CLOSE_MS = 5_000;
@@ -22,6 +22,7 @@ function closeAll(): void {
   for (const [dir, entry] of stores) {
     stores.delete(dir);
     if (entry.idle) clearTimeout(entry.idle);
+    entry.group.flush();
     entry.store.close();
   }
 }
@@ -30,7 +31,8 @@ function closeAll(): void {
 export function acquireTraceStore(dir: string): TraceStore {
   let entry = stores.get(dir);
   if (!entry) {
-    entry = { store: TraceStore.open(dir), users: 0 };
+    const store = TraceStore.open(dir);
+    entry = { store, group: new GroupCommit(store), users: 0 };
     stores.set(dir, entry);
     if (!exitHook) {
       exitHook = true;
@@ -52,9 +54,68 @@ export function releaseTraceStore(dir: string): void {
   entry.idle = setTimeout(() => {
     if (stores.get(dir) !== entry || entry.users > 0) return;
     stores.delete(dir);
+    entry.group.flush();
     entry.store.close();
   }, IDLE_CLOSE_MS);
   entry.idle.unref();
+}
+
+/**
+ * Where the runs of a process append to the store of `dir` (acquired): their
+ * batches are committed together, one transaction per turn of the event loop
+ * (src/trace/store.ts `appendAll`), and each append's promise settles when
+ * its batch is durable. The engine awaits it at its write-ahead points
+ * (docs/design/journal.md#when-it-is-written), so a model request or a write
+ * tool's body still waits for what it is built from.
+ */
+export function groupAppend(dir: string): (events: readonly RunEvent[], journal: readonly JournalEntry[]) => Promise<void> {
+  const entry = stores.get(dir);
+  if (!entry) throw new Error(`trace store of ${dir} is not acquired`);
+  return (events, journal) => entry.group.append([events, journal]);
+}
+
+/**
+ * Group commit: 50 runs at once each commit before every model request, and
+ * one transaction per run and request rewrote the same pages of the file
+ * for each (bench/react-loop.mjs, 50 concurrent tasks). Batches that arrive
+ * in one turn of the event loop share one transaction at its end
+ * (`setImmediate`); when that fails, each batch is written on its own, so
+ * one that cannot be written fails alone.
+ */
+class GroupCommit {
+  private queue: { batch: AppendBatch; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private timer: NodeJS.Immediate | undefined;
+
+  constructor(private readonly store: TraceStore) {}
+
+  append(batch: AppendBatch): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ batch, resolve, reject });
+      this.timer ??= setImmediate(() => this.flush());
+    });
+  }
+
+  /** Commit what is queued now (also before the store closes). */
+  flush(): void {
+    if (this.timer) clearImmediate(this.timer);
+    this.timer = undefined;
+    const queue = this.queue;
+    if (queue.length === 0) return;
+    this.queue = [];
+    try {
+      this.store.appendAll(queue.map((q) => q.batch));
+      for (const q of queue) q.resolve();
+    } catch {
+      for (const q of queue) {
+        try {
+          this.store.appendAll([q.batch]);
+          q.resolve();
+        } catch (err) {
+          q.reject(err);
+        }
+      }
+    }
+  }
 }
 
 /** Directories whose store is open in this process (for diagnostics and tests). */
@@ -76,10 +137,10 @@ export function openTraceStores(): string[] {
  * runs and the next request become one commit. A failing write becomes a process warning, never an exception inside
  * the run.
  *
- * An asynchronous store (PostgreSQL, docs/scale-out.md) commits in order,
- * one transaction after the other; `commit()` then returns the promise of
- * everything so far being durable, which the engine awaits at its two
- * write-ahead points.
+ * An asynchronous store (the embedded one through `groupAppend`, PostgreSQL:
+ * docs/scale-out.md) commits in order, one transaction after the other;
+ * `commit()` then returns the promise of everything so far being durable,
+ * which the engine awaits at its two write-ahead points.
  */
 export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location">): {
   sink: EventSink;

@@ -133,6 +133,9 @@ export interface JournalEntry {
 
 export type JournalKind = "run" | "step" | "model.reply" | "tool.started" | "tool.result" | "value";
 
+/** Events and journal entries written together. */
+export type AppendBatch = readonly [events: readonly RunEvent[], journal: readonly JournalEntry[]];
+
 /** A person's decision on a call waiting for approval. */
 export interface ApprovalRecord {
   /** The call's journal key (the `approval_id` of its events). */
@@ -163,8 +166,8 @@ export interface RunRow {
  */
 export class TraceStore {
   private readonly insertEvent: Database.Statement;
-  /** `appendMany`'s transaction, made once (better-sqlite3 builds a wrapper per `db.transaction` call). */
-  private readonly appendTx: (events: readonly RunEvent[], journal: readonly JournalEntry[]) => void;
+  /** The one transaction of every append, made once (better-sqlite3 builds a wrapper per `db.transaction` call). */
+  private readonly appendAllTx: (batches: readonly AppendBatch[]) => void;
   private readonly upsertStarted: Database.Statement;
   private readonly upsertFinished: Database.Statement;
   private readonly upsertJournal: Database.Statement;
@@ -198,9 +201,11 @@ export class TraceStore {
     this.reopenRun = db.prepare("UPDATE runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = ?");
     this.insertRunAgent = db.prepare("INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at) VALUES (@agent_id, @task_id, @ts)");
     this.insertRunSession = db.prepare("INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at) VALUES (@session_id, @task_id, @ts)");
-    this.appendTx = db.transaction((events: readonly RunEvent[], journal: readonly JournalEntry[]) => {
-      for (const event of events) this.write(event);
-      for (const e of journal) this.upsertJournal.run(e.task_id, e.key, e.kind, e.ts, e.json);
+    this.appendAllTx = db.transaction((batches: readonly AppendBatch[]) => {
+      for (const [events, journal] of batches) {
+        for (const event of events) this.write(event);
+        for (const e of journal) this.upsertJournal.run(e.task_id, e.key, e.kind, e.ts, e.json);
+      }
     });
     // Bound so it can be handed to `EventBus.subscribe` as it is.
     this.append = this.append.bind(this);
@@ -238,7 +243,7 @@ export class TraceStore {
    * `EventSink`; events are masked by the bus they come from (src/events/bus.ts).
    */
   append(event: RunEvent): void {
-    this.appendTx([event], []);
+    this.appendAllTx([[[event], []]]);
   }
 
   /**
@@ -248,7 +253,12 @@ export class TraceStore {
    */
   appendMany(events: readonly RunEvent[], journal: readonly JournalEntry[] = []): void {
     if (events.length === 0 && journal.length === 0) return;
-    this.appendTx(events, journal);
+    this.appendAllTx([[events, journal]]);
+  }
+
+  /** Several batches (of several runs) in one transaction: all of them or none (src/engine/trace-stores.ts). */
+  appendAll(batches: readonly AppendBatch[]): void {
+    if (batches.length > 0) this.appendAllTx(batches);
   }
 
   private write(safe: RunEvent): void {

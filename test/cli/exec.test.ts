@@ -216,14 +216,12 @@ agents:
         stdio: ["ignore", "pipe", "pipe"],
       });
       let out = "";
-      const taskId = await new Promise<string>((resolve) => {
-        child.stdout.on("data", (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('"recursion.started"') && out.includes('"tool.finished"') && /"iteration":2/.test(out)) {
-            resolve(String(JSON.parse(out.split("\n")[0]!).task_id));
-          }
-        });
-      });
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      // Killed once the second request has reached the server: what it is built from (the tool's
+      // result) was committed before it left (docs/design/journal.md#when-it-is-written).
+      const before = server.chatRequests.length;
+      while (server.chatRequests.length < before + 2) await new Promise((r) => setTimeout(r, 5));
+      const taskId = String(JSON.parse(out.split("\n")[0]!).task_id);
       const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
       child.kill(signal);
       const code = await exited;

@@ -1,9 +1,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
-import { openTraceStores } from "../../src/engine/trace-stores.js";
+import { acquireTraceStore, groupAppend, openTraceStores, releaseTraceStore } from "../../src/engine/trace-stores.js";
+import type { RunEvent } from "../../src/events/types.js";
+import { TraceStore } from "../../src/trace/store.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
 
@@ -27,5 +29,59 @@ describe("the trace store shared by the runs of a process", () => {
     expect(r.code).toBe(0);
     expect(existsSync(join(dir, "traces.db"))).toBe(true);
     expect(existsSync(join(dir, "traces.db-wal"))).toBe(false);
+  });
+
+  it("commits the batches of runs going on at once together (group commit), and every run's events are kept", async () => {
+    const dir = tempDir();
+    const team = await loadTeam("teams/circle-react.yaml");
+    await runTeam(team, { input: "warm up", traceDir: dir }).result;
+    const appendAll = vi.spyOn(TraceStore.prototype, "appendAll");
+    try {
+      const runs = Array.from({ length: 12 }, (_, i) => runTeam(team, { input: `radius ${i + 1}`, traceDir: dir }));
+      const results = await Promise.all(runs.map((r) => r.result));
+      expect(results.map((r) => r.result_type)).toEqual(Array(12).fill("answer"));
+      const batches = appendAll.mock.calls.reduce((n, [b]) => n + b.length, 0);
+      const biggest = Math.max(...appendAll.mock.calls.map(([b]) => b.length));
+      // Twelve runs at once: transactions carry several runs' batches, so there are fewer of them.
+      expect(biggest).toBeGreaterThanOrEqual(6);
+      expect(appendAll.mock.calls.length).toBeLessThan(batches / 3);
+    } finally {
+      appendAll.mockRestore();
+    }
+    const store = TraceStore.open(dir, { create: false });
+    try {
+      const listed = store.listRuns({ limit: 50 });
+      expect(listed).toHaveLength(13);
+      for (const run of listed) {
+        const events = store.eventsOfTask(run.task_id);
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+        expect(events.at(-1)?.type).toBe("run.finished");
+      }
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a batch that cannot be written fails alone: the others of its transaction are kept", async () => {
+    const dir = tempDir();
+    acquireTraceStore(dir);
+    try {
+      const append = groupAppend(dir);
+      const event = (task_id: string, seq: number): RunEvent =>
+        ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id, agent_id: "a" }) as RunEvent;
+      await append([event("first", 1)], []);
+      // One turn: a good batch, a batch repeating a stored seq, another good one.
+      const settled = await Promise.allSettled([append([event("good", 1)], []), append([event("first", 1)], []), append([event("also-good", 1)], [])]);
+      expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+    } finally {
+      releaseTraceStore(dir);
+    }
+    const store = TraceStore.open(dir, { create: false });
+    try {
+      expect(store.listRuns().map((r) => r.task_id).sort()).toEqual(["also-good", "first", "good"]);
+    } finally {
+      store.close();
+    }
   });
 });
