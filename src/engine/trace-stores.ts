@@ -32,7 +32,8 @@ export function acquireTraceStore(dir: string): TraceStore {
   let entry = stores.get(dir);
   if (!entry) {
     const store = TraceStore.open(dir);
-    entry = { store, group: new GroupCommit(store), users: 0 };
+    const shared = { store, users: 0 };
+    entry = Object.assign(shared, { group: new GroupCommit(store, () => shared.users > 1) });
     stores.set(dir, entry);
     if (!exitHook) {
       exitHook = true;
@@ -68,7 +69,7 @@ export function releaseTraceStore(dir: string): void {
  * (docs/design/journal.md#when-it-is-written), so a model request or a write
  * tool's body still waits for what it is built from.
  */
-export function groupAppend(dir: string): (events: readonly RunEvent[], journal: readonly JournalEntry[]) => Promise<void> {
+export function groupAppend(dir: string): (events: readonly RunEvent[], journal: readonly JournalEntry[]) => void | Promise<void> {
   const entry = stores.get(dir);
   if (!entry) throw new Error(`trace store of ${dir} is not acquired`);
   return (events, journal) => entry.group.append([events, journal]);
@@ -77,18 +78,29 @@ export function groupAppend(dir: string): (events: readonly RunEvent[], journal:
 /**
  * Group commit: 50 runs at once each commit before every model request, and
  * one transaction per run and request rewrote the same pages of the file
- * for each (bench/react-loop.mjs, 50 concurrent tasks). Batches that arrive
- * in one turn of the event loop share one transaction at its end
- * (`setImmediate`); when that fails, each batch is written on its own, so
- * one that cannot be written fails alone.
+ * for each (bench/react-loop.mjs, 50 concurrent tasks). While several runs
+ * use the store, batches that arrive in one turn of the event loop share one
+ * transaction at its end (`setImmediate`); when that fails, each batch is
+ * written on its own, so one that cannot be written fails alone. A run alone
+ * has nobody to share with: its batches are committed at once, as a turn's
+ * wait would cost it a turn of the loop per commit (~1 ms CPU per 10-step task).
  */
 class GroupCommit {
   private queue: { batch: AppendBatch; resolve: () => void; reject: (err: unknown) => void }[] = [];
   private timer: NodeJS.Immediate | undefined;
 
-  constructor(private readonly store: TraceStore) {}
+  constructor(
+    private readonly store: TraceStore,
+    /** Whether several runs use the store now. */
+    private readonly shared: () => boolean,
+  ) {}
 
-  append(batch: AppendBatch): Promise<void> {
+  append(batch: AppendBatch): void | Promise<void> {
+    if (!this.shared()) {
+      this.flush();
+      this.store.appendAll([batch]);
+      return;
+    }
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ batch, resolve, reject });
       this.timer ??= setImmediate(() => this.flush());

@@ -62,24 +62,34 @@ describe("the trace store shared by the runs of a process", () => {
     }
   });
 
-  it("a batch that cannot be written fails alone: the others of its transaction are kept", async () => {
+  it("a batch that cannot be written fails alone: the others of its transaction are kept; a run alone commits at once", async () => {
     const dir = tempDir();
+    // Two users, as two runs going on at once: batches wait for the end of the turn.
     acquireTraceStore(dir);
+    acquireTraceStore(dir);
+    const event = (task_id: string, seq: number): RunEvent =>
+      ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id, agent_id: "a" }) as RunEvent;
+    const reader = () => TraceStore.open(dir, { create: false });
     try {
       const append = groupAppend(dir);
-      const event = (task_id: string, seq: number): RunEvent =>
-        ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id, agent_id: "a" }) as RunEvent;
       await append([event("first", 1)], []);
       // One turn: a good batch, a batch repeating a stored seq, another good one.
       const settled = await Promise.allSettled([append([event("good", 1)], []), append([event("first", 1)], []), append([event("also-good", 1)], [])]);
       expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
       expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+      // One user left: its batch is committed before append returns, and a bad one throws there.
+      releaseTraceStore(dir);
+      expect(append([event("solo", 1)], [])).toBeUndefined();
+      const store = reader();
+      expect(store.lastSeq("solo")).toBe(1);
+      store.close();
+      expect(() => append([event("solo", 1)], [])).toThrow(/UNIQUE/);
     } finally {
       releaseTraceStore(dir);
     }
-    const store = TraceStore.open(dir, { create: false });
+    const store = reader();
     try {
-      expect(store.listRuns().map((r) => r.task_id).sort()).toEqual(["also-good", "first", "good"]);
+      expect(store.listRuns().map((r) => r.task_id).sort()).toEqual(["also-good", "first", "good", "solo"]);
     } finally {
       store.close();
     }
