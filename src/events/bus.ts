@@ -41,6 +41,17 @@ export function eventJson(event: RunEvent): string {
 }
 
 /**
+ * An event's JSON text, which its store has now written: the bus no longer
+ * keeps it beside the event (a run's events live as long as its handle; their
+ * JSON was as big again). A later reader makes it anew.
+ */
+export function takeEventJson(event: RunEvent): string {
+  const json = eventJson(event);
+  jsonOfEvent.delete(event);
+  return json;
+}
+
+/**
  * The per-task event bus: stamps `seq`, `ts` and `task_id` on every event,
  * masks secrets in it (the one redaction stage: every sink, the stream of
  * `events()` and so SSE get the masked event), fans it out to sinks, and

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { RuntimeError, describeError } from "../errors.js";
 import type { RunEvent, Usage } from "../events/types.js";
-import { eventJson } from "../events/bus.js";
+import { takeEventJson } from "../events/bus.js";
 
 /** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
 export const TRACE_SCHEMA_VERSION = 5;
@@ -263,7 +263,7 @@ export class TraceStore {
 
   private write(safe: RunEvent): void {
     const { task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts } = safe;
-    this.insertEvent.run(task_id, seq, type, agent_id, step_id ?? null, parent_step_id ?? null, trace_id ?? null, ts, eventJson(safe));
+    this.insertEvent.run(task_id, seq, type, agent_id, step_id ?? null, parent_step_id ?? null, trace_id ?? null, ts, takeEventJson(safe));
     if (safe.type === "run.resumed") {
       this.reopenRun.run(safe.task_id);
     } else if (safe.type === "agent.started") {

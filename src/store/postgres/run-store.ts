@@ -7,7 +7,7 @@
  */
 import type pg from "pg";
 import { RuntimeError } from "../../errors.js";
-import { eventJson } from "../../events/bus.js";
+import { takeEventJson } from "../../events/bus.js";
 import type { RunEvent } from "../../events/types.js";
 import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../run-store.js";
 import { toSummary, type RunRow } from "../../trace/store.js";
@@ -66,7 +66,7 @@ export class PostgresRunStore implements RunStore {
         events.map((e) => e.parent_step_id ?? null),
         events.map((e) => e.trace_id ?? null),
         events.map((e) => e.ts),
-        events.map((e) => eventJson(e)),
+        events.map((e) => takeEventJson(e)),
       ],
     );
     for (const e of events) {
