@@ -69,6 +69,9 @@ export function stateInspector(machine: string, ports: ReporterPorts, options: S
 export function statePath(value: unknown): string {
   if (typeof value === "string") return value;
   if (value && typeof value === "object") {
+    // One region (every machine but a parallel state's): walk down without building arrays.
+    const keys = Object.keys(value);
+    if (keys.length === 1) return `${keys[0]}.${statePath((value as Record<string, unknown>)[keys[0]!])}`;
     return Object.entries(value as Record<string, unknown>)
       .map(([key, child]) => `${key}.${statePath(child)}`)
       .join("|");

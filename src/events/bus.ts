@@ -109,9 +109,15 @@ export class EventBus {
   /** Run what waits for the next event now; `opening` names a recursion whose own work waits on. */
   flushDeferred(opening?: string): void {
     if (this.beforeNext.size === 0) return;
-    const due = [...this.beforeNext].filter(([, trace_id]) => opening === undefined || trace_id !== opening);
-    for (const [flush] of due) this.beforeNext.delete(flush);
-    for (const [flush] of due) flush();
+    // Called before every event: the common case (one flush, due now) allocates nothing.
+    let due: (() => void)[] | undefined;
+    for (const [flush, trace_id] of this.beforeNext) {
+      if (opening !== undefined && trace_id === opening) continue;
+      (due ??= []).push(flush);
+    }
+    if (!due) return;
+    for (const flush of due) this.beforeNext.delete(flush);
+    for (const flush of due) flush();
   }
 
   emit(body: RunEventBody, scope: EventScope): RunEvent {
