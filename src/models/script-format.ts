@@ -5,6 +5,7 @@
  */
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { MAX_SCRIPT_BYTES } from "../config/references.js";
+import { loadPrecompiled, precompiledSource, validatorStamp } from "../config/precompiled.js";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { lazily } from "../lazy.js";
 import { ConfigError, type ConfigProblem } from "../errors.js";
@@ -90,17 +91,29 @@ export const scriptSchema = {
   },
 } as const;
 
+/** Where `npm run build` writes the script validator as code (beside this module in dist/). */
+export const SCRIPT_VALIDATOR_URL = new URL("./script-validator.cjs", import.meta.url);
+
+/** ajv's options for scripts: strict, every error; the (fixed, tested) schema is not checked against the meta-schema. */
+const OPTIONS = { strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } } as const;
+
+const stamp = () => validatorStamp(JSON.stringify(scriptSchema), JSON.stringify(OPTIONS));
+
 let compiled: ValidateFunction<Script> | undefined;
 /**
- * The script validator, compiled on first use, without checking the (fixed,
- * tested) schema against the meta-schema and without ajv's optimiser: a
- * script is validated once per process.
+ * The script validator: the one the build wrote (`validate` and `exec` of a
+ * scripted team then load none of ajv's compiler, docs/design/engine.md#start-up),
+ * else compiled on first use.
  */
 function scriptValidator(): ValidateFunction<Script> {
-  compiled ??= new (ajv().Ajv)({ strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } }).compile<Script>(
-    scriptSchema,
-  );
+  compiled ??= loadPrecompiled<ValidateFunction<Script>>(SCRIPT_VALIDATOR_URL, stamp()) ?? new (ajv().Ajv)(OPTIONS).compile<Script>(scriptSchema);
   return compiled;
+}
+
+/** The validator as the source of a CommonJS module: what `scripts/precompile-validators.mjs` writes to SCRIPT_VALIDATOR_URL. */
+export function scriptValidatorSource(): string {
+  const compiler = new (ajv().Ajv)({ ...OPTIONS, code: { ...OPTIONS.code, source: true } });
+  return precompiledSource(compiler, compiler.compile(scriptSchema), stamp(), "the script schema of src/models/script-format.ts");
 }
 
 /** Reads and validates a script; any problem throws a ConfigError naming the file. */

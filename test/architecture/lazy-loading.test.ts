@@ -1,10 +1,14 @@
 /**
  * Heavy packages load when a run needs them (docs/design/engine.md#start-up):
  * a run of a team without MCP servers never loads the MCP client, and one
- * with an MCP server does. Each case runs in a child process, which lists the
+ * with an MCP server does; `runtime validate` of a scripted team loads none
+ * of ajv's compiler (both validators come precompiled from the build). Each case runs in a child process, which lists the
  * scripts V8 parsed (the inspector replays them all on Debugger.enable).
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -41,4 +45,23 @@ describe("lazy loading", () => {
     const mcp = await scriptsLoadedBy("mcp-files.yaml", "Which files are in the data directory?");
     expect(mcp.scripts.some((url) => url.includes("@modelcontextprotocol/sdk/dist/esm/client/index.js"))).toBe(true);
   }, 60_000);
+
+  it("runtime validate of a scripted team loads none of ajv's compiler (the team and script validators come precompiled)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lazy-"));
+    try {
+      const file = join(dir, "scripts.txt");
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ["--import", `${ROOT}test/architecture/list-scripts.mjs`, `${ROOT}bin/runtime.js`, "validate", "teams/circle-react.yaml"],
+        { cwd: ROOT, env: { ...process.env, LIST_SCRIPTS_FILE: file } },
+      );
+      expect(stdout).toContain("ok");
+      const scripts = readFileSync(file, "utf8").split("\n");
+      expect(scripts.some((url) => url.endsWith("/dist/models/script-validator.cjs"))).toBe(true);
+      expect(scripts.some((url) => url.endsWith("/dist/config/team-validator.cjs"))).toBe(true);
+      expect(scripts.filter((url) => /node_modules\/ajv\/dist\/(core|compile\/)/.test(url))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

@@ -78,13 +78,13 @@ describe("schemas/team.schema.json", () => {
 
 describe("the precompiled team validator", () => {
   it("npm run build writes it from this very schema, and it judges like the compiled one", async () => {
-    const { createHash } = await import("node:crypto");
     const { createRequire } = await import("node:module");
     const { teamValidatorSource } = await import("../../src/config/schema.js");
     const require = createRequire(import.meta.url);
     const built = require("../../dist/config/team-validator.cjs") as ((v: unknown) => boolean) & { schemaHash: string; errors?: unknown[] };
     // A dist/ older than the schema would be skipped silently at run time (and cost ~150 ms): rebuild.
-    expect(built.schemaHash).toBe(createHash("sha256").update(schemaText).digest("hex"));
+    // The source carries the stamp of the schema text and ajv's options (src/config/precompiled.ts).
+    expect(built.schemaHash).toMatch(/^[0-9a-f]{64}$/);
     expect(readFileSync("dist/config/team-validator.cjs", "utf8")).toBe(teamValidatorSource());
     const compiled = new Ajv2020({ strict: true, allErrors: true, useDefaults: true, verbose: true, validateSchema: false, inlineRefs: false }).compile(schema);
     for (const value of [{}, { version: 1, name: "t", models: {}, agents: { a: { kind: "reakt" } } }, { version: 2, extra: true }]) {
@@ -95,5 +95,32 @@ describe("the precompiled team validator", () => {
       );
       expect(a).toEqual(b);
     }
+  });
+});
+
+describe("the precompiled script validator", () => {
+  it("npm run build writes it from the script schema, and it judges scripts like the compiled one", async () => {
+    const { createRequire } = await import("node:module");
+    const { scriptSchema, scriptValidatorSource } = await import("../../src/models/script-format.js");
+    const { Ajv } = await import("ajv");
+    const require = createRequire(import.meta.url);
+    const built = require("../../dist/models/script-validator.cjs") as ((v: unknown) => boolean) & { schemaHash: string; errors?: unknown[] };
+    expect(readFileSync("dist/models/script-validator.cjs", "utf8")).toBe(scriptValidatorSource());
+    const compiled = new Ajv({ strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false }).compile(structuredClone(scriptSchema) as object);
+    const values = [
+      { version: 1, replies: [{ content: "hi" }] },
+      { version: 1, replies: [{ tool_calls: [{ name: "calculator", arguments: { expression: "1+1" } }], usage: { prompt_tokens: 1 } }] },
+      { version: 2, replies: [{ content: 3, extra: true }] },
+      { version: 1, replies: [{ tool_calls: [{ name: "" }], delay_ms: -1 }] },
+      [],
+    ];
+    for (const value of values) {
+      expect(built(value), JSON.stringify(value)).toBe(compiled(value));
+      expect((built.errors ?? []).map((e) => JSON.stringify(e, ["instancePath", "keyword", "message"]))).toEqual(
+        (compiled.errors ?? []).map((e) => JSON.stringify(e, ["instancePath", "keyword", "message"])),
+      );
+    }
+    expect(built(values[0])).toBe(true);
+    expect(built(values[2])).toBe(false);
   });
 });
