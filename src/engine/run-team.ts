@@ -151,8 +151,17 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
         const embedded = acquireTraceStore(trace_dir);
         storeHeld = true;
         store = { location: embedded.file, appendMany: groupAppend(trace_dir), decide: (t, r) => embedded.decide(t, r) };
+        // What the store has written leaves memory; a late reader of `events` reads it back (reopening the store if it closed since).
+        bus.spillTo(async (afterSeq) => {
+          const reader = acquireTraceStore(trace_dir);
+          try {
+            return reader.eventsOfTask(task_id, afterSeq);
+          } finally {
+            releaseTraceStore(trace_dir);
+          }
+        });
       }
-      const trace = batchedTraceSink(store);
+      const trace = batchedTraceSink(store, (seq) => bus.stored(seq));
       bus.subscribe(trace.sink);
       flushTrace = trace.commit;
       if (options.journal !== false) journalSink = { write: trace.journal, commit: trace.commit };

@@ -154,7 +154,11 @@ export function openTraceStores(): string[] {
  * `commit()` then returns the promise of everything so far being durable,
  * which the engine awaits at its two write-ahead points.
  */
-export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location">): {
+export function batchedTraceSink(
+  store: Pick<RunStore, "appendMany" | "location">,
+  /** Called with the last `seq` of each batch of events once it is durable. */
+  onStored?: (seq: number) => void,
+): {
   sink: EventSink;
   commit(): void | Promise<void>;
   journal(entry: JournalEntry): void;
@@ -186,10 +190,13 @@ export function batchedTraceSink(store: Pick<RunStore, "appendMany" | "location"
     const journal = [...entries.values()];
     pending = [];
     entries = new Map();
-    if (tail) return settle(tail.then(() => store.appendMany(batch, journal)));
+    const last = batch.at(-1)?.seq;
+    const done = last === undefined || !onStored ? undefined : () => onStored(last);
+    if (tail) return settle(tail.then(() => store.appendMany(batch, journal)).then(done));
     try {
       const written = store.appendMany(batch, journal);
-      if (written) return settle(written);
+      if (written) return settle(written.then(done));
+      done?.();
     } catch (err) {
       warn(err);
     }

@@ -4,6 +4,9 @@ import type { EventScope, RunEvent, RunEventBody } from "./types.js";
 /** A consumer of events. Sinks are called synchronously, in order, for every event. */
 export type EventSink = (event: RunEvent) => void;
 
+/** Reads a run's stored events after `afterSeq`, in `seq` order (the run's store). */
+export type ReadBack = (afterSeq: number) => Promise<RunEvent[]>;
+
 /** The JSON text of each event that passed a bus, made once when it was redacted. */
 const jsonOfEvent = new WeakMap<RunEvent, string>();
 
@@ -62,9 +65,17 @@ export class EventBus {
   private readonly firstSeq: number;
   private readonly sinks: EventSink[] = [];
   private readonly taps: EventSink[] = [];
-  /** Every event as emitted, and its masked form once made (the stream and sinks only ever see that). */
-  private readonly buffer: RunEvent[] = [];
-  private readonly maskedEvents: RunEvent[] = [];
+  /**
+   * Every event as emitted, and its masked form once made (the stream and
+   * sinks only ever see that). With a store to read back from, those it has
+   * written leave memory (`stored`): below `released` the entries are gone.
+   */
+  private readonly buffer: (RunEvent | undefined)[] = [];
+  private readonly maskedEvents: (RunEvent | undefined)[] = [];
+  private released = 0;
+  private readBack: ReadBack | undefined;
+  /** Where each reader of `events()` stands (an index of the buffer): what a reader has not reached stays in memory. */
+  private readonly cursors = new Set<{ at: number }>();
   private reading = 0;
   private waiters: (() => void)[] = [];
   private closed = false;
@@ -139,6 +150,28 @@ export class EventBus {
     return event;
   }
 
+  /**
+   * Let the events the run's store has written leave memory: a run's events
+   * lived as long as its handle, most of them never read again (500 runs at
+   * once held ~24 MB of them, bench/react-loop.mjs). A reader of `events()`
+   * that comes late reads them back through `readBack`.
+   */
+  spillTo(readBack: ReadBack): void {
+    this.readBack = readBack;
+  }
+
+  /** The events up to `seq` are in the store: with `spillTo`, they leave memory unless a reader has yet to reach them. */
+  stored(seq: number): void {
+    if (!this.readBack) return;
+    let upTo = Math.min(seq - this.firstSeq, this.buffer.length);
+    for (const cursor of this.cursors) upTo = Math.min(upTo, cursor.at);
+    for (let i = this.released; i < upTo; i++) {
+      this.buffer[i] = undefined;
+      this.maskedEvents[i] = undefined;
+    }
+    this.released = Math.max(this.released, upTo);
+  }
+
   /** The event at `index` of the stream, masked (once). */
   private masked(index: number): RunEvent {
     let event = this.maskedEvents[index];
@@ -167,17 +200,32 @@ export class EventBus {
     return this.closed;
   }
 
-  /** Every event from the first, whenever iteration starts. */
+  /** Every event from the first, whenever iteration starts (those gone from memory read back from the store). */
   async *events(): AsyncGenerator<RunEvent> {
-    let i = 0;
+    const cursor = { at: 0 };
+    this.cursors.add(cursor);
     this.reading++;
     try {
       for (;;) {
-        while (i < this.buffer.length) yield this.masked(i++);
+        if (cursor.at < this.released && this.readBack) {
+          const upTo = this.released;
+          for (const event of await this.readBack(this.firstSeq + cursor.at)) {
+            const index = event.seq - this.firstSeq - 1;
+            if (index !== cursor.at || index >= upTo) break;
+            cursor.at++;
+            yield event;
+          }
+          // Fewer than were stored (rows deleted under the run): what is left comes from memory.
+          cursor.at = Math.max(cursor.at, upTo);
+          continue;
+        }
+        while (cursor.at < this.buffer.length && cursor.at >= this.released) yield this.masked(cursor.at++);
+        if (cursor.at < this.released) continue;
         if (this.closed) return;
         await new Promise<void>((resolve) => this.waiters.push(resolve));
       }
     } finally {
+      this.cursors.delete(cursor);
       this.reading--;
     }
   }

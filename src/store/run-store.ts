@@ -42,7 +42,7 @@ export function sqliteRunStore(trace: TraceStore): RunStore {
     journalOf: async (taskId) => trace.journalOf(taskId),
     approvalsOf: async (taskId) => trace.approvalsOf(taskId),
     lastSeq: async (taskId) => trace.lastSeq(taskId),
-    eventsOfTask: async (taskId, afterSeq = 0) => trace.eventsOfTask(taskId).filter((e) => e.seq > afterSeq),
+    eventsOfTask: async (taskId, afterSeq = 0) => trace.eventsOfTask(taskId, afterSeq),
     eventsOfTrace: async (traceId) => trace.eventsOfTrace(traceId),
     run: async (taskId) => trace.run(taskId),
     listRuns: async (query = {}) => trace.listRuns(query),

@@ -316,9 +316,9 @@ export class TraceStore {
       .run(taskId, record.key, record.decision, record.reason ?? null, record.ts);
   }
 
-  /** Every event of one run, in `seq` order. */
-  eventsOfTask(taskId: string): RunEvent[] {
-    return this.parseEvents(this.db.prepare("SELECT json FROM events WHERE task_id = ? ORDER BY seq").all(taskId));
+  /** Every event of one run (after `afterSeq`, default 0), in `seq` order. */
+  eventsOfTask(taskId: string, afterSeq = 0): RunEvent[] {
+    return this.parseEvents(this.db.prepare("SELECT json FROM events WHERE task_id = ? AND seq > ? ORDER BY seq").all(taskId, afterSeq));
   }
 
   /** Every event of one recursion, in order. */
