@@ -191,7 +191,14 @@ export function batchedTraceSink(
     pending = [];
     entries = new Map();
     const last = batch.at(-1)?.seq;
-    const done = last === undefined || !onStored ? undefined : () => onStored(last);
+    // After a batch failed, nothing more is said to be stored: its events are not, and a later
+    // batch's success must not let them go from memory too.
+    const done =
+      last === undefined || !onStored
+        ? undefined
+        : () => {
+            if (!warned) onStored(last);
+          };
     if (tail) return settle(tail.then(() => store.appendMany(batch, journal)).then(done));
     try {
       const written = store.appendMany(batch, journal);

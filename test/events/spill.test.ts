@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
+import { batchedTraceSink } from "../../src/engine/trace-stores.js";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore } from "../../src/trace/store.js";
@@ -93,5 +94,34 @@ describe("events leave memory once stored", () => {
     expect(JSON.parse(JSON.stringify(late))).toEqual(JSON.parse(JSON.stringify(live)));
     // Most came back from the store: they are copies, not the objects the sinks were given.
     expect(late.filter((e, i) => e !== live[i]).length).toBeGreaterThan(live.length / 2);
+  });
+
+  test("after a batch failed to be stored, no later batch lets events go from memory", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "spill-fail-"));
+    dirs.push(dir);
+    const store = TraceStore.open(dir);
+    stores.push(store);
+    const event = (seq: number): RunEvent => ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id: "t", agent_id: "a" }) as RunEvent;
+    // Seq 2 is in the store already: the batch that brings it again fails.
+    store.append(event(2));
+    const said: number[] = [];
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on("warning", onWarning);
+    try {
+      const trace = batchedTraceSink({ location: dir, appendMany: (e, j) => store.appendMany(e, j) }, (seq) => said.push(seq));
+      trace.sink(event(1));
+      await trace.commit();
+      trace.sink(event(2));
+      await trace.commit();
+      trace.sink(event(3));
+      await trace.commit();
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(said).toEqual([1]);
+    expect(warnings.join("\n")).toMatch(/UNIQUE/);
+    expect(store.eventsOfTask("t").map((e) => e.seq)).toEqual([1, 2, 3]);
   });
 });
