@@ -113,9 +113,16 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     while (children.size > 0) await Promise.allSettled([...children]);
     // A step whose own budget stopped a call ends with that error, whatever its kind made of it.
     const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
-    return finish(own !== undefined ? { ...failed(own), usage: result.usage } : result);
+    return finish(own !== undefined ? Object.assign(failed(own), { usage: result.usage }) : result);
   };
-  const emit: AgentContext["emit"] = (body, extra) => out(body, extra?.trace_id ? { ...scope, trace_id: extra.trace_id } : scope);
+  // The scope of the recursion last emitted from, made once for its events (docs/performance.md#object-spread).
+  let traced: EventScope = scope;
+  const emit: AgentContext["emit"] = (body, extra) => {
+    const trace_id = extra?.trace_id;
+    if (!trace_id) return out(body, scope);
+    if (traced.trace_id !== trace_id) traced = Object.assign({}, scope, { trace_id });
+    out(body, traced);
+  };
   const client = (modelName = agent.model): ChatClient => {
     const config = run.team.models[modelName];
     if (!config) throw new Error(`unknown model '${modelName}'`);

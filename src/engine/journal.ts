@@ -66,7 +66,7 @@ export class Journal {
   }
 
   modelReply(key: string, reply: ChatResponse, request: RequestFingerprint | undefined): void {
-    this.write(key, "model.reply", request ? { ...reply, request } : reply);
+    this.write(key, "model.reply", request ? Object.assign({}, reply, { request }) : reply);
   }
 
   toolStarted(key: string, call: ToolCallRequest, args: unknown): void {

@@ -122,7 +122,7 @@ export function createToolBox(options: ToolBoxOptions): ToolBox {
 }
 
 function scopeOf(options: ToolBoxOptions, trace_id: string | undefined): EventScope {
-  return trace_id === undefined ? options.scope : { ...options.scope, trace_id };
+  return trace_id === undefined ? options.scope : Object.assign({}, options.scope, { trace_id });
 }
 
 /** The outcome of a call: journalled, then reported by `tool.finished`. */
@@ -161,7 +161,7 @@ async function reuse(
   options.budget?.count();
   const emit = opened.quiet ? () => {} : options.emit;
   emit({ type: "tool.started", tool: outcome.tool, call_id: outcome.call_id, arguments: outcome.arguments }, scope);
-  if (tool?.replay === "rerun" && parsed.ok) await execute(tool, parsed.value, outcome.call_id, scope, { ...options, emit });
+  if (tool?.replay === "rerun" && parsed.ok) await execute(tool, parsed.value, outcome.call_id, scope, Object.assign({}, options, { emit }));
   else await undefined;
   emit({ type: "tool.finished", ...outcome }, scope);
   return outcome;
