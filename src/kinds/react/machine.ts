@@ -1,4 +1,4 @@
-import { assign, fromPromise, setup } from "xstate";
+import { assign, setup, type AnyActorRef } from "xstate";
 import { ZERO_USAGE, addUsage, type Usage } from "../../events/types.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
@@ -21,7 +21,7 @@ export interface Understood {
 
 /**
  * The run's side of the machine, bound by the runner (src/kinds/react/run.ts):
- * the machine's actors and actions, declared in `setup`, call these. They come
+ * the machine's actions, declared in `setup`, call these. They come
  * with the input rather than through `machine.provide`, which rebuilds the
  * whole machine (~0.4 ms) for every run.
  */
@@ -53,6 +53,20 @@ export interface ReactContext extends ReactInput {
   usage: Usage;
 }
 
+/**
+ * What the machine hears: RUN to begin, and the outcome of the work a state
+ * started (OBSERVE's model call, CALL_TOOL's tool calls). The work is started
+ * by the state's entry action and reports back as an event rather than as an
+ * invoked actor: an actor per call cost a child actor's set-up, snapshots and
+ * stop for every step (docs/performance.md).
+ */
+export type ReactEvent =
+  | { type: "RUN" }
+  | { type: "MODEL.DONE"; output: Understood }
+  | { type: "MODEL.FAILED"; error: unknown }
+  | { type: "TOOLS.DONE"; output: ToolOutcome[] }
+  | { type: "TOOLS.FAILED"; error: unknown };
+
 export interface ReactOutput {
   result_type: "answer" | "error";
   answer?: string;
@@ -72,15 +86,25 @@ export const reactMachine = setup({
     context: {} as ReactContext,
     input: {} as ReactInput,
     output: {} as ReactOutput,
-    events: {} as { type: "RUN" },
-  },
-  actors: {
-    callModel: fromPromise<Understood, { ports: ReactPorts; call: CallModelInput }>(({ input }) => input.ports.callModel(input.call)),
-    runTools: fromPromise<ToolOutcome[], { ports: ReactPorts; trace_id: string; calls: ToolCallRequest[] }>(({ input }) =>
-      input.ports.runTools({ trace_id: input.trace_id, calls: input.calls }),
-    ),
+    events: {} as ReactEvent,
   },
   actions: {
+    /** OBSERVE's work: the model call, whose outcome comes back as MODEL.DONE or MODEL.FAILED. */
+    callModel: ({ context, self }) => {
+      const call: CallModelInput = {
+        iteration: context.iteration,
+        trace_id: context.trace_id,
+        ...(context.plan !== undefined ? { plan: context.plan } : {}),
+        history: context.history,
+      };
+      settle(self, () => context.ports.callModel(call), "MODEL");
+    },
+    /** CALL_TOOL's work: the tool calls, whose outcomes come back as TOOLS.DONE or TOOLS.FAILED. */
+    runTools: ({ context, self }) => {
+      const calls = context.action?.action_type === "CALL_TOOL" ? context.action.calls : [];
+      const trace_id = context.trace_id;
+      settle(self, () => context.ports.runTools({ trace_id, calls }), "TOOLS");
+    },
     /** `recursion.started`, before anything else of the recursion (none past max_iteration). */
     startRecursion: ({ context }, params: { iteration: number; trace_id: string; over: boolean }) => {
       if (!params.over) context.ports.startRecursion(params);
@@ -101,7 +125,7 @@ export const reactMachine = setup({
   },
 }).createMachine({
   id: "react",
-  context: ({ input }) => ({ ...input, iteration: 0, trace_id: "", history: [], usage: ZERO_USAGE }),
+  context: ({ input }) => Object.assign({}, input, { iteration: 0, trace_id: "", history: [], usage: ZERO_USAGE }),
   initial: "INIT",
   states: {
     // RUN comes once the actor has started, so the first recursion's work runs in order (xstate
@@ -147,25 +171,16 @@ export const reactMachine = setup({
           onDone: "EXIT",
           states: {
             OBSERVE: {
-              invoke: {
-                src: "callModel",
-                input: ({ context }) => ({
-                  ports: context.ports,
-                  call: {
-                    iteration: context.iteration,
-                    trace_id: context.trace_id,
-                    ...(context.plan !== undefined ? { plan: context.plan } : {}),
-                    history: context.history,
-                  },
-                }),
-                onDone: {
+              entry: "callModel",
+              on: {
+                "MODEL.DONE": {
                   target: "THOUGHT",
                   actions: assign(({ context, event }) => ({
                     action: event.output.action,
                     usage: addUsage(context.usage, event.output.reply.usage),
                   })),
                 },
-                onError: {
+                "MODEL.FAILED": {
                   target: "#react.RECURSION.EXIT",
                   actions: assign(({ event }) => ({
                     result_type: "error" as const,
@@ -193,20 +208,12 @@ export const reactMachine = setup({
               ],
             },
             CALL_TOOL: {
-              invoke: {
-                src: "runTools",
-                input: ({ context }) => ({
-                  ports: context.ports,
-                  trace_id: context.trace_id,
-                  calls: context.action?.action_type === "CALL_TOOL" ? context.action.calls : [],
-                }),
-                onDone: {
+              entry: "runTools",
+              on: {
+                "TOOLS.DONE": {
                   target: "DONE",
                   actions: assign(({ context, event }) => {
-                    const record: RecursionRecord = {
-                      ...recordBase(context),
-                      tool_results: event.output,
-                    };
+                    const record = recordOf(context, { tool_results: event.output });
                     const terminate = event.output.find((o) => o.tool === "terminate" && o.ok);
                     if (!terminate) return { history: [...context.history, record] };
                     const args = (terminate.arguments ?? {}) as { answer?: unknown; status?: unknown };
@@ -216,12 +223,12 @@ export const reactMachine = setup({
                       : { history: [...context.history, record], result_type: "answer" as const, answer };
                   }),
                 },
-                onError: {
+                "TOOLS.FAILED": {
                   target: "DONE",
                   actions: assign(({ context, event }) => ({
                     history: [
                       ...context.history,
-                      { ...recordBase(context), error: `tools failed: ${String(event.error)}` },
+                      recordOf(context, { error: `tools failed: ${String(event.error)}` }),
                     ],
                   })),
                 },
@@ -231,10 +238,10 @@ export const reactMachine = setup({
               entry: assign(({ context }) => {
                 const action = context.action;
                 if (action?.action_type === "INVALID") {
-                  return { history: [...context.history, { ...recordBase(context), error: action.error }] };
+                  return { history: [...context.history, recordOf(context, { error: action.error })] };
                 }
                 const plan = action && "plan" in action ? action.plan : context.plan;
-                return { plan, history: [...context.history, { ...recordBase(context), plan }] };
+                return { plan, history: [...context.history, recordOf(context, plan !== undefined ? { plan } : {})] };
               }),
               always: "DONE",
             },
@@ -265,12 +272,33 @@ export const reactMachine = setup({
   }),
 });
 
-function recordBase(context: ReactContext): RecursionRecord {
+/**
+ * Start `work` once the current macrostep is over and send its outcome back to
+ * the machine as `<kind>.DONE` or `<kind>.FAILED`. Entry actions run before
+ * the state reporter has seen the step into their state; starting the work a
+ * microtask later keeps the state's `state.changed` before the events of its
+ * work, as an invoked actor (started after the macrostep) did.
+ */
+function settle<T>(self: AnyActorRef, work: () => Promise<T>, kind: "MODEL" | "TOOLS"): void {
+  queueMicrotask(() => {
+    let pending: Promise<T>;
+    try {
+      pending = work();
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (output) => self.send({ type: `${kind}.DONE`, output }),
+      (error: unknown) => self.send({ type: `${kind}.FAILED`, error }),
+    );
+  });
+}
+
+/** What the recursion leaves behind: its action, and its results, plan or error. */
+function recordOf(context: ReactContext, outcome: Pick<RecursionRecord, "tool_results" | "plan" | "error">): RecursionRecord {
   const action = context.action;
-  return {
-    recursion: context.iteration,
-    action_type: action?.action_type ?? "INVALID",
-    ...(action?.observe ? { observe: action.observe } : {}),
-    ...(action?.thought ? { thought: action.thought } : {}),
-  };
+  const record: RecursionRecord = { recursion: context.iteration, action_type: action?.action_type ?? "INVALID" };
+  if (action?.observe) record.observe = action.observe;
+  if (action?.thought) record.thought = action.thought;
+  return Object.assign(record, outcome);
 }
