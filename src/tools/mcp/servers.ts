@@ -17,8 +17,13 @@ const connections = (): Promise<typeof import("./connection.js")> => import("./c
 export class McpServers {
   private readonly started = new Map<string, Promise<McpConnection>>();
   private readonly ready = new Map<string, Tool[]>();
-  /** Aborts starts still under way when the run closes its servers. */
-  private readonly closing = new AbortController();
+  /**
+   * Aborts starts still under way when the run closes its servers. Made with
+   * the first start: most runs start none, and an AbortController and the
+   * DOMException its abort makes cost ~40 µs a run (docs/performance.md).
+   */
+  private closing: AbortController | undefined;
+  private closed = false;
 
   constructor(
     /** A server ended by itself mid-run; called once per server. */
@@ -33,10 +38,11 @@ export class McpServers {
   async tools(config: McpToolConfig, signal: AbortSignal): Promise<Tool[]> {
     let start = this.started.get(config.name);
     if (!start) {
-      if (this.closing.signal.aborted) throw new Error(`MCP server "${config.name}": the run has ended`);
-      start = connections().then(({ McpConnection }) => McpConnection.open(config, this.closing.signal, this.onLost)).then((connection) => {
+      if (this.closed) throw new Error(`MCP server "${config.name}": the run has ended`);
+      const closing = (this.closing ??= new AbortController()).signal;
+      start = connections().then(({ McpConnection }) => McpConnection.open(config, closing, this.onLost)).then((connection) => {
         this.ready.set(config.name, connection.tools.map((spec) => mcpTool(config, spec, connection)));
-        if (this.closing.signal.aborted) void connection.close();
+        if (closing.aborted) void connection.close();
         return connection;
       });
       this.started.set(config.name, start);
@@ -60,7 +66,8 @@ export class McpServers {
 
   /** Stop every server (those still starting too) and wait until they have stopped. */
   async close(): Promise<void> {
-    this.closing.abort();
+    this.closed = true;
+    this.closing?.abort();
     const connections = await Promise.allSettled([...this.started.values()]);
     await Promise.all(connections.map((c) => (c.status === "fulfilled" ? c.value.close() : undefined)));
   }
