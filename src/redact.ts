@@ -91,7 +91,18 @@ export function redactWithJson<T>(value: T, secrets: readonly string[] = []): { 
 
 function mayHoldSecret(json: string, secrets: readonly string[]): boolean {
   if (MAYBE_SECRET.test(json)) return true;
-  return secrets.some((s) => s.length >= 6 && json.includes(JSON.stringify(s).slice(1, -1)));
+  return secrets.length > 0 && inJson(secrets).some((s) => json.includes(s));
+}
+
+/** Each secret long enough to mask, as it reads inside a JSON string; made once per list (a run's list is one array). */
+const jsonForms = new WeakMap<readonly string[], string[]>();
+function inJson(secrets: readonly string[]): string[] {
+  let forms = jsonForms.get(secrets);
+  if (forms === undefined) {
+    forms = secrets.filter((s) => s.length >= 6).map((s) => JSON.stringify(s).slice(1, -1));
+    jsonForms.set(secrets, forms);
+  }
+  return forms;
 }
 
 const MAX_DEPTH = 64;

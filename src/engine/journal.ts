@@ -13,7 +13,7 @@
  * calls, so the same replies lead to the same keys: a later resume reads
  * "the reply to model call k of step s" here instead of asking the model.
  */
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import { redactWithJson } from "../redact.js";
 import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { Replay, RunRecord } from "./replay.js";
@@ -130,16 +130,20 @@ const toolHashes = new WeakMap<object, string>();
 
 export function fingerprint(messages: readonly ChatMessage[], tools?: readonly ToolSpec[], responseFormat?: unknown): RequestFingerprint {
   const hashes = messages.map((m) => `${m.role}:${cachedHash(messageHashes, m, () => JSON.stringify(m))}`);
-  const whole = createHash("sha256").update(hashes.join(","));
-  if (tools?.length) whole.update(`|tools:${cachedHash(toolHashes, tools, () => JSON.stringify(tools))}`);
-  if (responseFormat !== undefined) whole.update(`|format:${JSON.stringify(responseFormat)}`);
-  return { hash: whole.digest("hex").slice(0, 32), messages: hashes };
+  let whole = hashes.join(",");
+  if (tools?.length) whole += `|tools:${cachedHash(toolHashes, tools, () => JSON.stringify(tools))}`;
+  if (responseFormat !== undefined) whole += `|format:${JSON.stringify(responseFormat)}`;
+  return { hash: sha256(whole).slice(0, 32), messages: hashes };
 }
+
+/** SHA-256 in hex: one call where Node has `crypto.hash` (20.12 and later), a Hash object before; the same digest. */
+const sha256 = (text: string): string =>
+  typeof crypto.hash === "function" ? crypto.hash("sha256", text) : crypto.createHash("sha256").update(text).digest("hex");
 
 function cachedHash(cache: WeakMap<object, string>, value: object, text: () => string): string {
   let hash = cache.get(value);
   if (hash === undefined) {
-    hash = createHash("sha256").update(text()).digest("hex").slice(0, 16);
+    hash = sha256(text()).slice(0, 16);
     cache.set(value, hash);
   }
   return hash;

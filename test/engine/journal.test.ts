@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
+import { fingerprint } from "../../src/engine/journal.js";
 import { runTeam } from "../../src/engine/run-team.js";
 import { createChatClient } from "../../src/models/factory.js";
 import type { RunEvent } from "../../src/events/types.js";
@@ -99,5 +100,20 @@ describe("the journal", () => {
     const run = runTeam(team, { input: QUESTION, traceDir, trace: false });
     expect((await run.result).result_type).toBe("answer");
     expect(() => TraceStore.open(traceDir, { create: false })).toThrow(/no trace store/);
+  });
+});
+
+describe("request fingerprints", () => {
+  it("stay what journals already hold, so a resume still finds their replies", () => {
+    // Digests made by the build before the fingerprint took crypto.hash: stored runs compare against them.
+    const messages = [
+      { role: "user" as const, content: "What is 2+2?" },
+      { role: "system" as const, content: "You are a calculator." },
+      { role: "assistant" as const, content: '{"recursion":1}' },
+    ];
+    const tools = [{ name: "calculator", description: "Evaluate", parameters: { type: "object" } }];
+    const hashes = ["user:26e2b5380131680e", "system:537bea2739bd1dd0", "assistant:fd9f7ae89929de37"];
+    expect(fingerprint(messages, tools, { name: "f", schema: {} })).toEqual({ hash: "4e1b7bb34dfd6595e2e0274379aa703b", messages: hashes });
+    expect(fingerprint(messages)).toEqual({ hash: "7939c6be667cdd5e7a6060f73983c67d", messages: hashes });
   });
 });
