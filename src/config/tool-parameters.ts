@@ -69,9 +69,15 @@ export const TOOL_FORMATS: Record<string, Format> = {
 /** ajv, loaded when a first schema is compiled. */
 export const ajvPackage = lazily<typeof import("ajv")>("ajv");
 
-/** A fresh ajv for parameter schemas: strict, every error, no `$data`, the formats above. */
-export function createParametersAjv(): Ajv {
-  const ajv = new (ajvPackage().Ajv)({ strict: true, allErrors: true, $data: false });
+/** ajv's options for parameter schemas: strict, every error, no `$data`. */
+export const PARAMETERS_OPTIONS = Object.freeze({ strict: true, allErrors: true, $data: false });
+
+/**
+ * A fresh ajv for parameter schemas: PARAMETERS_OPTIONS and the formats
+ * above; `source` keeps each validator's code, for the build to write out.
+ */
+export function createParametersAjv(options: { source?: boolean } = {}): Ajv {
+  const ajv = new (ajvPackage().Ajv)({ ...PARAMETERS_OPTIONS, ...(options.source ? { code: { source: true } } : {}) });
   for (const [name, format] of Object.entries(TOOL_FORMATS)) ajv.addFormat(name, format);
   return ajv;
 }

@@ -2,6 +2,7 @@ import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 import { createParametersAjv, explainSchemaError } from "../config/tool-parameters.js";
 import type { JsonSchema } from "../config/types.js";
 import { describeError } from "../errors.js";
+import { builtinArgsValidator } from "./builtin/validators.js";
 import { parseJsonTolerant } from "../parse/json.js";
 
 /** The result of reading a model's argument text. */
@@ -70,6 +71,12 @@ export class ArgsValidator {
   private compile(schema: JsonSchema): ValidateFunction | string {
     let entry = this.compiled.get(schema);
     if (entry === undefined) {
+      // A built-in tool's validator comes from the build (src/tools/builtin/validators.ts).
+      entry = builtinArgsValidator(schema);
+      if (entry !== undefined) {
+        this.compiled.set(schema, entry);
+        return entry;
+      }
       try {
         this.ajv ??= createParametersAjv();
         entry = this.ajv.compile(schema);

@@ -2,7 +2,8 @@
  * Heavy packages load when a run needs them (docs/design/engine.md#start-up):
  * a run of a team without MCP servers never loads the MCP client, and one
  * with an MCP server does; `runtime validate` of a scripted team loads none
- * of ajv's compiler (both validators come precompiled from the build). Each case runs in a child process, which lists the
+ * of ajv's compiler (both validators come precompiled from the build), nor
+ * does `runtime exec` of a team whose tools are built in. Each case runs in a child process, which lists the
  * scripts V8 parsed (the inspector replays them all on Debugger.enable).
  */
 import { execFile } from "node:child_process";
@@ -59,6 +60,24 @@ describe("lazy loading", () => {
       const scripts = readFileSync(file, "utf8").split("\n");
       expect(scripts.some((url) => url.endsWith("/dist/models/script-validator.cjs"))).toBe(true);
       expect(scripts.some((url) => url.endsWith("/dist/config/team-validator.cjs"))).toBe(true);
+      expect(scripts.filter((url) => /node_modules\/ajv\/dist\/(core|compile\/)/.test(url))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it("runtime exec of a team whose tools are built in loads none of ajv's compiler (their argument validators come precompiled)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lazy-"));
+    try {
+      const file = join(dir, "scripts.txt");
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ["--import", `${ROOT}test/architecture/list-scripts.mjs`, `${ROOT}bin/runtime.js`, "exec", "teams/circle-react.yaml", "What is the area of a circle of radius 2?"],
+        { cwd: ROOT, env: { ...process.env, LIST_SCRIPTS_FILE: file, RUNTIME_TRACE_DIR: join(dir, "traces") } },
+      );
+      expect(stdout).toMatch(/area of/);
+      const scripts = readFileSync(file, "utf8").split("\n");
+      expect(scripts.some((url) => url.endsWith("/dist/tools/builtin/calculator-arguments.cjs"))).toBe(true);
       expect(scripts.filter((url) => /node_modules\/ajv\/dist\/(core|compile\/)/.test(url))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { BUILTIN_TOOL_NAMES } from "../../src/config/builtin-names.js";
@@ -122,5 +123,48 @@ describe("the precompiled script validator", () => {
     }
     expect(built(values[0])).toBe(true);
     expect(built(values[2])).toBe(false);
+  });
+});
+
+describe("the precompiled built-in tools' argument validators", () => {
+  it("npm run build writes one per built-in tool from its own schema, judging like a compiled one", async () => {
+    const { createRequire } = await import("node:module");
+    const { builtinArgsValidatorSources } = await import("../../src/tools/builtin/validators.js");
+    const { CALCULATOR_PARAMETERS } = await import("../../src/tools/builtin/calculator.js");
+    const { TERMINATE_PARAMETERS } = await import("../../src/tools/builtin/terminate.js");
+    const { createParametersAjv } = await import("../../src/config/tool-parameters.js");
+    const require = createRequire(import.meta.url);
+    const cases: Record<string, [object, unknown[]]> = {
+      calculator: [CALCULATOR_PARAMETERS, [{ expression: "1+1" }, { expression: "" }, { expression: 3 }, {}, { expression: "1", extra: true }, { expression: "x".repeat(2001) }]],
+      terminate: [TERMINATE_PARAMETERS, [{ answer: "done" }, { answer: "no", status: "failure" }, { answer: "x", status: "maybe" }, { status: "success" }, []]],
+    };
+    const sources = builtinArgsValidatorSources();
+    expect(sources).toHaveLength(Object.keys(cases).length);
+    for (const { file, source } of sources) {
+      // A dist/ older than a schema would be skipped silently at run time (and ajv would compile): rebuild.
+      const path = fileURLToPath(file).replace(/\/src\/tools\/builtin\//, "/dist/tools/builtin/");
+      expect(readFileSync(path, "utf8"), path).toBe(source);
+      const tool = /\/([a-z_]+)-arguments\.cjs$/.exec(path)?.[1] ?? "";
+      const [schema, values] = cases[tool]!;
+      const built = require(path) as ((v: unknown) => boolean) & { errors?: unknown[] };
+      const compiled = createParametersAjv().compile(schema);
+      for (const value of values) {
+        expect(built(value), `${tool} ${JSON.stringify(value)}`).toBe(compiled(value));
+        expect((built.errors ?? []).map((e) => JSON.stringify(e, ["instancePath", "keyword", "message", "params"]))).toEqual(
+          (compiled.errors ?? []).map((e) => JSON.stringify(e, ["instancePath", "keyword", "message", "params"])),
+        );
+      }
+    }
+  });
+
+  it("serve a built-in tool's own schema object only: an equal schema of another tool is compiled", async () => {
+    // The built code, as a run uses it (running from the sources there is no precompiled file).
+    const dist = (path: string) => new URL(`../../dist/${path}`, import.meta.url).href;
+    const { builtinArgsValidator } = (await import(dist("tools/builtin/validators.js"))) as typeof import("../../src/tools/builtin/validators.js");
+    const { CALCULATOR_PARAMETERS } = (await import(dist("tools/builtin/calculator.js"))) as typeof import("../../src/tools/builtin/calculator.js");
+    const own = builtinArgsValidator(CALCULATOR_PARAMETERS);
+    expect(own).toBeTypeOf("function");
+    expect(own!({ expression: "1" })).toBe(true);
+    expect(builtinArgsValidator(structuredClone(CALCULATOR_PARAMETERS))).toBeUndefined();
   });
 });

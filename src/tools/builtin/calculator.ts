@@ -102,8 +102,9 @@ export function calculate(expression: string): number {
   return Number(value.toPrecision(14));
 }
 
-// One schema object for every instance, so ajv compiles it once per process.
-const PARAMETERS = Object.freeze({
+// One schema object for every instance: its validator comes precompiled from the build
+// (src/tools/builtin/validators.ts), or ajv compiles it once per process.
+export const CALCULATOR_PARAMETERS = Object.freeze({
   type: "object",
   properties: {
     expression: { type: "string", minLength: 1, maxLength: 2000, description: "e.g. round(pi * 5^2, 2)" },
@@ -119,7 +120,7 @@ export function calculatorTool(): Tool {
     description:
       "Evaluate an arithmetic expression: + - * / ^ %, parentheses, constants pi and e, and functions " +
       "sqrt, sin, cos, tan, log, log10, exp, abs, round(x, digits), floor, ceil, min, max, pow.",
-    parameters: PARAMETERS,
+    parameters: CALCULATOR_PARAMETERS,
     effect: "read",
     timeout_ms: 5000,
     max_output_bytes: 4096,

@@ -1,7 +1,8 @@
 import type { Tool } from "../types.js";
 
-// One schema object for every instance, so ajv compiles it once per process.
-const PARAMETERS = Object.freeze({
+// One schema object for every instance: its validator comes precompiled from the build
+// (src/tools/builtin/validators.ts), or ajv compiles it once per process.
+export const TERMINATE_PARAMETERS = Object.freeze({
   type: "object",
   properties: {
     answer: { type: "string", description: "The final answer." },
@@ -16,7 +17,7 @@ export function terminateTool(): Tool {
   return {
     name: "terminate",
     description: "Finish the task with the final answer for the user.",
-    parameters: PARAMETERS,
+    parameters: TERMINATE_PARAMETERS,
     effect: "read",
     timeout_ms: 1000,
     max_output_bytes: 65536,
