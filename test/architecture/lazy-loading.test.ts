@@ -34,6 +34,24 @@ async function scriptsLoadedBy(team: string, input: string): Promise<{ answer: s
   return JSON.parse(stdout) as { answer: string; scripts: string[] };
 }
 
+const ajvCompiler = (scripts: string[]) => scripts.filter((url) => /node_modules\/ajv\/dist\/(core|compile\/)/.test(url));
+
+/** A `runtime` command in a child process with the list-scripts preload: its output and the scripts V8 parsed. */
+async function scriptsLoadedByCli(args: string[]): Promise<{ stdout: string; scripts: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-"));
+  try {
+    const file = join(dir, "scripts.txt");
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", `${ROOT}test/architecture/list-scripts.mjs`, `${ROOT}bin/runtime.js`, ...args],
+      { cwd: ROOT, env: { ...process.env, LIST_SCRIPTS_FILE: file, RUNTIME_TRACE_DIR: join(dir, "traces") } },
+    );
+    return { stdout, scripts: readFileSync(file, "utf8").split("\n") };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const mcpScripts = (scripts: string[]) => scripts.filter((url) => /node_modules\/(@modelcontextprotocol|zod)\//.test(url));
 
 describe("lazy loading", () => {
@@ -48,39 +66,17 @@ describe("lazy loading", () => {
   }, 60_000);
 
   it("runtime validate of a scripted team loads none of ajv's compiler (the team and script validators come precompiled)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "lazy-"));
-    try {
-      const file = join(dir, "scripts.txt");
-      const { stdout } = await promisify(execFile)(
-        process.execPath,
-        ["--import", `${ROOT}test/architecture/list-scripts.mjs`, `${ROOT}bin/runtime.js`, "validate", "teams/circle-react.yaml"],
-        { cwd: ROOT, env: { ...process.env, LIST_SCRIPTS_FILE: file } },
-      );
-      expect(stdout).toContain("ok");
-      const scripts = readFileSync(file, "utf8").split("\n");
-      expect(scripts.some((url) => url.endsWith("/dist/models/script-validator.cjs"))).toBe(true);
-      expect(scripts.some((url) => url.endsWith("/dist/config/team-validator.cjs"))).toBe(true);
-      expect(scripts.filter((url) => /node_modules\/ajv\/dist\/(core|compile\/)/.test(url))).toEqual([]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { stdout, scripts } = await scriptsLoadedByCli(["validate", "teams/circle-react.yaml"]);
+    expect(stdout).toContain("ok");
+    expect(scripts.some((url) => url.endsWith("/dist/models/script-validator.cjs"))).toBe(true);
+    expect(scripts.some((url) => url.endsWith("/dist/config/team-validator.cjs"))).toBe(true);
+    expect(ajvCompiler(scripts)).toEqual([]);
   }, 30_000);
 
   it("runtime exec of a team whose tools are built in loads none of ajv's compiler (their argument validators come precompiled)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "lazy-"));
-    try {
-      const file = join(dir, "scripts.txt");
-      const { stdout } = await promisify(execFile)(
-        process.execPath,
-        ["--import", `${ROOT}test/architecture/list-scripts.mjs`, `${ROOT}bin/runtime.js`, "exec", "teams/circle-react.yaml", "What is the area of a circle of radius 2?"],
-        { cwd: ROOT, env: { ...process.env, LIST_SCRIPTS_FILE: file, RUNTIME_TRACE_DIR: join(dir, "traces") } },
-      );
-      expect(stdout).toMatch(/area of/);
-      const scripts = readFileSync(file, "utf8").split("\n");
-      expect(scripts.some((url) => url.endsWith("/dist/tools/builtin/calculator-arguments.cjs"))).toBe(true);
-      expect(scripts.filter((url) => /node_modules\/ajv\/dist\/(core|compile\/)/.test(url))).toEqual([]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { stdout, scripts } = await scriptsLoadedByCli(["exec", "teams/circle-react.yaml", "What is the area of a circle of radius 2?"]);
+    expect(stdout).toMatch(/area of/);
+    expect(scripts.some((url) => url.endsWith("/dist/tools/builtin/calculator-arguments.cjs"))).toBe(true);
+    expect(ajvCompiler(scripts)).toEqual([]);
   }, 30_000);
 });
