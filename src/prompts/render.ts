@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { lazily } from "../lazy.js";
+import { precompiledTemplate, TEMPLATE_OPTIONS } from "./precompiled.js";
 
 // The one-file build, on first use: the package's entry is ~40 modules (tens of ms at start-up).
 const handlebars = lazily<typeof import("handlebars")>("handlebars/dist/handlebars.min.js");
@@ -18,12 +19,15 @@ const MAX_TEXTS = 256;
 /**
  * Compile a template file. Only template files are compiled, never user,
  * model or tool text; `noEscape` because prompts are not HTML, `strict` so a
- * misspelt variable fails loudly instead of rendering as nothing.
+ * misspelt variable fails loudly instead of rendering as nothing. A default
+ * prompt comes compiled from the build (src/prompts/precompiled.ts).
  */
 export function templateFromFile(path: string): Template {
   let template = cache.get(path);
   if (!template) {
-    template = compile(readFileSync(path, "utf8"));
+    const text = readFileSync(path, "utf8");
+    const built = precompiledTemplate(path, text);
+    template = built ? (data) => built(data) : compile(text);
     cache.set(path, template);
   }
   return template;
@@ -85,6 +89,6 @@ let env: ReturnType<typeof import("handlebars")["create"]> | undefined;
  */
 function compile(text: string): Template {
   env ??= handlebars().create();
-  const fn = env.compile(text, { noEscape: true, strict: true });
+  const fn = env.compile(text, { ...TEMPLATE_OPTIONS });
   return (data) => fn(data);
 }

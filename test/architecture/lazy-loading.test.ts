@@ -3,7 +3,8 @@
  * a run of a team without MCP servers never loads the MCP client, and one
  * with an MCP server does; `runtime validate` of a scripted team loads none
  * of ajv's compiler (both validators come precompiled from the build), nor
- * does `runtime exec` of a team whose tools are built in. Each case runs in a child process, which lists the
+ * does `runtime exec` of a team whose tools are built in, which loads only
+ * the Handlebars runtime for its default prompt. Each case runs in a child process, which lists the
  * scripts V8 parsed (the inspector replays them all on Debugger.enable).
  */
 import { execFile } from "node:child_process";
@@ -73,10 +74,14 @@ describe("lazy loading", () => {
     expect(ajvCompiler(scripts)).toEqual([]);
   }, 30_000);
 
-  it("runtime exec of a team whose tools are built in loads none of ajv's compiler (their argument validators come precompiled)", async () => {
+  it("runtime exec of a team whose tools are built in loads neither ajv's nor Handlebars' compiler (validators and prompt come precompiled)", async () => {
     const { stdout, scripts } = await scriptsLoadedByCli(["exec", "teams/circle-react.yaml", "What is the area of a circle of radius 2?"]);
     expect(stdout).toMatch(/area of/);
     expect(scripts.some((url) => url.endsWith("/dist/tools/builtin/calculator-arguments.cjs"))).toBe(true);
     expect(ajvCompiler(scripts)).toEqual([]);
+    // The react prompt comes precompiled too: the Handlebars runtime, not its compiler.
+    expect(scripts.filter((url) => url.includes("node_modules/handlebars/")).map((url) => url.replace(/.*\/node_modules\//, ""))).toEqual([
+      "handlebars/dist/handlebars.runtime.min.js",
+    ]);
   }, 30_000);
 });
