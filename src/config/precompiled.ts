@@ -6,30 +6,16 @@
  * options); a file made from anything else, or none at all (running from the
  * sources), is not used and the caller compiles instead.
  */
-import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
 import type { Ajv } from "ajv";
 import type { AnyValidateFunction } from "ajv/dist/core.js";
+import { requireBuilt } from "../built.js";
 
 const require = createRequire(import.meta.url);
 
-/** The stamp of a validator: a hash of the texts it is made from. */
-export function validatorStamp(...texts: string[]): string {
-  const hash = createHash("sha256");
-  for (const text of texts) hash.update(text).update("\u0000");
-  return hash.digest("hex");
-}
-
-/** The validator the build wrote at `url`, if there is one with this `stamp`. */
+/** The validator the build wrote at `url`, if there is one with this `stamp` (src/built.ts). */
 export function loadPrecompiled<F extends (...args: never[]) => unknown>(url: URL, stamp: string): F | undefined {
-  let loaded: (F & { schemaHash?: string }) | undefined;
-  try {
-    loaded = require(fileURLToPath(url)) as F & { schemaHash?: string };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "MODULE_NOT_FOUND") return undefined;
-    throw err;
-  }
+  const loaded = requireBuilt(url) as (F & { schemaHash?: string }) | undefined;
   return typeof loaded === "function" && loaded.schemaHash === stamp ? loaded : undefined;
 }
 

@@ -9,7 +9,8 @@ import { readFileSync } from "node:fs";
 import type { Options } from "ajv";
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import { lazily } from "../lazy.js";
-import { loadPrecompiled, precompiledSource, validatorStamp } from "./precompiled.js";
+import { buildStamp } from "../built.js";
+import { loadPrecompiled, precompiledSource } from "./precompiled.js";
 import type { RawTeam } from "./raw-team.js";
 
 /** Path of `schemas/team.schema.json` inside the package (same from src/ and dist/). */
@@ -71,7 +72,7 @@ function precompiledValidator(): ValidateFunction<RawTeam> | undefined {
 
 /** Names the schema's exact text and the options it is compiled with. */
 function stamp(): string {
-  return validatorStamp(readSchemaText(), JSON.stringify(OPTIONS));
+  return buildStamp(readSchemaText(), JSON.stringify(OPTIONS));
 }
 
 /**

@@ -5,7 +5,8 @@
  */
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { MAX_SCRIPT_BYTES } from "../config/references.js";
-import { loadPrecompiled, precompiledSource, validatorStamp } from "../config/precompiled.js";
+import { buildStamp } from "../built.js";
+import { loadPrecompiled, precompiledSource } from "../config/precompiled.js";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { lazily } from "../lazy.js";
 import { ConfigError, type ConfigProblem } from "../errors.js";
@@ -97,7 +98,7 @@ export const SCRIPT_VALIDATOR_URL = new URL("./script-validator.cjs", import.met
 /** ajv's options for scripts: strict, every error; the (fixed, tested) schema is not checked against the meta-schema. */
 const OPTIONS = { strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } } as const;
 
-const stamp = () => validatorStamp(JSON.stringify(scriptSchema), JSON.stringify(OPTIONS));
+const stamp = () => buildStamp(JSON.stringify(scriptSchema), JSON.stringify(OPTIONS));
 
 let compiled: ValidateFunction<Script> | undefined;
 /**

@@ -6,11 +6,9 @@
  * is used only when it was made from the very text of its file with these
  * options (a sha-256 in the file); otherwise the file is compiled as before.
  */
-import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { basename, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { buildStamp, requireBuilt } from "../built.js";
 import { lazily } from "../lazy.js";
 
 /** How every template is compiled: prompts are not HTML (`noEscape`), and a misspelt variable fails loudly (`strict`). */
@@ -20,7 +18,6 @@ export const TEMPLATE_OPTIONS = Object.freeze({ noEscape: true, strict: true });
 export const PRECOMPILED_TEMPLATES_URL = new URL("./templates.cjs", import.meta.url);
 
 const runtime = lazily<typeof import("handlebars")>("handlebars/dist/handlebars.runtime.min.js");
-const require = createRequire(import.meta.url);
 
 type TemplateSpec = Parameters<ReturnType<typeof import("handlebars")["create"]>["template"]>[0];
 type Compiled = Record<string, { stamp: string; spec: TemplateSpec }>;
@@ -30,19 +27,12 @@ let env: ReturnType<typeof import("handlebars")["create"]> | undefined;
 
 /** The stamp of a template: its text, the options it is compiled with and the Handlebars version. */
 function stamp(text: string, version: string): string {
-  return createHash("sha256").update(text).update("\u0000").update(JSON.stringify(TEMPLATE_OPTIONS)).update("\u0000").update(version).digest("hex");
+  return buildStamp(text, JSON.stringify(TEMPLATE_OPTIONS), version);
 }
 
 /** The build's template for the default prompt file `path` with this `text`, if there is one made from it. */
 export function precompiledTemplate(path: string, text: string): ((data: Record<string, unknown>) => string) | undefined {
-  if (compiled === undefined) {
-    try {
-      compiled = require(fileURLToPath(PRECOMPILED_TEMPLATES_URL)) as Compiled;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "MODULE_NOT_FOUND") throw err;
-      compiled = null;
-    }
-  }
+  if (compiled === undefined) compiled = (requireBuilt(PRECOMPILED_TEMPLATES_URL) as Compiled | undefined) ?? null;
   const name = basename(path, ".hbs");
   const entry = compiled !== null && Object.hasOwn(compiled, name) ? compiled[name] : undefined;
   if (entry === undefined || entry.stamp !== stamp(text, runtime().VERSION)) return undefined;

@@ -25,7 +25,7 @@ const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 const ANYTHING = "anything";
 
 /** Pure helpers without dependencies: every layer may import them. */
-const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts"];
+const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts"];
 
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
@@ -50,6 +50,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   "errors.ts": [],
   "redact.ts": [], // masking secrets: events, traces, messages, validation problems
   "lazy.ts": [], // CommonJS packages loaded on first use
+  "built.ts": [], // what npm run build wrote for start-up to read: stamps and loading
 };
 
 // ---------------------------------------------------------------------------

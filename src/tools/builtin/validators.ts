@@ -8,7 +8,8 @@
  * these options; otherwise the caller compiles.
  */
 import type { ValidateFunction } from "ajv";
-import { loadPrecompiled, precompiledSource, validatorStamp } from "../../config/precompiled.js";
+import { buildStamp } from "../../built.js";
+import { loadPrecompiled, precompiledSource } from "../../config/precompiled.js";
 import { createParametersAjv, PARAMETERS_OPTIONS, TOOL_FORMATS } from "../../config/tool-parameters.js";
 import type { JsonSchema } from "../../config/types.js";
 import { CALCULATOR_PARAMETERS } from "./calculator.js";
@@ -23,7 +24,7 @@ const fileOf = (tool: string): URL => new URL(`./${tool}-arguments.cjs`, import.
 
 /** Names the schema's text, ajv's options and the formats it knows. */
 function stamp(schema: JsonSchema): string {
-  return validatorStamp(JSON.stringify(schema), JSON.stringify(PARAMETERS_OPTIONS), Object.keys(TOOL_FORMATS).join(","));
+  return buildStamp(JSON.stringify(schema), JSON.stringify(PARAMETERS_OPTIONS), Object.keys(TOOL_FORMATS).join(","));
 }
 
 /** The build's validator for a built-in tool's own parameter schema; undefined for any other schema or without one. */
