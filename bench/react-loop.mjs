@@ -6,7 +6,7 @@
  * An OpenAI-compatible server (bench/lib/chat-server.mjs, its own process on
  * 127.0.0.1, so its CPU is not counted here) answers a calculator tool call
  * for the first N-1 model calls of a conversation and an ANSWER on the N-th.
- * Both loops run the same calculator (the runtime's `calculate`, mathjs) and
+ * Both loops run the same calculator (the runtime's `calculate`) and
  * must return the last tool result the server saw, so neither can skip work.
  *
  *   1. overhead per step: a 10-step loop, runTeam (trace on / off) vs baseline

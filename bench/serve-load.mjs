@@ -50,8 +50,8 @@ import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Worker } from "node:worker_threads";
-import { evaluate } from "mathjs";
 import { loadTeam, runTeam } from "../dist/index.js";
+import { calculate } from "../dist/tools/builtin/calculator.js";
 import { startServer as startRuntimeServer } from "../dist/server/server.js";
 import { benchTeamYaml, loadLine, startChatServer } from "./lib/bench-team.mjs";
 import { fixed, printTable } from "./lib/stats.mjs";
@@ -104,7 +104,7 @@ watchdog.unref();
 
 
 
-const EXPECTED = STEPS > 1 ? `last=${evaluate(`round(pi * ${STEPS - 1}^2, 2)`)}` : "last=none";
+const EXPECTED = STEPS > 1 ? `last=${calculate(`round(pi * ${STEPS - 1}^2, 2)`)}` : "last=none";
 const taskInput = (i) => `Compute the areas of circles of radius 1, 2, 3... steps=${STEPS} run=${i}`;
 
 // ---------------------------------------------------------------- memory

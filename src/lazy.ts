@@ -1,7 +1,7 @@
 /**
  * A CommonJS package loaded on its first use, synchronously: importing the
  * library or starting the CLI pays nothing for the packages a command never
- * reaches (ajv, yaml, handlebars, mathjs: docs/design/engine.md#start-up).
+ * reaches (ajv, yaml, handlebars: docs/design/engine.md#start-up).
  * Only CommonJS packages, so the instance is the one `import` would give.
  */
 import { createRequire } from "node:module";

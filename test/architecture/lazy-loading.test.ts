@@ -79,6 +79,8 @@ describe("lazy loading", () => {
     expect(stdout).toMatch(/area of/);
     expect(scripts.some((url) => url.endsWith("/dist/tools/builtin/calculator-arguments.cjs"))).toBe(true);
     expect(ajvCompiler(scripts)).toEqual([]);
+    // The calculator computes with its own arithmetic (src/tools/builtin/arithmetic.ts): no math library.
+    expect(scripts.filter((url) => url.includes("node_modules/mathjs/"))).toEqual([]);
     // The react prompt comes precompiled too: the Handlebars runtime, not its compiler.
     expect(scripts.filter((url) => url.includes("node_modules/handlebars/")).map((url) => url.replace(/.*\/node_modules\//, ""))).toEqual([
       "handlebars/dist/handlebars.runtime.min.js",
