@@ -51,6 +51,9 @@ export const CONSTANTS: ReadonlyMap<string, number> = new Map([
   ["pi", Math.PI], ["PI", Math.PI], ["e", Math.E], ["E", Math.E], ["tau", 2 * Math.PI],
 ]);
 
+/** Deeper brackets are refused: parsing recurses through ten functions a level. */
+const MAX_NESTING = 100;
+
 // mathjs's default tolerances, used by its round-off corrections.
 const REL_TOL = 1e-12;
 const ABS_TOL = 1e-15;
@@ -93,7 +96,9 @@ function tokenize(source: string): Token[] {
     } else {
       const text = DELIMITERS.find((d) => source.startsWith(d, i));
       if (!text) throw syntax(`Syntax error in part "${source.slice(i)}"`, i);
-      if (text === "(" || text === "[" || text === "{") nesting++;
+      if (text === "(" || text === "[" || text === "{") {
+        if (++nesting > MAX_NESTING) throw new Refused(`brackets nested more than ${MAX_NESTING} deep`);
+      }
       if ((text === ")" || text === "]" || text === "}") && nesting > 0) nesting--;
       tokens.push({ kind: "delimiter", text, at: i });
       i += text.length;
@@ -151,6 +156,7 @@ const rule2Node = (node: Node): boolean =>
 /** Recursive descent in mathjs's order (lib/esm/expression/parse.js), for the calculator's subset. */
 class Parser {
   private i = 0;
+  private readonly unaries = new Map<number, { node: Node; end: number } | { error: unknown }>();
 
   constructor(private readonly tokens: Token[]) {}
 
@@ -276,7 +282,30 @@ class Parser {
     return node;
   }
 
+  /**
+   * parseUnary from the current token, remembered by position: the
+   * percentage look-ahead parses what follows a `%` and then parses it again,
+   * which nested as `1%(1%(1%(…)))` took time doubling with each level.
+   */
   private parseUnary(): Node {
+    const start = this.i;
+    const known = this.unaries.get(start);
+    if (known) {
+      if ("error" in known) throw known.error;
+      this.i = known.end;
+      return known.node;
+    }
+    try {
+      const node = this.parseUnaryOnce();
+      this.unaries.set(start, { node, end: this.i });
+      return node;
+    } catch (error) {
+      this.unaries.set(start, { error });
+      throw error;
+    }
+  }
+
+  private parseUnaryOnce(): Node {
     if (this.is("-") || this.is("+")) {
       const op = this.token.text;
       this.nextSkipNewline();
