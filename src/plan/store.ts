@@ -66,6 +66,15 @@ CREATE TABLE IF NOT EXISTS plan_tasks (
 CREATE INDEX IF NOT EXISTS plan_tasks_by_assignee ON plan_tasks (plan_id, assignee, status);
 `;
 
+/** What an update reads: the plan's status counters and the task's state (null when the task is unknown). */
+interface UpdateRead {
+  plan_status: PlanStatus;
+  unsettled: number;
+  failed_required: number;
+  task_status: TaskStatus | null;
+  optional: number | null;
+}
+
 interface TaskRow {
   task_id: string;
   step_id: string;
@@ -106,6 +115,7 @@ export class PlanStore implements PlanStorage {
    * wrapper (four of them) for every `db.transaction` call, ~8 µs of an
    * update's ~45 µs (bench/plan-tool.mjs).
    */
+  private readonly updateRead: Database.Statement;
   private readonly update: Database.Transaction<(planId: string, taskId: string, status: TaskStatus, resultSummary: string | undefined, at: string) => UpdateOutcome>;
   readonly location: string;
 
@@ -123,6 +133,11 @@ export class PlanStore implements PlanStorage {
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("foreign_keys = ON");
     this.migrate();
+    this.updateRead = this.db.prepare(
+      `SELECT p.status AS plan_status, p.unsettled, p.failed_required, t.status AS task_status, t.optional
+         FROM plans p LEFT JOIN plan_tasks t ON t.plan_id = p.plan_id AND t.task_id = ?
+        WHERE p.plan_id = ?`,
+    );
     this.update = this.db.transaction((planId, taskId, status, resultSummary, at) => this.applyUpdate(planId, taskId, status, resultSummary, at));
   }
 
@@ -204,11 +219,12 @@ export class PlanStore implements PlanStorage {
   }
 
   private applyUpdate(planId: string, taskId: string, status: TaskStatus, resultSummary: string | undefined, at: string): UpdateOutcome {
-    const plan = this.planRow(planId);
-    if (!plan) return { ok: false, error: `unknown plan ${planId}` };
-    const task = this.stmt("SELECT status, optional FROM plan_tasks WHERE plan_id = ? AND task_id = ?")
-      .get(planId, taskId) as { status: TaskStatus; optional: number } | undefined;
-    if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
+    // The plan's counters and the task's state in one read: a fifth of an update's time was the whole plan row.
+    const row = this.updateRead.get(taskId, planId) as UpdateRead | undefined;
+    if (!row) return { ok: false, error: `unknown plan ${planId}` };
+    const plan = { status: row.plan_status, unsettled: row.unsettled, failed_required: row.failed_required };
+    if (row.task_status === null) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
+    const task = { status: row.task_status, optional: row.optional! };
     if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
     if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
     this.stmt(
