@@ -56,6 +56,7 @@ try {
       `  ${mode.padEnd(10)}  in memory ${fmt(memory[mode])} updates/s   durable (WAL file) ${fmt(durable[mode])} updates/s   memory/durable ${(memory[mode] / durable[mode]).toFixed(2)}x`,
     );
   }
+  console.log("  (concurrent: the updates issued together share transactions, up to 256 a commit: docs/plan-tool.md#concurrency-and-durability)");
   const met = (value, aim) => `${Math.round(value).toLocaleString("en-US")} (aim ≥ ${aim.toLocaleString("en-US")}: ${value >= aim ? "met" : "NOT met"})`;
   console.log(`  best: in memory ${met(Math.max(memory.sequential, memory.concurrent), 50_000)}; durable ${met(Math.max(durable.sequential, durable.concurrent), 20_000)}`);
 } finally {

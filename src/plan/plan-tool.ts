@@ -11,7 +11,7 @@ import { join, resolve } from "node:path";
 import type { RunEventBody } from "../events/types.js";
 import { KeyedMutex } from "./mutex.js";
 import { PlanStore } from "./store.js";
-import type { PlanStorage, UpdateOutcome } from "./storage.js";
+import type { PlanStorage, TaskUpdate, UpdateOutcome } from "./storage.js";
 import { isValidPlanId, parseStructure } from "./structure.js";
 import { TASK_STATUSES } from "./types.js";
 import type { PlanInstance, PlanRules, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";
@@ -34,8 +34,19 @@ export interface CallOptions {
 /** The result of a write, with the reason when it was refused; the tools report it to the model. */
 export type WriteOutcome = { ok: true; plan_status: PlanStatus } | { ok: false; error: string };
 
+/** The most updates one transaction applies: bounds how long a batch holds the database's write lock. */
+const MAX_BATCH = 256;
+
+interface QueuedUpdate extends TaskUpdate {
+  options: CallOptions;
+  resolve: (outcome: WriteOutcome) => void;
+  reject: (err: unknown) => void;
+}
+
 export class PlanTool {
   private readonly mutex = new KeyedMutex();
+  /** Per plan, the batch of updates queued behind the plan's mutex that later updates may still join. */
+  private readonly openBatches = new Map<string, QueuedUpdate[]>();
   private readonly emit: ((body: TaskStatusEvent) => void) | undefined;
   /** Agent step id → the plan that step (a `sop` run) drives, and its rules; see `bindStep`. */
   private readonly boundSteps = new Map<string, { plan_id: string; rules?: PlanRules | undefined }>();
@@ -62,6 +73,7 @@ export class PlanTool {
     if (!isValidPlanId(plan_id)) return Promise.resolve({ ok: false, error: `invalid plan_id ${JSON.stringify(plan_id)}` });
     const parsed = parseStructure(structure_data);
     if (!parsed.ok) return Promise.resolve({ ok: false, error: parsed.error });
+    this.closeBatch(plan_id);
     return this.mutex.run(plan_id, async (): Promise<WriteOutcome> => {
       if (!(await this.store.insertPlan(plan_id, parsed.template, options.run_task_id ?? null))) return { ok: false, error: `plan ${plan_id} already exists` };
       for (const step of parsed.template.steps) {
@@ -97,19 +109,54 @@ export class PlanTool {
     options: CallOptions = {},
   ): Promise<WriteOutcome> {
     if (!TASK_STATUSES.includes(status)) return Promise.resolve({ ok: false, error: `invalid status ${JSON.stringify(status)}` });
-    return this.mutex.run(plan_id, async (): Promise<WriteOutcome> => {
-      const outcome: UpdateOutcome = await this.store.updateTaskStatus(plan_id, task_id, status, result_summary ?? undefined);
-      if (!outcome.ok) return outcome;
-      const { change } = outcome;
-      this.notify(options, {
-        type: "task.status",
-        plan_id,
-        plan_task_id: task_id,
-        status: change.status,
-        plan_status: change.plan_status,
-      });
-      return { ok: true, plan_status: change.plan_status };
+    return new Promise<WriteOutcome>((resolve, reject) => {
+      let batch = this.openBatches.get(plan_id);
+      if (!batch) {
+        const opened: QueuedUpdate[] = [];
+        batch = opened;
+        this.openBatches.set(plan_id, opened);
+        void this.mutex.run(plan_id, () => this.applyBatch(plan_id, opened));
+      }
+      batch.push({ taskId: task_id, status, resultSummary: result_summary ?? undefined, options, resolve, reject });
+      if (batch.length >= MAX_BATCH) this.closeBatch(plan_id);
     });
+  }
+
+  /**
+   * Group commit: the updates of one plan that arrive while it is busy are
+   * applied together, in arrival order, in one transaction, when their turn
+   * comes (docs/plan-tool.md#concurrency-and-durability). Each answers as if it had run
+   * alone, and only once the transaction holding it has committed.
+   */
+  private async applyBatch(plan_id: string, batch: QueuedUpdate[]): Promise<void> {
+    if (this.openBatches.get(plan_id) === batch) this.openBatches.delete(plan_id);
+    let outcomes: UpdateOutcome[];
+    try {
+      if (this.store.updateTaskStatuses) outcomes = await this.store.updateTaskStatuses(plan_id, batch);
+      else {
+        outcomes = [];
+        for (const u of batch) outcomes.push(await this.store.updateTaskStatus(plan_id, u.taskId, u.status, u.resultSummary));
+      }
+    } catch (err) {
+      for (const u of batch) u.reject(err);
+      return;
+    }
+    batch.forEach((u, i) => {
+      const outcome = outcomes[i]!;
+      if (!outcome.ok) return u.resolve(outcome);
+      const { change } = outcome;
+      try {
+        this.notify(u.options, { type: "task.status", plan_id, plan_task_id: u.taskId, status: change.status, plan_status: change.plan_status });
+        u.resolve({ ok: true, plan_status: change.plan_status });
+      } catch (err) {
+        u.reject(err); // a sink that throws fails its own call, not the batch
+      }
+    });
+  }
+
+  /** No more updates join the plan's queued batch: a write queued after it (or a full batch) comes first. */
+  private closeBatch(plan_id: string): void {
+    this.openBatches.delete(plan_id);
   }
 
   /** Tasks `ready` now, in workflow order (which the spec does not promise; callers follow the workflow). */
@@ -132,6 +179,7 @@ export class PlanTool {
 
   /** Delete a plan; false when it does not exist. Queued behind the plan's pending updates. */
   delete_plan(plan_id: string): Promise<boolean> {
+    this.closeBatch(plan_id);
     return this.mutex.run(plan_id, () => this.store.deletePlan(plan_id));
   }
 

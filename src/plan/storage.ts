@@ -10,6 +10,13 @@ import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskChange, T
 
 type Maybe<T> = T | Promise<T>;
 
+/** One queued `update_task_status` (`resultSummary` undefined keeps the previous summary). */
+export interface TaskUpdate {
+  taskId: string;
+  status: TaskStatus;
+  resultSummary?: string | undefined;
+}
+
 export type UpdateOutcome = { ok: true; change: TaskChange } | { ok: false; error: string };
 
 export interface PlanStorage {
@@ -22,6 +29,12 @@ export interface PlanStorage {
   listTasks(planId: string, filter?: { status?: TaskStatus; assignee?: string }): Maybe<TaskInfo[] | null>;
   /** Check and apply one transition and re-derive the plan status, atomically. */
   updateTaskStatus(planId: string, taskId: string, status: TaskStatus, resultSummary?: string): Maybe<UpdateOutcome>;
+  /**
+   * Several updates of one plan, in order, in one transaction (one commit):
+   * each outcome is what `updateTaskStatus` would have answered had they run
+   * one after the other. Optional; without it the Plan Tool runs them one by one.
+   */
+  updateTaskStatuses?(planId: string, updates: readonly TaskUpdate[]): Maybe<UpdateOutcome[]>;
   getPlanStatus(planId: string): Maybe<PlanStatus | null>;
   getPlan(planId: string): Maybe<PlanInstance | null>;
   deletePlan(planId: string): Maybe<boolean>;

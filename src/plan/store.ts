@@ -6,7 +6,7 @@
  */
 import Database from "better-sqlite3";
 import { RuntimeError } from "../errors.js";
-import type { PlanStorage, UpdateOutcome } from "./storage.js";
+import type { PlanStorage, TaskUpdate, UpdateOutcome } from "./storage.js";
 import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "./transitions.js";
 import type {
   PlanInstance,
@@ -116,6 +116,7 @@ export class PlanStore implements PlanStorage {
    * update's ~45 µs (bench/plan-tool.mjs).
    */
   private readonly updateRead: Database.Statement;
+  private readonly updateMany: Database.Transaction<(planId: string, updates: readonly TaskUpdate[], at: string) => UpdateOutcome[]>;
   private readonly update: Database.Transaction<(planId: string, taskId: string, status: TaskStatus, resultSummary: string | undefined, at: string) => UpdateOutcome>;
   readonly location: string;
 
@@ -139,6 +140,9 @@ export class PlanStore implements PlanStorage {
         WHERE p.plan_id = ?`,
     );
     this.update = this.db.transaction((planId, taskId, status, resultSummary, at) => this.applyUpdate(planId, taskId, status, resultSummary, at));
+    this.updateMany = this.db.transaction((planId, updates, at) =>
+      updates.map((u) => this.applyUpdate(planId, u.taskId, u.status, u.resultSummary, at)),
+    );
   }
 
   close(): void {
@@ -216,6 +220,15 @@ export class PlanStore implements PlanStorage {
    */
   updateTaskStatus(planId: string, taskId: string, status: TaskStatus, resultSummary?: string): UpdateOutcome {
     return this.update.immediate(planId, taskId, status, resultSummary, this.now().toISOString());
+  }
+
+  /** Updates queued together (src/plan/plan-tool.ts), applied in order in one immediate transaction: one commit. */
+  updateTaskStatuses(planId: string, updates: readonly TaskUpdate[]): UpdateOutcome[] {
+    if (updates.length === 1) {
+      const [only] = updates as [TaskUpdate];
+      return [this.updateTaskStatus(planId, only.taskId, only.status, only.resultSummary)];
+    }
+    return this.updateMany.immediate(planId, updates, this.now().toISOString());
   }
 
   private applyUpdate(planId: string, taskId: string, status: TaskStatus, resultSummary: string | undefined, at: string): UpdateOutcome {

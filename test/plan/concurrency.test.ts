@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
+import { PlanStore } from "../../src/plan/store.js";
 import { child, compilePlanTool } from "./compile.js";
 import { SAFETY_WORKFLOW, wideWorkflow } from "./fixtures.js";
 
@@ -73,6 +74,72 @@ describe("1,000 concurrent update_task_status calls in one process", () => {
     const winner = results.indexOf(true);
     expect(await tool.get_task("p", "t1")).toMatchObject({ status: "inprogress", result_summary: `claim ${winner}` });
     expect((await tool.get_plan_structure("p"))?.revision).toBe(1);
+    tool.close();
+  });
+});
+
+describe("group commit", () => {
+  /** A real store whose batches are counted. */
+  function countingTool(file: string, options: { emit?: (e: TaskStatusEvent) => void } = {}) {
+    const store = new PlanStore(file);
+    const batches: number[] = [];
+    const apply = store.updateTaskStatuses.bind(store);
+    store.updateTaskStatuses = (planId, updates) => (batches.push(updates.length), apply(planId, updates));
+    return { tool: new PlanTool(store, options), batches };
+  }
+
+  it("applies updates that arrive together in a few transactions of at most 256, each answered as if alone", async () => {
+    const { tool, batches } = countingTool(join(dir, "group.db"));
+    await tool.create_plan_from_structure("p", wideWorkflow(600));
+    const calls = Array.from({ length: 600 }, (_, i) => [
+      tool.update_task_status("p", `t${i + 1}`, "inprogress"),
+      tool.update_task_status("p", `t${i + 1}`, "completed", `r${i + 1}`),
+      tool.update_task_status("p", `t${i + 1}`, "ready"), // completed → ready is refused, the others stand
+    ]).flat();
+    const results = await Promise.all(calls);
+    expect(results.filter((_, i) => i % 3 !== 2).every(Boolean)).toBe(true);
+    expect(results.filter((_, i) => i % 3 === 2).some(Boolean)).toBe(false);
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(1800);
+    expect(Math.max(...batches)).toBe(256);
+    expect(batches.length).toBe(Math.ceil(1800 / 256));
+    const plan = await tool.get_plan_structure("p");
+    expect(plan).toMatchObject({ status: "completed", revision: 1200 });
+    // One at a time, each its own transaction.
+    await tool.create_plan_from_structure("q", wideWorkflow(2));
+    batches.length = 0;
+    expect(await tool.update_task_status("q", "t1", "inprogress")).toBe(true);
+    expect(await tool.update_task_status("q", "t1", "completed")).toBe(true);
+    expect(batches).toEqual([1, 1]);
+    tool.close();
+  });
+
+  it("keeps a deletion queued between updates in its place: the updates after it find no plan", async () => {
+    const { tool } = countingTool(":memory:");
+    await tool.create_plan_from_structure("p", wideWorkflow(3));
+    const before = tool.update_task_status("p", "t1", "inprogress");
+    const deleted = tool.delete_plan("p");
+    const after = tool.updateTask("p", "t2", "inprogress");
+    expect(await before).toBe(true);
+    expect(await deleted).toBe(true);
+    expect(await after).toEqual({ ok: false, error: "unknown plan p" });
+    tool.close();
+  });
+
+  it("a sink that throws fails its own call only; the batch is committed", async () => {
+    const { tool } = countingTool(":memory:");
+    await tool.create_plan_from_structure("p", wideWorkflow(3));
+    const boom = () => {
+      throw new Error("sink failed");
+    };
+    const [a, b, c] = await Promise.allSettled([
+      tool.update_task_status("p", "t1", "inprogress"),
+      tool.update_task_status("p", "t2", "inprogress", null, { emit: boom }),
+      tool.update_task_status("p", "t3", "inprogress"),
+    ]);
+    expect(a).toEqual({ status: "fulfilled", value: true });
+    expect(b).toMatchObject({ status: "rejected", reason: { message: "sink failed" } });
+    expect(c).toEqual({ status: "fulfilled", value: true });
+    expect((await tool.get_plan_structure("p"))?.revision).toBe(3);
     tool.close();
   });
 });
