@@ -233,6 +233,7 @@ describe("arithmetic, against mathjs", () => {
     ["sin(pi)", 1.2246467991474e-16],
     ["1 + 2 # a comment", 3],
     ["\t1 +\t2", 3],
+    ["1 +\u00a02", 3],
     ["1 +\n2", 3],
     ["(1\n+ 2)", 3],
     ["1 + 1\n", 2],
@@ -244,7 +245,11 @@ describe("arithmetic, against mathjs", () => {
   });
 
   it.each([
-    ["sqrt(-1)", /does not evaluate to a real number \(got Complex\)/],
+    ["sqrt(-1)", /does not evaluate to a real number \(got Complex\): sqrt\(-1\) is not real: sqrt takes numbers >= 0/],
+    ["(-8)^(1/3)", /a negative number to a fractional power; for a cube root use cbrt/],
+    ["(1 +\n 2) +* 3", /^cannot parse "\(1 \+\\n 2\) \+\* 3": Value expected, got "\*"/],
+    ["sqrt(\n-4)", /^"sqrt\(\\n-4\)" does not evaluate to a real number/],
+    ["1 + ".repeat(100) + "+", /^cannot parse "1 \+ 1 \+ (1 \+ )+1\.\.\.": /],
     ["log(-1)", /got Complex/],
     ["log(8, -2)", /got Complex/],
     ["asin(2)", /got Complex/],
@@ -261,9 +266,14 @@ describe("arithmetic, against mathjs", () => {
     ["max()", /function max takes at least 1 argument, not 0/],
     ["sqrt(1, 2)", /function sqrt takes 1 argument, not 2/],
     ["round(1, 2, 3)", /function round takes 1 or 2 arguments, not 3/],
-    ["round(2.5, 1.5)", /Number of decimals in function round must be an integer/],
-    ["round(1, 16)", /from 0 to 15 inclusive/],
-    ["floor(1, 0.5)", /number of decimals in function floor must be an integer/],
+    ["round(2.5, 1.5)", /the number of decimals in round\(x, n\) must be an integer from 0 to 15, not 1.5/],
+    ["round(1, 16)", /in round\(x, n\) must be an integer from 0 to 15, not 16/],
+    ["floor(1, 0.5)", /in floor\(x, n\) must be an integer from 0 to 15, not 0.5/],
+    ["fix(-1, 16)", /in fix\(x, n\) must be an integer from 0 to 15, not 16/],
+    ["1,000 + 5", /Unexpected ","; write numbers without thousands separators/],
+    ["2**3", /write powers with \^/],
+    ["2 × 3", /character "×" \(U\+00D7\) is not allowed; write \*/],
+    ["\u0455qrt(4)", /function "ѕqrt" \(it has non-ASCII letters\) is not allowed/],
     ["sqrt 4", /function "sqrt" needs its arguments in parentheses/],
     ["e2", /unknown symbol "e2"/],
     ["pi(2)", /function "pi" is not allowed/],
@@ -305,10 +315,12 @@ describe("arithmetic, against mathjs", () => {
     expect(calculate("(".repeat(100) + "1" + ")".repeat(100))).toBe(1);
     expect(() => calculate("(".repeat(101) + "1" + ")".repeat(101))).toThrow("brackets nested more than 100 deep");
     expect(() => calculate("[".repeat(1000))).toThrow("brackets nested more than 100 deep");
-    expect(calculate("-".repeat(1999) + "1")).toBe(-1);
+    expect(calculate("-".repeat(240) + "1")).toBe(1);
+    expect(() => calculate("-".repeat(1999) + "1")).toThrow("expression nested more than 250 levels deep");
     expect(calculate("1+".repeat(999) + "1")).toBe(1000);
     expect(calculate("1%".repeat(999) + "1")).toBe(0);
-    expect(() => calculate("2^".repeat(999) + "2")).toThrow(/is not finite \(Infinity\)/);
+    expect(() => calculate("2^".repeat(999) + "2")).toThrow("expression nested more than 250 levels deep");
+    expect(() => calculate("2^".repeat(200) + "2")).toThrow(/is not finite \(Infinity\)/);
   });
 
   it("refuses what mathjs read as more than arithmetic: hexadecimal, binary and octal numbers", () => {

@@ -53,12 +53,14 @@ export const CONSTANTS: ReadonlyMap<string, number> = new Map([
 
 /** Deeper brackets are refused: parsing recurses through ten functions a level. */
 const MAX_NESTING = 100;
+/** Deeper operands (brackets, signs, powers: `---1`, `2^2^2`) are refused, well within the stack. */
+const MAX_DEPTH = 250;
 
 // mathjs's default tolerances, used by its round-off corrections.
 const REL_TOL = 1e-12;
 const ABS_TOL = 1e-15;
 
-/** Thrown where mathjs would have made a complex number. */
+/** Thrown where mathjs would have made a complex number, saying which operation left the reals. */
 class NotReal extends Error {}
 
 function tokenize(source: string): Token[] {
@@ -71,7 +73,7 @@ function tokenize(source: string): Token[] {
   };
   while (i < source.length) {
     const c = source[i]!;
-    if (c === " " || c === "\t" || c === "\r" || (c === "\n" && nesting > 0)) {
+    if (c === " " || c === "\t" || c === "\u00a0" || c === "\r" || (c === "\n" && nesting > 0)) {
       i++;
     } else if (c === "#") {
       while (i < source.length && source[i] !== "\n") i++;
@@ -86,7 +88,7 @@ function tokenize(source: string): Token[] {
       if (/^0[xbo]/i.test(source.slice(i, i + 2))) throw new Refused("hexadecimal, binary and octal numbers are not allowed; write the decimal value");
       const end = numberEnd(source, i);
       const text = source.slice(i, end);
-      if (text.includes(".") && /^\.[0-9]/.test(source.slice(end))) throw syntax(`Unexpected part "${source.slice(end)}"`, end);
+      if (text.includes(".") && /^\.[0-9]/.test(source.slice(end))) throw syntax(`Unexpected part ${quote(source.slice(end))}`, end);
       tokens.push({ kind: "number", text, at: i });
       i += text.length;
     } else if (/[\p{L}_$]/u.test(c)) {
@@ -95,7 +97,7 @@ function tokenize(source: string): Token[] {
       i += name.length;
     } else {
       const text = DELIMITERS.find((d) => source.startsWith(d, i));
-      if (!text) throw syntax(`Syntax error in part "${source.slice(i)}"`, i);
+      if (!text) throw syntax(unknownCharacter(source.codePointAt(i)!), i);
       if (text === "(" || text === "[" || text === "{") {
         if (++nesting > MAX_NESTING) throw new Refused(`brackets nested more than ${MAX_NESTING} deep`);
       }
@@ -142,6 +144,23 @@ function numberEnd(source: string, start: number): number {
   return j;
 }
 
+/** Characters models write for arithmetic that is spelt otherwise here. */
+const SPELLINGS: Record<string, string> = {
+  "×": "*", "·": "*", "÷": "/", "−": "-", "–": "-", "²": "^2", "³": "^3", "√": "sqrt(…)", "π": "pi", "°": "* pi / 180",
+};
+
+function unknownCharacter(code: number): string {
+  const c = String.fromCodePoint(code);
+  const name = code > 0x7e || code < 0x20 ? `${JSON.stringify(c)} (U+${code.toString(16).toUpperCase().padStart(4, "0")})` : JSON.stringify(c);
+  const spelling = SPELLINGS[c];
+  return `character ${name} is not allowed${spelling ? `; write ${spelling}` : ""}`;
+}
+
+/** Some text of the expression in a message: quoted, on one line, at most 60 characters. */
+function quote(text: string): string {
+  return JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text);
+}
+
 function syntax(message: string, at: number): SyntaxError {
   return new SyntaxError(`${message} (char ${at + 1})`);
 }
@@ -156,6 +175,9 @@ const rule2Node = (node: Node): boolean =>
 /** Recursive descent in mathjs's order (lib/esm/expression/parse.js), for the calculator's subset. */
 class Parser {
   private i = 0;
+  private depth = 0;
+  /** How many function calls' arguments we are in: a "," outside any is no argument separator. */
+  private depthOfCall = 0;
   private readonly unaries = new Map<number, { node: Node; end: number } | { error: unknown }>();
 
   constructor(private readonly tokens: Token[]) {}
@@ -271,6 +293,10 @@ class Parser {
       const atPercent = this.i;
       this.nextSkipNewline();
       const afterPercent = this.i;
+      if (!this.startsOperand()) {
+        this.i = afterPercent;
+        return operator("%", "divide", [node, { type: "number", value: 100 }], true);
+      }
       try {
         this.parseUnary();
         this.i = atPercent;
@@ -287,7 +313,23 @@ class Parser {
    * percentage look-ahead parses what follows a `%` and then parses it again,
    * which nested as `1%(1%(1%(…)))` took time doubling with each level.
    */
+  /** Whether the current token can begin an operand (what parseUnary would try). */
+  private startsOperand(): boolean {
+    const { kind, text } = this.token;
+    if (kind === "number" || kind === "symbol" || kind === "string") return true;
+    return kind === "delimiter" && (NAMED_DELIMITERS.has(text) || ["(", "[", "{", "-", "+", "~"].includes(text));
+  }
+
   private parseUnary(): Node {
+    if (++this.depth > MAX_DEPTH) throw new Refused(`expression nested more than ${MAX_DEPTH} levels deep`);
+    try {
+      return this.parseUnaryRemembered();
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private parseUnaryRemembered(): Node {
     const start = this.i;
     const known = this.unaries.get(start);
     if (known) {
@@ -362,6 +404,15 @@ class Parser {
 
   private parseArguments(): Node[] {
     this.i++; // (
+    this.depthOfCall++;
+    try {
+      return this.parseArgumentList();
+    } finally {
+      this.depthOfCall--;
+    }
+  }
+
+  private parseArgumentList(): Node[] {
     const args: Node[] = [];
     if (!this.is(")")) {
       args.push(this.parseExpression());
@@ -401,9 +452,11 @@ class Parser {
       if (text === "[") return new Refused("matrices not allowed in a calculator expression");
       if (text === "{") return new Refused("objects not allowed in a calculator expression");
       if (REFUSED_OPERATORS.has(text)) return refusedOperator(text);
-      return syntax(`Value expected, got "${text === "\n" ? "\\n" : text}"`, at);
+      if (text === "," && this.depthOfCall === 0) return syntax(`Unexpected ","; write numbers without thousands separators, e.g. 1000`, at);
+      if (text === "*" && this.tokens[this.i - 1]?.text === "*") return syntax(`Unexpected "*"; write powers with ^, e.g. 2^3`, at);
+      return syntax(`Value expected, got ${JSON.stringify(text)}`, at);
     }
-    return syntax(`Unexpected part "${text}"`, at);
+    return syntax(`Unexpected part ${quote(text)}`, at);
   }
 }
 
@@ -432,9 +485,7 @@ const smaller = (x: number, y: number) => x < y && !nearlyEqual(x, y);
  * mathjs's `toFixed` does (`round(1.005, 2)` is 1.01, not 1.00).
  */
 function roundDecimal(value: number, decimals: number): number {
-  if (!Number.isInteger(decimals) || decimals < 0 || decimals > 15) {
-    throw new Error("Number of decimals in function round must be an integer from 0 to 15 inclusive");
-  }
+  decimalsOf("round", decimals);
   if (!Number.isFinite(value)) return value;
   const match = /^(-?)(\d+\.?\d*)(e([+-]?\d+))?$/.exec(String(value).toLowerCase())!;
   const [, sign, digits] = match as unknown as [string, string, string];
@@ -478,6 +529,7 @@ function roundDecimal(value: number, decimals: number): number {
 
 /** mathjs's round: first to 12 decimals when that is within round-off of x. */
 function round(x: number, decimals?: number): number {
+  if (decimals !== undefined) decimalsOf("round", decimals);
   const epsilonExponent = 12; // |exponent of REL_TOL|
   if (decimals !== undefined && decimals >= epsilonExponent) return roundDecimal(x, decimals);
   const xEpsilon = roundDecimal(x, epsilonExponent);
@@ -485,15 +537,16 @@ function round(x: number, decimals?: number): number {
 }
 
 function decimalsOf(name: string, n: number): number {
-  if (!Number.isInteger(n)) throw new RangeError(`number of decimals in function ${name} must be an integer`);
-  if (n < 0 || n > 15) throw new RangeError(`number of decimals in ${name} number must be in range 0 - 15`);
+  if (!Number.isInteger(n) || n < 0 || n > 15) {
+    throw new Refused(`the number of decimals in ${name}(x, n) must be an integer from 0 to 15, not ${n}`);
+  }
   return n;
 }
 
 /** floor and ceil return the nearest integer when x is within round-off of it. */
-function floor(x: number, decimals?: number): number {
+function floor(x: number, decimals?: number, name = "floor"): number {
   if (decimals !== undefined) {
-    const shift = 10 ** decimalsOf("floor", decimals);
+    const shift = 10 ** decimalsOf(name, decimals);
     return floor(x * shift) / shift;
   }
   const f = Math.floor(x);
@@ -502,9 +555,9 @@ function floor(x: number, decimals?: number): number {
   return nearlyEqual(x, r) && !nearlyEqual(x, f) ? r : f;
 }
 
-function ceil(x: number, decimals?: number): number {
+function ceil(x: number, decimals?: number, name = "ceil"): number {
   if (decimals !== undefined) {
-    const shift = 10 ** decimalsOf("ceil", decimals);
+    const shift = 10 ** decimalsOf(name, decimals);
     return ceil(x * shift) / shift;
   }
   const c = Math.ceil(x);
@@ -522,17 +575,17 @@ function mod(x: number, y: number): number {
 function pow(x: number, y: number): number {
   if ((x * x < 1 && y === Infinity) || (x * x > 1 && y === -Infinity)) return 0;
   if (Number.isInteger(y) || x >= 0 || Number.isNaN(x) || Number.isNaN(y)) return Math.pow(x, y);
-  throw new NotReal();
+  throw new NotReal(`${x}^${y} is a negative number to a fractional power${Math.abs(y * 3 - 1) < 1e-9 ? "; for a cube root use cbrt" : ""}`);
 }
 
 /** A real result for x in its domain, refused where mathjs's would be complex. */
-const realOn = (inDomain: (x: number) => boolean, f: (x: number) => number) => (x: number) => {
-  if (!inDomain(x) && !Number.isNaN(x)) throw new NotReal();
+const realOn = (name: string, inDomain: (x: number) => boolean, domain: string, f: (x: number) => number) => (x: number) => {
+  if (!inDomain(x) && !Number.isNaN(x)) throw new NotReal(`${name}(${x}) is not real: ${name} takes ${domain}`);
   return f(x);
 };
 const nonNegative = (x: number) => x >= 0;
 const unit = (x: number) => x >= -1 && x <= 1;
-const log = realOn(nonNegative, Math.log);
+const log = realOn("log", nonNegative, "numbers >= 0", Math.log);
 
 function extreme(name: string, pick: (a: number, b: number) => boolean) {
   return (...values: number[]) => {
@@ -564,14 +617,14 @@ const INFINITE = Number.POSITIVE_INFINITY;
 
 /** The functions an expression may call (the tool's description names them). */
 export const FUNCTIONS: ReadonlyMap<string, FunctionSpec> = new Map<string, FunctionSpec>([
-  ["sqrt", one(realOn(nonNegative, Math.sqrt))],
+  ["sqrt", one(realOn("sqrt", nonNegative, "numbers >= 0", Math.sqrt))],
   ["cbrt", one(Math.cbrt)],
   ["abs", one(Math.abs)],
   ["sign", one(Math.sign)],
-  ["round", { arity: [1, 2], apply: round }],
-  ["floor", { arity: [1, 2], apply: floor }],
-  ["ceil", { arity: [1, 2], apply: ceil }],
-  ["fix", { arity: [1, 2], apply: (x, n) => (x > 0 ? floor(x, n) : ceil(x, n)) }],
+  ["round", { arity: [1, 2], apply: (x, n) => round(x, n) }],
+  ["floor", { arity: [1, 2], apply: (x, n) => floor(x, n) }],
+  ["ceil", { arity: [1, 2], apply: (x, n) => ceil(x, n) }],
+  ["fix", { arity: [1, 2], apply: (x, n) => (x > 0 ? floor(x, n, "fix") : ceil(x, n, "fix")) }],
   ["min", { arity: [1, INFINITE], apply: extreme("min", smaller) }],
   ["max", { arity: [1, INFINITE], apply: extreme("max", larger) }],
   ["pow", { arity: [2, 2], apply: pow }],
@@ -579,19 +632,22 @@ export const FUNCTIONS: ReadonlyMap<string, FunctionSpec> = new Map<string, Func
   ["hypot", { arity: [1, INFINITE], apply: hypot }],
   ["exp", one(Math.exp)],
   ["log", { arity: [1, 2], apply: (x, base) => (base === undefined ? log(x) : log(x) / log(base)) }],
-  ["log10", one(realOn(nonNegative, Math.log10))],
-  ["log2", one(realOn(nonNegative, Math.log2))],
+  ["log10", one(realOn("log10", nonNegative, "numbers >= 0", Math.log10))],
+  ["log2", one(realOn("log2", nonNegative, "numbers >= 0", Math.log2))],
   ["sin", one(Math.sin)],
   ["cos", one(Math.cos)],
   ["tan", one(Math.tan)],
-  ["asin", one(realOn(unit, Math.asin))],
-  ["acos", one(realOn(unit, Math.acos))],
+  ["asin", one(realOn("asin", unit, "numbers from -1 to 1", Math.asin))],
+  ["acos", one(realOn("acos", unit, "numbers from -1 to 1", Math.acos))],
   ["atan", one(Math.atan)],
   ["atan2", { arity: [2, 2], apply: Math.atan2 }],
   ["sinh", one(Math.sinh)],
   ["cosh", one(Math.cosh)],
   ["tanh", one(Math.tanh)],
 ]);
+
+/** Look-alike letters (Cyrillic ѕ for s) make a refused name read like an allowed one: say so. */
+const nonAscii = (name: string) => (/[^\x20-\x7e]/.test(name) ? " (it has non-ASCII letters)" : "");
 
 /** Every name an expression uses must be a constant or an allowed function: checked before anything is computed. */
 function check(node: Node): void {
@@ -603,13 +659,13 @@ function check(node: Node): void {
         throw new Refused(
           FUNCTIONS.has(node.name)
             ? `function "${node.name}" needs its arguments in parentheses, e.g. ${node.name}(2)`
-            : `unknown symbol "${node.name}"; only the constants pi and e are defined`,
+            : `unknown symbol ${JSON.stringify(node.name)}${nonAscii(node.name)}; the constants are pi, e and tau`,
         );
       }
       return;
     case "call":
       if (!FUNCTIONS.has(node.name)) {
-        throw new Refused(`function "${node.name}" is not allowed; allowed functions: ${[...FUNCTIONS.keys()].join(", ")}`);
+        throw new Refused(`function ${JSON.stringify(node.name)}${nonAscii(node.name)} is not allowed; allowed functions: ${[...FUNCTIONS.keys()].join(", ")}`);
       }
       node.args.forEach(check);
       return;
@@ -680,17 +736,17 @@ export function calculate(expression: string): number {
     root = new Parser(tokenize(expression.trim())).parseStart();
   } catch (err) {
     if (err instanceof Refused) throw err;
-    throw new Error(`cannot parse "${expression}": ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`cannot parse ${quote(expression)}: ${err instanceof Error ? err.message : String(err)}`);
   }
   check(root);
   let value: number;
   try {
     value = evaluate(root);
   } catch (err) {
-    if (err instanceof NotReal) throw new Error(`"${expression}" does not evaluate to a real number (got Complex)`);
+    if (err instanceof NotReal) throw new Error(`${quote(expression)} does not evaluate to a real number (got Complex): ${err.message}`);
     throw err;
   }
-  if (!Number.isFinite(value)) throw new Error(`"${expression}" is not finite (${value})`);
+  if (!Number.isFinite(value)) throw new Error(`${quote(expression)} is not finite (${value})`);
   // 14 significant digits hide binary noise such as 0.1 + 0.2 = 0.30000000000000004.
   return Number(value.toPrecision(14));
 }
