@@ -72,6 +72,9 @@ describe("lazy loading", () => {
     expect(scripts.some((url) => url.endsWith("/dist/models/script-validator.cjs"))).toBe(true);
     expect(scripts.some((url) => url.endsWith("/dist/config/team-validator.cjs"))).toBe(true);
     expect(ajvCompiler(scripts)).toEqual([]);
+    // yaml comes as the one file the build bundled (scripts/bundle-vendor.mjs), not its 72 modules.
+    expect(scripts.some((url) => url.endsWith("/dist/vendor/yaml.cjs"))).toBe(true);
+    expect(scripts.filter((url) => url.includes("node_modules/yaml/"))).toEqual([]);
   }, 30_000);
 
   it("runtime exec of a team whose tools are built in loads neither ajv's nor Handlebars' compiler (validators and prompt come precompiled)", async () => {
