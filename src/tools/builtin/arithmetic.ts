@@ -91,8 +91,10 @@ function tokenize(source: string): Token[] {
       if (text.includes(".") && /^\.[0-9]/.test(source.slice(end))) throw syntax(`Unexpected part ${quote(source.slice(end))}`, end);
       tokens.push({ kind: "number", text, at: i });
       i += text.length;
-    } else if (/[\p{L}_$]/u.test(c)) {
-      const name = /^[\p{L}_$][\p{L}\p{N}_$]*/u.exec(source.slice(i))![0];
+    } else if (isNameStart(c)) {
+      let end = i + 1;
+      while (end < source.length && isNamePart(source[end]!)) end++;
+      const name = source.slice(i, end);
       tokens.push({ kind: NAMED_DELIMITERS.has(name) ? "delimiter" : "symbol", text: name, at: i });
       i += name.length;
     } else {
@@ -109,6 +111,12 @@ function tokenize(source: string): Token[] {
   tokens.push({ kind: "end", text: "", at: source.length });
   return tokens;
 }
+
+// Names are letters (any script, so that a look-alike is named in its refusal), digits, _ and $.
+// ASCII is tested first: a Unicode property regex costs milliseconds to compile on first use.
+const isNameStart = (c: string) =>
+  (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c === "_" || c === "$" || (c > "\x7f" && /\p{L}/u.test(c));
+const isNamePart = (c: string) => isNameStart(c) || isDigit(c) || (c > "\x7f" && /\p{N}/u.test(c));
 
 const isDigit = (c: string | undefined) => c !== undefined && c >= "0" && c <= "9";
 
