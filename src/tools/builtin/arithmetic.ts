@@ -551,28 +551,29 @@ function decimalsOf(name: string, n: number): number {
   return n;
 }
 
-/** floor and ceil return the nearest integer when x is within round-off of it. */
-function floor(x: number, decimals?: number, name = "floor"): number {
-  if (decimals !== undefined) {
+/**
+ * mathjs's floor (`Math.floor`) or ceil (`Math.ceil`), which return the
+ * nearest integer instead when x is within round-off of it; `decimals`
+ * shifts the point first. `name` is the function the expression called.
+ */
+function toward(direction: (x: number) => number, name: string) {
+  const integer = (x: number): number => {
+    const d = direction(x);
+    const r = round(x);
+    if (d === r) return d;
+    return nearlyEqual(x, r) && !nearlyEqual(x, d) ? r : d;
+  };
+  return (x: number, decimals?: number): number => {
+    if (decimals === undefined) return integer(x);
     const shift = 10 ** decimalsOf(name, decimals);
-    return floor(x * shift) / shift;
-  }
-  const f = Math.floor(x);
-  const r = round(x);
-  if (f === r) return f;
-  return nearlyEqual(x, r) && !nearlyEqual(x, f) ? r : f;
+    return integer(x * shift) / shift;
+  };
 }
 
-function ceil(x: number, decimals?: number, name = "ceil"): number {
-  if (decimals !== undefined) {
-    const shift = 10 ** decimalsOf(name, decimals);
-    return ceil(x * shift) / shift;
-  }
-  const c = Math.ceil(x);
-  const r = round(x);
-  if (c === r) return c;
-  return nearlyEqual(x, r) && !nearlyEqual(x, c) ? r : c;
-}
+const floor = toward(Math.floor, "floor");
+const ceil = toward(Math.ceil, "ceil");
+const fixDown = toward(Math.floor, "fix");
+const fixUp = toward(Math.ceil, "fix");
 
 /** Floored modulo: the sign of the divisor, `mod(x, 0)` = x. */
 function mod(x: number, y: number): number {
@@ -632,7 +633,7 @@ export const FUNCTIONS: ReadonlyMap<string, FunctionSpec> = new Map<string, Func
   ["round", { arity: [1, 2], apply: (x, n) => round(x, n) }],
   ["floor", { arity: [1, 2], apply: (x, n) => floor(x, n) }],
   ["ceil", { arity: [1, 2], apply: (x, n) => ceil(x, n) }],
-  ["fix", { arity: [1, 2], apply: (x, n) => (x > 0 ? floor(x, n, "fix") : ceil(x, n, "fix")) }],
+  ["fix", { arity: [1, 2], apply: (x, n) => (x > 0 ? fixDown(x, n) : fixUp(x, n)) }],
   ["min", { arity: [1, INFINITE], apply: extreme("min", smaller) }],
   ["max", { arity: [1, INFINITE], apply: extreme("max", larger) }],
   ["pow", { arity: [2, 2], apply: pow }],
