@@ -3,11 +3,12 @@
  * the SQLite plan store (src/plan/store.ts) in the `runtime` schema. An
  * update locks its plan's row (`SELECT ... FOR UPDATE`) for the length of
  * its transaction, so writers on any number of machines apply their checks
- * and changes one after the other and the plan's counters stay exact.
+ * and changes one after the other and the plan's counters stay exact; the
+ * updates a process queued together share one transaction.
  */
 import type pg from "pg";
 import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "../../plan/transitions.js";
-import type { PlanStorage, UpdateOutcome } from "../../plan/storage.js";
+import type { PlanStorage, TaskUpdate, UpdateOutcome } from "../../plan/storage.js";
 import type { PlanRow } from "../../plan/store.js";
 import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskInfo, TaskStatus } from "../../plan/types.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
@@ -80,30 +81,18 @@ export class PostgresPlanStore implements PlanStorage {
   updateTaskStatus(planId: string, taskId: string, status: TaskStatus, resultSummary?: string): Promise<UpdateOutcome> {
     const at = this.now().toISOString();
     return this.guard("cannot update plan", () =>
-      transaction(this.pool, async (client): Promise<UpdateOutcome> => {
-        const plan = (await client.query<PlanRow>(`SELECT * FROM ${S}.plans WHERE plan_id = $1 FOR UPDATE`, [planId])).rows[0];
-        if (!plan) return { ok: false, error: `unknown plan ${planId}` };
-        const task = (
-          await client.query<{ status: TaskStatus; optional: boolean }>(`SELECT status, optional FROM ${S}.plan_tasks WHERE plan_id = $1 AND task_id = $2`, [
-            planId,
-            taskId,
-          ])
-        ).rows[0];
-        if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
-        if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
-        if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
-        await client.query(
-          `UPDATE ${S}.plan_tasks SET status = $1, result_summary = COALESCE($2, result_summary), updated_at = $3 WHERE plan_id = $4 AND task_id = $5`,
-          [status, resultSummary ?? null, at, planId, taskId],
-        );
-        const unsettled = plan.unsettled + Number(!isSettled(status)) - Number(!isSettled(task.status));
-        const failedRequired = plan.failed_required + (task.optional ? 0 : Number(status === "error") - Number(task.status === "error"));
-        const planStatus = planStatusFromCounts(unsettled, failedRequired);
-        await client.query(
-          `UPDATE ${S}.plans SET status = $1, revision = revision + 1, unsettled = $2, failed_required = $3, updated_at = $4 WHERE plan_id = $5`,
-          [planStatus, unsettled, failedRequired, at, planId],
-        );
-        return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status, plan_status: planStatus } };
+      transaction(this.pool, (client) => applyUpdate(client, planId, { taskId, status, resultSummary }, at)),
+    );
+  }
+
+  /** Updates queued together (src/plan/plan-tool.ts), applied in order under one lock of the plan's row: one commit. */
+  updateTaskStatuses(planId: string, updates: readonly TaskUpdate[]): Promise<UpdateOutcome[]> {
+    const at = this.now().toISOString();
+    return this.guard("cannot update plan", () =>
+      transaction(this.pool, async (client) => {
+        const outcomes: UpdateOutcome[] = [];
+        for (const update of updates) outcomes.push(await applyUpdate(client, planId, update, at));
+        return outcomes;
       }),
     );
   }
@@ -187,4 +176,36 @@ export class PostgresPlanStore implements PlanStorage {
       throw storeError(this.url, what, err);
     }
   }
+}
+
+/**
+ * Check and apply one transition inside the caller's transaction: the plan's
+ * row is locked (`FOR UPDATE`) until it commits, so the read, the check and
+ * the writes are one step for every other writer.
+ */
+async function applyUpdate(client: pg.PoolClient, planId: string, update: TaskUpdate, at: string): Promise<UpdateOutcome> {
+  const { taskId, status, resultSummary } = update;
+  const plan = (await client.query<PlanRow>(`SELECT * FROM ${S}.plans WHERE plan_id = $1 FOR UPDATE`, [planId])).rows[0];
+  if (!plan) return { ok: false, error: `unknown plan ${planId}` };
+  const task = (
+    await client.query<{ status: TaskStatus; optional: boolean }>(`SELECT status, optional FROM ${S}.plan_tasks WHERE plan_id = $1 AND task_id = $2`, [
+      planId,
+      taskId,
+    ])
+  ).rows[0];
+  if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
+  if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
+  if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
+  await client.query(
+    `UPDATE ${S}.plan_tasks SET status = $1, result_summary = COALESCE($2, result_summary), updated_at = $3 WHERE plan_id = $4 AND task_id = $5`,
+    [status, resultSummary ?? null, at, planId, taskId],
+  );
+  const unsettled = plan.unsettled + Number(!isSettled(status)) - Number(!isSettled(task.status));
+  const failedRequired = plan.failed_required + (task.optional ? 0 : Number(status === "error") - Number(task.status === "error"));
+  const planStatus = planStatusFromCounts(unsettled, failedRequired);
+  await client.query(
+    `UPDATE ${S}.plans SET status = $1, revision = revision + 1, unsettled = $2, failed_required = $3, updated_at = $4 WHERE plan_id = $5`,
+    [planStatus, unsettled, failedRequired, at, planId],
+  );
+  return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status, plan_status: planStatus } };
 }

@@ -1,0 +1,52 @@
+/**
+ * Group commit on PostgreSQL (src/store/postgres/plan-store.ts): the Plan
+ * Tool's updates that arrive together are applied in one transaction under
+ * one lock of the plan's row, each answered as if it had run alone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TaskStatusEvent } from "../../src/plan/plan-tool.js";
+import { createStore } from "../../src/store/create.js";
+import { wideWorkflow } from "../plan/fixtures.js";
+import { startPostgres, type TestPostgres } from "../support/postgres.js";
+
+let postgres: TestPostgres;
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 120_000);
+afterAll(() => postgres?.stop());
+
+describe("PostgreSQL Plan Tool, updates arriving together", () => {
+  it("commits 900 concurrent calls in batches of at most 256, none lost, refusals as if alone", async () => {
+    const store = await createStore(await postgres.createDatabase("batch"));
+    try {
+      const events: TaskStatusEvent[] = [];
+      const tool = store.planTool();
+      const storage = tool.store;
+      const batches: number[] = [];
+      const apply = storage.updateTaskStatuses!.bind(storage);
+      storage.updateTaskStatuses = (planId, updates) => (batches.push(updates.length), apply(planId, updates));
+      expect((await tool.createPlan("p", wideWorkflow(300))).ok).toBe(true);
+      const calls = Array.from({ length: 300 }, (_, i) => [
+        tool.updateTask("p", `t${i + 1}`, "inprogress", undefined, { emit: (e) => events.push(e) }),
+        tool.updateTask("p", `t${i + 1}`, "completed", `r${i + 1}`, { emit: (e) => events.push(e) }),
+        tool.updateTask("p", `t${i + 1}`, "inprogress"), // completed → inprogress: refused, the others stand
+      ]).flat();
+      const outcomes = await Promise.all(calls);
+      expect(outcomes.filter((_, i) => i % 3 !== 2).every((o) => o.ok)).toBe(true);
+      const refused = outcomes.filter((_, i) => i % 3 === 2);
+      // The last comes after the plan completed, which takes no more updates.
+      expect(refused.map((o, i) => (o.ok ? "accepted" : o.error.startsWith(`task t${i + 1}: `) ? "refused" : o.error))).toEqual([
+        ...Array.from({ length: 299 }, () => "refused"),
+        "plan p is completed and takes no more updates",
+      ]);
+      expect(batches).toEqual([256, 256, 256, 132]);
+      const plan = await tool.get_plan_structure("p");
+      expect(plan).toMatchObject({ status: "completed", revision: 600 });
+      expect(plan?.steps[0]?.tasks.every((t, i) => t.status === "completed" && t.result_summary === `r${i + 1}`)).toBe(true);
+      expect(events).toHaveLength(600);
+      expect(events.filter((e) => e.plan_status === "completed")).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+});
