@@ -125,33 +125,56 @@ export class PlanTool {
   /**
    * Group commit: the updates of one plan that arrive while it is busy are
    * applied together, in arrival order, in one transaction, when their turn
-   * comes (docs/plan-tool.md#concurrency-and-durability). Each answers as if it had run
-   * alone, and only once the transaction holding it has committed.
+   * comes (docs/plan-tool.md#concurrency-and-durability). Each answers as if
+   * it had run alone, and only once the transaction holding it has
+   * committed. When that transaction fails (a value the database refuses),
+   * nothing of it stays and the batch runs again one update per transaction,
+   * so only the update at fault fails, as it would have alone.
    */
   private async applyBatch(plan_id: string, batch: QueuedUpdate[]): Promise<void> {
     if (this.openBatches.get(plan_id) === batch) this.openBatches.delete(plan_id);
-    let outcomes: UpdateOutcome[];
     try {
-      if (this.store.updateTaskStatuses) outcomes = await this.store.updateTaskStatuses(plan_id, batch);
-      else {
-        outcomes = [];
-        for (const u of batch) outcomes.push(await this.store.updateTaskStatus(plan_id, u.taskId, u.status, u.resultSummary));
+      if (this.store.updateTaskStatuses && batch.length > 1) {
+        let outcomes: UpdateOutcome[] | undefined;
+        try {
+          outcomes = await this.store.updateTaskStatuses(plan_id, batch);
+        } catch {
+          // The transaction rolled back: one update per transaction below, so that only the one at fault fails.
+        }
+        if (outcomes) {
+          if (outcomes.length !== batch.length) {
+            throw new Error(`the plan store answered ${outcomes.length} outcomes for ${batch.length} updates`);
+          }
+          batch.forEach((u, i) => this.settle(plan_id, u, outcomes[i]!));
+          return;
+        }
+      }
+      for (const u of batch) {
+        let outcome: UpdateOutcome;
+        try {
+          outcome = await this.store.updateTaskStatus(plan_id, u.taskId, u.status, u.resultSummary);
+        } catch (err) {
+          u.reject(err);
+          continue;
+        }
+        this.settle(plan_id, u, outcome);
       }
     } catch (err) {
+      // Whatever went wrong, no caller is left waiting (a settled promise ignores this).
       for (const u of batch) u.reject(err);
-      return;
     }
-    batch.forEach((u, i) => {
-      const outcome = outcomes[i]!;
-      if (!outcome.ok) return u.resolve(outcome);
-      const { change } = outcome;
-      try {
-        this.notify(u.options, { type: "task.status", plan_id, plan_task_id: u.taskId, status: change.status, plan_status: change.plan_status });
-        u.resolve({ ok: true, plan_status: change.plan_status });
-      } catch (err) {
-        u.reject(err); // a sink that throws fails its own call, not the batch
-      }
-    });
+  }
+
+  /** Answer one caller: its event first (a sink that throws fails this call only), then its outcome. */
+  private settle(plan_id: string, u: QueuedUpdate, outcome: UpdateOutcome): void {
+    if (!outcome.ok) return u.resolve(outcome);
+    const { change } = outcome;
+    try {
+      this.notify(u.options, { type: "task.status", plan_id, plan_task_id: u.taskId, status: change.status, plan_status: change.plan_status });
+      u.resolve({ ok: true, plan_status: change.plan_status });
+    } catch (err) {
+      u.reject(err);
+    }
   }
 
   /** No more updates join the plan's queued batch: a write queued after it (or a full batch) comes first. */

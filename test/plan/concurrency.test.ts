@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
 import { PlanStore } from "../../src/plan/store.js";
+import type { TaskStatus } from "../../src/plan/types.js";
 import { child, compilePlanTool } from "./compile.js";
 import { SAFETY_WORKFLOW, wideWorkflow } from "./fixtures.js";
 
@@ -104,12 +105,13 @@ describe("group commit", () => {
     expect(batches.length).toBe(Math.ceil(1800 / 256));
     const plan = await tool.get_plan_structure("p");
     expect(plan).toMatchObject({ status: "completed", revision: 1200 });
-    // One at a time, each its own transaction.
+    // One at a time, each its own transaction (through updateTaskStatus: no batch).
     await tool.create_plan_from_structure("q", wideWorkflow(2));
     batches.length = 0;
     expect(await tool.update_task_status("q", "t1", "inprogress")).toBe(true);
     expect(await tool.update_task_status("q", "t1", "completed")).toBe(true);
-    expect(batches).toEqual([1, 1]);
+    expect(batches).toEqual([]);
+    expect((await tool.get_plan_structure("q"))?.revision).toBe(2);
     tool.close();
   });
 
@@ -123,6 +125,58 @@ describe("group commit", () => {
     expect(await deleted).toBe(true);
     expect(await after).toEqual({ ok: false, error: "unknown plan p" });
     tool.close();
+  });
+
+  it("a batch whose transaction fails runs again one update at a time: only the update at fault fails", async () => {
+    const events: TaskStatusEvent[] = [];
+    const { tool, batches } = countingTool(":memory:", { emit: (e) => events.push(e) });
+    await tool.create_plan_from_structure("p", wideWorkflow(5));
+    events.length = 0;
+    // A summary SQLite cannot bind (the tools pass strings; a caller of the API might not).
+    const poison = { not: "a string" } as unknown as string;
+    const results = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => tool.update_task_status("p", `t${i}`, "inprogress", i === 3 ? poison : `r${i}`)));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect(batches).toEqual([5]);
+    expect(events.map((e) => e.plan_task_id)).toEqual(["t1", "t2", "t4", "t5"]);
+    expect((await tool.get_task("p", "t3"))?.status).toBe("ready");
+    expect((await tool.get_plan_structure("p"))?.revision).toBe(4);
+    tool.close();
+  });
+
+  it("no caller waits forever: a store answering the wrong number of outcomes, or throwing one by one", async () => {
+    const store = new PlanStore(":memory:");
+    const apply = store.updateTaskStatuses.bind(store);
+    store.updateTaskStatuses = (planId, updates) => apply(planId, updates).slice(1);
+    const tool = new PlanTool(store);
+    await tool.create_plan_from_structure("p", wideWorkflow(3));
+    const short = await Promise.allSettled([1, 2, 3].map((i) => tool.update_task_status("p", `t${i}`, "inprogress")));
+    expect(short.map((r) => (r.status === "rejected" ? String(r.reason) : "fulfilled"))).toEqual(
+      Array.from({ length: 3 }, () => "Error: the plan store answered 2 outcomes for 3 updates"),
+    );
+    // Without updateTaskStatuses, one transaction each: a throw fails its own call, the others stand.
+    const single = new PlanStore(":memory:");
+    const once = single.updateTaskStatus.bind(single);
+    const storage = {
+      location: single.location,
+      insertPlan: single.insertPlan.bind(single),
+      getTask: single.getTask.bind(single),
+      listTasks: single.listTasks.bind(single),
+      updateTaskStatus: (planId: string, taskId: string, status: TaskStatus, summary?: string) => {
+        if (taskId === "t2") throw new Error("disk full");
+        return once(planId, taskId, status, summary);
+      },
+      getPlanStatus: single.getPlanStatus.bind(single),
+      getPlan: single.getPlan.bind(single),
+      deletePlan: single.deletePlan.bind(single),
+      listPlans: single.listPlans.bind(single),
+      close: single.close.bind(single),
+    };
+    const plain = new PlanTool(storage);
+    await plain.create_plan_from_structure("p", wideWorkflow(3));
+    const each = await Promise.allSettled([1, 2, 3].map((i) => plain.update_task_status("p", `t${i}`, "inprogress")));
+    expect(each.map((r) => (r.status === "rejected" ? String(r.reason) : r.value))).toEqual([true, "Error: disk full", true]);
+    tool.close();
+    plain.close();
   });
 
   it("a sink that throws fails its own call only; the batch is committed", async () => {

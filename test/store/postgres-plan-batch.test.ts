@@ -49,4 +49,55 @@ describe("PostgreSQL Plan Tool, updates arriving together", () => {
       await store.close();
     }
   }, 60_000);
+
+  it("a batch the database refuses runs again one update at a time: only the update at fault fails", async () => {
+    const store = await createStore(await postgres.createDatabase("poison"));
+    try {
+      const tool = store.planTool();
+      expect((await tool.createPlan("p", wideWorkflow(5))).ok).toBe(true);
+      // PostgreSQL text takes no NUL byte; the tool's schema lets any string through.
+      const results = await Promise.allSettled(
+        [1, 2, 3, 4, 5].map((i) => tool.update_task_status("p", `t${i}`, "inprogress", i === 3 ? "bad \u0000 byte" : `r${i}`)),
+      );
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+      const plan = await tool.get_plan_structure("p");
+      expect(plan?.revision).toBe(4);
+      expect(plan?.steps[0]?.tasks.map((t) => `${t.task_id} ${t.status} ${t.result_summary}`)).toEqual([
+        "t1 inprogress r1",
+        "t2 inprogress r2",
+        "t3 ready null",
+        "t4 inprogress r4",
+        "t5 inprogress r5",
+      ]);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it("the same task twice in a batch: the second sees the first, the summary kept unless given", async () => {
+    const store = await createStore(await postgres.createDatabase("twice"));
+    try {
+      const tool = store.planTool();
+      expect((await tool.createPlan("p", wideWorkflow(2))).ok).toBe(true);
+      const outcomes = await Promise.all([
+        tool.updateTask("p", "t1", "inprogress", "started"),
+        tool.updateTask("p", "t1", "completed"),
+        tool.updateTask("p", "t1", "inprogress"),
+        tool.updateTask("p", "nope", "inprogress"),
+        tool.updateTask("p", "t2", "skipped"),
+      ]);
+      expect(outcomes.map((o) => (o.ok ? o.plan_status : o.error))).toEqual([
+        "running",
+        "running",
+        expect.stringMatching(/^task t1: /),
+        "unknown task nope in plan p",
+        "completed",
+      ]);
+      const plan = await tool.get_plan_structure("p");
+      expect(plan).toMatchObject({ status: "completed", revision: 3 });
+      expect(plan?.steps[0]?.tasks.map((t) => `${t.task_id} ${t.status} ${t.result_summary}`)).toEqual(["t1 completed started", "t2 skipped null"]);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });
