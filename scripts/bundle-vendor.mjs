@@ -3,7 +3,7 @@
  * Part of `npm run build`: writes the `yaml` package as one CommonJS file,
  * dist/vendor/yaml.cjs, bundled by esbuild from the installed package. Its
  * own entry is 72 modules that cost `validate` and `exec` 32-48 ms to load;
- * the bundle, the same code, 9-16 ms. src/lazy.ts (`lazilyBundled`) loads it,
+ * the bundle, the same code, 9-16 ms. src/built.ts (`lazilyBundled`) loads it,
  * or the package itself when running from the sources.
  */
 import { buildSync } from "esbuild";

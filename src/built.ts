@@ -1,7 +1,8 @@
 /**
  * What `npm run build` writes beside the compiled code so that start-up reads
- * it instead of compiling: validators (src/config/precompiled.ts) and the
- * default prompts (src/prompts/precompiled.ts). Each file is stamped with a
+ * it instead of compiling: validators (src/config/precompiled.ts), the
+ * default prompts (src/prompts/precompiled.ts) and one-file bundles of
+ * packages (src/lazy.ts). Each file is stamped with a
  * hash of what it was made from; a file made from anything else, or none at
  * all (running from the sources), is not used and the caller compiles
  * instead (docs/design/engine.md#start-up).
@@ -19,12 +20,28 @@ export function buildStamp(...texts: string[]): string {
   return hash.digest("hex");
 }
 
-/** The CommonJS module the build wrote at `url`, or undefined when there is none. */
+/**
+ * The CommonJS module the build wrote at `url`, or undefined when there is
+ * none. A built file that is there but fails to load (a module it needs is
+ * missing) is an error, not an absence.
+ */
 export function requireBuilt(url: URL): unknown {
+  const file = fileURLToPath(url);
   try {
-    return require(fileURLToPath(url)) as unknown;
+    return require(file) as unknown;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "MODULE_NOT_FOUND") return undefined;
+    if ((err as NodeJS.ErrnoException).code === "MODULE_NOT_FOUND" && (err as Error).message.includes(file)) return undefined;
     throw err;
   }
+}
+
+/**
+ * A package loaded on first use (as `lazily` in src/lazy.ts), from the one
+ * file the build bundled it into, dist/vendor/<id>.cjs
+ * (scripts/bundle-vendor.mjs): one module to load instead of dozens; the
+ * package itself when running from the sources.
+ */
+export function lazilyBundled<T>(id: string): () => T {
+  let loaded: T | undefined;
+  return () => (loaded ??= (requireBuilt(new URL(`./vendor/${id}.cjs`, import.meta.url)) ?? require(id)) as T);
 }

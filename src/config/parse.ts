@@ -4,7 +4,7 @@
  * nothing hostile reaches the validator or the heap.
  */
 import type { Alias, Document, Node } from "yaml";
-import { lazilyBundled } from "../lazy.js";
+import { lazilyBundled } from "../built.js";
 import type { ConfigProblem } from "../errors.js";
 import { interpolate, type Env } from "./interpolate.js";
 import { pointerSegment, SourceMap } from "./source.js";

@@ -8,7 +8,8 @@ import { MAX_SCRIPT_BYTES } from "../config/references.js";
 import { buildStamp } from "../built.js";
 import { loadPrecompiled, precompiledSource } from "../config/precompiled.js";
 import type { ErrorObject, ValidateFunction } from "ajv";
-import { lazily, lazilyBundled } from "../lazy.js";
+import { lazilyBundled } from "../built.js";
+import { lazily } from "../lazy.js";
 import { ConfigError, type ConfigProblem } from "../errors.js";
 
 // Loaded when a script is first read or written, not with the library.

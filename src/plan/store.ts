@@ -7,7 +7,7 @@
 import Database from "better-sqlite3";
 import { RuntimeError } from "../errors.js";
 import type { PlanStorage, TaskUpdate, UpdateOutcome } from "./storage.js";
-import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "./transitions.js";
+import { checkUpdate, derivePlanStatus } from "./transitions.js";
 import type {
   PlanInstance,
   PlanStatus,
@@ -236,24 +236,21 @@ export class PlanStore implements PlanStorage {
     const row = this.updateRead.get(taskId, planId) as UpdateRead | undefined;
     if (!row) return { ok: false, error: `unknown plan ${planId}` };
     const plan = { status: row.plan_status, unsettled: row.unsettled, failed_required: row.failed_required };
-    if (row.task_status === null) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
-    const task = { status: row.task_status, optional: row.optional! };
-    if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
-    if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
+    const task = row.task_status === null ? undefined : { status: row.task_status, optional: row.optional === 1 };
+    const checked = checkUpdate(planId, plan, taskId, task, status);
+    if (!checked.ok) return checked;
     this.stmt(
       "UPDATE plan_tasks SET status = ?, result_summary = COALESCE(?, result_summary), updated_at = ? WHERE plan_id = ? AND task_id = ?",
     )
       .run(status, resultSummary ?? null, at, planId, taskId);
-    const unsettled = plan.unsettled + Number(!isSettled(status)) - Number(!isSettled(task.status));
-    const failedRequired =
-      plan.failed_required + (task.optional ? 0 : Number(status === "error") - Number(task.status === "error"));
-    const planStatus = planStatusFromCounts(unsettled, failedRequired);
+    const { after } = checked;
     this.stmt(
       "UPDATE plans SET status = ?, revision = revision + 1, unsettled = ?, failed_required = ?, updated_at = ? WHERE plan_id = ?",
     )
-      .run(planStatus, unsettled, failedRequired, at, planId);
-    return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status, plan_status: planStatus } };
+      .run(after.status, after.unsettled, after.failed_required, at, planId);
+    return { ok: true, change: checked.change };
   }
+
 
   getPlanStatus(planId: string): PlanStatus | null {
     return this.planRow(planId)?.status ?? null;

@@ -10,7 +10,7 @@
  * ```
  * A same-status "update" is not a transition and is refused.
  */
-import type { PlanStatus, TaskStatus } from "./types.js";
+import type { PlanStatus, TaskChange, TaskStatus } from "./types.js";
 
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
   ready: ["inprogress", "skipped"],
@@ -56,4 +56,32 @@ export function describeRefusal(from: TaskStatus, to: TaskStatus): string {
   return `invalid transition ${from} → ${to}; from ${from} a task may go to ${
     allowed.length ? allowed.join(" or ") : "nothing (terminal)"
   }`;
+}
+
+/** What an update needs of its plan: the status and the two counters it is derived from. */
+export interface PlanCounters {
+  status: PlanStatus;
+  unsettled: number;
+  failed_required: number;
+}
+
+/**
+ * One update checked against its plan and task (undefined: no such task),
+ * with the plan's counters after it when accepted: the rule both plan stores
+ * apply (src/plan/store.ts, src/store/postgres/plan-store.ts).
+ */
+export function checkUpdate(
+  planId: string,
+  plan: PlanCounters,
+  taskId: string,
+  task: { status: TaskStatus; optional: boolean } | undefined,
+  to: TaskStatus,
+): { ok: false; error: string } | { ok: true; change: TaskChange; after: PlanCounters } {
+  if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
+  if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
+  if (!canTransition(task.status, to)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, to)}` };
+  const unsettled = plan.unsettled + Number(!isSettled(to)) - Number(!isSettled(task.status));
+  const failed_required = plan.failed_required + (task.optional ? 0 : Number(to === "error") - Number(task.status === "error"));
+  const status = planStatusFromCounts(unsettled, failed_required);
+  return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status: to, plan_status: status }, after: { status, unsettled, failed_required } };
 }

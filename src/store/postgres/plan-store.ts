@@ -7,7 +7,7 @@
  * updates a process queued together share one transaction of four statements.
  */
 import type pg from "pg";
-import { canTransition, derivePlanStatus, describeRefusal, isSettled, planStatusFromCounts } from "../../plan/transitions.js";
+import { checkUpdate, derivePlanStatus, type PlanCounters } from "../../plan/transitions.js";
 import type { PlanStorage, TaskUpdate, UpdateOutcome } from "../../plan/storage.js";
 import type { PlanRow } from "../../plan/store.js";
 import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskInfo, TaskStatus } from "../../plan/types.js";
@@ -78,11 +78,10 @@ export class PostgresPlanStore implements PlanStorage {
     return this.guard("cannot read plan", () => this.tasksOf(this.pool, planId, filter));
   }
 
-  updateTaskStatus(planId: string, taskId: string, status: TaskStatus, resultSummary?: string): Promise<UpdateOutcome> {
-    const at = this.now().toISOString();
-    return this.guard("cannot update plan", () =>
-      transaction(this.pool, (client) => applyUpdate(client, planId, { taskId, status, resultSummary }, at)),
-    );
+  /** One update is a batch of one: the same four statements. */
+  async updateTaskStatus(planId: string, taskId: string, status: TaskStatus, resultSummary?: string): Promise<UpdateOutcome> {
+    const [outcome] = await this.updateTaskStatuses(planId, [{ taskId, status, resultSummary }]);
+    return outcome!;
   }
 
   /**
@@ -106,21 +105,17 @@ export class PostgresPlanStore implements PlanStorage {
         ).rows;
         const tasks = new Map(rows.map((r) => [r.task_id, { status: r.status, optional: r.optional }]));
         const written = new Map<string, { status: TaskStatus; summary: string | undefined }>();
-        let { status: planStatus, unsettled, failed_required: failedRequired } = plan;
+        let counters: PlanCounters = { status: plan.status, unsettled: plan.unsettled, failed_required: plan.failed_required };
         let accepted = 0;
         const outcomes = updates.map((u): UpdateOutcome => {
           const task = tasks.get(u.taskId);
-          if (!task) return { ok: false, error: `unknown task ${u.taskId} in plan ${planId}` };
-          if (planStatus === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
-          if (!canTransition(task.status, u.status)) return { ok: false, error: `task ${u.taskId}: ${describeRefusal(task.status, u.status)}` };
-          const from = task.status;
-          unsettled += Number(!isSettled(u.status)) - Number(!isSettled(from));
-          failedRequired += task.optional ? 0 : Number(u.status === "error") - Number(from === "error");
-          planStatus = planStatusFromCounts(unsettled, failedRequired);
-          task.status = u.status;
+          const checked = checkUpdate(planId, counters, u.taskId, task, u.status);
+          if (!checked.ok) return checked;
+          counters = checked.after;
+          task!.status = u.status;
           written.set(u.taskId, { status: u.status, summary: u.resultSummary ?? written.get(u.taskId)?.summary });
           accepted++;
-          return { ok: true, change: { plan_id: planId, task_id: u.taskId, from, status: u.status, plan_status: planStatus } };
+          return { ok: true, change: checked.change };
         });
         if (accepted === 0) return outcomes;
         const changed = [...written];
@@ -132,7 +127,7 @@ export class PostgresPlanStore implements PlanStorage {
         );
         await client.query(
           `UPDATE ${S}.plans SET status = $1, revision = revision + $2, unsettled = $3, failed_required = $4, updated_at = $5 WHERE plan_id = $6`,
-          [planStatus, accepted, unsettled, failedRequired, at, planId],
+          [counters.status, accepted, counters.unsettled, counters.failed_required, at, planId],
         );
         return outcomes;
       }),
@@ -218,36 +213,4 @@ export class PostgresPlanStore implements PlanStorage {
       throw storeError(this.url, what, err);
     }
   }
-}
-
-/**
- * Check and apply one transition inside the caller's transaction: the plan's
- * row is locked (`FOR UPDATE`) until it commits, so the read, the check and
- * the writes are one step for every other writer.
- */
-async function applyUpdate(client: pg.PoolClient, planId: string, update: TaskUpdate, at: string): Promise<UpdateOutcome> {
-  const { taskId, status, resultSummary } = update;
-  const plan = (await client.query<PlanRow>(`SELECT * FROM ${S}.plans WHERE plan_id = $1 FOR UPDATE`, [planId])).rows[0];
-  if (!plan) return { ok: false, error: `unknown plan ${planId}` };
-  const task = (
-    await client.query<{ status: TaskStatus; optional: boolean }>(`SELECT status, optional FROM ${S}.plan_tasks WHERE plan_id = $1 AND task_id = $2`, [
-      planId,
-      taskId,
-    ])
-  ).rows[0];
-  if (!task) return { ok: false, error: `unknown task ${taskId} in plan ${planId}` };
-  if (plan.status === "completed") return { ok: false, error: `plan ${planId} is completed and takes no more updates` };
-  if (!canTransition(task.status, status)) return { ok: false, error: `task ${taskId}: ${describeRefusal(task.status, status)}` };
-  await client.query(
-    `UPDATE ${S}.plan_tasks SET status = $1, result_summary = COALESCE($2, result_summary), updated_at = $3 WHERE plan_id = $4 AND task_id = $5`,
-    [status, resultSummary ?? null, at, planId, taskId],
-  );
-  const unsettled = plan.unsettled + Number(!isSettled(status)) - Number(!isSettled(task.status));
-  const failedRequired = plan.failed_required + (task.optional ? 0 : Number(status === "error") - Number(task.status === "error"));
-  const planStatus = planStatusFromCounts(unsettled, failedRequired);
-  await client.query(
-    `UPDATE ${S}.plans SET status = $1, revision = revision + 1, unsettled = $2, failed_required = $3, updated_at = $4 WHERE plan_id = $5`,
-    [planStatus, unsettled, failedRequired, at, planId],
-  );
-  return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status, plan_status: planStatus } };
 }
