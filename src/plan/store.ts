@@ -224,10 +224,6 @@ export class PlanStore implements PlanStorage {
 
   /** Updates queued together (src/plan/plan-tool.ts), applied in order in one immediate transaction: one commit. */
   updateTaskStatuses(planId: string, updates: readonly TaskUpdate[]): UpdateOutcome[] {
-    if (updates.length === 1) {
-      const [only] = updates as [TaskUpdate];
-      return [this.updateTaskStatus(planId, only.taskId, only.status, only.resultSummary)];
-    }
     return this.updateMany.immediate(planId, updates, this.now().toISOString());
   }
 
