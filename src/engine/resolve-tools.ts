@@ -1,10 +1,8 @@
-import { isBuiltinToolName } from "../config/builtin-names.js";
+import { PLAN_TOOL_NAMES, isBuiltinToolName } from "../config/builtin-names.js";
 import type { AgentConfig, ResolvedTeam } from "../config/types.js";
-import { PLAN_TOOL_NAMES, createPlanTools } from "../plan/tools.js";
 import type { PlanTool } from "../plan/plan-tool.js";
 import { builtinTool } from "../tools/builtin/index.js";
-import { knowledgeLookupTool } from "../tools/builtin/knowledge-lookup.js";
-import { toolFromConfig, withDeclaredLimits } from "../tools/from-config.js";
+import { withDeclaredLimits } from "../tools/declared.js";
 import { loadToolModule, moduleTool } from "../tools/module.js";
 import type { McpServers } from "../tools/mcp/servers.js";
 import type { Tool } from "../tools/types.js";
@@ -27,7 +25,41 @@ export interface ToolResolution {
 }
 
 /**
- * Load what an agent's tools need before they can be offered: the module of
+ * The code of the tools an allow-list may name beyond the calculator and
+ * terminate, imported the first time an agent lists one (once per process):
+ * the Plan Tool's methods, `knowledge_lookup`, and `command`/`http` tools
+ * (node:child_process, node:http, node:https and node:dns, ~15 ms of every
+ * `exec` that used none of them: docs/performance.md).
+ */
+const code: {
+  plan?: typeof import("../plan/tools.js");
+  knowledge?: typeof import("../tools/builtin/knowledge-lookup.js");
+  declared?: typeof import("../tools/from-config.js");
+} = {};
+
+const isPlanToolName = (name: string) => (PLAN_TOOL_NAMES as readonly string[]).includes(name);
+
+async function loadToolCode(team: ResolvedTeam, agent: AgentConfig): Promise<void> {
+  for (const name of agent.tools) {
+    const declared = team.tools[name];
+    // What a name stands for when neither an agent nor a tool given in code takes it first; loading more than is used is harmless.
+    const builtin = declared?.type === "builtin" ? declared.builtin : declared ? undefined : name;
+    if (declared?.type === "command" || declared?.type === "http") code.declared ??= await import("../tools/from-config.js");
+    else if (builtin !== undefined && isPlanToolName(builtin)) code.plan ??= await import("../plan/tools.js");
+    else if (builtin === "knowledge_lookup") code.knowledge ??= await import("../tools/builtin/knowledge-lookup.js");
+  }
+}
+
+/** A module `loadToolCode` imported; an internal error if it did not. */
+function loaded<K extends keyof typeof code>(key: K): NonNullable<(typeof code)[K]> {
+  const module = code[key];
+  if (!module) throw new Error(`internal error: the code of the ${key} tools was not loaded before use`);
+  return module as NonNullable<(typeof code)[K]>;
+}
+
+/**
+ * Load what an agent's tools need before they can be offered: the code of the
+ * tool kinds it lists (above), the module of
  * each `module:` tool it lists (imported once per process, built into the
  * run's cache), and the MCP servers it names (started once per run). Rejects
  * with one line when a module or a server fails, or when two entries of the
@@ -35,6 +67,7 @@ export interface ToolResolution {
  * not be told).
  */
 export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache: Map<string, Tool>, mcp: McpServers, signal: AbortSignal): Promise<void> {
+  await loadToolCode(team, agent);
   for (const name of agent.tools) {
     const declared = team.tools[name];
     if (declared?.type !== "module" || cache.has(`tool:${name}`)) continue;
@@ -75,11 +108,11 @@ export function resolveTools(r: ToolResolution): Tool[] {
   let planTools: Map<string, Tool> | undefined;
   /** A built-in's implementation by its built-in name; the plan tools are made once per call. */
   const builtin = (name: string): Tool | undefined => {
-    if ((PLAN_TOOL_NAMES as readonly string[]).includes(name)) {
-      planTools ??= new Map(createPlanTools(r.planTool()).map((t) => [t.name, t]));
+    if (isPlanToolName(name)) {
+      planTools ??= new Map(loaded("plan").createPlanTools(r.planTool()).map((t) => [t.name, t]));
       return planTools.get(name);
     }
-    if (name === "knowledge_lookup") return knowledgeLookupTool(r.team.knowledge);
+    if (name === "knowledge_lookup") return loaded("knowledge").knowledgeLookupTool(r.team.knowledge);
     return builtinTool(name);
   };
   for (const name of r.agent.tools) {
@@ -102,7 +135,7 @@ export function resolveTools(r: ToolResolution): Tool[] {
       continue;
     }
     if (declared) {
-      tools.push(cached(r.cache, `tool:${name}`, () => toolFromConfig(declared)));
+      tools.push(cached(r.cache, `tool:${name}`, () => loaded("declared").toolFromConfig(declared)));
       continue;
     }
     const provided = r.provided.get(name);

@@ -14,3 +14,16 @@ export function declaredTool(config: SingleToolConfig, execute: Tool["execute"])
     execute,
   };
 }
+
+/** A built-in under its declared name, limits and (when given) description; its parameters stay its own. */
+export function withDeclaredLimits(tool: Tool, config: SingleToolConfig): Tool {
+  return {
+    ...tool,
+    name: config.name,
+    description: config.description || tool.description,
+    timeout_ms: config.timeout_ms,
+    max_output_bytes: config.max_output_bytes,
+    ...(config.effect ? { effect: config.effect } : {}),
+    ...(config.approval ? { approval: config.approval } : {}),
+  };
+}

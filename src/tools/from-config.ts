@@ -3,6 +3,7 @@ import { RuntimeError } from "../errors.js";
 import { BUILTIN_TOOL_NAMES, builtinTool } from "./builtin/index.js";
 import { commandTool } from "./command.js";
 import { httpTool } from "./http.js";
+import { withDeclaredLimits } from "./declared.js";
 import type { Tool } from "./types.js";
 
 /**
@@ -31,17 +32,4 @@ export function toolFromConfig(config: SingleToolConfig): Tool {
       // Its module is imported asynchronously, before the step starts: prepareTools (src/engine/resolve-tools.ts).
       throw new Error(`internal error: the module of tool "${config.name}" was not loaded before use`);
   }
-}
-
-/** A built-in under its declared name, limits and (when given) description; its parameters stay its own. */
-export function withDeclaredLimits(tool: Tool, config: SingleToolConfig): Tool {
-  return {
-    ...tool,
-    name: config.name,
-    description: config.description || tool.description,
-    timeout_ms: config.timeout_ms,
-    max_output_bytes: config.max_output_bytes,
-    ...(config.effect ? { effect: config.effect } : {}),
-    ...(config.approval ? { approval: config.approval } : {}),
-  };
 }

@@ -4,7 +4,8 @@
  * with an MCP server does; `runtime validate` of a scripted team loads none
  * of ajv's compiler (both validators come precompiled from the build), nor
  * does `runtime exec` of a team whose tools are built in, which loads only
- * the Handlebars runtime for its default prompt. Each case runs in a child process, which lists the
+ * the Handlebars runtime for its default prompt, nor the code of tools its
+ * agents do not list (command and http tools, the Plan Tool's). Each case runs in a child process, which lists the
  * scripts V8 parsed (the inspector replays them all on Debugger.enable).
  */
 import { execFile } from "node:child_process";
@@ -84,6 +85,14 @@ describe("lazy loading", () => {
     expect(ajvCompiler(scripts)).toEqual([]);
     // The calculator computes with its own arithmetic (src/tools/builtin/arithmetic.ts): no math library.
     expect(scripts.filter((url) => url.includes("node_modules/mathjs/"))).toEqual([]);
+    // The code of tools the team does not list stays out: command and http tools (node:child_process,
+    // node:http, node:https, node:dns), the Plan Tool's methods, knowledge_lookup.
+    const toolCode = (urls: string[]) =>
+      urls.filter((url) => /\/dist\/(tools\/(command|http|from-config|builtin\/knowledge-lookup)|plan\/tools)\.js$/.test(url)).map((url) => url.replace(/.*\/dist\//, ""));
+    expect(toolCode(scripts)).toEqual([]);
+    // A team that lists knowledge_lookup loads its code (and only that).
+    const planned = await scriptsLoadedByCli(["exec", "teams/circle-plan.yaml", "What is the area of a circle of radius 2?"]);
+    expect(toolCode(planned.scripts)).toEqual(["tools/builtin/knowledge-lookup.js"]);
     // The react prompt comes precompiled too: the Handlebars runtime, not its compiler.
     expect(scripts.filter((url) => url.includes("node_modules/handlebars/")).map((url) => url.replace(/.*\/node_modules\//, ""))).toEqual([
       "handlebars/dist/handlebars.runtime.min.js",
