@@ -1,20 +1,34 @@
 import { Command, CommanderError } from "commander";
 import { describeError } from "../errors.js";
-import { registerApprove, registerResume } from "./commands/resume.js";
-import { registerDiff, registerReplay } from "./commands/replay.js";
-import { registerExec } from "./commands/exec.js";
-import { registerGraph } from "./commands/graph.js";
-import { registerInit } from "./commands/init.js";
-import { registerMcp } from "./commands/mcp.js";
-import { registerPlan } from "./commands/plan.js";
-import { registerSchema } from "./commands/schema.js";
-import { registerServe } from "./commands/serve.js";
-import { registerTest } from "./commands/test.js";
-import { registerTools } from "./commands/tools.js";
-import { registerTrace } from "./commands/trace.js";
-import { registerValidate } from "./commands/validate.js";
-import { registerWorker } from "./commands/worker.js";
-import { EXIT } from "./exit.js";
+import { EXIT, type SetExit } from "./exit.js";
+
+type Register = (program: Command, setExit: SetExit) => void;
+
+/**
+ * Every command, in the order `runtime --help` lists them, and its module.
+ * A command line that names one loads only its module: the sixteen modules
+ * and their imports, and commander building all of them, were ~20-25 ms of
+ * every `runtime exec` (docs/performance.md). Anything else (`--help`,
+ * `--version`, `help`, a mistyped name) registers them all.
+ */
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  validate: async () => (await import("./commands/validate.js")).registerValidate,
+  schema: async () => (await import("./commands/schema.js")).registerSchema,
+  trace: async () => (await import("./commands/trace.js")).registerTrace,
+  exec: async () => (await import("./commands/exec.js")).registerExec,
+  resume: async () => (await import("./commands/resume.js")).registerResume,
+  approve: async () => (await import("./commands/resume.js")).registerApprove,
+  replay: async () => (await import("./commands/replay.js")).registerReplay,
+  diff: async () => (await import("./commands/replay.js")).registerDiff,
+  graph: async () => (await import("./commands/graph.js")).registerGraph,
+  plan: async () => (await import("./commands/plan.js")).registerPlan,
+  serve: async () => (await import("./commands/serve.js")).registerServe,
+  worker: async () => (await import("./commands/worker.js")).registerWorker,
+  tools: async () => (await import("./commands/tools.js")).registerTools,
+  mcp: async () => (await import("./commands/mcp.js")).registerMcp,
+  init: async () => (await import("./commands/init.js")).registerInit,
+  test: async () => (await import("./commands/test.js")).registerTest,
+};
 
 /**
  * Run the CLI and resolve to its exit status. Commands set the status through
@@ -49,22 +63,9 @@ export async function main(argv: string[]): Promise<number> {
     )
     .exitOverride();
 
-  registerValidate(program, setExit);
-  registerSchema(program, setExit);
-  registerTrace(program, setExit);
-  registerExec(program, setExit);
-  registerResume(program, setExit);
-  registerApprove(program, setExit);
-  registerReplay(program, setExit);
-  registerDiff(program, setExit);
-  registerGraph(program, setExit);
-  registerPlan(program, setExit);
-  registerServe(program, setExit);
-  registerWorker(program, setExit);
-  registerTools(program, setExit);
-  registerMcp(program, setExit);
-  registerInit(program, setExit);
-  registerTest(program, setExit);
+  const named = argv[2];
+  const names = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
+  for (const register of await Promise.all(names.map((name) => COMMANDS[name]!()))) register(program, setExit);
 
   try {
     await program.parseAsync(argv);

@@ -90,6 +90,8 @@ describe("lazy loading", () => {
     const toolCode = (urls: string[]) =>
       urls.filter((url) => /\/dist\/(tools\/(command|http|from-config|builtin\/knowledge-lookup)|plan\/tools)\.js$/.test(url)).map((url) => url.replace(/.*\/dist\//, ""));
     expect(toolCode(scripts)).toEqual([]);
+    // Of the CLI's commands, only exec's module: the others are loaded for --help or a mistyped name.
+    expect(scripts.filter((url) => url.includes("/dist/cli/commands/")).map((url) => url.replace(/.*\/dist\//, ""))).toEqual(["cli/commands/exec.js"]);
     // A team that lists knowledge_lookup loads its code (and only that).
     const planned = await scriptsLoadedByCli(["exec", "teams/circle-plan.yaml", "What is the area of a circle of radius 2?"]);
     expect(toolCode(planned.scripts)).toEqual(["tools/builtin/knowledge-lookup.js"]);
