@@ -28,8 +28,8 @@ export interface ToolResolution {
  * The code of the tools an allow-list may name beyond the calculator and
  * terminate, imported the first time an agent lists one (once per process):
  * the Plan Tool's methods, `knowledge_lookup`, and `command`/`http` tools
- * (node:child_process, node:http, node:https and node:dns, ~15 ms of every
- * `exec` that used none of them: docs/performance.md).
+ * (node:child_process, node:http, node:https and node:dns): ~20 ms of every
+ * `exec` that used none of them (docs/performance.md).
  */
 const code: {
   plan?: typeof import("../plan/tools.js");
@@ -59,9 +59,9 @@ function loaded<K extends keyof typeof code>(key: K): NonNullable<(typeof code)[
 
 /**
  * Load what an agent's tools need before they can be offered: the code of the
- * tool kinds it lists (above), the module of
- * each `module:` tool it lists (imported once per process, built into the
- * run's cache), and the MCP servers it names (started once per run). Rejects
+ * tool kinds it lists (above), the module of each `module:` tool it lists
+ * (imported once per process, built into the run's cache), and the MCP
+ * servers it names (started once per run). Rejects
  * with one line when a module or a server fails, or when two entries of the
  * allow-list offer a tool of the same name (which one the model meant could
  * not be told).
