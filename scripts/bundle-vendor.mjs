@@ -6,11 +6,15 @@
  * the bundle, the same code, 9-16 ms. src/built.ts (`lazilyBundled`) loads it,
  * or the package itself when running from the sources.
  *
- * Beside it, dist/vendor/yaml.cjs.v8cache: V8's code cache of the bundle once
- * it has parsed the team files and scripts of teams/ (the functions a first
- * parse compiles, ~15-20 ms of every `validate` and `exec`), stamped with the
- * bundle's hash. Made by this Node, for this Node: another version refuses it
- * and compiles as usual.
+ * `xstate` likewise, as dist/vendor/xstate.cjs (src/xstate-bundle.ts): Node
+ * would also scan the package's CommonJS for its exports on every import.
+ *
+ * Beside each, <bundle>.v8cache: V8's code cache of the bundle once it has
+ * done what a run does with it (parsed the team files and scripts of teams/;
+ * run a machine with the features the kinds use), the functions a first run
+ * compiles (~15-20 ms each for `exec`), stamped with the bundle's hash. Made
+ * by this Node, for this Node: another version refuses it and compiles as
+ * usual.
  */
 import { buildSync } from "esbuild";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -42,9 +46,39 @@ const EXERCISE = {
       }
     }
   },
+  /** A machine with what the kinds' machines use: guards, eventless and delayed transitions, invoked promises, assign, final output, inspection. */
+  async xstate({ assign, createActor, createMachine, fromPromise, setup, toPromise, transition }) {
+    const machine = setup({
+      actors: { work: fromPromise(async ({ input }) => input + 1) },
+      guards: { enough: ({ context }) => context.n >= 3 },
+      actions: { note: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+    }).createMachine({
+      id: "exercise",
+      initial: "START",
+      context: { n: 0, log: [] },
+      states: {
+        START: { always: [{ guard: "enough", target: "DONE" }, { target: "WORK" }] },
+        WORK: {
+          initial: "CALL",
+          states: {
+            CALL: { invoke: { src: "work", input: ({ context }) => context.n, onDone: { target: "SETTLED", actions: assign({ n: ({ event }) => event.output }) }, onError: "#exercise.DONE" } },
+            SETTLED: { entry: "note", after: { 1: "#exercise.START" }, on: { NEXT: "#exercise.START" } },
+          },
+        },
+        DONE: { type: "final" },
+      },
+      output: ({ context }) => context.n,
+    });
+    const seen = [];
+    const actor = createActor(machine, { inspect: (event) => seen.push(event.type) });
+    actor.start();
+    if ((await toPromise(actor)) !== 3 || seen.length === 0) throw new Error("bundle-vendor: the xstate exercise went wrong");
+    const toggle = createMachine({ id: "toggle", initial: "OFF", states: { OFF: { on: { FLIP: "ON" } }, ON: { type: "final" } } });
+    transition(toggle, toggle.resolveState({ value: "OFF" }), { type: "FLIP" });
+  },
 };
 
-for (const name of ["yaml"]) {
+for (const name of ["yaml", "xstate"]) {
   const entry = require.resolve(name);
   const { version, license } = JSON.parse(readFileSync(require.resolve(`${name}/package.json`), "utf8"));
   buildSync({
@@ -60,6 +94,6 @@ for (const name of ["yaml"]) {
   const bundle = join(root, "dist", "vendor", `${name}.cjs`);
   const source = readFileSync(bundle, "utf8");
   const script = compileBundle(source, bundle);
-  EXERCISE[name](runBundle(script, bundle));
+  await EXERCISE[name](runBundle(script, bundle));
   writeFileSync(codeCacheFile(bundle), Buffer.concat([Buffer.from(`${buildStamp(source)}\n`, "latin1"), script.createCachedData()]));
 }

@@ -83,6 +83,9 @@ describe("lazy loading", () => {
     expect(stdout).toMatch(/area of/);
     expect(scripts.some((url) => url.endsWith("/dist/tools/builtin/calculator-arguments.cjs"))).toBe(true);
     expect(ajvCompiler(scripts)).toEqual([]);
+    // xstate comes as the one file the build bundled (src/xstate-bundle.ts), not the package.
+    expect(scripts.some((url) => url.endsWith("/dist/vendor/xstate.cjs"))).toBe(true);
+    expect(scripts.filter((url) => url.includes("node_modules/xstate/"))).toEqual([]);
     // The calculator computes with its own arithmetic (src/tools/builtin/arithmetic.ts): no math library.
     expect(scripts.filter((url) => url.includes("node_modules/mathjs/"))).toEqual([]);
     // The code of tools the team does not list stays out: command and http tools (node:child_process,

@@ -5,7 +5,7 @@
  * The machine holds the loop; the model and agent calls are invoked actors
  * whose implementations come in through `services`.
  */
-import { assign, fromPromise, setup } from "xstate";
+import { assign, fromPromise, setup } from "../../xstate-bundle.js";
 import type { AgentResult } from "../types.js";
 import type { Action } from "../structured.js";
 import { outcomeOf } from "../result.js";

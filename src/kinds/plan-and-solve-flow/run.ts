@@ -9,7 +9,7 @@
  * a replanner is enabled: then the failure is recorded in the past steps
  * (`task:…, execute task failed:…`) and the replanner decides what to do.
  */
-import { createActor, toPromise } from "xstate";
+import { createActor, toPromise } from "../../xstate-bundle.js";
 import type { PlanAndSolveFlowConfig } from "../../config/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 import { describeError } from "../../errors.js";

@@ -1,4 +1,4 @@
-import { fromPromise } from "xstate";
+import { fromPromise } from "../../xstate-bundle.js";
 import { ZERO_USAGE, type Usage } from "../../events/types.js";
 import type { PlanAndSolveContext, PlanAndSolveEffects, Step, Verdict } from "./types.js";
 

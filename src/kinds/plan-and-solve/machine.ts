@@ -1,4 +1,4 @@
-import { assign, fromPromise, setup } from "xstate";
+import { assign, fromPromise, setup } from "../../xstate-bundle.js";
 import { ZERO_USAGE, addUsage, type Usage } from "../../events/types.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import { WRITE_TOOLS } from "./todo-tools.js";

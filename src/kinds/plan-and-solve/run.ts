@@ -1,4 +1,4 @@
-import { createActor, toPromise } from "xstate";
+import { createActor, toPromise } from "../../xstate-bundle.js";
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import type { RunEventBody } from "../../events/types.js";
 import { compileTemplate, defaultTemplate } from "../../prompts/render.js";

@@ -16,7 +16,7 @@
  * only on a bug: the machine then errors, and the engine reports the step's
  * failure as for any runner that throws.
  */
-import { assign, fromPromise, setup } from "xstate";
+import { assign, fromPromise, setup } from "../../xstate-bundle.js";
 import type { AgentResult } from "../types.js";
 import { outcomeOf } from "../result.js";
 

@@ -9,7 +9,7 @@
  * `planSolverMachine`; this file binds its actors to one agent step.
  */
 import { getMaxListeners, setMaxListeners } from "node:events";
-import { createActor, fromPromise, toPromise } from "xstate";
+import { createActor, fromPromise, toPromise } from "../../xstate-bundle.js";
 import type { PlanSolverConfig } from "../../config/types.js";
 import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
 import type { AgentContext, AgentRunner } from "../types.js";

@@ -1,4 +1,5 @@
-import { assign, setup, type AnyActorRef } from "xstate";
+import type { AnyActorRef } from "xstate";
+import { assign, setup } from "../../xstate-bundle.js";
 import { ZERO_USAGE, addUsage, type Usage } from "../../events/types.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";

@@ -1,4 +1,4 @@
-import { createActor, toPromise } from "xstate";
+import { createActor, toPromise } from "../../xstate-bundle.js";
 import type { ReactAgentConfig } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
 import type { ChatMessage } from "../../models/types.js";

@@ -5,7 +5,7 @@
  * The loop lives in `sopMachine`; this file checks that the strategist can
  * drive the workflow at all, then binds the machine's actors to one step.
  */
-import { createActor, fromPromise, toPromise } from "xstate";
+import { createActor, fromPromise, toPromise } from "../../xstate-bundle.js";
 import type { AgentConfig, SopAgentConfig, Workflow } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
 import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
