@@ -17,7 +17,7 @@
  * usual.
  */
 import { buildSync } from "esbuild";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -76,11 +76,48 @@ const EXERCISE = {
     const toggle = createMachine({ id: "toggle", initial: "OFF", states: { OFF: { on: { FLIP: "ON" } }, ON: { type: "final" } } });
     transition(toggle, toggle.resolveState({ value: "OFF" }), { type: "FLIP" });
   },
+  /** A command line like the CLI's (src/cli/main.ts): commands, arguments, options, a run, its help and a usage error. */
+  async commander({ Command, CommanderError }) {
+    const program = new Command().name("runtime").version("0.0.0", "-V, --version").showHelpAfterError().addHelpText("after", "\nmore").exitOverride();
+    program.configureOutput({ writeOut: () => {}, writeErr: () => {} });
+    let ran = false;
+    program
+      .command("exec")
+      .description("run")
+      .argument("<file>", "team file")
+      .argument("[input...]", "the request")
+      .option("-a, --agent <name>", "agent")
+      .option("--progress", "show").option("--no-progress", "hide")
+      .action(async () => {
+        ran = true;
+      });
+    program.command("validate").argument("<file...>").action(() => {});
+    await program.parseAsync(["node", "runtime", "exec", "team.yaml", "a", "question", "--agent", "x", "--no-progress"]);
+    program.helpInformation();
+    program.commands[0].helpInformation();
+    try {
+      await program.parseAsync(["node", "runtime", "exec", "--bogus"]);
+    } catch (err) {
+      if (!(err instanceof CommanderError)) throw err;
+    }
+    if (!ran) throw new Error("bundle-vendor: the commander exercise went wrong");
+  },
 };
 
-for (const name of ["yaml", "xstate"]) {
+/** The package.json of package `name`, found up from its entry (not every package exports it). */
+function packageJson(entry, name) {
+  for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
+    const file = join(dir, "package.json");
+    if (!existsSync(file)) continue;
+    const pkg = JSON.parse(readFileSync(file, "utf8"));
+    if (pkg.name === name) return pkg;
+  }
+  throw new Error(`bundle-vendor: no package.json of ${name} above ${entry}`);
+}
+
+for (const name of ["yaml", "xstate", "commander"]) {
   const entry = require.resolve(name);
-  const { version, license } = JSON.parse(readFileSync(require.resolve(`${name}/package.json`), "utf8"));
+  const { version, license } = packageJson(entry, name);
   buildSync({
     entryPoints: [entry],
     bundle: true,

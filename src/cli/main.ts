@@ -1,8 +1,8 @@
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError } from "./commander-bundle.js";
 import { describeError } from "../errors.js";
 import { EXIT, type SetExit } from "./exit.js";
 
-type Register = (program: Command, setExit: SetExit) => void;
+type Register = (program: InstanceType<typeof Command>, setExit: SetExit) => void;
 
 /**
  * Every command, in the order `runtime --help` lists them, and its module.

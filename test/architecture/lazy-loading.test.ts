@@ -83,6 +83,9 @@ describe("lazy loading", () => {
     expect(stdout).toMatch(/area of/);
     expect(scripts.some((url) => url.endsWith("/dist/tools/builtin/calculator-arguments.cjs"))).toBe(true);
     expect(ajvCompiler(scripts)).toEqual([]);
+    // commander too (src/cli/commander-bundle.ts).
+    expect(scripts.some((url) => url.endsWith("/dist/vendor/commander.cjs"))).toBe(true);
+    expect(scripts.filter((url) => url.includes("node_modules/commander/"))).toEqual([]);
     // xstate comes as the one file the build bundled (src/xstate-bundle.ts), not the package.
     expect(scripts.some((url) => url.endsWith("/dist/vendor/xstate.cjs"))).toBe(true);
     expect(scripts.filter((url) => url.includes("node_modules/xstate/"))).toEqual([]);

@@ -26,7 +26,7 @@ function staticPackages(entry: string): Set<string> {
 }
 
 describe("runtime start-up", () => {
-  it("registers the commands without loading the engine: only commander and node built-ins are imported statically", () => {
+  it("registers the commands without loading the engine: only node built-ins are imported statically (commander comes from its bundle)", () => {
     const main = join(ROOT, "dist/cli/main.js");
     expect(existsSync(main)).toBe(true);
     const heavy = [...staticPackages(main)].filter((p) => p !== "commander" && !p.startsWith("node:"));
