@@ -17,11 +17,11 @@
  * usual.
  */
 import { buildSync } from "esbuild";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildStamp, codeCacheFile, compileBundle, runBundle } from "../dist/built.js";
+import { compileBundle, runBundle, writeCodeCache } from "../dist/built.js";
 
 const require = createRequire(import.meta.url);
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -37,7 +37,7 @@ const EXERCISE = {
         const doc = yaml.parseDocument(text, { ...options, lineCounter, prettyErrors: false });
         const walk = (node) => {
           if (yaml.isMap(node) || yaml.isSeq(node)) for (const item of node.items) walk(yaml.isPair(item) ? item.value : item);
-          else if (yaml.isScalar(node) || yaml.isAlias(node)) return;
+          else if (node !== null && !yaml.isScalar(node) && !yaml.isAlias(node)) throw new Error("bundle-vendor: a yaml node of no known kind");
         };
         walk(doc.contents);
         doc.toJS({ maxAliasCount: 100 });
@@ -104,6 +104,15 @@ const EXERCISE = {
   },
 };
 
+// V8 refuses a code cache made under other V8 flags: one built under NODE_OPTIONS=--max-old-space-size=...
+// would be refused by every ordinary run (the bundles then compile as usual). Said, not fatal.
+const v8Flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].filter(
+  (flag) => flag.startsWith("--") && !/^--(enable-source-maps|inspect|cpu-prof|heap-prof|conditions|import|require|loader|experimental-|no-warnings|trace-warnings|no-deprecation)/.test(flag),
+);
+if (v8Flags.length > 0) {
+  console.warn(`bundle-vendor: built with ${v8Flags.join(" ")}; a run without these flags will not use the code caches of dist/vendor (it compiles the bundles instead)`);
+}
+
 /** The package.json of package `name`, found up from its entry (not every package exports it). */
 function packageJson(entry, name) {
   for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
@@ -132,5 +141,5 @@ for (const name of ["yaml", "xstate", "commander"]) {
   const source = readFileSync(bundle, "utf8");
   const script = compileBundle(source, bundle);
   await EXERCISE[name](runBundle(script, bundle));
-  writeFileSync(codeCacheFile(bundle), Buffer.concat([Buffer.from(`${buildStamp(source)}\n`, "latin1"), script.createCachedData()]));
+  writeCodeCache(bundle, source, script);
 }

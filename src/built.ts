@@ -8,7 +8,7 @@
  * instead (docs/design/engine.md#start-up).
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -50,8 +50,26 @@ export function lazilyBundled<T>(id: string): () => T {
   return () => (loaded ??= (loadBundle(fileURLToPath(new URL(`./vendor/${id}.cjs`, import.meta.url))) ?? require(id)) as T);
 }
 
-/** The V8 code cache of a bundle: `<bundle>.v8cache`, the bundle's stamp, a newline, then V8's data. */
+/** The V8 code cache of a bundle: `<bundle>.v8cache`, its header line (`cacheHeader`), then V8's data. */
 export const codeCacheFile = (bundle: string): string => `${bundle}.v8cache`;
+
+/**
+ * The first line of a bundle's code cache: the stamp of the bundle's text
+ * and path, then a hash of V8's data. V8 itself checks only the text's
+ * length (from a cache of another text of that length it runs the old code),
+ * keeps the path the cache was made at in stack traces (a moved copy would
+ * name the build's), and does not check its data (a damaged cache of the
+ * right length crashed the process).
+ */
+function cacheHeader(source: string, file: string, data: Buffer): string {
+  return `${buildStamp(source, file)} ${createHash("sha256").update(data).digest("hex")}\n`;
+}
+
+/** Write the code cache of a bundle the build compiled and ran (scripts/bundle-vendor.mjs). */
+export function writeCodeCache(file: string, source: string, script: Script): void {
+  const data = script.createCachedData();
+  writeFileSync(codeCacheFile(file), Buffer.concat([Buffer.from(cacheHeader(source, file, data), "latin1"), data]));
+}
 
 /**
  * A bundle's text as V8 compiles it: the wrapper Node gives a CommonJS
@@ -70,14 +88,19 @@ export function runBundle(script: Script, file: string): unknown {
   return module.exports;
 }
 
+/** Bundles loaded in this process, by file: each is run once, as `require` would. */
+const bundles = new Map<string, unknown>();
+
 /**
- * Load the bundle at `file`, or undefined when the build wrote none. With
- * its code cache (made from the same text: the stamp says so, as V8 itself
- * checks only the length), V8 skips compiling what the cache holds: the yaml
- * parser's first team file took 25-34 ms cold, 10-13 ms so (docs/performance.md).
- * A cache V8 refuses (another Node version, other flags) only costs that time.
+ * Load the bundle at `file` (once per process), or undefined when the build
+ * wrote none. With its code cache, when the header says it was made from
+ * this text at this path and its data is whole, V8 skips compiling what the
+ * cache holds: a first team file parses in 11-15 ms instead of 20-28
+ * (docs/performance.md). A cache V8 refuses (another Node version, other
+ * flags) or none at all only costs that time.
  */
 export function loadBundle(file: string): unknown {
+  if (bundles.has(file)) return bundles.get(file);
   let source: string;
   try {
     source = readFileSync(file, "utf8");
@@ -88,10 +111,13 @@ export function loadBundle(file: string): unknown {
   let cachedData: Buffer | undefined;
   try {
     const cache = readFileSync(codeCacheFile(file));
-    const stamp = buildStamp(source);
-    if (cache.length > stamp.length && cache.toString("latin1", 0, stamp.length + 1) === `${stamp}\n`) cachedData = cache.subarray(stamp.length + 1);
+    const end = cache.indexOf(0x0a);
+    const data = cache.subarray(end + 1);
+    if (end > 0 && cache.toString("latin1", 0, end + 1) === cacheHeader(source, file, data)) cachedData = data;
   } catch {
     // No cache (an older build): compiled as any module is.
   }
-  return runBundle(compileBundle(source, file, cachedData), file);
+  const exports = runBundle(compileBundle(source, file, cachedData), file);
+  bundles.set(file, exports);
+  return exports;
 }
