@@ -92,7 +92,8 @@ try {
   console.log(`   ${loadLine()}\n`);
   for (const c of list) spawnOnce(c, false); // warm the file cache
   for (let r = 0; r < ROUNDS; r++) {
-    for (const c of list) {
+    // Odd rounds run the list backwards: with --compare, neither checkout always runs right after the other's same command.
+    for (const c of r % 2 ? [...list].reverse() : list) {
       const s = samples.get(c.name);
       const { wall, stdout } = spawnOnce(c, false);
       s.wall.push(wall);
