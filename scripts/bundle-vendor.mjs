@@ -127,17 +127,17 @@ function packageJson(entry, name) {
 for (const name of ["yaml", "xstate", "commander"]) {
   const entry = require.resolve(name);
   const { version, license } = packageJson(entry, name);
+  const bundle = join(root, "dist", "vendor", `${name}.cjs`);
   buildSync({
     entryPoints: [entry],
     bundle: true,
     platform: "node",
     format: "cjs",
     target: "node20",
-    outfile: join(root, "dist", "vendor", `${name}.cjs`),
+    outfile: bundle,
     banner: { js: `/* ${name} ${version} (${license}), bundled by scripts/bundle-vendor.mjs from node_modules/${name} */` },
     logLevel: "warning",
   });
-  const bundle = join(root, "dist", "vendor", `${name}.cjs`);
   const source = readFileSync(bundle, "utf8");
   const script = compileBundle(source, bundle);
   await EXERCISE[name](runBundle(script, bundle));

@@ -1,11 +1,11 @@
 /**
  * What `npm run build` writes beside the compiled code so that start-up reads
  * it instead of compiling: validators (src/config/precompiled.ts), the
- * default prompts (src/prompts/precompiled.ts) and one-file bundles of
- * packages (src/lazy.ts). Each file is stamped with a
- * hash of what it was made from; a file made from anything else, or none at
- * all (running from the sources), is not used and the caller compiles
- * instead (docs/design/engine.md#start-up).
+ * default prompts (src/prompts/precompiled.ts), and one-file bundles of
+ * packages with their V8 code caches (`lazilyBundled`, below). Each file is
+ * stamped with a hash of what it was made from; a file made from anything
+ * else, or none at all (running from the sources), is not used and the
+ * caller compiles instead (docs/design/engine.md#start-up).
  */
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
