@@ -45,7 +45,9 @@ export class McpConnection {
         : new StreamableHTTPClientTransport(new URL(config.server.url), { requestInit: { headers: config.server.headers } });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(config.connect_timeout_ms)]);
-    const options = { signal: deadline, timeout: config.connect_timeout_ms };
+    // The deadline ends the start and says so; the SDK's own request timeout must not be shorter, or under load its
+    // "Request timed out" could win the race against a timer due in the same millisecond (as in the call below).
+    const options = { signal: deadline, timeout: config.connect_timeout_ms + 1000 };
     let connection: McpConnection | undefined;
     client.onclose = () => {
       const ended = transport instanceof ServerProcessTransport ? (transport.ended() ?? "closed its connection") : "closed the connection";
