@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { newId as newTimeOrderedId } from "../ids.js";
 import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import { redactString } from "../redact.js";
@@ -125,7 +125,7 @@ async function recordTurn(shared: RunShared, input: string, answer: string, now:
 
 /** Start a run, or go on with a stored one. */
 export function start(team: ResolvedTeam, options: RunOptions, continued?: Continued): TeamRun {
-  const newId = options.newId ?? randomUUID;
+  const newId = options.newId ?? newTimeOrderedId;
   const now = options.now ?? (() => new Date());
   const task_id = continued?.task_id ?? options.taskId ?? newId();
   const secrets = teamSecrets(team);

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
 import type { Budget } from "../config/types.js";
-import { randomUUID } from "node:crypto";
+import { newId } from "../ids.js";
 import { decideApprovalsIn as decide } from "../engine/resume.js";
 import { RuntimeError } from "../errors.js";
 import { RUN_STATUSES, type RunStore } from "../store/run-store.js";
@@ -71,7 +71,7 @@ export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
 export async function startRun(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = parseStartRun(await readJsonBody(req, ctx.maxBodyBytes), ctx.team);
   if (ctx.queued) {
-    const task_id = randomUUID();
+    const task_id = newId();
     await ctx.queued.queue.enqueue({
       task_id,
       team: ctx.team.name,
