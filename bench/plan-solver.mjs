@@ -3,28 +3,36 @@
  * Benchmark: speed-up of `plan_solver` with its concurrency.
  *
  * A planner splits the request into N tasks; every solver reply is delayed by
- * D ms at an OpenAI-compatible server started here (127.0.0.1, random port),
- * reached through the real `openai` client. For each concurrency c the solver
+ * D ms at an OpenAI-compatible server (bench/lib/solver-server.mjs, its own
+ * process on 127.0.0.1, as a model's server is never in the runtime's
+ * process), reached through the real `openai` client. For each concurrency c the solver
  * phase (first solver start → last solver finish) is timed and compared with
- * the ideal ceil(N / c) × D.
+ * the ideal ceil(N / c) × D. Each level runs --runs times (the median counts),
+ * after --warm runs at the highest level (module loading, connections, and
+ * the JIT: a single run leaves the engine's code cold and the figure at 16
+ * solvers moved by ±10 % from one run to the next).
  *
  * The aim (issue 16): a speed-up of at least 14× at 16 solvers with 200 ms replies.
  *
- *   npm run build && node bench/plan-solver.mjs [--tasks 16] [--delay 200] [--levels 1,2,4,8,16] [--no-trace]
+ *   npm run build && node bench/plan-solver.mjs [--tasks 16] [--delay 200] [--levels 1,2,4,8,16]
+ *     [--runs 5] [--warm 5] [--no-trace]
  */
-import { createServer } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
 import { loadTeam, runTeam } from "../dist/index.js";
+import { startServerChild } from "./lib/bench-team.mjs";
+import { median } from "./lib/stats.mjs";
 
 const { values } = parseArgs({
   options: {
     tasks: { type: "string", default: "16" },
     delay: { type: "string", default: "200" },
     levels: { type: "string", default: "1,2,4,8,16" },
+    runs: { type: "string", default: "5" },
+    warm: { type: "string", default: "5" },
     "no-trace": { type: "boolean", default: false },
   },
 });
@@ -32,45 +40,8 @@ const TASKS = Number(values.tasks);
 const DELAY = Number(values.delay);
 const LEVELS = values.levels.split(",").map(Number);
 const TRACE = !values["no-trace"];
-
-/** The react protocol's ANSWER reply. */
-const answer = (text) =>
-  JSON.stringify({ observe: "", thought: "", action: { result: { action_type: "ANSWER", output: { answer: text } } } });
-
-/** A minimal Chat Completions endpoint: the role comes from the system prompt (`ROLE:solver`). */
-function startServer() {
-  const server = createServer((req, res) => {
-    let text = "";
-    req.on("data", (chunk) => (text += chunk));
-    req.on("end", () => {
-      const body = JSON.parse(text || "{}");
-      const system = body.messages?.find((m) => m.role === "system")?.content ?? "";
-      const user = body.messages?.find((m) => m.role === "user")?.content ?? "";
-      const role = /^ROLE:(\w+)/.exec(system)?.[1];
-      let content;
-      let delay = 0;
-      if (role === "planner") content = answer({ steps: Array.from({ length: TASKS }, (_, i) => `task ${i + 1}`) });
-      else if (role === "solver") {
-        content = answer(`solved ${/Your task is task (\d+)/.exec(user)?.[1] ?? "?"}`);
-        delay = DELAY;
-      } else content = answer("aggregated");
-      setTimeout(() => {
-        res.setHeader("content-type", "application/json");
-        res.end(
-          JSON.stringify({
-            id: "chatcmpl-bench",
-            object: "chat.completion",
-            created: 0,
-            model: body.model,
-            choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
-            usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
-          }),
-        );
-      }, delay);
-    });
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
+const RUNS = Number(values.runs);
+const WARM = Number(values.warm);
 
 function teamYaml(url, concurrency) {
   return `version: 1
@@ -118,18 +89,25 @@ async function clientFloor(url, concurrency) {
   return performance.now() - started;
 }
 
-const server = await startServer();
-const url = `http://127.0.0.1:${server.address().port}/v1`;
+const server = await startServerChild("bench/lib/solver-server.mjs", { BENCH_TASKS: String(TASKS), BENCH_DELAY_MS: String(DELAY) });
+const url = server.url;
 const dir = mkdtempSync(join(tmpdir(), "bench-plan-solver-"));
 try {
-  await measure(url, dir, Math.max(...LEVELS)); // warm-up: module loading, connections
-  console.log(`plan_solver: ${TASKS} tasks, solver replies delayed ${DELAY} ms, trace store ${TRACE ? "on" : "off"}\n`);
+  for (let i = 0; i < WARM; i++) await measure(url, dir, Math.max(...LEVELS));
+  console.log(`plan_solver: ${TASKS} tasks, solver replies delayed ${DELAY} ms, trace store ${TRACE ? "on" : "off"}, median of ${RUNS} runs per level after ${WARM} to warm up\n`);
   console.log("concurrency  solver phase   ideal    speed-up  ideal speed-up  ratio to ideal   whole run   client alone");
   let baseline;
   let last;
   for (const c of LEVELS) {
-    const { solver, total } = await measure(url, dir, c);
-    const floor = await clientFloor(url, c);
+    const runs = [];
+    const floors = [];
+    for (let i = 0; i < RUNS; i++) {
+      runs.push(await measure(url, dir, c));
+      floors.push(await clientFloor(url, c));
+    }
+    const solver = median(runs.map((r) => r.solver));
+    const total = median(runs.map((r) => r.total));
+    const floor = median(floors);
     const ideal = Math.ceil(TASKS / c) * DELAY;
     baseline ??= c === 1 ? solver : TASKS * DELAY;
     const speedup = baseline / solver;
@@ -154,7 +132,6 @@ try {
   console.log("\nratio to ideal = ideal solver-phase time / measured (1.00 is perfect; overhead lowers it)");
   console.log("client alone = the same requests sent straight through the openai client, in batches of the concurrency: the floor");
 } finally {
-  server.closeAllConnections();
-  server.close();
+  server.stop();
   rmSync(dir, { recursive: true, force: true });
 }

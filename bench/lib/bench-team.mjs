@@ -1,6 +1,7 @@
 /**
  * What the benches share: the chat server child (bench/lib/chat-server.mjs,
- * its own process, so its CPU is not counted), the react team that runs the
+ * its own process, so its CPU is not counted; bench/lib/solver-server.mjs for
+ * plan_solver), the react team that runs the
  * calculator loop against it, and a line about the machine's load.
  */
 import { spawn } from "node:child_process";
@@ -13,9 +14,18 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** Start the chat server; resolves with its base URL, a request-stats reader and a stop function. */
 export async function startChatServer(latencyMs) {
-  const child = spawn(process.execPath, [join(ROOT, "bench/lib/chat-server.mjs")], {
+  return startServerChild("bench/lib/chat-server.mjs", { BENCH_DELAY_MS: String(latencyMs) });
+}
+
+/**
+ * Start a bench server script of this folder as a child process (it prints its
+ * port on stdout); resolves with its base URL, a request-stats reader and a
+ * stop function.
+ */
+export async function startServerChild(script, env) {
+  const child = spawn(process.execPath, [join(ROOT, script)], {
     stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, BENCH_DELAY_MS: String(latencyMs) },
+    env: { ...process.env, ...env },
   });
   const port = await new Promise((resolve, reject) => {
     let text = "";
@@ -23,7 +33,7 @@ export async function startChatServer(latencyMs) {
       text += c;
       if (text.includes("\n")) resolve(Number(text.trim()));
     });
-    child.once("exit", (code) => reject(new Error(`chat server exited (${code}) before listening`)));
+    child.once("exit", (code) => reject(new Error(`${script} exited (${code}) before listening`)));
   });
   const root = `http://127.0.0.1:${port}`;
   return {
