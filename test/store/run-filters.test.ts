@@ -99,3 +99,23 @@ describe("run listing filters", () => {
     }
   });
 });
+
+describe("a shortened task id", () => {
+  it("names the run it starts, else the run it ends (the random end of a time-ordered id), on SQLite and PostgreSQL", async () => {
+    const stores = [await filled(await createStore(mkdtempSync(join(tmpdir(), "run-ids-")))), await filled(await createStore(await postgres.createDatabase("shortened")))];
+    try {
+      for (const store of stores) {
+        const resolve = (given: string) => store.runs.resolveTaskId(given);
+        expect(await resolve("task-0042")).toBe("task-0042");
+        expect(await resolve("task-1199")).toBe("task-1199");
+        expect(await resolve("1199")).toBe("task-1199"); // starts no id: the one it ends
+        await expect(resolve("task-004")).rejects.toThrow("task_id prefix task-004 is ambiguous: task-0040, task-0041, task-0042, task-0043, task-0044, ...");
+        await expect(resolve("99")).rejects.toThrow("task_id ending 99 is ambiguous: task-0099, task-0199, task-0299, task-0399, task-0499, ...");
+        await expect(resolve("%9")).rejects.toThrow(/^no run with task_id %9 in /);
+        await expect(resolve("nope")).rejects.toThrow(/^no run with task_id nope in /);
+      }
+    } finally {
+      for (const s of stores) await s.close();
+    }
+  });
+});

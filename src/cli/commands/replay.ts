@@ -22,7 +22,7 @@ export function registerReplay(program: Command, setExit: SetExit): void {
   program
     .command("replay")
     .description("run a stored run again offline from its journal (no model asked, no tool run) and compare the events")
-    .argument("<task_id>", "the run (a unique prefix is enough)")
+    .argument("<task_id>", "the run (a unique beginning or end of its id is enough)")
     .option("--team <file>", "team file (default: the one the run was started from)")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
     .action(async (taskId: string, opts: ReplayOptions) => {
@@ -84,7 +84,7 @@ export function registerDiff(program: Command, setExit: SetExit): void {
   program
     .command("diff")
     .description("show where two runs first differ: a request, a model reply, a tool call, the answer")
-    .argument("<task_a>", "the first run (a unique prefix is enough)")
+    .argument("<task_a>", "the first run (a unique beginning or end of its id is enough)")
     .argument("<task_b>", "the second run")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
     .action(async (a: string, b: string, opts: { traceDir?: string }) => {

@@ -25,7 +25,7 @@ export function registerResume(program: Command, setExit: SetExit): void {
   program
     .command("resume")
     .description("continue a run that stopped (killed, interrupted, paused, out of budget) from its journal")
-    .argument("<task_id>", "the run to continue (a unique prefix is enough)")
+    .argument("<task_id>", "the run to continue (a unique beginning or end of its id is enough)")
     .option("--team <file>", "team file to run it with (default: the one the run was started from)")
     .option("--budget <limit=value...>", `replace limits of the team's budget for this run (${BUDGET_KEYS.join(", ")})`)
     .option("--events <format>", "write events to stdout instead of the answer: ndjson")
@@ -103,7 +103,7 @@ export function registerApprove(program: Command, setExit: SetExit): void {
   program
     .command("approve")
     .description("approve (or --deny) the tool calls a paused run waits for; then `runtime resume` continues it")
-    .argument("<task_id>", "the paused run (a unique prefix is enough)")
+    .argument("<task_id>", "the paused run (a unique beginning or end of its id is enough)")
     .argument("[call]", "one call: its approval id or call id (default: every call the run waits for)")
     .option("--deny", "deny instead: the model gets the call's error, with the reason")
     .option("--reason <text>", "why (told to the model on a denial)")

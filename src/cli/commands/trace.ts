@@ -24,7 +24,7 @@ export function registerTrace(program: Command, setExit: SetExit): void {
   program
     .command("trace")
     .description("print a stored run as a tree, an agent's runs, one recursion's events, or the recent runs")
-    .argument("[task_id]", "the run to print (a unique prefix is enough)")
+    .argument("[task_id]", "the run to print (a unique beginning or end of its id is enough)")
     .option("--agent <name>", "list the runs in which this agent ran, as the entry agent or called at any depth")
     .option("--session <id>", "list the runs of one conversation (exec --session, session_id of the server), newest first")
     .option("--status <status>", "list the runs with this status: answer, error, paused or running (not finished)")

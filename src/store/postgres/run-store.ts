@@ -6,11 +6,10 @@
  * run hears of its new events (src/queue/live-events.ts).
  */
 import type pg from "pg";
-import { RuntimeError } from "../../errors.js";
 import { takeEventJson } from "../../events/bus.js";
 import type { RunEvent } from "../../events/types.js";
 import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../run-store.js";
-import { toSummary, type RunRow } from "../../trace/store.js";
+import { pickTaskId, toSummary, type RunRow } from "../../trace/store.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
@@ -171,10 +170,19 @@ export class PostgresRunStore implements RunStore {
       `SELECT DISTINCT task_id FROM ${S}.events WHERE task_id LIKE $1 ORDER BY task_id LIMIT 6`,
       [`${escaped}%`],
     );
-    const matches = rows.map((r) => r.task_id);
-    if (matches.length === 1 && matches[0] !== undefined) return matches[0];
-    if (matches.length > 1) throw new RuntimeError("NOT_FOUND", `task_id prefix ${given} is ambiguous: ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`);
-    throw new RuntimeError("NOT_FOUND", `no run with task_id ${given} in ${this.location}`);
+    const prefixed = rows.map((r) => r.task_id);
+    // An id's random end, when it starts none (docs/design/journal.md#ids): read before picking, as pickTaskId is synchronous.
+    const suffixed =
+      prefixed.length > 0
+        ? []
+        : (
+            await this.query<{ task_id: string }>(
+              "cannot read runs",
+              `SELECT task_id FROM ${S}.runs WHERE task_id LIKE $1 ORDER BY task_id COLLATE "C" LIMIT 6`,
+              [`%${escaped}`],
+            )
+          ).map((r) => r.task_id);
+    return pickTaskId(given, prefixed, () => suffixed, this.location);
   }
 
   /** The pool is the Store's (src/store/store.ts), which closes it. */
