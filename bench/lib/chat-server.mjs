@@ -18,6 +18,7 @@
  *   node bench/lib/chat-server.mjs   → prints the port on stdout
  */
 import { createServer } from "node:http";
+import { serveAsChild } from "./serve-child.mjs";
 
 const recorded = new Map();
 
@@ -106,10 +107,4 @@ const server = createServer((req, res) => {
     else reply(body, res);
   });
 });
-server.keepAliveTimeout = 30_000;
-server.listen(0, "127.0.0.1", () => {
-  process.stdout.write(`${server.address().port}\n`);
-});
-process.on("SIGTERM", () => process.exit(0));
-process.stdin.on("end", () => process.exit(0)); // the parent went away
-process.stdin.resume();
+serveAsChild(server);

@@ -10,6 +10,7 @@
  *   BENCH_TASKS=16 BENCH_DELAY_MS=200 node bench/lib/solver-server.mjs   → prints the port on stdout
  */
 import { createServer } from "node:http";
+import { serveAsChild } from "./serve-child.mjs";
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 16);
 const DELAY = Number(process.env.BENCH_DELAY_MS ?? 200);
@@ -48,10 +49,4 @@ const server = createServer((req, res) => {
     }, delay);
   });
 });
-server.keepAliveTimeout = 30_000;
-server.listen(0, "127.0.0.1", () => {
-  process.stdout.write(`${server.address().port}\n`);
-});
-process.on("SIGTERM", () => process.exit(0));
-process.stdin.on("end", () => process.exit(0)); // the parent went away
-process.stdin.resume();
+serveAsChild(server);

@@ -1,0 +1,15 @@
+/**
+ * How a bench server runs as a child of its benchmark (bench/lib/chat-server.mjs,
+ * bench/lib/solver-server.mjs; started by startServerChild in bench-team.mjs):
+ * it listens on a free port of 127.0.0.1, prints the port on stdout, and
+ * exits on SIGTERM or when the parent goes away (stdin closes).
+ */
+export function serveAsChild(server) {
+  server.keepAliveTimeout = 30_000;
+  server.listen(0, "127.0.0.1", () => {
+    process.stdout.write(`${server.address().port}\n`);
+  });
+  process.on("SIGTERM", () => process.exit(0));
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.resume();
+}
