@@ -18,7 +18,7 @@
  *   node bench/lib/chat-server.mjs   → prints the port on stdout
  */
 import { createServer } from "node:http";
-import { serveAsChild } from "./serve-child.mjs";
+import { sendCompletion, serveAsChild } from "./serve-child.mjs";
 
 const recorded = new Map();
 
@@ -54,17 +54,7 @@ function reply(body, res) {
       action: { result: { action_type: "ANSWER", output: { answer: `last=${result}` } } },
     });
   }
-  res.setHeader("content-type", "application/json");
-  res.end(
-    JSON.stringify({
-      id: "chatcmpl-bench",
-      object: "chat.completion",
-      created: 0,
-      model: body.model ?? "bench-model",
-      choices: [{ index: 0, message, finish_reason: finish }],
-      usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
-    }),
-  );
+  sendCompletion(res, body.model ?? "bench-model", message, finish);
 }
 
 function record(user, bytes, messages) {

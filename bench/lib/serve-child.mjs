@@ -13,3 +13,18 @@ export function serveAsChild(server) {
   process.stdin.on("end", () => process.exit(0));
   process.stdin.resume();
 }
+
+/** Answer a Chat Completions request with one choice (usage: 10 tokens each way). */
+export function sendCompletion(res, model, message, finish_reason) {
+  res.setHeader("content-type", "application/json");
+  res.end(
+    JSON.stringify({
+      id: "chatcmpl-bench",
+      object: "chat.completion",
+      created: 0,
+      model,
+      choices: [{ index: 0, message, finish_reason }],
+      usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
+    }),
+  );
+}

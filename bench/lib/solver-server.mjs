@@ -10,7 +10,7 @@
  *   BENCH_TASKS=16 BENCH_DELAY_MS=200 node bench/lib/solver-server.mjs   → prints the port on stdout
  */
 import { createServer } from "node:http";
-import { serveAsChild } from "./serve-child.mjs";
+import { sendCompletion, serveAsChild } from "./serve-child.mjs";
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 16);
 const DELAY = Number(process.env.BENCH_DELAY_MS ?? 200);
@@ -34,19 +34,7 @@ const server = createServer((req, res) => {
       content = answer(`solved ${/Your task is task (\d+)/.exec(user)?.[1] ?? "?"}`);
       delay = DELAY;
     } else content = answer("aggregated");
-    setTimeout(() => {
-      res.setHeader("content-type", "application/json");
-      res.end(
-        JSON.stringify({
-          id: "chatcmpl-bench",
-          object: "chat.completion",
-          created: 0,
-          model: body.model,
-          choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
-          usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
-        }),
-      );
-    }, delay);
+    setTimeout(() => sendCompletion(res, body.model, { role: "assistant", content }, "stop"), delay);
   });
 });
 serveAsChild(server);
