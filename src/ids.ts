@@ -8,7 +8,9 @@
  * the other, so a new row's index entry goes at the end of the index, on
  * pages already in the cache, where a random id (version 4) lands on any
  * page of the whole index: each commit then rewrites pages spread over the
- * file, more of them as the store grows (bench/react-loop.mjs section 6).
+ * file, more of them as the store grows (bench/trace-ids.mjs). Ids of one
+ * millisecond come in random order, and a clock set back makes earlier ids:
+ * both only cost index locality, never uniqueness (74 random bits).
  */
 import { randomUUID } from "node:crypto";
 
@@ -17,8 +19,9 @@ export function newId(): string {
   return uuidV7At(Date.now());
 }
 
-/** A new UUID v7 of the millisecond `now` (ms since 1970). */
+/** A new UUID v7 of the millisecond `now` (ms since 1970, a whole number that fits in 48 bits). */
 export function uuidV7At(now: number): string {
+  if (!Number.isSafeInteger(now) || now < 0 || now > 0xffff_ffff_ffff) throw new RangeError(`no UUID v7 for the time ${now}`);
   // randomUUID (v4) is xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx, with y the variant: keep its
   // random bits after the version digit and put the time in the first 48 bits.
   const time = now.toString(16).padStart(12, "0");

@@ -253,6 +253,8 @@ export async function decideApprovals(ctx: ApiContext, req: IncomingMessage, res
     if (value !== undefined && (typeof value !== "string" || value.length > 2000)) throw new HttpError(400, `${name} must be a string of at most 2000 characters`);
   }
   if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on; it is not waiting for an approval`);
+  // The whole id, as on every route: the CLI's shortened ids (TraceStore.taskIdsMatching) are for people typing.
+  if ((await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
   const call = (approval_id ?? call_id) as string | undefined;
   let decided;
   try {

@@ -28,7 +28,7 @@ export interface RunStore {
   eventsOfTrace(traceId: string): Promise<RunEvent[]>;
   run(taskId: string): Promise<RunSummary | undefined>;
   listRuns(query?: RunQuery): Promise<RunSummary[]>;
-  /** The task id `given` names: itself when stored, else the one stored id it starts. Throws NOT_FOUND otherwise. */
+  /** The task id `given` names: itself when stored, else the one stored run's id it begins or ends. Throws NOT_FOUND otherwise. */
   resolveTaskId(given: string): Promise<string>;
   close(): Promise<void>;
 }

@@ -328,33 +328,24 @@ export class TraceStore {
     );
   }
 
-  /** Task ids that start with `prefix`, so a shortened id can be typed (at most `limit`). */
-  taskIdsWithPrefix(prefix: string, limit = 10): string[] {
-    const escaped = prefix.replace(/[\\%_]/g, (c) => `\\${c}`);
-    const rows = this.db
-      .prepare("SELECT DISTINCT task_id FROM events WHERE task_id LIKE ? ESCAPE '\\' ORDER BY task_id LIMIT ?")
-      .all(`${escaped}%`, limit) as { task_id: string }[];
-    return rows.map((r) => r.task_id);
-  }
-
-  /** Task ids of stored runs that end with `suffix` (at most `limit`): the random end of a time-ordered id (docs/design/journal.md#ids). */
-  taskIdsWithSuffix(suffix: string, limit = 10): string[] {
-    const escaped = suffix.replace(/[\\%_]/g, (c) => `\\${c}`);
-    const rows = this.db
-      .prepare("SELECT task_id FROM runs WHERE task_id LIKE ? ESCAPE '\\' ORDER BY task_id LIMIT ?")
-      .all(`%${escaped}`, limit) as { task_id: string }[];
-    return rows.map((r) => r.task_id);
-  }
-
   /**
-   * The task id `given` names: itself when stored, else the one stored id it
-   * starts, else the one stored run's id it ends (ids made by the runtime
-   * start with the time, so runs made close together share their first
-   * digits: docs/design/journal.md#ids). Throws NOT_FOUND otherwise.
+   * Ids of stored runs that `part` begins or ends (at most `limit`, in id
+   * order), so a shortened id can be typed: ids made by the runtime begin
+   * with the time, so runs made close together share their first digits
+   * and differ in their last (docs/design/journal.md#ids). Compared exactly,
+   * case and all, over the `runs` table (one row per run).
    */
+  taskIdsMatching(part: string, limit = 10): string[] {
+    const rows = this.db
+      .prepare("SELECT task_id FROM runs WHERE substr(task_id, 1, length(@part)) = @part OR substr(task_id, -length(@part)) = @part ORDER BY task_id LIMIT @limit")
+      .all({ part, limit }) as { task_id: string }[];
+    return rows.map((r) => r.task_id);
+  }
+
+  /** The task id `given` names: itself when stored, else the one stored run's id it begins or ends. Throws NOT_FOUND otherwise. */
   resolveTaskId(given: string): string {
     if (this.lastSeq(given) > 0) return given;
-    return pickTaskId(given, this.taskIdsWithPrefix(given, 6), () => this.taskIdsWithSuffix(given, 6), dirname(this.file));
+    return pickTaskId(given, given === "" ? [] : this.taskIdsMatching(given, 6), dirname(this.file));
   }
 
   /** One run's summary, if it was stored. */
@@ -539,19 +530,17 @@ function makeDirectory(dir: string): void {
 }
 
 /**
- * The one id a shortened `given` names, from the stored ids it starts
- * (`prefixed`) or, when it starts none, those it ends (`suffixed`): the
- * rule of both stores (PostgreSQL: src/store/postgres/run-store.ts).
+ * The one id a shortened `given` names among the stored ids it begins or
+ * ends (`matches`, in id order): the rule of both stores (PostgreSQL:
+ * src/store/postgres/run-store.ts).
  */
-export function pickTaskId(given: string, prefixed: readonly string[], suffixed: () => readonly string[], where: string): string {
-  const one = (matches: readonly string[], as: string): string | undefined => {
-    if (matches.length === 1) return matches[0];
-    if (matches.length > 1) {
-      throw new RuntimeError("NOT_FOUND", `task_id ${as} ${given} is ambiguous: ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`);
-    }
-    return undefined;
-  };
-  const found = one(prefixed, "prefix") ?? one(suffixed(), "ending");
-  if (found !== undefined) return found;
+export function pickTaskId(given: string, matches: readonly string[], where: string): string {
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length > 1) {
+    throw new RuntimeError(
+      "NOT_FOUND",
+      `task_id ${given} is ambiguous: it begins or ends ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`,
+    );
+  }
   throw new RuntimeError("NOT_FOUND", `no run with task_id ${given} in ${where}`);
 }

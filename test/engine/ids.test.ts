@@ -30,6 +30,7 @@ describe("ids (src/ids.ts)", () => {
     }
     expect(new Set(ids).size).toBe(1000);
     expect(uuidV7At(0x0123456789ab)).toMatch(/^01234567-89ab-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (const bad of [-1, 1.5, 2 ** 48, Number.NaN]) expect(() => uuidV7At(bad)).toThrow(RangeError);
   });
 
   it("made in later milliseconds sort after earlier ones, as strings", () => {

@@ -27,6 +27,9 @@ describe("approvals through the server", () => {
     const decide = (body: unknown) =>
       server.fetch(`${server.url}/v1/runs/${taskId}/approvals`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
+    // The whole id: a part of it, which the CLI would take, names no run here.
+    const part = await server.fetch(`${server.url}/v1/runs/${taskId.slice(-12)}/approvals`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"decision": "approve"}' });
+    expect(part.status).toBe(404);
     // One of two decided: nothing resumes yet.
     const first = await decide({ decision: "approve", call_id: "call_area" });
     expect(first.status).toBe(202);

@@ -101,18 +101,22 @@ describe("run listing filters", () => {
 });
 
 describe("a shortened task id", () => {
-  it("names the run it starts, else the run it ends (the random end of a time-ordered id), on SQLite and PostgreSQL", async () => {
+  it("names the one run whose id it begins or ends, compared exactly, on SQLite and PostgreSQL", async () => {
     const stores = [await filled(await createStore(mkdtempSync(join(tmpdir(), "run-ids-")))), await filled(await createStore(await postgres.createDatabase("shortened")))];
+    // One id begins with what another ends with: neither way may win alone.
+    const extra = ["ab12-first", "last-ab12"].map((task_id): RunEvent => ({ type: "run.started", input: "q", seq: 1, ts: "2026-02-01T00:00:00.000Z", task_id, agent_id: "solo" }) as RunEvent);
     try {
       for (const store of stores) {
+        await store.runs.appendMany(extra);
         const resolve = (given: string) => store.runs.resolveTaskId(given);
         expect(await resolve("task-0042")).toBe("task-0042");
         expect(await resolve("task-1199")).toBe("task-1199");
-        expect(await resolve("1199")).toBe("task-1199"); // starts no id: the one it ends
-        await expect(resolve("task-004")).rejects.toThrow("task_id prefix task-004 is ambiguous: task-0040, task-0041, task-0042, task-0043, task-0044, ...");
-        await expect(resolve("99")).rejects.toThrow("task_id ending 99 is ambiguous: task-0099, task-0199, task-0299, task-0399, task-0499, ...");
-        await expect(resolve("%9")).rejects.toThrow(/^no run with task_id %9 in /);
-        await expect(resolve("nope")).rejects.toThrow(/^no run with task_id nope in /);
+        expect(await resolve("1199")).toBe("task-1199"); // the end of an id
+        expect(await resolve("ab12-f")).toBe("ab12-first");
+        await expect(resolve("ab12")).rejects.toThrow("task_id ab12 is ambiguous: it begins or ends ab12-first, last-ab12");
+        await expect(resolve("task-004")).rejects.toThrow("task_id task-004 is ambiguous: it begins or ends task-0040, task-0041, task-0042, task-0043, task-0044, ...");
+        await expect(resolve("99")).rejects.toThrow("task_id 99 is ambiguous: it begins or ends task-0099, task-0199, task-0299, task-0399, task-0499, ...");
+        for (const given of ["TASK-0042", "%9", "task_0042", "nope"]) await expect(resolve(given)).rejects.toThrow(new RegExp(`^no run with task_id ${given} in `));
       }
     } finally {
       for (const s of stores) await s.close();

@@ -47,7 +47,7 @@ describe("runtime trace", () => {
     expect(unique.stdout).toMatch(/^task 4b1d-todo /);
     const ambiguous = await runCli(["trace", "9f2c"], { cwd: dir });
     expect(ambiguous.code).toBe(1);
-    expect(ambiguous.stderr).toBe("runtime trace: task_id prefix 9f2c is ambiguous: 9f2c7e1a-circle, 9f2c7e1a-second\n");
+    expect(ambiguous.stderr).toBe("runtime trace: task_id 9f2c is ambiguous: it begins or ends 9f2c7e1a-circle, 9f2c7e1a-second\n");
   });
 
   test("--json prints the stored events as JSON lines", async () => {

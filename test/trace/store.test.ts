@@ -72,8 +72,10 @@ describe("TraceStore", () => {
     // Newest first, and limited.
     expect(store.listRuns().map((r) => r.task_id)).toEqual(["task-c", "task-a"]);
     expect(store.listRuns({ limit: 1 }).map((r) => r.task_id)).toEqual(["task-c"]);
-    expect(store.taskIdsWithPrefix("task-")).toEqual(["task-a", "task-c"]);
-    expect(store.taskIdsWithPrefix("task_")).toEqual([]); // `_` is not a LIKE wildcard here
+    expect(store.taskIdsMatching("task-")).toEqual(["task-a", "task-c"]);
+    expect(store.taskIdsMatching("-c")).toEqual(["task-c"]); // the end of an id
+    expect(store.taskIdsMatching("task_")).toEqual([]); // compared exactly: no wildcards
+    expect(store.taskIdsMatching("TASK-")).toEqual([]); // nor case folding
   });
 
   test("a reopened store keeps what was written; a duplicate seq is refused", () => {

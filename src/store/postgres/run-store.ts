@@ -164,25 +164,20 @@ export class PostgresRunStore implements RunStore {
 
   async resolveTaskId(given: string): Promise<string> {
     if ((await this.lastSeq(given)) > 0) return given;
-    const escaped = given.replace(/[\\%_]/g, (c) => `\\${c}`);
-    const rows = await this.query<{ task_id: string }>(
-      "cannot read runs",
-      `SELECT DISTINCT task_id FROM ${S}.events WHERE task_id LIKE $1 ORDER BY task_id LIMIT 6`,
-      [`${escaped}%`],
-    );
-    const prefixed = rows.map((r) => r.task_id);
-    // An id's random end, when it starts none (docs/design/journal.md#ids): read before picking, as pickTaskId is synchronous.
-    const suffixed =
-      prefixed.length > 0
+    // The rule of the SQLite store (TraceStore.taskIdsMatching): begins or ends an id, compared exactly.
+    const rows =
+      given === ""
         ? []
-        : (
-            await this.query<{ task_id: string }>(
-              "cannot read runs",
-              `SELECT task_id FROM ${S}.runs WHERE task_id LIKE $1 ORDER BY task_id COLLATE "C" LIMIT 6`,
-              [`%${escaped}`],
-            )
-          ).map((r) => r.task_id);
-    return pickTaskId(given, prefixed, () => suffixed, this.location);
+        : await this.query<{ task_id: string }>(
+            "cannot read runs",
+            `SELECT task_id FROM ${S}.runs WHERE left(task_id, length($1)) = $1 OR right(task_id, length($1)) = $1 ORDER BY task_id COLLATE "C" LIMIT 6`,
+            [given],
+          );
+    return pickTaskId(
+      given,
+      rows.map((r) => r.task_id),
+      this.location,
+    );
   }
 
   /** The pool is the Store's (src/store/store.ts), which closes it. */
