@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PlanTool } from "../dist/plan/plan-tool.js";
+import { median } from "./lib/stats.mjs";
 
 const TASKS = Number(process.argv[2] ?? 5000);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -28,8 +29,7 @@ async function measure(file) {
       const rate = await once(file, mode, `bench-${mode}-${round}`);
       if (round > 0) rates.push(rate);
     }
-    rates.sort((a, b) => a - b);
-    results[mode] = { median: rates[rates.length >> 1], low: rates[0], high: rates[rates.length - 1] };
+    results[mode] = { median: median(rates), low: Math.min(...rates), high: Math.max(...rates) };
   }
   return results;
 }

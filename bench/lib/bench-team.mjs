@@ -1,8 +1,8 @@
 /**
  * What the benches share: the chat server child (bench/lib/chat-server.mjs,
  * its own process, so its CPU is not counted; bench/lib/solver-server.mjs for
- * plan_solver), the react team that runs the
- * calculator loop against it, and a line about the machine's load.
+ * plan_solver), the react team that runs the calculator loop against it, and
+ * a line about the machine's load.
  */
 import { spawn } from "node:child_process";
 import { availableParallelism, loadavg } from "node:os";

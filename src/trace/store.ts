@@ -345,7 +345,7 @@ export class TraceStore {
   /** The task id `given` names: itself when stored, else the one stored run's id it begins or ends. Throws NOT_FOUND otherwise. */
   resolveTaskId(given: string): string {
     if (this.lastSeq(given) > 0) return given;
-    return pickTaskId(given, given === "" ? [] : this.taskIdsMatching(given, 6), dirname(this.file));
+    return pickTaskId(given, this.taskIdsMatching(given, 6), dirname(this.file));
   }
 
   /** One run's summary, if it was stored. */
@@ -535,6 +535,8 @@ function makeDirectory(dir: string): void {
  * src/store/postgres/run-store.ts).
  */
 export function pickTaskId(given: string, matches: readonly string[], where: string): string {
+  // An empty part begins every id: it names none.
+  if (given === "") matches = [];
   if (matches.length === 1) return matches[0]!;
   if (matches.length > 1) {
     throw new RuntimeError(

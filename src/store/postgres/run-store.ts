@@ -165,14 +165,11 @@ export class PostgresRunStore implements RunStore {
   async resolveTaskId(given: string): Promise<string> {
     if ((await this.lastSeq(given)) > 0) return given;
     // The rule of the SQLite store (TraceStore.taskIdsMatching): begins or ends an id, compared exactly.
-    const rows =
-      given === ""
-        ? []
-        : await this.query<{ task_id: string }>(
-            "cannot read runs",
-            `SELECT task_id FROM ${S}.runs WHERE left(task_id, length($1)) = $1 OR right(task_id, length($1)) = $1 ORDER BY task_id COLLATE "C" LIMIT 6`,
-            [given],
-          );
+    const rows = await this.query<{ task_id: string }>(
+      "cannot read runs",
+      `SELECT task_id FROM ${S}.runs WHERE left(task_id, length($1)) = $1 OR right(task_id, length($1)) = $1 ORDER BY task_id COLLATE "C" LIMIT 6`,
+      [given],
+    );
     return pickTaskId(
       given,
       rows.map((r) => r.task_id),
