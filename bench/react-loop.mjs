@@ -21,6 +21,12 @@
  *
  *   npm run build && node bench/react-loop.mjs [--quick] [--tasks 30] [--steps 10]
  *     [--concurrency 50] [--rounds 3] [--memory-concurrency 500] [--latency MS]
+ *     [--warmup 400]
+ *
+ * --warmup runs that many tasks of each variant, 50 at once, before anything
+ * is measured: V8 keeps optimising a process's code for its first few hundred
+ * tasks (the loop's as much as the runtime's), and the figures are those of a
+ * warm process.
  *
  * --latency delays every model reply (default 0: the figures are pure client
  * overhead, the worst case for the runtime; real models take 100s of ms).
@@ -45,6 +51,7 @@ const { values } = parseArgs({
     rounds: { type: "string" },
     "memory-concurrency": { type: "string" },
     latency: { type: "string", default: "0" },
+    warmup: { type: "string" },
     // internal: one variant's memory run, in a process of its own
     "memory-child": { type: "string" },
     url: { type: "string" },
@@ -59,6 +66,7 @@ const CONCURRENCY = Number(values.concurrency);
 const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 3));
 const MEMORY_CONCURRENCY = Number(values["memory-concurrency"] ?? (QUICK ? 200 : 500));
 const LATENCY = Number(values.latency);
+const WARMUP = Number(values.warmup ?? (QUICK ? 150 : 400));
 const AIM = 1.3;
 
 // ---------------------------------------------------------------- server
@@ -228,9 +236,34 @@ try {
   );
   console.log(`   ${loadLine()}\n`);
 
-  // Warm-up: module loading, JIT, connection pools, the trace database.
-  for (let i = 0; i < (QUICK ? 3 : 8); i++) for (const v of variants) await v.task(STEPS);
-  await Promise.all(variants.flatMap((v) => Array.from({ length: 10 }, () => v.task(STEPS))));
+  // Warm-up: module loading, connection pools, the trace database, then the JIT: V8 keeps
+  // optimising for the first few hundred tasks of a process, the loop's as much as the runtime's
+  // (docs/performance.md#warming-up), so the figures below are taken once both are warm.
+  // Its first and last batches are printed: what a cold process costs beside a warm one.
+  for (let i = 0; i < 3; i++) for (const v of variants) await v.task(STEPS);
+  const warming = Object.fromEntries(variants.map((v) => [v.name, []]));
+  for (let done = 0; done < WARMUP; done += CONCURRENCY) {
+    const n = Math.min(CONCURRENCY, WARMUP - done);
+    for (const v of variants) {
+      const m = await measure(() => Promise.all(Array.from({ length: n }, () => v.task(STEPS))));
+      warming[v.name].push(m.cpu / n);
+    }
+  }
+  if (warming[BASE].length > 1) {
+    const batches = warming[BASE].length;
+    console.log(`0. Warming up: ${WARMUP} tasks per variant, ${CONCURRENCY} at once, variants in turn; CPU per task of the first and last batch`);
+    printTable(
+      ["variant", "first batch ms", "last batch ms", "first ratio", "last ratio"],
+      variants.map(({ name }) => [
+        name,
+        fixed(warming[name][0]),
+        fixed(warming[name][batches - 1]),
+        `${fixed(warming[name][0] / warming[BASE][0])}×`,
+        `${fixed(warming[name][batches - 1] / warming[BASE][batches - 1])}×`,
+      ]),
+    );
+    console.log("");
+  }
 
   // 1 and 2
   const seq = await sequential(variants);
