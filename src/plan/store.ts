@@ -24,7 +24,7 @@ import type {
  * re-derives the plan status in O(1) instead of scanning every task.
  * 3: plans carry `run_task_id`, the run that created them (null for older plans).
  */
-export const PLAN_SCHEMA_VERSION = 3;
+export const PLAN_SCHEMA_VERSION = 4;
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,7 +63,9 @@ CREATE TABLE IF NOT EXISTS plan_tasks (
   updated_at TEXT NOT NULL,
   PRIMARY KEY (plan_id, task_id)
 );
-CREATE INDEX IF NOT EXISTS plan_tasks_by_assignee ON plan_tasks (plan_id, assignee, status);
+-- Version 4: without status, which every update changes (it moved the task's entry to another
+-- page of the index: a commit wrote four pages instead of two, docs/plan-tool.md#concurrency-and-durability).
+CREATE INDEX IF NOT EXISTS plan_tasks_by_assignee ON plan_tasks (plan_id, assignee);
 `;
 
 /** What an update reads: the plan's status counters and the task's state (null when the task is unknown). */
@@ -320,6 +322,7 @@ export class PlanStore implements PlanStorage {
       }
       if (version === 1) migrateV1toV2(this.db);
       if (version !== undefined && version < 3) this.db.exec("ALTER TABLE plans ADD COLUMN run_task_id TEXT");
+      if (version !== undefined && version < 4) this.db.exec("DROP INDEX IF EXISTS plan_tasks_by_assignee");
       this.db.exec(DDL);
       this.stmt("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
         .run(String(PLAN_SCHEMA_VERSION));

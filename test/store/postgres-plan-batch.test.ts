@@ -3,10 +3,11 @@
  * Tool's updates that arrive together are applied in one transaction under
  * one lock of the plan's row, each answered as if it had run alone.
  */
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatusEvent } from "../../src/plan/plan-tool.js";
 import { createStore } from "../../src/store/create.js";
-import { wideWorkflow } from "../plan/fixtures.js";
+import { SAFETY_WORKFLOW, wideWorkflow } from "../plan/fixtures.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 
 let postgres: TestPostgres;
@@ -98,6 +99,37 @@ describe("PostgreSQL Plan Tool, updates arriving together", () => {
       expect(plan?.steps[0]?.tasks.map((t) => `${t.task_id} ${t.status} ${t.result_summary}`)).toEqual(["t1 completed started", "t2 skipped null"]);
     } finally {
       await store.close();
+    }
+  }, 60_000);
+
+  it("migration 5 takes the status out of a schema-4 database's assignee index; a role's tasks are still found by status", async () => {
+    const url = await postgres.createDatabase("mig5");
+    const indexDef = async (client: pg.Client) =>
+      (await client.query<{ indexdef: string }>("SELECT indexdef FROM pg_indexes WHERE schemaname = 'runtime' AND indexname = 'plan_tasks_by_assignee'")).rows[0]?.indexdef;
+    const first = await createStore(url);
+    await first.planTool().create_plan_from_structure("p", SAFETY_WORKFLOW);
+    await first.close();
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      expect(await indexDef(client)).toMatch(/\(plan_id, assignee\)$/);
+      // Back to schema 4: the index as migration 1 made it, with status.
+      await client.query(`DROP INDEX runtime.plan_tasks_by_assignee;
+        CREATE INDEX plan_tasks_by_assignee ON runtime.plan_tasks (plan_id, assignee, status);
+        DELETE FROM runtime.migrations WHERE version = 5;`);
+      const store = await createStore(url);
+      try {
+        const tool = store.planTool();
+        expect(await tool.update_task_status("p", "t1", "inprogress")).toBe(true);
+        expect((await tool.get_tasks_for_role("p", "analyst")).map((t) => t.task_id)).toEqual(["t2"]);
+        expect((await tool.get_tasks_for_role("p", "analyst", "inprogress")).map((t) => t.task_id)).toEqual(["t1"]);
+      } finally {
+        await store.close();
+      }
+      expect(await indexDef(client)).toMatch(/\(plan_id, assignee\)$/);
+      expect((await client.query("SELECT MAX(version) AS v FROM runtime.migrations")).rows[0].v).toBe(5);
+    } finally {
+      await client.end();
     }
   }, 60_000);
 });

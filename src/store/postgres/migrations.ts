@@ -163,6 +163,15 @@ CREATE TABLE ${S}.session_summaries (
   updated_at TEXT NOT NULL
 );`,
   },
+  {
+    version: 5,
+    name: "plan tasks by assignee, without their status",
+    // Every status update rewrote this index's entry (and, being indexed, status kept the row's
+    // update from being a heap-only one that leaves the indexes alone): docs/plan-tool.md#concurrency-and-durability.
+    sql: `
+DROP INDEX ${S}.plan_tasks_by_assignee;
+CREATE INDEX plan_tasks_by_assignee ON ${S}.plan_tasks (plan_id, assignee);`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
