@@ -23,8 +23,8 @@
  *     [--concurrency 50] [--rounds 3] [--memory-concurrency 500] [--latency MS]
  *     [--warmup 400]
  *
- * --warmup runs that many tasks of each variant, 50 at once, before anything
- * is measured: V8 keeps optimising a process's code for its first few hundred
+ * --warmup runs that many tasks of each variant (in whole batches of
+ * --concurrency) before anything is measured: V8 keeps optimising a process's code for its first few hundred
  * tasks (the loop's as much as the runtime's), and the figures are those of a
  * warm process.
  *
@@ -67,6 +67,12 @@ const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 3));
 const MEMORY_CONCURRENCY = Number(values["memory-concurrency"] ?? (QUICK ? 200 : 500));
 const LATENCY = Number(values.latency);
 const WARMUP = Number(values.warmup ?? (QUICK ? 150 : 400));
+for (const [name, value, least] of [["--tasks", TASKS, 1], ["--steps", STEPS, 1], ["--concurrency", CONCURRENCY, 1], ["--rounds", ROUNDS, 1], ["--memory-concurrency", MEMORY_CONCURRENCY, 1], ["--warmup", WARMUP, 0], ["--latency", LATENCY, 0]]) {
+  if (!Number.isInteger(value) || value < least) {
+    console.error(`react-loop: ${name} takes a whole number of at least ${least} (got ${value})`);
+    process.exit(2);
+  }
+}
 const AIM = 1.3;
 
 // ---------------------------------------------------------------- server
@@ -240,18 +246,21 @@ try {
   // optimising for the first few hundred tasks of a process, the loop's as much as the runtime's
   // (docs/performance.md#warming-up), so the figures below are taken once both are warm.
   // Its first and last batches are printed: what a cold process costs beside a warm one.
+  // Whole batches, so that the first and the last are alike.
   for (let i = 0; i < 3; i++) for (const v of variants) await v.task(STEPS);
+  const batches = Math.ceil(WARMUP / CONCURRENCY);
   const warming = Object.fromEntries(variants.map((v) => [v.name, []]));
-  for (let done = 0; done < WARMUP; done += CONCURRENCY) {
-    const n = Math.min(CONCURRENCY, WARMUP - done);
+  for (let b = 0; b < batches; b++) {
     for (const v of variants) {
-      const m = await measure(() => Promise.all(Array.from({ length: n }, () => v.task(STEPS))));
-      warming[v.name].push(m.cpu / n);
+      const m = await measure(() => Promise.all(Array.from({ length: CONCURRENCY }, () => v.task(STEPS))));
+      warming[v.name].push(m.cpu / CONCURRENCY);
     }
   }
-  if (warming[BASE].length > 1) {
-    const batches = warming[BASE].length;
-    console.log(`0. Warming up: ${WARMUP} tasks per variant, ${CONCURRENCY} at once, variants in turn; CPU per task of the first and last batch`);
+  if (batches < 2) console.log(`0. Warming up: ${batches * CONCURRENCY} tasks per variant (under two batches: no first and last to compare)\n`);
+  else {
+    console.log(
+      `0. Warming up: ${batches * CONCURRENCY} tasks per variant, ${CONCURRENCY} at once, variants in turn, after 3 one at a time; CPU per task of the first and last batch`,
+    );
     printTable(
       ["variant", "first batch ms", "last batch ms", "first ratio", "last ratio"],
       variants.map(({ name }) => [

@@ -24,7 +24,7 @@ import type {
  * re-derives the plan status in O(1) instead of scanning every task.
  * 3: plans carry `run_task_id`, the run that created them (null for older plans).
  */
-export const PLAN_SCHEMA_VERSION = 4;
+export const PLAN_SCHEMA_VERSION = 3;
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,8 +63,7 @@ CREATE TABLE IF NOT EXISTS plan_tasks (
   updated_at TEXT NOT NULL,
   PRIMARY KEY (plan_id, task_id)
 );
--- Version 4: without status, which every update changes (it moved the task's entry to another
--- page of the index: a commit wrote four pages instead of two, docs/plan-tool.md#concurrency-and-durability).
+-- Without status, which every update changes (\`migrate\` replaces the index of older files that held it).
 CREATE INDEX IF NOT EXISTS plan_tasks_by_assignee ON plan_tasks (plan_id, assignee);
 `;
 
@@ -322,13 +321,28 @@ export class PlanStore implements PlanStorage {
       }
       if (version === 1) migrateV1toV2(this.db);
       if (version !== undefined && version < 3) this.db.exec("ALTER TABLE plans ADD COLUMN run_task_id TEXT");
-      if (version !== undefined && version < 4) this.db.exec("DROP INDEX IF EXISTS plan_tasks_by_assignee");
+      dropAssigneeIndexWithStatus(this.db);
       this.db.exec(DDL);
       this.stmt("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
         .run(String(PLAN_SCHEMA_VERSION));
     });
     upgrade.immediate();
   }
+}
+
+/**
+ * The index of tasks by assignee used to hold their status too, which every
+ * update changes: each update rewrote the task's entry in the index as well,
+ * three pages a commit instead of two (docs/plan-tool.md#concurrency-and-durability). Dropped here
+ * so that the DDL makes it anew without status. An index only, which older
+ * runtimes read as well: the schema version stays, and a file upgraded so
+ * still opens with them.
+ */
+function dropAssigneeIndexWithStatus(db: Database.Database): void {
+  const index = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'plan_tasks_by_assignee'").get() as
+    | { sql: string | null }
+    | undefined;
+  if (index?.sql && /\bstatus\b/.test(index.sql)) db.exec("DROP INDEX plan_tasks_by_assignee");
 }
 
 /** v1 → v2: add the status counters and fill them from the tasks. */

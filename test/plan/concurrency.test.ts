@@ -254,7 +254,7 @@ describe("durability", () => {
     const db = new Database(file);
     db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 4/);
+    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 3/);
   });
 
   it("upgrades a schema_version 2 database: its plans keep working, with no run recorded", async () => {
@@ -276,30 +276,32 @@ describe("durability", () => {
     tool.close();
   });
 
-  it("upgrades a schema_version 3 database: the assignee index loses the status, a role's tasks are still found by status", async () => {
-    const file = join(dir, "v3.db");
+  it("replaces the assignee index of an older file, which held the status; a role's tasks are still found by status", async () => {
+    const file = join(dir, "old-index.db");
     const old = PlanTool.open(file);
-    await old.create_plan_from_structure("v3plan", SAFETY_WORKFLOW);
-    await old.update_task_status("v3plan", "t1", "inprogress");
+    await old.create_plan_from_structure("p", SAFETY_WORKFLOW);
+    await old.update_task_status("p", "t1", "inprogress");
     old.close();
     const { default: Database } = await import("better-sqlite3");
     const indexSql = (db: InstanceType<typeof Database>) =>
       (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'plan_tasks_by_assignee'").get() as { sql: string }).sql;
     const db = new Database(file);
     expect(indexSql(db)).toMatch(/\(plan_id, assignee\)$/);
-    // Back to the v3 index, which held each task's status.
-    db.exec(`DROP INDEX plan_tasks_by_assignee; CREATE INDEX plan_tasks_by_assignee ON plan_tasks (plan_id, assignee, status);
-      UPDATE meta SET value = '3' WHERE key = 'schema_version';`);
+    // The index as earlier releases made it.
+    db.exec("DROP INDEX plan_tasks_by_assignee; CREATE INDEX plan_tasks_by_assignee ON plan_tasks (plan_id, assignee, status);");
     db.close();
     const tool = PlanTool.open(file);
-    expect((await tool.get_tasks_for_role("v3plan", "analyst")).map((t) => t.task_id)).toEqual(["t2"]);
-    expect((await tool.get_tasks_for_role("v3plan", "analyst", "inprogress")).map((t) => t.task_id)).toEqual(["t1"]);
-    expect(await tool.update_task_status("v3plan", "t1", "completed", "ok")).toBe(true);
-    expect((await tool.get_tasks_for_role("v3plan", "analyst", "completed")).map((t) => t.task_id)).toEqual(["t1"]);
+    expect((await tool.get_tasks_for_role("p", "analyst")).map((t) => t.task_id)).toEqual(["t2"]);
+    expect((await tool.get_tasks_for_role("p", "analyst", "inprogress")).map((t) => t.task_id)).toEqual(["t1"]);
+    expect(await tool.update_task_status("p", "t1", "completed", "ok")).toBe(true);
+    expect((await tool.get_tasks_for_role("p", "analyst", "completed")).map((t) => t.task_id)).toEqual(["t1"]);
     tool.close();
     const check = new Database(file);
     expect(indexSql(check)).toMatch(/\(plan_id, assignee\)$/);
-    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "4" });
+    // An earlier release opening the file runs its own DDL, which keeps the index as it is now.
+    check.exec("CREATE INDEX IF NOT EXISTS plan_tasks_by_assignee ON plan_tasks (plan_id, assignee, status);");
+    expect(indexSql(check)).toMatch(/\(plan_id, assignee\)$/);
+    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "3" });
     check.close();
   });
 
@@ -338,7 +340,7 @@ describe("durability", () => {
     expect((await tool.get_plan_structure("old"))?.run_task_id).toBeNull();
     tool.close();
     const check = new Database(file);
-    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "4" });
+    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "3" });
     check.close();
   });
 });

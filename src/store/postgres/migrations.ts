@@ -163,15 +163,6 @@ CREATE TABLE ${S}.session_summaries (
   updated_at TEXT NOT NULL
 );`,
   },
-  {
-    version: 5,
-    name: "plan tasks by assignee, without their status",
-    // Every status update rewrote this index's entry (and, being indexed, status kept the row's
-    // update from being a heap-only one that leaves the indexes alone): docs/plan-tool.md#concurrency-and-durability.
-    sql: `
-DROP INDEX ${S}.plan_tasks_by_assignee;
-CREATE INDEX plan_tasks_by_assignee ON ${S}.plan_tasks (plan_id, assignee);`,
-  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
@@ -195,5 +186,24 @@ export async function migrate(pool: pg.Pool): Promise<void> {
       await client.query(m.sql);
       await client.query(`INSERT INTO ${S}.migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
     }
+    await indexAssigneesWithoutStatus(client);
   });
+}
+
+/**
+ * Plan tasks are indexed by assignee without their status, which every update
+ * changes (each update wrote a new index entry: docs/plan-tool.md#concurrency-and-durability).
+ * Migration 1 made the index with status; it is replaced here, once, under the
+ * migrations' lock. An index only, which older runtimes read as well, so no
+ * numbered migration: a runtime of an earlier release still opens the database.
+ */
+async function indexAssigneesWithoutStatus(client: pg.PoolClient): Promise<void> {
+  const { rows } = await client.query<{ indexdef: string }>(
+    "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'plan_tasks_by_assignee'",
+    [S],
+  );
+  const found = rows[0]?.indexdef;
+  if (found !== undefined && !/\bstatus\b/.test(found)) return;
+  await client.query(`DROP INDEX IF EXISTS ${S}.plan_tasks_by_assignee`);
+  await client.query(`CREATE INDEX plan_tasks_by_assignee ON ${S}.plan_tasks (plan_id, assignee)`);
 }
