@@ -18,7 +18,7 @@
  *   node bench/lib/chat-server.mjs   → prints the port on stdout
  */
 import { createServer } from "node:http";
-import { sendCompletion, serveAsChild } from "./serve-child.mjs";
+import { reactContent, sendCompletion, serveAsChild } from "./serve-child.mjs";
 
 const recorded = new Map();
 
@@ -31,11 +31,7 @@ function reply(body, res) {
   let finish = "stop";
   if (calls < steps - 1) {
     const k = calls + 1;
-    message.content = JSON.stringify({
-      observe: `step ${k}`,
-      thought: "compute the next figure",
-      action: { result: { action_type: "CALL_TOOL", output: {} } },
-    });
+    message.content = reactContent("CALL_TOOL", {}, { observe: `step ${k}`, thought: "compute the next figure" });
     message.tool_calls = [
       {
         id: `call_${k}_${Math.random().toString(36).slice(2, 10)}`,
@@ -48,11 +44,7 @@ function reply(body, res) {
     const last = messages[messages.length - 1];
     const text = typeof last?.content === "string" ? last.content : "";
     const result = /"result":\s*(-?[\d.eE+-]+)/.exec(text)?.[1] ?? "none";
-    message.content = JSON.stringify({
-      observe: "all figures computed",
-      thought: "answer",
-      action: { result: { action_type: "ANSWER", output: { answer: `last=${result}` } } },
-    });
+    message.content = reactContent("ANSWER", { answer: `last=${result}` }, { observe: "all figures computed", thought: "answer" });
   }
   sendCompletion(res, body.model ?? "bench-model", message, finish);
 }

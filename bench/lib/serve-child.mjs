@@ -14,6 +14,11 @@ export function serveAsChild(server) {
   process.stdin.resume();
 }
 
+/** A reply's content in the react protocol (docs/design/machines/react.md): what was observed and thought, and the action. */
+export function reactContent(action_type, output, { observe = "", thought = "" } = {}) {
+  return JSON.stringify({ observe, thought, action: { result: { action_type, output } } });
+}
+
 /** Answer a Chat Completions request with one choice (usage: 10 tokens each way). */
 export function sendCompletion(res, model, message, finish_reason) {
   res.setHeader("content-type", "application/json");

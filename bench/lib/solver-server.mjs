@@ -10,14 +10,13 @@
  *   BENCH_TASKS=16 BENCH_DELAY_MS=200 node bench/lib/solver-server.mjs   → prints the port on stdout
  */
 import { createServer } from "node:http";
-import { sendCompletion, serveAsChild } from "./serve-child.mjs";
+import { reactContent, sendCompletion, serveAsChild } from "./serve-child.mjs";
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 16);
 const DELAY = Number(process.env.BENCH_DELAY_MS ?? 200);
 
 /** The react protocol's ANSWER reply. */
-const answer = (text) =>
-  JSON.stringify({ observe: "", thought: "", action: { result: { action_type: "ANSWER", output: { answer: text } } } });
+const answer = (text) => reactContent("ANSWER", { answer: text });
 
 const server = createServer((req, res) => {
   let text = "";
