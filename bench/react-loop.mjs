@@ -24,9 +24,9 @@
  *     [--warmup 400]
  *
  * --warmup runs that many tasks of each variant (in whole batches of
- * --concurrency) before anything is measured: V8 keeps optimising a process's code for its first few hundred
- * tasks (the loop's as much as the runtime's), and the figures are those of a
- * warm process.
+ * --concurrency) before anything is measured: V8 keeps optimising a
+ * process's code for its first few hundred tasks, the loop's as much as the
+ * runtime's, and the figures are those of a warm process.
  *
  * --latency delays every model reply (default 0: the figures are pure client
  * overhead, the worst case for the runtime; real models take 100s of ms).
@@ -153,9 +153,10 @@ async function sequential(variants) {
   return samples;
 }
 
-async function concurrent(variants) {
+/** `count` rounds of CONCURRENCY tasks at once, variants in turn: each round's wall and CPU, by variant. */
+async function concurrent(variants, count = ROUNDS) {
   const rounds = Object.fromEntries(variants.map((v) => [v.name, []]));
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < count; r++) {
     for (const v of variants) {
       const m = await measure(() => Promise.all(Array.from({ length: CONCURRENCY }, () => v.task(STEPS))));
       rounds[v.name].push(m);
@@ -242,20 +243,13 @@ try {
   );
   console.log(`   ${loadLine()}\n`);
 
-  // Warm-up: module loading, connection pools, the trace database, then the JIT: V8 keeps
-  // optimising for the first few hundred tasks of a process, the loop's as much as the runtime's
-  // (docs/performance.md#warming-up), so the figures below are taken once both are warm.
-  // Its first and last batches are printed: what a cold process costs beside a warm one.
-  // Whole batches, so that the first and the last are alike.
+  // Warm-up: module loading, connection pools, the trace database, then the JIT, which keeps
+  // optimising for a process's first few hundred tasks (docs/performance.md#warming-up). In whole
+  // batches, so that the first and the last, printed, compare: a nearly cold process beside a warm one.
   for (let i = 0; i < 3; i++) for (const v of variants) await v.task(STEPS);
   const batches = Math.ceil(WARMUP / CONCURRENCY);
-  const warming = Object.fromEntries(variants.map((v) => [v.name, []]));
-  for (let b = 0; b < batches; b++) {
-    for (const v of variants) {
-      const m = await measure(() => Promise.all(Array.from({ length: CONCURRENCY }, () => v.task(STEPS))));
-      warming[v.name].push(m.cpu / CONCURRENCY);
-    }
-  }
+  const warmed = await concurrent(variants, batches);
+  const warming = Object.fromEntries(variants.map(({ name }) => [name, warmed[name].map((m) => m.cpu / CONCURRENCY)]));
   if (batches < 2) console.log(`0. Warming up: ${batches * CONCURRENCY} tasks per variant (under two batches: no first and last to compare)\n`);
   else {
     console.log(

@@ -333,10 +333,11 @@ export class PlanStore implements PlanStorage {
 /**
  * The index of tasks by assignee used to hold their status too, which every
  * update changes: each update rewrote the task's entry in the index as well,
- * three pages a commit instead of two (docs/plan-tool.md#concurrency-and-durability). Dropped here
- * so that the DDL makes it anew without status. An index only, which older
- * runtimes read as well: the schema version stays, and a file upgraded so
- * still opens with them.
+ * three pages a commit instead of two
+ * (docs/plan-tool.md#concurrency-and-durability). Dropped here so that the
+ * DDL makes it anew without status. An index only, which older runtimes read
+ * as well: the schema version stays, and a file upgraded so still opens with
+ * them.
  */
 function dropAssigneeIndexWithStatus(db: Database.Database): void {
   const index = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'plan_tasks_by_assignee'").get() as
