@@ -18,7 +18,7 @@ import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
 import { callModel } from "./model-call.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
-import { stateInspector } from "./state-reporter.js";
+import { stateInspector, stateReporter } from "./state-reporter.js";
 
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
 const MAX_DEPTH = 16;
@@ -140,6 +140,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     return config?.provider === "openai" ? config.fallback : [];
   };
   const journal = toolJournal(run.journal, keys);
+  const reporterPorts = { emit, deferUntilNext: (flush: () => void, trace_id?: string) => run.bus.deferUntilNext(flush, trace_id) };
 
   const ctx: AgentContext = {
     team: run.team,
@@ -201,8 +202,8 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       return value;
     },
     replaying: () => replay?.replaying(keys.key) ?? false,
-    inspectStates: (machine, options) =>
-      stateInspector(machine, { emit, deferUntilNext: (flush, trace_id) => run.bus.deferUntilNext(flush, trace_id) }, options),
+    inspectStates: (machine, options) => stateInspector(machine, reporterPorts, options),
+    reportStates: (machine, options) => stateReporter(machine, reporterPorts, options),
     newId: run.newId,
     now: run.now,
   };

@@ -21,11 +21,14 @@ export interface ReporterPorts {
 }
 
 /**
- * The inspector to create a machine's actor with (`createActor(machine, {
- * inspect })`): it must see the microsteps of the initial state, which are
- * taken when the actor is created.
+ * The reporter of one machine's microsteps, whichever runs it: `step(to,
+ * context, source)` for each microstep, with the state it ends in (a dotted
+ * path), the context then, and the path of its transition's source ("" for
+ * the root). The compiled machines' interpreter calls it directly
+ * (src/machine-interpreter.ts); `stateInspector` feeds it xstate's
+ * inspection events.
  */
-export function stateInspector(machine: string, ports: ReporterPorts, options: StateReportOptions = {}): (event: InspectionEvent) => void {
+export function stateReporter(machine: string, ports: ReporterPorts, options: StateReportOptions = {}): (to: string, context: unknown, source: string | undefined) => void {
   let previous = "(start)";
   let pending: { from: string; via: string[]; to: string; trace_id: string | undefined } | undefined;
   const flush = (): void => {
@@ -37,22 +40,15 @@ export function stateInspector(machine: string, ports: ReporterPorts, options: S
       trace_id !== undefined && trace_id !== "" ? { trace_id } : undefined,
     );
   };
-  return (event) => {
-    // The machine's own microsteps, not those of actors it invokes.
-    if (event.type !== "@xstate.microstep" || event.actorRef.sessionId !== event.rootId) return;
-    const snapshot = event.snapshot as unknown as { value: unknown; context: unknown; status: string };
-    const to = statePath(snapshot.value);
-    if (previous === "(start)") {
-      // The initial state is left by the first microstep, which names it as its source.
-      const source = (event as { _transitions?: { source?: { path?: string[] } }[] })._transitions?.[0]?.source?.path?.join(".");
-      if (source) {
-        previous = source;
-        pending = { from: "(start)", via: [], to: source, trace_id: options.traceId?.(snapshot) };
-        ports.deferUntilNext(flush, pending.trace_id);
-      }
+  return (to, context, source) => {
+    // The initial state is left by the first microstep, which names it as its source.
+    if (previous === "(start)" && source) {
+      previous = source;
+      pending = { from: "(start)", via: [], to: source, trace_id: options.traceId?.(context) };
+      ports.deferUntilNext(flush, pending.trace_id);
     }
     if (to === previous) return;
-    const trace_id = options.traceId?.(snapshot);
+    const trace_id = options.traceId?.(context);
     if (pending && pending.trace_id === trace_id) {
       pending.via.push(pending.to);
       pending.to = to;
@@ -62,6 +58,25 @@ export function stateInspector(machine: string, ports: ReporterPorts, options: S
       ports.deferUntilNext(flush, trace_id);
     }
     previous = to;
+  };
+}
+
+/**
+ * The inspector to create a machine's xstate actor with (`createActor(machine,
+ * { inspect })`): it must see the microsteps of the initial state, which are
+ * taken when the actor is created.
+ */
+export function stateInspector(machine: string, ports: ReporterPorts, options: StateReportOptions = {}): (event: InspectionEvent) => void {
+  const step = stateReporter(machine, ports, options);
+  let started = false;
+  return (event) => {
+    // The machine's own microsteps, not those of actors it invokes.
+    if (event.type !== "@xstate.microstep" || event.actorRef.sessionId !== event.rootId) return;
+    const snapshot = event.snapshot as unknown as { value: unknown; context: unknown };
+    // Only the first microsteps' sources are read (see stateReporter).
+    const source = started ? undefined : (event as { _transitions?: { source?: { path?: string[] } }[] })._transitions?.[0]?.source?.path?.join(".");
+    if (source) started = true;
+    step(statePath(snapshot.value), snapshot.context, source);
   };
 }
 

@@ -6,6 +6,7 @@
  * Kinds import this file, never the engine.
  */
 import type { AnyStateMachine, InspectionEvent } from "xstate";
+import type { MicrostepObserver } from "../machine-interpreter.js";
 import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config/types.js";
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
@@ -58,8 +59,8 @@ export interface ModelReply<R extends ReplyReading = ReplyReading> {
 
 /** Options of the state reporter of one machine. */
 export interface StateReportOptions {
-  /** The recursion a state belongs to, read from the snapshot at each microstep. */
-  traceId?: (snapshot: { context: unknown }) => string | undefined;
+  /** The recursion a state belongs to, read from the machine's context at each microstep. */
+  traceId?: (context: unknown) => string | undefined;
 }
 
 /**
@@ -124,6 +125,12 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
    * work it starts.
    */
   inspectStates(machine: string, options?: StateReportOptions): (event: InspectionEvent) => void;
+  /**
+   * The same reporter for a machine run by the interpreter
+   * (`startMachine(compiled, { input, observe: ctx.reportStates("react") })`,
+   * src/machine-interpreter.ts).
+   */
+  reportStates(machine: string, options?: StateReportOptions): MicrostepObserver;
   /**
    * Read something from outside the run (a stored plan, a session's list) so
    * that a resumed run reads it as it was then: the value is journalled, and

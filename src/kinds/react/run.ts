@@ -1,4 +1,4 @@
-import { createActor, toPromise } from "../../xstate-bundle.js";
+import { compileMachine, startMachine } from "../../machine-interpreter.js";
 import type { ReactAgentConfig } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
 import type { ChatMessage } from "../../models/types.js";
@@ -9,6 +9,13 @@ import { answerFormat, parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState, type RecursionRecord } from "./state.js";
 import { stepResult } from "../result.js";
 import { requestWithHistory } from "../conversation.js";
+
+/**
+ * The react machine as the interpreter runs it: its transitions resolved once
+ * per process. It runs once per recursion, the hottest machine of a run
+ * (docs/design/engine.md#the-interpreter).
+ */
+const compiledReact = compileMachine(reactMachine);
 
 /**
  * Run a `react` agent (seed 004). Each request holds exactly `[0]` the user's
@@ -97,13 +104,12 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
       lastPlan = steps;
     },
   };
-  const actor = createActor(reactMachine, {
+  const machine = startMachine(compiledReact, {
     input: { max_iteration: agent.max_iteration, newId: ctx.newId, ports },
-    inspect: ctx.inspectStates("react", { traceId: (snapshot) => (snapshot.context as { trace_id: string }).trace_id }),
+    observe: ctx.reportStates("react", { traceId: (context) => (context as { trace_id: string }).trace_id }),
   });
-  actor.start();
-  actor.send({ type: "RUN" });
-  const output = await toPromise(actor);
+  machine.send({ type: "RUN" });
+  const output = await machine.output;
   // The answer ends the plan: every step of it is finished (seed 004: the chat stream says which steps are done).
   if (planned && output.result_type === "answer" && lastPlan.length > 0) ctx.emit({ type: "plan.updated", steps: lastPlan, finished: lastPlan.length });
   return stepResult(output, output.usage);
