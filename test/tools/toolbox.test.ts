@@ -131,6 +131,28 @@ describe("createToolBox", () => {
     expect(slow.aborted).toBe(1);
   });
 
+  it("gives a tool that reads its signal only after the timeout an aborted one, with the reason", async () => {
+    let seen: { aborted: boolean; reason: string } | undefined;
+    const late: Tool = {
+      name: "late",
+      description: "looks at its signal late",
+      parameters: { type: "object" },
+      effect: "read",
+      timeout_ms: 50,
+      max_output_bytes: 1000,
+      execute: async (_args, ctx) => {
+        await new Promise((r) => setTimeout(r, 200));
+        seen = { aborted: ctx.signal.aborted, reason: String((ctx.signal.reason as Error).message) };
+        return "too late";
+      },
+    };
+    const { box } = makeBox([late]);
+    const [outcome] = await box.run([call("late", {})]);
+    expect(outcome).toMatchObject({ ok: false, error: "timed out after 50 ms" });
+    await new Promise((r) => setTimeout(r, 250));
+    expect(seen).toEqual({ aborted: true, reason: "timed out after 50 ms" });
+  });
+
   it("turns a throw into a one-line error and never throws itself", async () => {
     const broken: Tool = {
       name: "broken",
