@@ -13,18 +13,22 @@
  * bench/machine.mjs` runs the react machine alone both ways: ~90 µs of CPU a
  * recursion under xstate's actor, ~8 under this (docs/performance.md).
  *
- * It runs the part of XState those machines use, and refuses any other
- * machine when it is compiled (`UnsupportedMachine`), so that one runs with
- * `createActor` instead: compound, atomic and final states; `on`, `always`
- * and `onDone` transitions with or without targets, guarded (inline or named,
- * with params) or not, `reenter`; entry and exit actions, `assign` or the
- * machine's own (inline or named, with params); `context` from the input;
- * final states' and the machine's `output`. Not: parallel or history states,
- * `invoke`, `after`, wildcard events, built-in actions other than `assign`
- * (`raise`, `sendTo`, `spawnChild`, ...), built-in guards (`and`, `stateIn`,
- * ...), actions on an `initial` transition.
+ * It runs the part of XState those machines use: compound, atomic and final
+ * states; `on`, `always` and `onDone` transitions with one target or none,
+ * guarded (inline or named, with params) or not, `reenter`; entry and exit
+ * actions, `assign` or the machine's own (inline or named, with params),
+ * those of the initial states deferred to the start as an actor defers them;
+ * `context` from the input; final states' and the machine's `output`. A
+ * machine that declares more is refused when it is compiled
+ * (`UnsupportedMachine`) and must run with `createActor`: parallel or history
+ * states, `invoke`, `after`, wildcard events, several targets, built-in
+ * actions other than `assign` (`raise`, `sendTo`, `spawnChild`, ...),
+ * built-in guards (`and`, `stateIn`, ...), actions on an `initial`
+ * transition, a final root, `maxIterations`. What compiling cannot see is
+ * the machine's own code: actions get a `self` that only sends, no `system`,
+ * and `spawn` throws.
  */
-import type { AnyStateMachine, ContextFrom, EventFromLogic, InputFrom, OutputFrom } from "xstate";
+import type { AnyStateMachine, EventFromLogic, InputFrom, OutputFrom } from "xstate";
 
 /** A machine the interpreter does not run, and why. */
 export class UnsupportedMachine extends Error {
@@ -76,11 +80,11 @@ interface Guard {
   params: Params;
 }
 
-interface Node {
+interface State {
   x: XNode;
   /** The state value while this is the active leaf, dotted (`RECURSION.CALL_LLM.OBSERVE`). */
   value: string;
-  parent: Node | undefined;
+  parent: State | undefined;
   final: boolean;
   entry: Action[];
   exit: Action[];
@@ -88,29 +92,32 @@ interface Node {
   on: Map<string, Edge[]>;
   always: Edge[] | undefined;
   /** The leaf first, then its ancestors up to the root. */
-  chain: Node[];
+  chain: State[];
 }
 
 interface Edge {
   x: XTransition;
-  source: Node;
+  source: State;
   guard: Guard | undefined;
   actions: Action[];
   /** The exit and entry sets from each active leaf, worked out on first use. */
-  moves: Map<Node, Move> | undefined;
+  moves: Map<State, Move> | undefined;
 }
 
 interface Move {
-  exit: Node[];
-  enter: Node[];
-  leaf: Node;
+  exit: State[];
+  enter: State[];
+  leaf: State;
 }
 
-/** A machine ready to run: its nodes, transitions and actions resolved once. */
+/** A machine ready to run: its states, transitions and actions resolved once. */
 export interface CompiledMachine<TMachine extends AnyStateMachine = AnyStateMachine> {
   readonly machine: TMachine;
-  readonly nodes: ReadonlyMap<XNode, Node>;
-  readonly root: Node;
+}
+
+interface Compiled extends CompiledMachine {
+  readonly states: ReadonlyMap<XNode, State>;
+  readonly root: State;
   /** Entered at start: the root and its initial descendants. */
   readonly initial: Move;
 }
@@ -122,9 +129,8 @@ export interface MachineRun<TMachine extends AnyStateMachine> {
   send(event: EventFromLogic<TMachine>): void;
   /** The machine's output once it is done; rejects with what an action or guard threw. */
   readonly output: Promise<OutputFrom<TMachine>>;
-  /** The state value and context now. */
+  /** The state value now. */
   readonly value: string;
-  readonly context: ContextFrom<TMachine>;
 }
 
 /**
@@ -149,7 +155,7 @@ export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachi
     if (!inline && name === undefined) return refuse(`an action of ${where} is neither a function nor a name`);
     const fn = inline ? ref : implementations.actions[name!];
     if (typeof fn !== "function") return refuse(`action '${name}' of ${where} is not implemented`);
-    const builtin = "resolve" in fn ? (fn as { type?: string }).type : undefined;
+    const builtin = "resolve" in fn ? String((fn as { type?: unknown }).type) : undefined;
     if (builtin !== undefined && builtin !== "xstate.assign") return refuse(`${where} uses the built-in action ${builtin}`);
     const assignment = builtin ? (fn as unknown as { assignment: unknown }).assignment : undefined;
     if (builtin && typeof assignment !== "function") {
@@ -172,14 +178,16 @@ export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachi
     return { name, fn: fn as Implementation, params: inline ? undefined : params(ref) };
   };
 
-  const nodes = new Map<XNode, Node>();
-  const visit = (x: XNode, parent: Node | undefined): Node => {
+  if ((machine.options as { maxIterations?: number }).maxIterations !== Infinity) refuse("it sets maxIterations");
+  if ((machine.root as unknown as XNode).type === "final") refuse("its root is a final state");
+  const nodes = new Map<XNode, State>();
+  const visit = (x: XNode, parent: State | undefined): State => {
     const where = `state ${x.id}`;
     if (x.type === "parallel" || x.type === "history") refuse(`${where} is a ${x.type} state`);
     if (x.invoke.length > 0) refuse(`${where} invokes an actor`);
     if (x.after.length > 0) refuse(`${where} has delayed transitions`);
     if (x.type === "compound" && x.initial.actions.length > 0) refuse(`${where} has actions on its initial transition`);
-    const node: Node = {
+    const node: State = {
       x,
       value: x.path.join("."),
       parent,
@@ -196,8 +204,8 @@ export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachi
     return node;
   };
   const root = visit(machine.root as unknown as XNode, undefined);
-  const edge = (t: XTransition, source: Node, where: string): Edge => ({
-    x: t,
+  const edge = (t: XTransition, source: State, where: string): Edge => ({
+    x: (t.target?.length ?? 0) > 1 ? refuse(`${where} has several targets`) : t,
     source,
     guard: guard(t.guard, where),
     actions: t.actions.map((a) => action(a, where)),
@@ -211,9 +219,10 @@ export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachi
     }
     if (node.x.always) node.always = node.x.always.map((t) => edge(t, node, `an 'always' transition of state ${node.x.id}`));
   }
-  const enter: Node[] = [];
-  for (let n: Node | undefined = root; n; n = n.x.type === "compound" ? nodes.get(n.x.initial.target[0]!) : undefined) enter.push(n);
-  return { machine, nodes, root, initial: { exit: [], enter, leaf: enter[enter.length - 1]! } };
+  const enter: State[] = [];
+  for (let n: State | undefined = root; n; n = n.x.type === "compound" ? nodes.get(n.x.initial.target[0]!) : undefined) enter.push(n);
+  const compiled: Compiled = { machine, states: nodes, root, initial: { exit: [], enter, leaf: enter[enter.length - 1]! } };
+  return compiled as unknown as CompiledMachine<TMachine>;
 }
 
 /** The name of a named action or guard (`"name"` or `{ type: "name", params }`). */
@@ -231,7 +240,7 @@ function isDescendant(child: XNode, parent: XNode | undefined): boolean {
 }
 
 /** The exit and entry sets of `edge` taken from `leaf` (SCXML's, as xstate computes them, for one region). */
-function moveOf(compiled: CompiledMachine, edge: Edge, leaf: Node): Move {
+function moveOf(compiled: Compiled, edge: Edge, leaf: State): Move {
   const t = edge.x;
   const source = t.source;
   const targets = t.target!;
@@ -266,7 +275,7 @@ function moveOf(compiled: CompiledMachine, edge: Edge, leaf: Node): Move {
   const active = new Set(leaf.chain.map((n) => n.x).filter((x) => !exit.has(x)));
   for (const x of enter) active.add(x);
   const deepest = [...active].reduce((a, b) => (b.path.length > a.path.length ? b : a));
-  const node = (x: XNode): Node => compiled.nodes.get(x)!;
+  const node = (x: XNode): State => compiled.states.get(x)!;
   return {
     exit: [...exit].sort((a, b) => b.order - a.order).map(node),
     enter: [...enter].sort((a, b) => a.order - b.order).map(node),
@@ -276,14 +285,17 @@ function moveOf(compiled: CompiledMachine, edge: Edge, leaf: Node): Move {
 
 /**
  * Start a compiled machine: its context from `input`, its initial states
- * entered and their transient transitions taken. Events sent while it works
- * wait their turn; events after it is done or has failed are dropped, as an
- * xstate actor drops them.
+ * entered and their transient transitions taken, then, as an xstate actor's
+ * `start()` does, the initial states' actions run (their `assign`s were
+ * applied in order as the states were entered) and what they sent the
+ * machine is taken. Events sent while it works wait their turn; events after
+ * it is done or has failed are dropped, as an actor drops them.
  */
 export function startMachine<TMachine extends AnyStateMachine>(
-  compiled: CompiledMachine<TMachine>,
+  machine: CompiledMachine<TMachine>,
   options: { input: InputFrom<TMachine>; observe?: MicrostepObserver },
 ): MachineRun<TMachine> {
+  const compiled = machine as unknown as Compiled;
   const observe = options.observe;
   let leaf = compiled.root;
   let context: unknown;
@@ -298,6 +310,8 @@ export function startMachine<TMachine extends AnyStateMachine>(
   const internal: { type: string; output?: unknown }[] = [];
   const mailbox: { type: string }[] = [];
   let processing = false;
+  /** While the initial states are entered, the actions that are not `assign`s wait for the start. */
+  let deferred: (() => void)[] | undefined = [];
 
   // What actions get as `self`: the machine's runners send it their work's outcome.
   const self = { send: (event: { type: string }) => run.send(event as EventFromLogic<TMachine>) };
@@ -306,15 +320,18 @@ export function startMachine<TMachine extends AnyStateMachine>(
     for (const a of actions) {
       const params = paramsOf(a.params, event);
       if (a.assign) context = Object.assign({}, context, a.fn({ context, event, self, spawn: noSpawn }, params));
-      else a.fn({ context, event, self, system: undefined }, params);
+      else if (deferred) {
+        const args = { context, event, self, system: undefined };
+        deferred.push(() => a.fn(args, params));
+      } else a.fn({ context, event, self, system: undefined }, params);
     }
   };
   const passes = (g: Guard | undefined, event: unknown): boolean => g === undefined || Boolean(g.fn({ context, event }, paramsOf(g.params, event)));
   const outputOf = (mapper: unknown, event: unknown): unknown =>
     typeof mapper === "function" ? (mapper as Implementation)({ context, event, self }, undefined) : mapper;
 
-  const enterAll = (nodes: Node[], event: unknown): void => {
-    for (const n of nodes) {
+  const enterAll = (states: State[], event: unknown): void => {
+    for (const n of states) {
       execute(n.entry, event);
       if (!n.final) continue;
       const parent = n.parent!;
@@ -322,7 +339,10 @@ export function startMachine<TMachine extends AnyStateMachine>(
       internal.push({ type: `xstate.done.state.${parent.x.id}`, output: own });
       if (parent.parent) continue;
       status = "done";
-      output = compiled.root.x.output === undefined ? undefined : outputOf(compiled.root.x.output, { type: `xstate.done.state.${n.x.id}`, output: own });
+      if (compiled.root.x.output === undefined) continue;
+      // xstate works out the final state's output again for the machine's own (a mapper runs twice).
+      const again = n.x.output !== undefined ? outputOf(n.x.output, event) : undefined;
+      output = outputOf(compiled.root.x.output, { type: `xstate.done.state.${n.x.id}`, output: again });
     }
   };
   /** One microstep; true when it changed the state or the context (xstate stops taking `always` transitions otherwise). */
@@ -332,7 +352,7 @@ export function startMachine<TMachine extends AnyStateMachine>(
     if (edge) {
       if (edge.moves) {
         let move = edge.moves.get(leaf);
-        if (move === undefined) edge.moves.set(leaf, (move = moveOf(compiled as CompiledMachine, edge, leaf)));
+        if (move === undefined) edge.moves.set(leaf, (move = moveOf(compiled, edge, leaf)));
         for (const n of move.exit) execute(n.exit, event);
         execute(edge.actions, event);
         enterAll(move.enter, event);
@@ -367,20 +387,34 @@ export function startMachine<TMachine extends AnyStateMachine>(
     }
     return undefined;
   };
-  /** The transient transitions and raised done events after a microstep, until the machine rests. */
-  const settle = (event: { type: string }, eventless: boolean): void => {
+  /**
+   * The transient transitions and raised done events after a microstep, until
+   * the machine rests. Transient transitions are looked for again after a
+   * raised event's step, and after a transient one only if it changed something.
+   */
+  const settle = (event: { type: string }): void => {
     let current: unknown = event;
+    let eventless = true;
     while (status === "active") {
-      let next = eventless ? selectAlways(current) : undefined;
-      if (next === undefined) {
-        const raised = internal.shift();
-        if (raised === undefined) break;
-        current = raised;
-        next = select(raised);
+      const next = eventless ? selectAlways(current) : undefined;
+      if (next !== undefined) {
+        eventless = microstep(next, current);
+        continue;
       }
-      eventless = microstep(next, current);
+      const raised = internal.shift();
+      if (raised === undefined) break;
+      current = raised;
+      microstep(select(raised), raised);
+      eventless = true;
     }
     internal.length = 0;
+  };
+  /** Take the events waiting in the mailbox, one macrostep each. */
+  const drain = (): void => {
+    for (let e = mailbox.shift(); e !== undefined && status === "active"; e = mailbox.shift()) {
+      microstep(select(e), e);
+      settle(e);
+    }
   };
   /** Run `work` as the machine's turn: events sent meanwhile wait in the mailbox; a throw fails the machine. */
   const turn = (work: () => void): void => {
@@ -401,31 +435,27 @@ export function startMachine<TMachine extends AnyStateMachine>(
     send(event) {
       if (status !== "active") return;
       mailbox.push(event as { type: string });
-      if (processing) return;
-      turn(() => {
-        for (let e = mailbox.shift(); e !== undefined && status === "active"; e = mailbox.shift()) {
-          microstep(select(e), e);
-          settle(e, true);
-        }
-      });
+      if (!processing) turn(drain);
     },
     output: done,
     get value() {
       return leaf.value;
-    },
-    get context() {
-      return context as ContextFrom<TMachine>;
     },
   };
 
   turn(() => {
     const init = { type: "xstate.init", input: options.input };
     const factory = (compiled.machine.config as { context?: unknown }).context;
-    context = typeof factory === "function" ? factory({ input: options.input, self, spawn: noSpawn }) : (factory ?? {});
+    // A factory's context is copied as an `assign` would; a plain object is the context itself, as in xstate.
+    context = typeof factory === "function" ? Object.assign({}, factory({ input: options.input, self, spawn: noSpawn })) : (factory ?? {});
     enterAll(compiled.initial.enter, init);
     leaf = compiled.initial.leaf;
     if (status === "done") for (const n of leaf.chain) execute(n.exit, init);
-    settle(init, true);
+    settle(init);
+    const initial = deferred ?? [];
+    deferred = undefined;
+    for (const action of initial) action();
+    drain();
   });
   return run;
 }

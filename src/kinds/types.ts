@@ -120,7 +120,7 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   expects?: JsonSchema;
   /**
    * The one state reporter: give it as `inspect` when creating the kind's
-   * actor (`createActor(machine, { input, inspect: ctx.inspectStates("react") })`)
+   * actor (`createActor(machine, { input, inspect: ctx.inspectStates("sop") })`)
    * and the machine's states become `state.changed` events, each before the
    * work it starts.
    */

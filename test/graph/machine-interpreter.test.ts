@@ -8,7 +8,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import type { AnyStateMachine, InspectionEvent } from "xstate";
-import { and, assign, createActor, createMachine, fromPromise, raise, setup, toPromise } from "xstate";
+import { and, assign, createActor, createMachine, emit, enqueueActions, fromPromise, log, raise, sendTo, setup, toPromise } from "xstate";
 import { compileMachine, startMachine, UnsupportedMachine } from "../../src/machine-interpreter.js";
 import { reactMachine, type ReactPorts, type Understood } from "../../src/kinds/react/machine.js";
 import type { ReactAction } from "../../src/kinds/react/protocol.js";
@@ -27,29 +27,29 @@ function random(seed: number): () => number {
   };
 }
 
+/** What a run did, in order: each microstep (state, source, context) and each call the machine's actions made, then how it ended. */
 interface Trace {
-  steps: string[];
-  calls: string[];
+  log: string[];
   result: string;
 }
 
 /** The context as JSON, functions (ports, newId) left out. */
 const json = (value: unknown): string => JSON.stringify(value, (_k, v: unknown) => (typeof v === "function" ? undefined : v));
 
-/** Run `machine` under xstate's actor, sending `events` once it rests (each may be a function of the run so far). */
+/** What a test sends the machine once it has started. */
 type Drive = (send: (e: { type: string }) => void) => Promise<void>;
 
 /** How long a run may take to end after its events: `tick`, one turn of the event loop (every event sent at once), or `end`, until done (2 s at most). */
 type Wait = "tick" | "end";
 const rest = (wait: Wait, state: () => string) => new Promise<string>((r) => setTimeout(() => r(state()), wait === "tick" ? 0 : 2000));
 
-async function underXstate(machine: AnyStateMachine, input: unknown, drive: Drive, calls: string[], wait: Wait): Promise<Trace> {
-  const steps: string[] = [];
+/** Run `machine` under xstate's actor; `log` is where its actions write too. */
+async function underXstate(machine: AnyStateMachine, input: unknown, drive: Drive, log: string[], wait: Wait): Promise<Trace> {
   const inspect = (event: InspectionEvent) => {
     if (event.type !== "@xstate.microstep" || event.actorRef.sessionId !== event.rootId) return;
     const snapshot = event.snapshot as unknown as { value: unknown; context: unknown };
     const source = (event as { _transitions?: { source?: { path?: string[] } }[] })._transitions?.[0]?.source?.path?.join(".") ?? "";
-    steps.push(`${statePath(snapshot.value)} <- ${source} ${json(snapshot.context)}`);
+    log.push(`step ${statePath(snapshot.value)} <- ${source} ${json(snapshot.context)}`);
   };
   const actor = createActor(machine, { input, inspect });
   const done = new Promise<string>((resolve) => {
@@ -61,14 +61,14 @@ async function underXstate(machine: AnyStateMachine, input: unknown, drive: Driv
   actor.start();
   await drive((e) => actor.send(e as never));
   const result = await Promise.race([done, rest(wait, () => `resting in ${statePath(actor.getSnapshot().value)}`)]);
-  return { steps, calls, result };
+  return { log, result };
 }
 
-async function underInterpreter(machine: AnyStateMachine, input: unknown, drive: Drive, calls: string[], wait: Wait): Promise<Trace> {
-  const steps: string[] = [];
+/** The same under the interpreter. */
+async function underInterpreter(machine: AnyStateMachine, input: unknown, drive: Drive, log: string[], wait: Wait): Promise<Trace> {
   const run = startMachine(compileMachine(machine), {
     input: input as never,
-    observe: (to, context, source) => steps.push(`${to} <- ${source} ${json(context)}`),
+    observe: (to, context, source) => log.push(`step ${to} <- ${source} ${json(context)}`),
   });
   const done = run.output.then(
     (output) => `output ${json(output)}`,
@@ -76,7 +76,7 @@ async function underInterpreter(machine: AnyStateMachine, input: unknown, drive:
   );
   await drive((e) => run.send(e as never));
   const result = await Promise.race([done, rest(wait, () => `resting in ${run.value}`)]);
-  return { steps, calls, result };
+  return { log, result };
 }
 
 /** One scripted react run: what each model call and tool round does, drawn from `seed`. */
@@ -106,8 +106,9 @@ function reactScript(seed: number) {
   return { max_iteration, replies, rounds };
 }
 
-/** The react machine's input for a script; its ports log every call into `calls`. */
-function reactInput(script: ReturnType<typeof reactScript>, calls: string[]) {
+/** The react machine's input for a script; its ports write every call into `log`. */
+function reactInput(script: ReturnType<typeof reactScript>, log: string[]) {
+  const calls = log;
   let ids = 0;
   let model = 0;
   let tools = 0;
@@ -130,7 +131,6 @@ function reactInput(script: ReturnType<typeof reactScript>, calls: string[]) {
   return { max_iteration: script.max_iteration, newId: () => `t${++ids}`, ports };
 }
 
-const settleAll = () => new Promise<void>((r) => setTimeout(r, 0));
 
 describe("the machine interpreter", () => {
   it("runs the react machine as xstate's actor does, microstep by microstep (400 seeded scripts)", async () => {
@@ -139,10 +139,8 @@ describe("the machine interpreter", () => {
       const script = reactScript(seed);
       const runs: Trace[] = [];
       for (const under of [underXstate, underInterpreter]) {
-        const calls: string[] = [];
-        runs.push(
-          await under(reactMachine, reactInput(script, calls), async (send) => send({ type: "RUN" }), calls, "end"),
-        );
+        const log: string[] = [];
+        runs.push(await under(reactMachine, reactInput(script, log), async (send) => send({ type: "RUN" }), log, "end"));
       }
       expect(runs[1], `seed ${seed}`).toEqual(runs[0]);
       outcomes.add(runs[0]!.result.replace(/\d+/g, "N").slice(0, 40));
@@ -174,6 +172,7 @@ describe("the machine interpreter", () => {
     context: ({ input }) => ({ n: 0, log: [], limit: input.limit }),
     entry: { type: "note", params: { what: "root-entry" } },
     exit: { type: "note", params: { what: "root-exit" } },
+    on: { JUMP: ".C" },
     initial: "A",
     states: {
       A: {
@@ -206,7 +205,13 @@ describe("the machine interpreter", () => {
       B: {
         // Taken once: a transient transition that changes neither the state nor the context is not taken again.
         always: { guard: ({ context }) => context.n > 50, actions: { type: "note", params: { what: "B-always" } } },
-        on: { NEXT: "COUNT", UP: { actions: [{ type: "bump", params: { by: 5 } }] } },
+        on: { NEXT: "COUNT", UP: { actions: [{ type: "bump", params: { by: 5 } }] }, GO: "C" },
+      },
+      C: {
+        // No onDone: C2's done event changes nothing, and the transient transition that reads it is taken after it.
+        initial: "C1",
+        states: { C1: { on: { NEXT: "C2" } }, C2: { type: "final" } },
+        always: { guard: ({ event }) => event.type === "xstate.done.state.test.C", target: "COUNT" },
       },
       COUNT: {
         // A transient loop that ends when its context stops the guard.
@@ -220,7 +225,7 @@ describe("the machine interpreter", () => {
   it("runs what it claims as xstate does: nesting, reentry, exits, params, guards, done events, transient loops, errors (300 seeded event sequences)", async () => {
     // xstate's development build warns of each event sent after the end; the sequences send some on purpose.
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
-    const alphabet = ["UP", "RE", "SAME", "ECHO", "GO", "NEXT", "BACK", "NOPE", "UP", "NEXT", "BAD_GUARD", "BAD_ACTION"];
+    const alphabet = ["UP", "RE", "SAME", "ECHO", "GO", "NEXT", "BACK", "NOPE", "UP", "NEXT", "JUMP", "BAD_GUARD", "BAD_ACTION"];
     const results = new Set<string>();
     for (let seed = 1; seed <= 300; seed++) {
       const next = random(seed);
@@ -241,26 +246,94 @@ describe("the machine interpreter", () => {
     warn.mockRestore();
   });
 
-  it("reports the react machine's states as the xstate inspector does", async () => {
-    const reported: string[][] = [[], []];
-    const ports = (log: string[]) => ({
-      emit: (body: { type: string }, extra?: { trace_id?: string }) => void log.push(`${json(body)} ${extra?.trace_id ?? ""}`),
-      deferUntilNext: (flush: () => void) => void queueMicrotask(flush),
-    });
+  /** A machine whose start does something: initial actions, a transient transition, an event it sends itself, a throw. */
+  const startingMachine = setup({
+    types: { context: {} as { n: number; log: string[] }, input: {} as { n: number }, events: {} as { type: "GO" } },
+    actions: {
+      note: ({ context }, params: { what: string }) => void context.log.push(`${params.what}@${context.n}`),
+      go: ({ self }) => self.send({ type: "GO" }),
+      boom: ({ context }) => {
+        if (context.n === 3) throw new Error("an initial action threw");
+      },
+    },
+  }).createMachine({
+    id: "starting",
+    context: ({ input }) => ({ n: input.n, log: [] }),
+    entry: [{ type: "note", params: { what: "root" } }, "go"],
+    exit: { type: "note", params: { what: "root-exit" } },
+    initial: "S",
+    states: {
+      S: {
+        entry: [{ type: "note", params: { what: "S" } }, "boom"],
+        always: { guard: ({ context }) => context.n > 0, target: "T", actions: [assign(({ context }) => ({ n: context.n - 1 })), { type: "note", params: { what: "S-always" } }] },
+        on: { GO: "U" },
+      },
+      T: { entry: { type: "note", params: { what: "T" } }, always: { guard: ({ context }) => context.n > 5, target: "F" }, on: { GO: "U" } },
+      U: { type: "final", entry: { type: "note", params: { what: "U" } } },
+      F: { type: "final" },
+    },
+    output: ({ context }) => context.log,
+  });
+
+  it("starts as xstate's actor starts: initial actions after the initial microsteps, then what they sent", async () => {
+    const results = new Set<string>();
+    for (let n = 0; n <= 8; n++) {
+      const runs: Trace[] = [];
+      for (const under of [underXstate, underInterpreter]) runs.push(await under(startingMachine, { n }, async () => undefined, [], "tick"));
+      expect(runs[1], `n ${n}`).toEqual(runs[0]);
+      results.add(runs[0]!.result.split(" ")[0]!);
+    }
+    expect([...results].sort()).toEqual(["error", "output"]);
+  });
+
+  it("reports the react machine's states as the xstate inspector does, in order with the run's other events (40 seeded scripts)", async () => {
+    /** A bus as far as the reporter sees it: held work runs before the next event, a recursion's own work after its recursion.started (src/events/bus.ts). */
+    const bus = (log: string[]) => {
+      const held = new Map<() => void, string | undefined>();
+      const emit = (body: { type: string }, trace_id?: string) => {
+        for (const [flush, id] of [...held]) {
+          if (body.type === "recursion.started" && id === trace_id) continue;
+          held.delete(flush);
+          flush();
+        }
+        log.push(`${json(body)} ${trace_id ?? ""}`);
+      };
+      return {
+        emit,
+        ports: {
+          emit: (body: { type: string }, extra?: { trace_id?: string }) => emit(body, extra?.trace_id),
+          deferUntilNext: (flush: () => void, trace_id?: string) => void held.set(flush, trace_id),
+        },
+        close: () => [...held.keys()].forEach((flush) => flush()),
+      };
+    };
+    /** The script's input, its recursions and plans emitted on `b` as the react runner emits them. */
+    const input = (script: ReturnType<typeof reactScript>, b: ReturnType<typeof bus>) => {
+      const base = reactInput(script, []);
+      base.ports.startRecursion = (p) => b.emit({ type: "recursion.started", iteration: p.iteration } as { type: string }, p.trace_id);
+      base.ports.announcePlan = (p) => b.emit({ type: "plan", plan: p.plan } as { type: string }, p.trace_id);
+      return base;
+    };
     const traceId = (context: unknown) => (context as { trace_id: string }).trace_id;
-    for (const seed of [3, 7, 11]) {
+    let changes = 0;
+    for (let seed = 1; seed <= 40; seed++) {
       const script = reactScript(seed);
-      const actor = createActor(reactMachine, { input: reactInput(script, []), inspect: stateInspector("react", ports(reported[0]!), { traceId }) });
+      const reported: string[][] = [[], []];
+      const first = bus(reported[0]!);
+      const actor = createActor(reactMachine, { input: input(script, first), inspect: stateInspector("react", first.ports, { traceId }) });
       actor.start();
       actor.send({ type: "RUN" });
       await toPromise(actor).catch(() => undefined);
-      const run = startMachine(compileMachine(reactMachine), { input: reactInput(script, []), observe: stateReporter("react", ports(reported[1]!), { traceId }) });
+      first.close();
+      const second = bus(reported[1]!);
+      const run = startMachine(compileMachine(reactMachine), { input: input(script, second), observe: stateReporter("react", second.ports, { traceId }) });
       run.send({ type: "RUN" });
       await run.output.catch(() => undefined);
-      await settleAll();
+      second.close();
+      changes += reported[0]!.filter((e) => e.includes("state.changed")).length;
+      expect(reported[1], `seed ${seed}`).toEqual(reported[0]);
     }
-    expect(reported[0]!.length).toBeGreaterThan(6);
-    expect(reported[1]).toEqual(reported[0]);
+    expect(changes).toBeGreaterThan(60);
   });
 
   it("refuses a machine that uses more of XState than it runs, saying what", () => {
@@ -273,6 +346,15 @@ describe("the machine interpreter", () => {
       [createMachine({ id: "r", initial: "a", states: { a: { entry: raise({ type: "X" }) } } }), /built-in action xstate.raise/],
       [setup({ guards: { yes: () => true } }).createMachine({ id: "g", initial: "a", states: { a: { on: { X: { guard: and(["yes", "yes"]), target: "b" } } }, b: {} } }), /built-in guard/],
       [createMachine({ id: "u", initial: "a", states: { a: { entry: "missing" } } }), /action 'missing' of state u.a is not implemented/],
+      [createMachine({ id: "ug", initial: "a", states: { a: { on: { X: { guard: "missing", target: "b" } } }, b: {} } }), /guard 'missing' of the 'X' transition of state ug.a is not implemented/],
+      [createMachine({ id: "s", initial: "a", states: { a: { entry: sendTo(({ self }) => self, { type: "X" }) } } }), /built-in action xstate.sendTo/],
+      [createMachine({ id: "l", initial: "a", states: { a: { entry: log("hello") } } }), /built-in action xstate.log/],
+      [createMachine({ id: "e", initial: "a", states: { a: { entry: emit({ type: "X" }) } } }), /built-in action xstate.emit/],
+      [createMachine({ id: "q", initial: "a", states: { a: { entry: enqueueActions(() => undefined) } } }), /built-in action xstate.enqueueActions/],
+      [createMachine({ id: "m", initial: "a", states: { a: { on: { X: { target: ["b.b1", "c.c1"] } } }, b: { initial: "b1", states: { b1: {} } }, c: { initial: "c1", states: { c1: {} } } } }), /the 'X' transition of state m.a has several targets/],
+      [createMachine({ id: "n", initial: "a", states: { a: { initial: { target: "a1", actions: () => undefined } as never, states: { a1: {} } } } }), /state n.a has actions on its initial transition/],
+      [createMachine({ id: "f", type: "final" }), /its root is a final state/],
+      [createMachine({ id: "x", initial: "a", options: { maxIterations: 100 }, states: { a: {} } } as never), /it sets maxIterations/],
     ];
     for (const [machine, why] of cases) {
       expect(() => compileMachine(machine)).toThrow(UnsupportedMachine);
