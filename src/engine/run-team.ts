@@ -13,7 +13,7 @@ import { Journal, type JournalSink } from "./journal.js";
 import { providedTools } from "./resolve-tools.js";
 import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
-import { acquireTraceStore, batchedTraceSink, groupAppend, releaseTraceStore } from "./trace-stores.js";
+import { acquireTraceStore, batchedTraceSink, commitPerTurn, groupAppend, releaseTraceStore } from "./trace-stores.js";
 import { Account } from "./budget.js";
 import { Approvals, type Approver, type Decision } from "./approvals.js";
 import type { Replay } from "./replay.js";
@@ -142,6 +142,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   let traceError: string | undefined;
   let storeHeld = false;
   let flushTrace: () => void | Promise<void> = () => {};
+  /** The run's steps still running (RunShared.inflight). */
+  const inflight = new Set<Promise<unknown>>();
   let journalSink: JournalSink | undefined;
   let store: Pick<RunStore, "appendMany" | "decide" | "location"> | undefined;
   if (options.trace !== false) {
@@ -164,7 +166,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       const trace = batchedTraceSink(store, (seq) => bus.stored(seq));
       bus.subscribe(trace.sink);
       flushTrace = trace.commit;
-      if (options.journal !== false) journalSink = { write: trace.journal, commit: trace.commit };
+      // Steps that run at once (plan_solver's solvers) share their write-ahead commits, one a turn.
+      if (options.journal !== false) journalSink = { write: trace.journal, commit: commitPerTurn(trace.commit, () => inflight.size > 1) };
     } catch (err) {
       traceError = `cannot open the trace store in ${options.store?.location ?? trace_dir}: ${describeError(err)}`;
     }
@@ -215,7 +218,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     unavailableModels: new Set(),
     accounts: budget ? [new Account("the team", budget)] : [],
     approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
-    inflight: new Set(),
+    inflight,
     newId,
     now,
   };

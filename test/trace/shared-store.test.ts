@@ -62,6 +62,34 @@ describe("the trace store shared by the runs of a process", () => {
     }
   });
 
+  it("the steps of one run going on at once share their write-ahead commits; a step alone commits before each request", async () => {
+    const dir = tempDir();
+    const team = await loadTeam("teams/plan-solver.yaml");
+    await runTeam(team, { input: "warm up", traceDir: dir }).result;
+    const order: string[] = [];
+    const appendAll = TraceStore.prototype.appendAll;
+    TraceStore.prototype.appendAll = function (this: TraceStore, batches) {
+      order.push("commit");
+      return appendAll.call(this, batches);
+    };
+    try {
+      const result = await runTeam(team, { input: "go", traceDir: dir, sinks: [(e) => void (e.type === "llm.request" && order.push(e.agent_id))] }).result;
+      expect(result.result_type).toBe("answer");
+    } finally {
+      TraceStore.prototype.appendAll = appendAll;
+    }
+    // The planner (alone) commits before its request; the solvers, 4 at once (its concurrency), once
+    // for the 4 requests of a turn, where each had its own commit (8 for 8); the aggregator alone again.
+    const runs = order.join(" ").split(" commit").map((s) => s.trim()).filter((s) => s !== "" && s !== "commit");
+    expect(runs).toEqual(["planner", "solver solver solver solver", "solver solver solver solver", "aggregator"]);
+    const store = TraceStore.open(dir, { create: false });
+    try {
+      expect(store.listRuns()).toHaveLength(2);
+    } finally {
+      store.close();
+    }
+  });
+
   it("a batch that cannot be written fails alone: the others of its transaction are kept; a run alone commits at once", async () => {
     const dir = tempDir();
     // Two users, as two runs going on at once: batches wait for the end of the turn.
