@@ -5,6 +5,11 @@ import { argsValidator } from "../../src/tools/validate-args.js";
 import type { Tool } from "../../src/tools/types.js";
 import { call, makeBox, SCOPE, sleep } from "./helpers.js";
 
+/** A read tool with an object schema, 1 s to run and 1,000 bytes of output, changed by `fields`. */
+function tool(name: string, execute: Tool["execute"], fields: Partial<Tool> = {}): Tool {
+  return Object.assign({ name, description: `the ${name} tool`, parameters: { type: "object" }, effect: "read" as const, timeout_ms: 1000, max_output_bytes: 1000, execute }, fields);
+}
+
 /** A tool that waits, counting how often it really ran. */
 function waiter(name = "wait"): Tool & { runs: number; aborted: number } {
   const tool = {
@@ -133,19 +138,15 @@ describe("createToolBox", () => {
 
   it("gives a tool that reads its signal only after the timeout an aborted one, with the reason", async () => {
     let seen: { aborted: boolean; reason: string } | undefined;
-    const late: Tool = {
-      name: "late",
-      description: "looks at its signal late",
-      parameters: { type: "object" },
-      effect: "read",
-      timeout_ms: 50,
-      max_output_bytes: 1000,
-      execute: async (_args, ctx) => {
+    const late = tool(
+      "late",
+      async (_args, ctx) => {
         await new Promise((r) => setTimeout(r, 200));
         seen = { aborted: ctx.signal.aborted, reason: String((ctx.signal.reason as Error).message) };
         return "too late";
       },
-    };
+      { timeout_ms: 50 },
+    );
     const { box } = makeBox([late]);
     const [outcome] = await box.run([call("late", {})]);
     expect(outcome).toMatchObject({ ok: false, error: "timed out after 50 ms" });
@@ -154,17 +155,9 @@ describe("createToolBox", () => {
   });
 
   it("turns a throw into a one-line error and never throws itself", async () => {
-    const broken: Tool = {
-      name: "broken",
-      description: "always fails",
-      parameters: { type: "object" },
-      effect: "read",
-      timeout_ms: 1000,
-      max_output_bytes: 1000,
-      execute: async () => {
-        throw new Error("disk on fire\n    at somewhere (file.js:1:1)");
-      },
-    };
+    const broken = tool("broken", async () => {
+      throw new Error("disk on fire\n    at somewhere (file.js:1:1)");
+    });
     const { box } = makeBox([broken, builtinTool("calculator")!]);
     const [outcome, fine] = await box.run([call("broken", {}), call("calculator", { expression: "1+2" })]);
     expect(outcome).toMatchObject({ ok: false, error: "disk on fire" });
@@ -172,15 +165,7 @@ describe("createToolBox", () => {
   });
 
   it("caps the serialised output and says so", async () => {
-    const chatty: Tool = {
-      name: "chatty",
-      description: "talks a lot",
-      parameters: { type: "object" },
-      effect: "read",
-      timeout_ms: 1000,
-      max_output_bytes: 100,
-      execute: async () => ({ text: "é".repeat(500) }),
-    };
+    const chatty = tool("chatty", async () => ({ text: "é".repeat(500) }), { max_output_bytes: 100 });
     const { box } = makeBox([chatty]);
     const [outcome] = await box.run([call("chatty", {})]);
     expect(outcome!.ok).toBe(true);
@@ -285,15 +270,7 @@ describe("parameter schemas", () => {
   it("are compiled strictly; a broken schema refuses the call instead of crashing", async () => {
     expect(argsValidator.schemaProblem({ type: "object", properties: { a: { type: "string" } } })).toBeUndefined();
     expect(argsValidator.schemaProblem({ type: "object", frobnicate: true })).toBe("unknown keyword 'frobnicate'");
-    const odd: Tool = {
-      name: "odd",
-      description: "has a schema ajv refuses",
-      parameters: { type: "object", frobnicate: true },
-      effect: "read",
-      timeout_ms: 1000,
-      max_output_bytes: 1000,
-      execute: async () => "ran",
-    };
+    const odd = tool("odd", async () => "ran", { parameters: { type: "object", frobnicate: true } });
     const { box } = makeBox([odd]);
     const [outcome] = await box.run([call("odd", {})]);
     expect(outcome!.ok).toBe(false);
