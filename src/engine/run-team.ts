@@ -142,8 +142,6 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   let traceError: string | undefined;
   let storeHeld = false;
   let flushTrace: () => void | Promise<void> = () => {};
-  /** The run's steps still running (RunShared.inflight). */
-  const inflight = new Set<Promise<unknown>>();
   let journalSink: JournalSink | undefined;
   let store: Pick<RunStore, "appendMany" | "decide" | "location"> | undefined;
   if (options.trace !== false) {
@@ -166,8 +164,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       const trace = batchedTraceSink(store, (seq) => bus.stored(seq));
       bus.subscribe(trace.sink);
       flushTrace = trace.commit;
-      // Steps that run at once (plan_solver's solvers) share their write-ahead commits, one a turn.
-      if (options.journal !== false) journalSink = { write: trace.journal, commit: commitPerTurn(trace.commit, () => inflight.size > 1) };
+      // Steps that run at once (plan_solver's solvers) share the write-ahead commits they ask for in one turn.
+      if (options.journal !== false) journalSink = { write: trace.journal, commit: commitPerTurn(trace.commit) };
     } catch (err) {
       traceError = `cannot open the trace store in ${options.store?.location ?? trace_dir}: ${describeError(err)}`;
     }
@@ -218,7 +216,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     unavailableModels: new Set(),
     accounts: budget ? [new Account("the team", budget)] : [],
     approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
-    inflight,
+    inflight: new Set(),
     newId,
     now,
   };

@@ -131,25 +131,43 @@ class GroupCommit {
 }
 
 /**
- * A run's write-ahead commit (`commit` of `batchedTraceSink`) for steps that
- * run at once: while `together()` (several steps of the run in flight, as
- * plan_solver's solvers), the commits asked for in one turn of the event
- * loop are one, at its end (`setImmediate`), and each caller's promise
- * settles once it is durable. Asked for one after the other, 16 solvers'
- * first requests waited for 16 transactions, leaving over 3-6 ms instead of
- * ~0.5 (docs/performance.md). A step alone commits at once: a turn's wait
- * would cost it a turn of the loop per request.
+ * A run's write-ahead commit (`commit` of `batchedTraceSink`), shared by the
+ * steps of the run that ask for one in the same turn of the event loop
+ * (plan_solver's solvers): the first of a turn commits at once, the others
+ * of that turn share one commit at its end (`setImmediate`), and each
+ * caller's promise settles once it is durable. Asked for one after the
+ * other, 16 solvers' first requests waited for 16 transactions and left
+ * over 3-6 ms, instead of ~0.5 (docs/performance.md). A step alone (a
+ * react loop, an agent called as a tool while its caller waits) asks for
+ * one commit a turn, before its request, and gets it at once.
  */
-export function commitPerTurn(commit: () => void | Promise<void>, together: () => boolean): () => void | Promise<void> {
+export function commitPerTurn(commit: () => void | Promise<void>): () => void | Promise<void> {
+  /** A commit was made in this turn; the next ones wait for its end. */
+  let turn = false;
   let due: Promise<void> | undefined;
+  let resolveDue: ((written: void | Promise<void>) => void) | undefined;
   return () => {
-    if (!together()) return commit();
-    return (due ??= new Promise<void>((resolve) => {
-      setImmediate(() => {
-        due = undefined;
-        resolve(commit());
-      });
-    }));
+    if (turn) {
+      return (due ??= new Promise<void>((resolve) => {
+        resolveDue = resolve;
+      }));
+    }
+    turn = true;
+    setImmediate(() => {
+      turn = false;
+      const waiting = resolveDue;
+      due = resolveDue = undefined;
+      if (!waiting) return;
+      let written: void | Promise<void>;
+      try {
+        written = commit();
+      } catch {
+        // batchedTraceSink's commit warns and never throws; a caller must not hang if one did.
+        written = undefined;
+      }
+      waiting(written);
+    });
+    return commit();
   };
 }
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
+import { createChatClient } from "../../src/models/factory.js";
 import { acquireTraceStore, groupAppend, openTraceStores, releaseTraceStore } from "../../src/engine/trace-stores.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore } from "../../src/trace/store.js";
@@ -62,32 +63,56 @@ describe("the trace store shared by the runs of a process", () => {
     }
   });
 
-  it("the steps of one run going on at once share their write-ahead commits; a step alone commits before each request", async () => {
+  it("the steps of one run going on at once share the write-ahead commits of a turn, and each request still leaves after what it is built from", async () => {
     const dir = tempDir();
     const team = await loadTeam("teams/plan-solver.yaml");
     await runTeam(team, { input: "warm up", traceDir: dir }).result;
-    const order: string[] = [];
+    let commits = 0;
     const appendAll = TraceStore.prototype.appendAll;
     TraceStore.prototype.appendAll = function (this: TraceStore, batches) {
-      order.push("commit");
+      commits++;
       return appendAll.call(this, batches);
     };
+    // What each request finds when it leaves: the commits made so far, the replies committed (through another connection).
+    const requests: { commits: number; replies: Set<string> }[] = [];
+    const reader: { store?: TraceStore; task?: string } = {};
     try {
-      const result = await runTeam(team, { input: "go", traceDir: dir, sinks: [(e) => void (e.type === "llm.request" && order.push(e.agent_id))] }).result;
-      expect(result.result_type).toBe("answer");
+      const run = runTeam(team, {
+        input: "go",
+        traceDir: dir,
+        sinks: [(e) => void (reader.task ??= e.task_id)],
+        createClient: (config) => {
+          const client = createChatClient(config);
+          return {
+            model: client.model,
+            chat: (request) => {
+              reader.store ??= TraceStore.open(dir, { create: false });
+              const replies = reader.store.journalOf(reader.task!).filter((e) => e.kind === "model.reply");
+              requests.push({ commits, replies: new Set(replies.map((e) => e.key)) });
+              return client.chat(request);
+            },
+          };
+        },
+      });
+      expect((await run.result).result_type).toBe("answer");
     } finally {
       TraceStore.prototype.appendAll = appendAll;
+      reader.store?.close();
     }
-    // The planner (alone) commits before its request; the solvers, 4 at once (its concurrency), once
-    // for the 4 requests of a turn, where each had its own commit (8 for 8); the aggregator alone again.
-    const runs = order.join(" ").split(" commit").map((s) => s.trim()).filter((s) => s !== "" && s !== "commit");
-    expect(runs).toEqual(["planner", "solver solver solver solver", "solver solver solver solver", "aggregator"]);
-    const store = TraceStore.open(dir, { create: false });
-    try {
-      expect(store.listRuns()).toHaveLength(2);
-    } finally {
-      store.close();
-    }
+    // The planner (step 0.0), 4 solvers at once (0.1-0.4) with two calls each (a tool between), the aggregator.
+    expect(requests).toHaveLength(10);
+    const [planner, first, second, aggregator] = [requests[0]!, requests.slice(1, 5), requests.slice(5, 9), requests[9]!];
+    expect(planner.replies.size).toBe(0);
+    // Write-ahead: each request leaves after the replies it is built from are stored: the solvers' after
+    // the planner's, each solver's second after its first (so all four by the last of them), the aggregator's
+    // after every solver's.
+    for (const request of first) expect(request.replies.has("0.0/m0")).toBe(true);
+    const firstReplies = ["0.1/m0", "0.2/m0", "0.3/m0", "0.4/m0"];
+    expect(firstReplies.every((key) => second[3]!.replies.has(key))).toBe(true);
+    for (const key of [...firstReplies, "0.1/m1", "0.2/m1", "0.3/m1", "0.4/m1"]) expect(aggregator.replies.has(key), key).toBe(true);
+    // Shared: the 4 solvers starting together leave after at most 2 commits (the first at once, the others
+    // at the end of the turn), where each made its own before its request (4).
+    expect(first[3]!.commits - first[0]!.commits).toBeLessThanOrEqual(1);
   });
 
   it("a batch that cannot be written fails alone: the others of its transaction are kept; a run alone commits at once", async () => {
