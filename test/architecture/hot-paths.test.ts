@@ -25,6 +25,7 @@ const HOT = [
   "engine/trace-stores.ts",
   "tools/toolbox.ts",
   "kinds/react/machine.ts",
+  "machine-interpreter.ts",
   "kinds/react/run.ts",
   "kinds/react/state.ts",
   "redact.ts",
