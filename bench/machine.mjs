@@ -11,7 +11,7 @@
 import { parseArgs } from "node:util";
 import { createActor, toPromise } from "../dist/xstate-bundle.js";
 import { reactMachine } from "../dist/kinds/react/machine.js";
-import { compileMachine, startMachine } from "../dist/machine-interpreter.js";
+import { compileMachine, startMachine } from "../dist/machine-interpreter/index.js";
 import { stateInspector, stateReporter } from "../dist/engine/state-reporter.js";
 import { median, printTable } from "./lib/stats.mjs";
 

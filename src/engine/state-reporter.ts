@@ -25,7 +25,7 @@ export interface ReporterPorts {
  * context, source)` for each microstep, with the state it ends in (a dotted
  * path), the context then, and the path of its transition's source ("" for
  * the root). The compiled machines' interpreter calls it directly
- * (src/machine-interpreter.ts); `stateInspector` feeds it xstate's
+ * (src/machine-interpreter/); `stateInspector` feeds it xstate's
  * inspection events.
  */
 export function stateReporter(machine: string, ports: ReporterPorts, options: StateReportOptions = {}): (to: string, context: unknown, source: string | undefined) => void {

@@ -6,7 +6,7 @@
  * Kinds import this file, never the engine.
  */
 import type { AnyStateMachine, InspectionEvent } from "xstate";
-import type { MicrostepObserver } from "../machine-interpreter.js";
+import type { MicrostepObserver } from "../machine-interpreter/index.js";
 import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config/types.js";
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
@@ -128,7 +128,7 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   /**
    * The same reporter for a machine run by the interpreter
    * (`startMachine(compiled, { input, observe: ctx.reportStates("react") })`,
-   * src/machine-interpreter.ts).
+   * src/machine-interpreter/).
    */
   reportStates(machine: string, options?: StateReportOptions): MicrostepObserver;
   /**

@@ -1,5 +1,5 @@
 /**
- * The interpreter (src/machine-interpreter.ts) against xstate's own actor,
+ * The interpreter (src/machine-interpreter/) against xstate's own actor,
  * the reference: the same machine definitions, the same events, compared
  * microstep by microstep (state, context, the transition's source), with the
  * actions' calls, the output or the error. The react machine is driven by
@@ -9,7 +9,7 @@
 import { describe, expect, it, vi } from "vitest";
 import type { AnyStateMachine, InspectionEvent } from "xstate";
 import { and, assign, createActor, createMachine, emit, enqueueActions, fromPromise, log, raise, sendTo, setup, toPromise } from "xstate";
-import { compileMachine, startMachine, UnsupportedMachine } from "../../src/machine-interpreter.js";
+import { compileMachine, startMachine, UnsupportedMachine } from "../../src/machine-interpreter/index.js";
 import { reactMachine, type ReactPorts, type Understood } from "../../src/kinds/react/machine.js";
 import type { ReactAction } from "../../src/kinds/react/protocol.js";
 import type { ToolOutcome } from "../../src/tools/types.js";

@@ -1,4 +1,4 @@
-import { compileMachine, startMachine } from "../../machine-interpreter.js";
+import { compileMachine, startMachine } from "../../machine-interpreter/index.js";
 import type { ReactAgentConfig } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
 import type { ChatMessage } from "../../models/types.js";
