@@ -6,9 +6,8 @@ import { describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { fingerprint } from "../../src/engine/journal.js";
 import { runTeam } from "../../src/engine/run-team.js";
-import { createChatClient } from "../../src/models/factory.js";
-import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore, type JournalEntry } from "../../src/trace/store.js";
+import { journalAtRequests } from "../support/journal-reader.js";
 
 const teamFile = (name: string) => fileURLToPath(new URL(`../../teams/${name}`, import.meta.url));
 const QUESTION = "What are the area and circumference of a circle with radius 5 meters?";
@@ -21,31 +20,14 @@ const QUESTION = "What are the area and circumference of a circle with radius 5 
 async function runWithReader(name: string) {
   const traceDir = mkdtempSync(join(tmpdir(), "journal-"));
   const team = await loadTeam(teamFile(name));
-  const reader: { store?: TraceStore } = {};
-  const seen: RunEvent[] = [];
   const requests: { events: number; committed: Map<string, string> }[] = [];
-  const run = runTeam(team, {
-    input: QUESTION,
-    traceDir,
-    sinks: [(event) => seen.push(event)],
-    createClient: (config) => {
-      const client = createChatClient(config);
-      return {
-        model: client.model,
-        chat: (request) => {
-          reader.store ??= TraceStore.open(traceDir, { create: false });
-          const committed = new Map(reader.store.journalOf(seen[0]!.task_id).map((e) => [e.key, e.kind]));
-          requests.push({ events: seen.length, committed });
-          return client.chat(request);
-        },
-      };
-    },
-  });
+  const reader = journalAtRequests(traceDir, (journal, seen) => requests.push({ events: seen.length, committed: new Map(journal.map((e) => [e.key, e.kind])) }));
+  const run = runTeam(team, { input: QUESTION, traceDir, ...reader.options });
   const result = await run.result;
   if (result.result_type !== "answer") throw new Error(String(result.error));
-  const journal = reader.store!.journalOf(run.task_id);
-  reader.store!.close();
-  return { result, journal, seen, requests };
+  const journal = reader.journal(run.task_id);
+  reader.close();
+  return { result, journal, seen: reader.seen, requests };
 }
 
 const value = (entry: JournalEntry | undefined) => JSON.parse(entry?.json ?? "null") as Record<string, unknown>;

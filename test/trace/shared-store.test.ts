@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
-import { createChatClient } from "../../src/models/factory.js";
+import { journalAtRequests } from "../support/journal-reader.js";
 import { acquireTraceStore, groupAppend, openTraceStores, releaseTraceStore } from "../../src/engine/trace-stores.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore } from "../../src/trace/store.js";
@@ -75,29 +75,14 @@ describe("the trace store shared by the runs of a process", () => {
     };
     // What each request finds when it leaves: the commits made so far, the replies committed (through another connection).
     const requests: { commits: number; replies: Set<string> }[] = [];
-    const reader: { store?: TraceStore; task?: string } = {};
+    const reader = journalAtRequests(dir, (journal) =>
+      requests.push({ commits, replies: new Set(journal.filter((e) => e.kind === "model.reply").map((e) => e.key)) }),
+    );
     try {
-      const run = runTeam(team, {
-        input: "go",
-        traceDir: dir,
-        sinks: [(e) => void (reader.task ??= e.task_id)],
-        createClient: (config) => {
-          const client = createChatClient(config);
-          return {
-            model: client.model,
-            chat: (request) => {
-              reader.store ??= TraceStore.open(dir, { create: false });
-              const replies = reader.store.journalOf(reader.task!).filter((e) => e.kind === "model.reply");
-              requests.push({ commits, replies: new Set(replies.map((e) => e.key)) });
-              return client.chat(request);
-            },
-          };
-        },
-      });
-      expect((await run.result).result_type).toBe("answer");
+      expect((await runTeam(team, { input: "go", traceDir: dir, ...reader.options }).result).result_type).toBe("answer");
     } finally {
       TraceStore.prototype.appendAll = appendAll;
-      reader.store?.close();
+      reader.close();
     }
     // The planner (step 0.0), 4 solvers at once (0.1-0.4) with two calls each (a tool between), the aggregator.
     expect(requests).toHaveLength(10);
