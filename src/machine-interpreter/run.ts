@@ -78,6 +78,10 @@ export function startMachine<TMachine extends AnyStateMachine>(
       output = outputOf(compiled.root.x.output, { type: `xstate.done.state.${n.x.id}`, output: again });
     }
   };
+  /** Once the machine is done, every active state's exit actions run, the leaf's first (as xstate's microstep runs them). */
+  const exitIfDone = (event: unknown): void => {
+    if (status === "done") for (const n of leaf.chain) execute(n.exit, event);
+  };
   /** One microstep; true when it changed the state or the context (xstate stops taking `always` transitions otherwise). */
   const microstep = (edge: Edge | undefined, event: unknown): boolean => {
     const before = leaf;
@@ -91,7 +95,7 @@ export function startMachine<TMachine extends AnyStateMachine>(
         enterAll(move.enter, event);
         leaf = move.leaf;
       } else execute(edge.actions, event);
-      if (status === "done") for (const n of leaf.chain) execute(n.exit, event);
+      exitIfDone(event);
     }
     observe?.(leaf.value, context, edge ? edge.source.value : "");
     return leaf !== before || context !== was;
@@ -183,7 +187,7 @@ export function startMachine<TMachine extends AnyStateMachine>(
     context = typeof factory === "function" ? Object.assign({}, factory({ input: options.input, self, spawn: noSpawn })) : (factory ?? {});
     enterAll(compiled.initial.enter, init);
     leaf = compiled.initial.leaf;
-    if (status === "done") for (const n of leaf.chain) execute(n.exit, init);
+    exitIfDone(init);
     settle(init);
     const initial = deferred ?? [];
     deferred = undefined;

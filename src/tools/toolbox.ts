@@ -253,13 +253,6 @@ function execute(
   // AbortController per call was ~1 % of a react loop's CPU at 50 runs at once, docs/performance.md).
   let controller: AbortController | undefined;
   let abortedWith: Error | undefined;
-  const signal = (): AbortSignal => {
-    if (controller === undefined) {
-      controller = new AbortController();
-      if (abortedWith !== undefined) controller.abort(abortedWith);
-    }
-    return controller.signal;
-  };
   return new Promise<Settled>((resolve) => {
     let done = false;
     const finish = (settled: Settled, abortReason?: string): void => {
@@ -282,7 +275,12 @@ function execute(
 
     const ctx = {
       get signal() {
-        return signal();
+        if (controller === undefined) {
+          controller = new AbortController();
+          // Read after the call ended: aborted already, with the reason it ended for.
+          if (abortedWith !== undefined) controller.abort(abortedWith);
+        }
+        return controller.signal;
       },
       scope,
       call_id,
