@@ -6,7 +6,7 @@ import type { RunEvent, Usage } from "../events/types.js";
 import { takeEventJson } from "../events/bus.js";
 
 /** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
-export const TRACE_SCHEMA_VERSION = 5;
+export const TRACE_SCHEMA_VERSION = 6;
 
 /** The file name of the store inside the trace directory. */
 export const TRACE_DB_FILE = "traces.db";
@@ -56,30 +56,33 @@ export interface TraceStoreOptions {
 }
 
 const SCHEMA = `
--- Version 5: events and journal are rowid tables, their rows appended at the
--- end of the table in the order written, with (task_id, seq) / (task_id, key)
--- as a unique index: a WITHOUT ROWID table kept whole rows (JSON of up to a
--- few KB) in task_id order, so every commit rewrote pages all over the file
--- (a quarter of the cost of an append, bench/react-loop.mjs section 6).
-CREATE TABLE IF NOT EXISTS events (
+-- Version 6: a run's events are stored in batches, one row for the events of
+-- a run that one commit writes (the seq range first_seq..last_seq, the events
+-- as a JSON array in seq order), and one row of event_traces for each
+-- recursion (trace_id) a batch holds events of. A row per event, with its two
+-- indexes, cost ~80 inserts into three b-trees per 10-step task, about half
+-- of the store's CPU (docs/performance.md#a-runs-events-in-batches).
+CREATE TABLE IF NOT EXISTS event_batches (
   id INTEGER PRIMARY KEY,
   task_id TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  agent_id TEXT NOT NULL,
-  step_id TEXT,
-  parent_step_id TEXT,
-  trace_id TEXT,
-  ts TEXT NOT NULL,
+  first_seq INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
   json TEXT NOT NULL
 );
-CREATE UNIQUE INDEX IF NOT EXISTS events_task ON events (task_id, seq);
--- Version 3: no index on events.agent_id (nothing reads events by agent; runs
--- has its own), and trace_id indexed only where it is set, so an event
--- without one (most of them) updates one index, not three.
-DROP INDEX IF EXISTS events_agent;
-DROP INDEX IF EXISTS events_trace;
-CREATE INDEX IF NOT EXISTS events_trace_id ON events (trace_id) WHERE trace_id IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS event_batches_task ON event_batches (task_id, last_seq);
+-- A run's events are appended in seq order, each seq once: a batch starting
+-- at or below a seq already stored (another writer of the same run) is
+-- refused, as the unique (task_id, seq) of a row per event refused it.
+CREATE TRIGGER IF NOT EXISTS event_batches_in_order BEFORE INSERT ON event_batches
+WHEN EXISTS (SELECT 1 FROM event_batches WHERE task_id = NEW.task_id AND last_seq >= NEW.first_seq)
+BEGIN
+  SELECT RAISE(ABORT, 'UNIQUE constraint failed: event_batches.first_seq (the run already has events at or after it)');
+END;
+CREATE TABLE IF NOT EXISTS event_traces (
+  trace_id TEXT NOT NULL,
+  batch_id INTEGER NOT NULL,
+  PRIMARY KEY (trace_id, batch_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
   task_id TEXT PRIMARY KEY,
   agent_id TEXT NOT NULL,
@@ -93,6 +96,10 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent_id, started_at);
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
+-- Version 5: journal is a rowid table, its rows appended at the end of the
+-- table in the order written, with (task_id, key) as a unique index: a WITHOUT
+-- ROWID table kept whole rows in task_id order, so every commit rewrote pages
+-- all over the file.
 CREATE TABLE IF NOT EXISTS journal (
   id INTEGER PRIMARY KEY,
   task_id TEXT NOT NULL,
@@ -165,7 +172,8 @@ export interface RunRow {
  * several processes may write the same file (they wait on `busy_timeout`).
  */
 export class TraceStore {
-  private readonly insertEvent: Database.Statement;
+  private readonly insertBatch: Database.Statement;
+  private readonly insertTrace: Database.Statement;
   /** The one transaction of every append, made once (better-sqlite3 builds a wrapper per `db.transaction` call). */
   private readonly appendAllTx: (batches: readonly AppendBatch[]) => void;
   private readonly upsertStarted: Database.Statement;
@@ -181,9 +189,8 @@ export class TraceStore {
     /** The database file. */
     readonly file: string,
   ) {
-    this.insertEvent = db.prepare(
-      "INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    );
+    this.insertBatch = db.prepare("INSERT INTO event_batches (task_id, first_seq, last_seq, json) VALUES (?, ?, ?, ?)");
+    this.insertTrace = db.prepare("INSERT OR IGNORE INTO event_traces (trace_id, batch_id) VALUES (?, ?)");
     this.upsertStarted = db.prepare(
       `INSERT INTO runs (task_id, agent_id, input, started_at) VALUES (@task_id, @agent_id, @input, @ts)
        ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at`,
@@ -203,7 +210,7 @@ export class TraceStore {
     this.insertRunSession = db.prepare("INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at) VALUES (@session_id, @task_id, @ts)");
     this.appendAllTx = db.transaction((batches: readonly AppendBatch[]) => {
       for (const [events, journal] of batches) {
-        for (const event of events) this.write(event);
+        this.writeEvents(events);
         for (const e of journal) this.upsertJournal.run(e.task_id, e.key, e.kind, e.ts, e.json);
       }
     });
@@ -261,9 +268,42 @@ export class TraceStore {
     if (batches.length > 0) this.appendAllTx(batches);
   }
 
-  private write(safe: RunEvent): void {
-    const { task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts } = safe;
-    this.insertEvent.run(task_id, seq, type, agent_id, step_id ?? null, parent_step_id ?? null, trace_id ?? null, ts, takeEventJson(safe));
+  /** Events (masked by the bus they come from) as one batch row per run among them, and what they change of the runs' rows. */
+  private writeEvents(events: readonly RunEvent[]): void {
+    let from = 0;
+    for (let i = 1; i <= events.length; i++) {
+      if (i === events.length || events[i]!.task_id !== events[from]!.task_id) {
+        this.writeBatch(events, from, i);
+        from = i;
+      }
+    }
+    for (const event of events) this.index(event);
+  }
+
+  /** events[from..to), all of one run, as one row of event_batches and a row of event_traces per recursion among them. */
+  private writeBatch(events: readonly RunEvent[], from: number, to: number): void {
+    const first = events[from]!;
+    let json = `[${takeEventJson(first)}`;
+    let firstSeq = first.seq;
+    let lastSeq = first.seq;
+    for (let i = from + 1; i < to; i++) {
+      const event = events[i]!;
+      json += `,${takeEventJson(event)}`;
+      if (event.seq < firstSeq) firstSeq = event.seq;
+      if (event.seq > lastSeq) lastSeq = event.seq;
+    }
+    const batch = this.insertBatch.run(first.task_id, firstSeq, lastSeq, `${json}]`).lastInsertRowid;
+    let traceId: string | undefined;
+    for (let i = from; i < to; i++) {
+      const next = events[i]!.trace_id;
+      if (next === undefined || next === traceId) continue;
+      this.insertTrace.run(next, batch);
+      traceId = next;
+    }
+  }
+
+  /** What an event changes of the runs' rows and their indexes. */
+  private index(safe: RunEvent): void {
     if (safe.type === "run.resumed") {
       this.reopenRun.run(safe.task_id);
     } else if (safe.type === "agent.started") {
@@ -291,7 +331,7 @@ export class TraceStore {
 
   /** The highest `seq` stored for a run (0 when none). */
   lastSeq(taskId: string): number {
-    const row = this.db.prepare("SELECT MAX(seq) AS seq FROM events WHERE task_id = ?").get(taskId) as { seq: number | null };
+    const row = this.db.prepare("SELECT MAX(last_seq) AS seq FROM event_batches WHERE task_id = ?").get(taskId) as { seq: number | null };
     return row.seq ?? 0;
   }
 
@@ -318,14 +358,16 @@ export class TraceStore {
 
   /** Every event of one run (after `afterSeq`, default 0), in `seq` order. */
   eventsOfTask(taskId: string, afterSeq = 0): RunEvent[] {
-    return this.parseEvents(this.db.prepare("SELECT json FROM events WHERE task_id = ? AND seq > ? ORDER BY seq").all(taskId, afterSeq));
+    const rows = this.db.prepare("SELECT json FROM event_batches WHERE task_id = ? AND last_seq > ? ORDER BY last_seq").all(taskId, afterSeq);
+    return eventsOf(rows, (event) => event.seq > afterSeq);
   }
 
   /** Every event of one recursion, in order. */
   eventsOfTrace(traceId: string): RunEvent[] {
-    return this.parseEvents(
-      this.db.prepare("SELECT json FROM events WHERE trace_id = ? ORDER BY task_id, seq").all(traceId),
-    );
+    const rows = this.db
+      .prepare("SELECT b.json FROM event_traces t JOIN event_batches b ON b.id = t.batch_id WHERE t.trace_id = ? ORDER BY b.task_id, b.last_seq")
+      .all(traceId);
+    return eventsOf(rows, (event) => event.trace_id === traceId);
   }
 
   /**
@@ -396,10 +438,15 @@ export class TraceStore {
     this.closed = true;
     this.db.close();
   }
+}
 
-  private parseEvents(rows: unknown[]): RunEvent[] {
-    return (rows as { json: string }[]).map((r) => JSON.parse(r.json) as RunEvent);
+/** The events of batch rows, in order, that `keep` holds for. */
+function eventsOf(rows: unknown[], keep: (event: RunEvent) => boolean): RunEvent[] {
+  const out: RunEvent[] = [];
+  for (const row of rows as { json: string }[]) {
+    for (const event of JSON.parse(row.json) as RunEvent[]) if (keep(event)) out.push(event);
   }
+  return out;
 }
 
 /** Create the schema, or refuse a store written by a newer runtime. */
@@ -415,29 +462,32 @@ function migrate(db: Database.Database, file: string): void {
   }
   if (found === TRACE_SCHEMA_VERSION) return;
   db.transaction(() => {
-    if (found !== undefined && found < 5) toRowidTables(db);
-    db.exec(SCHEMA);
+    if (found === undefined) db.exec(SCHEMA);
+    else fromOlderSchema(db, found);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
   })();
 }
 
 /**
- * Version 5: events and journal of an older store move to rowid tables
- * (SCHEMA says why). The old tables are renamed aside and their indexes
- * dropped, SCHEMA creates the new ones, their rows are copied in key order,
- * and the old tables dropped, all in the migration's transaction.
+ * A store of an older schema_version moves to this one (SCHEMA says what
+ * each version changed), in the migration's transaction: its events table
+ * (one row per event, in every older version) and, before version 5, its
+ * WITHOUT ROWID journal are renamed aside, SCHEMA creates the new tables,
+ * each event becomes a batch of its own (with its recursion's row), the
+ * journal's rows are copied in key order, and the old tables are dropped.
  */
-function toRowidTables(db: Database.Database): void {
-  const hasJournal = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal'").get() !== undefined;
-  db.exec(`DROP INDEX IF EXISTS events_agent; DROP INDEX IF EXISTS events_trace; DROP INDEX IF EXISTS events_trace_id;
-    ALTER TABLE events RENAME TO events_v4;${hasJournal ? " ALTER TABLE journal RENAME TO journal_v4;" : ""}`);
+function fromOlderSchema(db: Database.Database, found: number): void {
+  const moveJournal = found < 5 && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal'").get() !== undefined;
+  db.exec(`ALTER TABLE events RENAME TO events_old;${moveJournal ? " ALTER TABLE journal RENAME TO journal_old;" : ""}`);
   db.exec(SCHEMA);
-  db.exec(`INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json)
-      SELECT task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json FROM events_v4 ORDER BY task_id, seq;
-    DROP TABLE events_v4;`);
-  if (hasJournal) {
-    db.exec(`INSERT INTO journal (task_id, key, kind, ts, json) SELECT task_id, key, kind, ts, json FROM journal_v4 ORDER BY task_id, key;
-      DROP TABLE journal_v4;`);
+  db.exec(`INSERT INTO event_batches (task_id, first_seq, last_seq, json)
+      SELECT task_id, seq, seq, '[' || json || ']' FROM events_old ORDER BY task_id, seq;
+    INSERT INTO event_traces (trace_id, batch_id)
+      SELECT o.trace_id, b.id FROM events_old o JOIN event_batches b ON b.task_id = o.task_id AND b.last_seq = o.seq WHERE o.trace_id IS NOT NULL;
+    DROP TABLE events_old;`);
+  if (moveJournal) {
+    db.exec(`INSERT INTO journal (task_id, key, kind, ts, json) SELECT task_id, key, kind, ts, json FROM journal_old ORDER BY task_id, key;
+      DROP TABLE journal_old;`);
   }
 }
 
@@ -460,8 +510,8 @@ function indexSessions(db: Database.Database): void {
       PRIMARY KEY (session_id, task_id)
     ) WITHOUT ROWID;
     INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at)
-      SELECT json_extract(json, '$.session_id'), task_id, ts FROM events
-       WHERE type = 'run.started' AND json_extract(json, '$.session_id') IS NOT NULL;`);
+      SELECT json_extract(e.value, '$.session_id'), b.task_id, json_extract(e.value, '$.ts') FROM event_batches b, json_each(b.json) e
+       WHERE json_extract(e.value, '$.type') = 'run.started' AND json_extract(e.value, '$.session_id') IS NOT NULL;`);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('session_index_version', ?)").run(SESSION_INDEX_VERSION);
   })();
 }
@@ -485,7 +535,8 @@ function indexAgents(db: Database.Database): void {
       PRIMARY KEY (agent_id, task_id)
     ) WITHOUT ROWID;
     INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at)
-      SELECT agent_id, task_id, MIN(ts) FROM events WHERE type = 'agent.started' GROUP BY agent_id, task_id;`);
+      SELECT json_extract(e.value, '$.agent_id'), b.task_id, MIN(json_extract(e.value, '$.ts')) FROM event_batches b, json_each(b.json) e
+       WHERE json_extract(e.value, '$.type') = 'agent.started' GROUP BY 1, 2;`);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('agent_index_version', ?)").run(AGENT_INDEX_VERSION);
   })();
 }

@@ -102,8 +102,6 @@ describe("events leave memory once stored", () => {
     const store = TraceStore.open(dir);
     stores.push(store);
     const event = (seq: number): RunEvent => ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id: "t", agent_id: "a" }) as RunEvent;
-    // Seq 2 is in the store already: the batch that brings it again fails.
-    store.append(event(2));
     const said: number[] = [];
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.message);
@@ -112,6 +110,8 @@ describe("events leave memory once stored", () => {
       const trace = batchedTraceSink({ location: dir, appendMany: (e, j) => store.appendMany(e, j) }, (seq) => said.push(seq));
       trace.sink(event(1));
       await trace.commit();
+      // Another writer stores seq 2 meanwhile: the batch that brings it again fails.
+      store.append(event(2));
       trace.sink(event(2));
       await trace.commit();
       trace.sink(event(3));

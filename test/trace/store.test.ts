@@ -100,37 +100,80 @@ describe("TraceStore", () => {
     expect(run?.result_type).toBeUndefined();
   });
 
-  test("uses the WAL journal, records schema_version 5, appends to rowid tables and indexes trace_id where it is set", () => {
+  test("uses the WAL journal, records schema_version 6, stores a run's events in batches and indexes them by task and recursion", () => {
     const dir = tempDir();
     openStore(dir).append(todoRun("t")[0]!);
     const db = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "5" });
-      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL ORDER BY name").all() as { name: string }[]).map((r) => r.name);
-      expect(indexes).toEqual(["events_task", "events_trace_id"]);
-      for (const table of ["events", "journal"]) {
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
+      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+      expect(tables).toContain("event_batches");
+      expect(tables).not.toContain("events");
+      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_batches' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
+      expect(indexes).toEqual(["event_batches_task"]);
+      for (const table of ["event_batches", "journal"]) {
         expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = ?`).get(table)).toEqual({ sql: expect.not.stringContaining("WITHOUT ROWID") });
       }
-      const byTask = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM events WHERE task_id = ? ORDER BY seq").all("x") as { detail: string }[];
-      expect(byTask.map((p) => p.detail).join(" ")).toContain("USING INDEX events_task");
-      const plan = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM events WHERE trace_id = ? ORDER BY task_id, seq").all("x") as { detail: string }[];
-      expect(plan.map((p) => p.detail).join(" ")).toContain("USING INDEX events_trace_id");
+      const byTask = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM event_batches WHERE task_id = ? AND last_seq > ? ORDER BY last_seq").all("x", 0) as { detail: string }[];
+      expect(byTask.map((p) => p.detail).join(" ")).toContain("USING INDEX event_batches_task");
+      const plan = db
+        .prepare("EXPLAIN QUERY PLAN SELECT b.json FROM event_traces t JOIN event_batches b ON b.id = t.batch_id WHERE t.trace_id = ? ORDER BY b.task_id, b.last_seq")
+        .all("x") as { detail: string }[];
+      expect(plan.map((p) => p.detail).join(" ")).toMatch(/SEARCH t USING PRIMARY KEY \(trace_id=\?\).*SEARCH b USING INTEGER PRIMARY KEY/);
     } finally {
       db.close();
     }
   });
 
-  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 5", () => {
+  test("the events of a commit are one row per run; reads by task (after any seq, within a batch too) and by recursion give every event once, in order", () => {
+    const dir = tempDir();
+    const store = openStore(dir);
+    const a = circleReactRun("task-a");
+    const b = todoRun("task-b");
+    // Two runs' events interleaved in one commit, then the rest of each in a second.
+    store.appendAll([
+      [a.slice(0, 6), []],
+      [b.slice(0, 3), []],
+    ]);
+    store.appendMany([...a.slice(6), ...b.slice(3)]);
+    const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
+    try {
+      const rows = check.prepare("SELECT task_id, first_seq, last_seq FROM event_batches ORDER BY id").all();
+      expect(rows).toEqual([
+        { task_id: "task-a", first_seq: 1, last_seq: 6 },
+        { task_id: "task-b", first_seq: 1, last_seq: 3 },
+        { task_id: "task-a", first_seq: 7, last_seq: a.length },
+        { task_id: "task-b", first_seq: 4, last_seq: b.length },
+      ]);
+    } finally {
+      check.close();
+    }
+    expect(store.eventsOfTask("task-a")).toEqual(a);
+    expect(store.eventsOfTask("task-b")).toEqual(b);
+    for (const after of [0, 3, 6, 7, a.length - 1, a.length]) expect(store.eventsOfTask("task-a", after)).toEqual(a.filter((e) => e.seq > after));
+    expect(store.lastSeq("task-a")).toBe(a.length);
+    const traces = [...new Set(a.map((e) => e.trace_id).filter((t) => t !== undefined))];
+    expect(traces.length).toBeGreaterThan(1);
+    for (const trace of traces) expect(store.eventsOfTrace(trace)).toEqual(a.filter((e) => e.trace_id === trace));
+    expect(store.eventsOfTrace("no-such-trace")).toEqual([]);
+    // A seq inside a stored batch (not its last) is refused too, and nothing of that commit is kept.
+    expect(() => store.appendMany([a[2]!, b[1]!])).toThrow(/UNIQUE constraint failed: event_batches.first_seq/);
+    expect(store.eventsOfTask("task-a")).toEqual(a);
+    expect(store.eventsOfTask("task-b")).toEqual(b);
+  });
+
+  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 6", () => {
     const dir = tempDir();
     const db = new Database(join(dir, TRACE_DB_FILE));
     db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
     db.close();
     const store = openStore(dir);
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
-    const names = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
+    const names = (check.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
     check.close();
-    expect(names.sort()).toEqual(["events_task", "events_trace_id"]);
+    expect(names).toEqual(expect.arrayContaining(["event_batches", "event_batches_task", "event_traces", "journal", "journal_key"]));
+    expect(names.filter((n) => n.startsWith("events"))).toEqual([]);
     expect(store.eventsOfTask("v1-task").map((e) => e.type)).toEqual([
       "run.started",
       "agent.started",
@@ -157,7 +200,7 @@ describe("TraceStore", () => {
     expect(store.listRuns().map((r) => r.task_id)).toEqual(["after-v1", "v1-task"]);
   });
 
-  test("a store written by schema_version 4 (WITHOUT ROWID events and journal) moves to rowid tables with every row, then takes appends", () => {
+  test("a store written by schema_version 4 (WITHOUT ROWID events and journal) moves to batches and a rowid journal with every row, then takes appends", () => {
     const dir = tempDir();
     const db = new Database(join(dir, TRACE_DB_FILE));
     db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
@@ -182,12 +225,64 @@ describe("TraceStore", () => {
     expect(() => store.append({ ...todoRun("after-v4")[0]! })).toThrow(/UNIQUE/);
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
-      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "5" });
+      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
       const tables = (check.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string; sql: string }[]);
-      expect(tables.map((t) => t.name)).not.toContain("events_v4");
-      expect(tables.map((t) => t.name)).not.toContain("journal_v4");
-      expect(tables.find((t) => t.name === "events")?.sql).not.toContain("WITHOUT ROWID");
+      expect(tables.map((t) => t.name)).not.toContain("events_old");
+      expect(tables.map((t) => t.name)).not.toContain("journal_old");
+      expect(tables.map((t) => t.name)).not.toContain("events");
       expect(tables.find((t) => t.name === "journal")?.sql).not.toContain("WITHOUT ROWID");
+      expect(check.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'journal' AND sql IS NOT NULL").all()).toEqual([{ name: "journal_key" }]);
+    } finally {
+      check.close();
+    }
+  });
+
+  test("a store written by schema_version 5 (a row per event) moves to batches with every event, its journal, approvals and indexes kept, then takes appends", () => {
+    const dir = tempDir();
+    const db = new Database(join(dir, TRACE_DB_FILE));
+    // The tables of schema_version 5, as the runtime of that version wrote them.
+    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO meta VALUES ('schema_version', '5'), ('agent_index_version', '1'), ('session_index_version', '1');
+      CREATE TABLE events (id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, agent_id TEXT NOT NULL,
+        step_id TEXT, parent_step_id TEXT, trace_id TEXT, ts TEXT NOT NULL, json TEXT NOT NULL);
+      CREATE UNIQUE INDEX events_task ON events (task_id, seq);
+      CREATE INDEX events_trace_id ON events (trace_id) WHERE trace_id IS NOT NULL;
+      CREATE TABLE runs (task_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, input TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
+        result_type TEXT, answer TEXT, error TEXT, usage_json TEXT);
+      CREATE INDEX runs_agent ON runs (agent_id, started_at);
+      CREATE INDEX runs_started ON runs (started_at);
+      CREATE TABLE journal (id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, json TEXT NOT NULL);
+      CREATE UNIQUE INDEX journal_key ON journal (task_id, key);
+      CREATE TABLE approvals (task_id TEXT NOT NULL, key TEXT NOT NULL, decision TEXT NOT NULL, reason TEXT, ts TEXT NOT NULL, PRIMARY KEY (task_id, key)) WITHOUT ROWID;
+      CREATE TABLE run_agents (agent_id TEXT NOT NULL, task_id TEXT NOT NULL, started_at TEXT NOT NULL, PRIMARY KEY (agent_id, task_id)) WITHOUT ROWID;
+      CREATE TABLE run_sessions (session_id TEXT NOT NULL, task_id TEXT NOT NULL, started_at TEXT NOT NULL, PRIMARY KEY (session_id, task_id)) WITHOUT ROWID;
+      INSERT INTO runs (task_id, agent_id, input, started_at) VALUES ('task-5', 'solver', 'radius 5?', '2025-01-01T00:00:00.000Z');
+      INSERT INTO run_agents VALUES ('solver', 'task-5', '2025-01-01T00:00:00.000Z');
+      INSERT INTO journal (task_id, key, kind, ts, json) VALUES ('task-5', 'run', 'run', '2025-01-01T00:00:00.000Z', '{"input":"radius 5?"}');
+      INSERT INTO approvals VALUES ('task-5', '0/t0', 'approve', NULL, '2025-01-01T00:00:01.000Z');`);
+    const old = circleReactRun("task-5");
+    const insert = db.prepare("INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    for (const e of old) insert.run(e.task_id, e.seq, e.type, e.agent_id, e.step_id ?? null, e.parent_step_id ?? null, e.trace_id ?? null, e.ts, JSON.stringify(e));
+    db.close();
+    const store = openStore(dir);
+    expect(store.eventsOfTask("task-5")).toEqual(old);
+    expect(store.eventsOfTask("task-5", 4)).toEqual(old.slice(4));
+    expect(store.lastSeq("task-5")).toBe(old.length);
+    const trace = old.find((e) => e.trace_id !== undefined)!.trace_id!;
+    expect(store.eventsOfTrace(trace)).toEqual(old.filter((e) => e.trace_id === trace));
+    expect(store.journalOf("task-5").map((e) => e.key)).toEqual(["run"]);
+    expect([...store.approvalsOf("task-5").keys()]).toEqual(["0/t0"]);
+    expect(store.runsOfAgent("solver").map((r) => r.task_id)).toEqual(["task-5"]);
+    // The run goes on (a resume): its next events follow the migrated ones; a seq already stored is refused.
+    const next = circleReactRun("task-5").map((e) => ({ ...e, seq: e.seq + old.length }));
+    store.appendMany(next.slice(0, 3));
+    expect(store.eventsOfTask("task-5", old.length)).toEqual(next.slice(0, 3));
+    expect(() => store.appendMany([old[old.length - 1]!])).toThrow(/UNIQUE/);
+    const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
+    try {
+      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
+      expect(check.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'events%'").all()).toEqual([]);
+      expect(check.prepare("SELECT COUNT(*) AS n FROM event_batches").get()).toEqual({ n: old.length + 1 });
     } finally {
       check.close();
     }
@@ -197,9 +292,9 @@ describe("TraceStore", () => {
     const dir = tempDir();
     TraceStore.open(dir).close();
     const db = new Database(join(dir, TRACE_DB_FILE));
-    db.prepare("UPDATE meta SET value = '6' WHERE key = 'schema_version'").run();
+    db.prepare("UPDATE meta SET value = '7' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => TraceStore.open(dir)).toThrow(/schema_version 6, newer than this runtime supports \(5\)/);
+    expect(() => TraceStore.open(dir)).toThrow(/schema_version 7, newer than this runtime supports \(6\)/);
   });
 
   test("a reader does not create a missing store, and a file that is not a database is reported in one line", () => {
