@@ -80,6 +80,10 @@ export class EventBus {
   private waiters: (() => void)[] = [];
   private closed = false;
   private readonly secrets: readonly string[];
+  /** The task id masked, and its JSON text as a field; made on the first event masked. */
+  private taskField: { task_id: string; json: string } | undefined;
+  /** Each scope's fields masked, and their JSON text, made once per scope object (a step's, a recursion's). */
+  private readonly scopeFields = new WeakMap<EventScope, ScopeField>();
   /** Work to do before the next event goes out (a state change waiting to be reported), by the recursion it belongs to. */
   private readonly beforeNext = new Map<() => void, string | undefined>();
 
@@ -138,7 +142,11 @@ export class EventBus {
     this.buffer.push(raw);
     for (const watch of this.taps) watch(raw);
     // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).
-    const event = this.sinks.length > 0 || this.reading > 0 ? this.masked(this.buffer.length - 1) : raw;
+    let event = raw;
+    if (this.sinks.length > 0 || this.reading > 0) {
+      event = this.maskedParts(raw, body, scope);
+      this.maskedEvents[this.buffer.length - 1] = event;
+    }
     for (const sink of this.sinks) sink(event);
     this.wake();
     return event;
@@ -174,6 +182,48 @@ export class EventBus {
       jsonOfEvent.set(value, json);
       this.maskedEvents[index] = event = value;
     }
+    return event;
+  }
+
+  /**
+   * The event masked from its parts: the body masked and serialised, the
+   * envelope's fields (seq, ts, the task id, the scope's) added to its JSON
+   * text, the scope's masked once per scope object. The same value and text
+   * as masking the whole event (\`masked\`), for about 40 % less: the
+   * envelope was ~170 of an event's ~375 bytes (docs/performance.md#masking-an-events-parts).
+   */
+  private maskedParts(raw: RunEvent, body: RunEventBody, scope: EventScope): RunEvent {
+    const fields = body as Partial<Record<keyof RunEvent, unknown>>;
+    // A body that carries an envelope field itself (no event type does) is masked whole.
+    const envelope =
+      fields.seq === undefined && fields.ts === undefined && fields.task_id === undefined && fields.agent_id === undefined &&
+      fields.step_id === undefined && fields.parent_step_id === undefined && fields.trace_id === undefined;
+    let own: { value: RunEventBody; json: string } | undefined;
+    try {
+      if (envelope) own = redactWithJson(body, this.secrets);
+    } catch {
+      // Not JSON as it is: the whole event goes the way that records what it can.
+    }
+    if (own === undefined || own.json.length < 3) {
+      const { value, json } = maskedJson(raw, this.secrets);
+      jsonOfEvent.set(value, json);
+      return value;
+    }
+    const task = (this.taskField ??= taskField(this.taskId, this.secrets));
+    let masked = this.scopeFields.get(scope);
+    // Checked field by field: a scope object changed since (none of the engine's are) is masked again.
+    if (
+      masked === undefined ||
+      masked.agent_id !== scope.agent_id ||
+      masked.step_id !== scope.step_id ||
+      masked.parent_step_id !== scope.parent_step_id ||
+      masked.trace_id !== scope.trace_id
+    ) {
+      masked = scopeField(scope, this.secrets);
+      this.scopeFields.set(scope, masked);
+    }
+    const event = own.value === body && task.task_id === raw.task_id && masked.scope === scope ? raw : stamped(own.value, raw.seq, raw.ts, task.task_id, masked.scope);
+    jsonOfEvent.set(event, `${own.json.slice(0, -1)},"seq":${raw.seq},"ts":"${raw.ts}",${task.json}${masked.json}}`);
     return event;
   }
 
@@ -229,6 +279,28 @@ export class EventBus {
     this.waiters = [];
     for (const w of waiters) w();
   }
+}
+
+/** The task id masked, and its JSON text as the field `"task_id":...`. */
+function taskField(task_id: string, secrets: readonly string[]): { task_id: string; json: string } {
+  const { value, json } = redactWithJson({ task_id }, secrets);
+  return { task_id: value.task_id, json: json.slice(1, -1) };
+}
+
+/** A scope's fields as given (to check it is unchanged), masked (`scope`), and their JSON text after a comma (none when no field is defined). */
+interface ScopeField extends EventScope {
+  scope: EventScope;
+  json: string;
+}
+
+/** A scope's defined fields masked, in the order `stamped` adds them. */
+function scopeField(scope: EventScope, secrets: readonly string[]): ScopeField {
+  const fields: EventScope = { agent_id: scope.agent_id };
+  if (scope.step_id !== undefined) fields.step_id = scope.step_id;
+  if (scope.parent_step_id !== undefined) fields.parent_step_id = scope.parent_step_id;
+  if (scope.trace_id !== undefined) fields.trace_id = scope.trace_id;
+  const { value, json } = redactWithJson(fields, secrets);
+  return Object.assign(fields, { scope: value === fields ? scope : value, json: json.length > 2 ? `,${json.slice(1, -1)}` : "" });
 }
 
 /**
