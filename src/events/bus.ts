@@ -1,4 +1,5 @@
 import { redactWithJson } from "../redact.js";
+import { isoTime } from "../timestamp.js";
 import type { EventScope, RunEvent, RunEventBody } from "./types.js";
 
 /** A consumer of events. Sinks are called synchronously, in order, for every event. */
@@ -138,7 +139,7 @@ export class EventBus {
   emit(body: RunEventBody, scope: EventScope): RunEvent {
     if (this.closed) throw new Error(`event ${body.type} emitted after the task's bus closed`);
     this.flushDeferred(body.type === "recursion.started" ? scope.trace_id : undefined);
-    const raw = stamped(body, ++this.seq, this.now().toISOString(), this.taskId, scope);
+    const raw = stamped(body, ++this.seq, isoTime(this.now()), this.taskId, scope);
     this.buffer.push(raw);
     for (const watch of this.taps) watch(raw);
     // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).

@@ -89,11 +89,20 @@ export function createToolBox(options: ToolBoxOptions): ToolBox {
     parameters,
   }));
 
+  // The scope of the recursion last called from, made once for its events, as a step's own
+  // (src/engine/agent-step.ts): the bus masks a scope once per scope object.
+  let traced: EventScope = options.scope;
+  const scopeOf = (trace_id: string | undefined): EventScope => {
+    if (trace_id === undefined) return options.scope;
+    if (traced.trace_id !== trace_id) traced = Object.assign({}, options.scope, { trace_id });
+    return traced;
+  };
+
   return {
     specs,
     has: (name) => allowed.has(name),
     run: async (calls, runOptions) => {
-      const scope = scopeOf(options, runOptions?.trace_id);
+      const scope = scopeOf(runOptions?.trace_id);
       // Every call settles before the reply's outcome is known: one that stopped the run (a budget,
       // a pause) does not leave the others running past the step.
       const settled = await Promise.allSettled(calls.map((call) => runOne(call, allowed, scope, options)));
@@ -102,7 +111,7 @@ export function createToolBox(options: ToolBoxOptions): ToolBox {
       return settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
     },
     refuse: (call, error, runOptions) => {
-      const scope = scopeOf(options, runOptions?.trace_id);
+      const scope = scopeOf(runOptions?.trace_id);
       const parsed = parseToolArguments(call.arguments);
       const args: unknown = parsed.ok ? parsed.value : call.arguments;
       const opened = options.journal?.open(call, args);
@@ -119,10 +128,6 @@ export function createToolBox(options: ToolBoxOptions): ToolBox {
       return settle(call, args, { ok: false, error }, 0, scope, options, opened?.key);
     },
   };
-}
-
-function scopeOf(options: ToolBoxOptions, trace_id: string | undefined): EventScope {
-  return trace_id === undefined ? options.scope : Object.assign({}, options.scope, { trace_id });
 }
 
 /** The outcome of a call: journalled, then reported by `tool.finished`. */
