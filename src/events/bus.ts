@@ -139,13 +139,18 @@ export class EventBus {
   emit(body: RunEventBody, scope: EventScope): RunEvent {
     if (this.closed) throw new Error(`event ${body.type} emitted after the task's bus closed`);
     this.flushDeferred(body.type === "recursion.started" ? scope.trace_id : undefined);
-    const raw = stamped(body, ++this.seq, isoTime(this.now()), this.taskId, scope);
+    // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).
+    const listening = this.sinks.length > 0 || this.reading > 0;
+    // One plain copy of the body, read once: masked and serialised alone when someone listens,
+    // then stamped in place into the event.
+    const plain = Object.assign({}, body);
+    const own = listening ? this.maskedBody(plain) : undefined;
+    const raw = stamp(plain, ++this.seq, isoTime(this.now()), this.taskId, scope);
     this.buffer.push(raw);
     for (const watch of this.taps) watch(raw);
-    // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).
     let event = raw;
-    if (this.sinks.length > 0 || this.reading > 0) {
-      event = this.maskedParts(raw, body, scope);
+    if (listening) {
+      event = this.maskedParts(raw, own, scope);
       this.maskedEvents[this.buffer.length - 1] = event;
     }
     for (const sink of this.sinks) sink(event);
@@ -187,25 +192,35 @@ export class EventBus {
   }
 
   /**
-   * The event masked from its parts: the body masked and serialised, the
-   * envelope's fields (seq, ts, the task id, the scope's) added to its JSON
-   * text, the scope's masked once per scope object. The same value and text
-   * as masking the whole event (\`masked\`), for about 40 % less: the
-   * envelope was ~170 of an event's ~375 bytes (docs/performance.md#masking-an-events-parts).
+   * The body (a plain copy) masked and its JSON, when the envelope can be
+   * added to that text as it stands: not for a body that carries an
+   * envelope field itself or a `toJSON` (no event type does), nor one that
+   * is not JSON as it is. Those are masked whole, by `maskedParts`.
    */
-  private maskedParts(raw: RunEvent, body: RunEventBody, scope: EventScope): RunEvent {
-    const fields = body as Partial<Record<keyof RunEvent, unknown>>;
-    // A body that carries an envelope field itself (no event type does) is masked whole.
-    const envelope =
-      fields.seq === undefined && fields.ts === undefined && fields.task_id === undefined && fields.agent_id === undefined &&
-      fields.step_id === undefined && fields.parent_step_id === undefined && fields.trace_id === undefined;
-    let own: { value: RunEventBody; json: string } | undefined;
+  private maskedBody(plain: RunEventBody): { value: RunEventBody; json: string } | undefined {
+    if ("seq" in plain || "ts" in plain || "task_id" in plain || "agent_id" in plain || "step_id" in plain || "parent_step_id" in plain || "trace_id" in plain) {
+      return undefined;
+    }
+    if (typeof (plain as { toJSON?: unknown }).toJSON === "function") return undefined;
     try {
-      if (envelope) own = redactWithJson(body, this.secrets);
+      return redactWithJson(plain, this.secrets);
     } catch {
       // Not JSON as it is: the whole event goes the way that records what it can.
+      return undefined;
     }
-    if (own === undefined || own.json.length < 3) {
+  }
+
+  /**
+   * The event masked from its parts: the body masked and serialised
+   * (`maskedBody`), the envelope's fields (seq, ts, the task id, the scope's)
+   * added to its JSON text, the scope's masked once per scope object. The
+   * same value and text as masking the whole event (\`masked\`), for about
+   * 40 % less: the envelope was ~170 of an event's ~375 bytes
+   * (docs/performance.md#masking-an-events-parts).
+   */
+  private maskedParts(raw: RunEvent, own: { value: RunEventBody; json: string } | undefined, scope: EventScope): RunEvent {
+    // A configured secret could be part of a timestamp (a date): only the whole event's masking looks there.
+    if (own === undefined || own.json.length < 3 || this.secrets.some((s) => s.length >= 6 && raw.ts.includes(s))) {
       const { value, json } = maskedJson(raw, this.secrets);
       jsonOfEvent.set(value, json);
       return value;
@@ -223,7 +238,7 @@ export class EventBus {
       masked = scopeField(scope, this.secrets);
       this.scopeFields.set(scope, masked);
     }
-    const event = own.value === body && task.task_id === raw.task_id && masked.scope === scope ? raw : stamped(own.value, raw.seq, raw.ts, task.task_id, masked.scope);
+    const event = own.value === raw && task.task_id === raw.task_id && masked.scope === scope ? raw : stamped(own.value, raw.seq, raw.ts, task.task_id, masked.scope);
     jsonOfEvent.set(event, `${own.json.slice(0, -1)},"seq":${raw.seq},"ts":"${raw.ts}",${task.json}${masked.json}}`);
     return event;
   }
@@ -312,7 +327,12 @@ function scopeField(scope: EventScope, secrets: readonly string[]): ScopeField {
  * (docs/performance.md#object-spread).
  */
 function stamped(body: RunEventBody, seq: number, ts: string, task_id: string, scope: EventScope): RunEvent {
-  const event = Object.assign({}, body) as Record<string, unknown>;
+  return stamp(Object.assign({}, body), seq, ts, task_id, scope);
+}
+
+/** `stamped`, on a copy of the body the caller made and hands over. */
+function stamp(copy: RunEventBody, seq: number, ts: string, task_id: string, scope: EventScope): RunEvent {
+  const event = copy as Record<string, unknown>;
   event.seq = seq;
   event.ts = ts;
   event.task_id = task_id;

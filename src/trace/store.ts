@@ -83,6 +83,20 @@ CREATE TABLE IF NOT EXISTS event_traces (
   batch_id INTEGER NOT NULL,
   PRIMARY KEY (trace_id, batch_id)
 ) WITHOUT ROWID;
+-- The table of versions 1-5 as a view, a row per event, that takes inserts as
+-- one-event batches: a process of an older runtime that had the store open
+-- when a newer one migrated it goes on reading and writing its runs (it
+-- refuses to open the store again: its schema_version is newer).
+CREATE VIEW IF NOT EXISTS events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) AS
+  SELECT b.task_id, json_extract(e.value, '$.seq'), json_extract(e.value, '$.type'), json_extract(e.value, '$.agent_id'),
+    json_extract(e.value, '$.step_id'), json_extract(e.value, '$.parent_step_id'), json_extract(e.value, '$.trace_id'),
+    json_extract(e.value, '$.ts'), e.value
+  FROM event_batches b, json_each(b.json) e;
+CREATE TRIGGER IF NOT EXISTS events_insert INSTEAD OF INSERT ON events
+BEGIN
+  INSERT INTO event_batches (task_id, first_seq, last_seq, json) VALUES (NEW.task_id, NEW.seq, NEW.seq, '[' || NEW.json || ']');
+  INSERT INTO event_traces (trace_id, batch_id) SELECT NEW.trace_id, last_insert_rowid() WHERE NEW.trace_id IS NOT NULL;
+END;
 CREATE TABLE IF NOT EXISTS runs (
   task_id TEXT PRIMARY KEY,
   agent_id TEXT NOT NULL,
@@ -229,12 +243,13 @@ export class TraceStore {
     try {
       if (create) makeDirectory(dir);
       db = new Database(file, { fileMustExist: !create });
-      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       db.pragma("journal_mode = WAL");
       // NORMAL in WAL mode: every commit is in the WAL before append returns, so a killed
       // process loses nothing; only a power cut may lose the last commits.
       db.pragma("synchronous = NORMAL");
-      migrate(db, file);
+      migrate(db, file, busyTimeoutMs);
       indexAgents(db);
       indexSessions(db);
       return new TraceStore(db, file);
@@ -284,15 +299,17 @@ export class TraceStore {
   private writeBatch(events: readonly RunEvent[], from: number, to: number): void {
     const first = events[from]!;
     let json = `[${takeEventJson(first)}`;
-    let firstSeq = first.seq;
     let lastSeq = first.seq;
     for (let i = from + 1; i < to; i++) {
       const event = events[i]!;
+      // As the trigger holds batches to: a run's events in seq order, each once (the append is undone).
+      if (!(event.seq > lastSeq)) {
+        throw new Error(`UNIQUE constraint failed: event_batches.first_seq (seq ${event.seq} of run ${first.task_id} after ${lastSeq} in one append)`);
+      }
       json += `,${takeEventJson(event)}`;
-      if (event.seq < firstSeq) firstSeq = event.seq;
-      if (event.seq > lastSeq) lastSeq = event.seq;
+      lastSeq = event.seq;
     }
-    const batch = this.insertBatch.run(first.task_id, firstSeq, lastSeq, `${json}]`).lastInsertRowid;
+    const batch = this.insertBatch.run(first.task_id, first.seq, lastSeq, `${json}]`).lastInsertRowid;
     let traceId: string | undefined;
     for (let i = from; i < to; i++) {
       const next = events[i]!.trace_id;
@@ -449,9 +466,34 @@ function eventsOf(rows: unknown[], keep: (event: RunEvent) => boolean): RunEvent
   return out;
 }
 
-/** Create the schema, or refuse a store written by a newer runtime. */
-function migrate(db: Database.Database, file: string): void {
+/** How long opening a store waits for another process migrating it (a large store takes seconds). */
+const MIGRATION_WAIT_MS = 120_000;
+
+/**
+ * Create the schema, or move an older store to it, or refuse a store written
+ * by a newer runtime. Processes opening one store at once (a server and its
+ * workers starting together) migrate it once: the migration takes the write
+ * lock first and reads the version again under it.
+ */
+function migrate(db: Database.Database, file: string, busyTimeoutMs: number): void {
   db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  if (schemaVersion(db, file) === TRACE_SCHEMA_VERSION) return;
+  db.pragma(`busy_timeout = ${Math.max(busyTimeoutMs, MIGRATION_WAIT_MS)}`);
+  try {
+    db.transaction(() => {
+      const found = schemaVersion(db, file);
+      if (found === TRACE_SCHEMA_VERSION) return;
+      if (found === undefined) db.exec(SCHEMA);
+      else fromOlderSchema(db, found);
+      db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
+    }).immediate();
+  } finally {
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  }
+}
+
+/** The store's schema_version (undefined for a new store); a newer one than this code's is refused. */
+function schemaVersion(db: Database.Database, file: string): number | undefined {
   const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
   const found = row === undefined ? undefined : Number(row.value);
   if (found !== undefined && !(found <= TRACE_SCHEMA_VERSION)) {
@@ -460,12 +502,7 @@ function migrate(db: Database.Database, file: string): void {
       `trace store ${file} has schema_version ${row?.value}, newer than this runtime supports (${TRACE_SCHEMA_VERSION}); upgrade the runtime or use another --trace-dir`,
     );
   }
-  if (found === TRACE_SCHEMA_VERSION) return;
-  db.transaction(() => {
-    if (found === undefined) db.exec(SCHEMA);
-    else fromOlderSchema(db, found);
-    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
-  })();
+  return found;
 }
 
 /**

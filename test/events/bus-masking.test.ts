@@ -108,4 +108,54 @@ describe("an event masked from its parts is the event masked whole", () => {
     expect(seen[1]).toMatchObject({ trace_id: "tr-9", step_id: "[REDACTED]" });
     expect(JSON.parse(eventJson(seen[1]!))).toEqual(seen[1]);
   });
+
+  test("bodies that are not plain data: an envelope field left undefined, a toJSON, an own __proto__ key", async () => {
+    class WithToJSON {
+      type = "run.started" as const;
+      input = "x";
+      toJSON(): string {
+        return "just text";
+      }
+    }
+    const parts = await expectSameEitherWay("task-p", [
+      { body: { type: "recursion.started", iteration: 1, step_id: undefined } as RunEventBody, scope: child },
+      { body: new WithToJSON() as unknown as RunEventBody, scope: step },
+      { body: JSON.parse('{"type":"run.started","input":"x","__proto__":{"polluted":true}}') as RunEventBody, scope: step },
+    ]);
+    for (const event of parts) expect(() => JSON.parse(eventJson(event))).not.toThrow();
+  });
+
+  test("a getter is read once: what the event holds and what its text says are the same, masked", () => {
+    let reads = 0;
+    const body = {
+      type: "run.started" as const,
+      get input(): string {
+        return reads++ === 0 ? "clean" : "conf-key-123456";
+      },
+    };
+    const bus = new EventBus("task-g", steppingClock(), { secrets: SECRETS });
+    const seen: RunEvent[] = [];
+    bus.subscribe((e) => seen.push(e));
+    bus.emit(body, step);
+    expect(reads).toBe(1);
+    expect(JSON.parse(eventJson(seen[0]!))).toEqual(seen[0]);
+    expect(eventJson(seen[0]!)).not.toContain("conf-key");
+  });
+
+  test("a configured secret that is part of a timestamp is masked there, as masking the whole event does", async () => {
+    const at = () => new Date("2030-01-02T03:04:05.678Z");
+    const emitOne = async (listening: boolean): Promise<RunEvent> => {
+      const bus = new EventBus("task-ts", at, { secrets: ["03:04:05"] });
+      const seen: RunEvent[] = [];
+      if (listening) bus.subscribe((e) => seen.push(e));
+      bus.emit({ type: "run.started", input: "x" }, step);
+      bus.close();
+      if (!listening) for await (const e of bus.events()) seen.push(e);
+      return seen[0]!;
+    };
+    const [parts, whole] = [await emitOne(true), await emitOne(false)];
+    expect(parts.ts).toBe("2030-01-02T[REDACTED].678Z");
+    expect(parts).toEqual(whole);
+    expect(eventJson(parts)).toBe(eventJson(whole));
+  });
 });

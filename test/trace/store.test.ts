@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, beforeAll, describe, expect, test } from "vitest";
 import { EventBus } from "../../src/events/bus.js";
+import type { RunEvent } from "../../src/events/types.js";
 import { TRACE_DB_FILE, TraceStore } from "../../src/trace/store.js";
 import { circleReactRun, steppingClock, todoRun } from "./fixtures.js";
 
@@ -23,6 +24,36 @@ function openStore(dir: string): TraceStore {
   const store = TraceStore.open(dir);
   stores.push(store);
   return store;
+}
+
+/** The v5 statements that write and read events (d558ae3's src/trace/store.ts), as a process of that version prepared them. */
+const V5_INSERT = "INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const V5_READ = "SELECT json FROM events WHERE task_id = ? AND seq > ? ORDER BY seq";
+
+/** A store of schema_version 5, with these events, as the runtime of that version wrote it. */
+function writeV5Store(dir: string, events: readonly RunEvent[]): void {
+  const db = new Database(join(dir, TRACE_DB_FILE));
+  db.pragma("journal_mode = WAL");
+  db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta VALUES ('schema_version', '5'), ('agent_index_version', '1'), ('session_index_version', '1');
+    CREATE TABLE events (id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, agent_id TEXT NOT NULL,
+      step_id TEXT, parent_step_id TEXT, trace_id TEXT, ts TEXT NOT NULL, json TEXT NOT NULL);
+    CREATE UNIQUE INDEX events_task ON events (task_id, seq);
+    CREATE INDEX events_trace_id ON events (trace_id) WHERE trace_id IS NOT NULL;
+    CREATE TABLE runs (task_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, input TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
+      result_type TEXT, answer TEXT, error TEXT, usage_json TEXT);
+    CREATE INDEX runs_agent ON runs (agent_id, started_at);
+    CREATE INDEX runs_started ON runs (started_at);
+    CREATE TABLE journal (id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, json TEXT NOT NULL);
+    CREATE UNIQUE INDEX journal_key ON journal (task_id, key);
+    CREATE TABLE approvals (task_id TEXT NOT NULL, key TEXT NOT NULL, decision TEXT NOT NULL, reason TEXT, ts TEXT NOT NULL, PRIMARY KEY (task_id, key)) WITHOUT ROWID;
+    CREATE TABLE run_agents (agent_id TEXT NOT NULL, task_id TEXT NOT NULL, started_at TEXT NOT NULL, PRIMARY KEY (agent_id, task_id)) WITHOUT ROWID;
+    CREATE TABLE run_sessions (session_id TEXT NOT NULL, task_id TEXT NOT NULL, started_at TEXT NOT NULL, PRIMARY KEY (session_id, task_id)) WITHOUT ROWID;`);
+  const insert = db.prepare(V5_INSERT);
+  db.transaction(() => {
+    for (const e of events) insert.run(e.task_id, e.seq, e.type, e.agent_id, e.step_id ?? null, e.parent_step_id ?? null, e.trace_id ?? null, e.ts, JSON.stringify(e));
+  })();
+  db.close();
 }
 
 afterEach(() => {
@@ -239,30 +270,13 @@ describe("TraceStore", () => {
 
   test("a store written by schema_version 5 (a row per event) moves to batches with every event, its journal, approvals and indexes kept, then takes appends", () => {
     const dir = tempDir();
+    const old = circleReactRun("task-5");
+    writeV5Store(dir, old);
     const db = new Database(join(dir, TRACE_DB_FILE));
-    // The tables of schema_version 5, as the runtime of that version wrote them.
-    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      INSERT INTO meta VALUES ('schema_version', '5'), ('agent_index_version', '1'), ('session_index_version', '1');
-      CREATE TABLE events (id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, agent_id TEXT NOT NULL,
-        step_id TEXT, parent_step_id TEXT, trace_id TEXT, ts TEXT NOT NULL, json TEXT NOT NULL);
-      CREATE UNIQUE INDEX events_task ON events (task_id, seq);
-      CREATE INDEX events_trace_id ON events (trace_id) WHERE trace_id IS NOT NULL;
-      CREATE TABLE runs (task_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, input TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
-        result_type TEXT, answer TEXT, error TEXT, usage_json TEXT);
-      CREATE INDEX runs_agent ON runs (agent_id, started_at);
-      CREATE INDEX runs_started ON runs (started_at);
-      CREATE TABLE journal (id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, json TEXT NOT NULL);
-      CREATE UNIQUE INDEX journal_key ON journal (task_id, key);
-      CREATE TABLE approvals (task_id TEXT NOT NULL, key TEXT NOT NULL, decision TEXT NOT NULL, reason TEXT, ts TEXT NOT NULL, PRIMARY KEY (task_id, key)) WITHOUT ROWID;
-      CREATE TABLE run_agents (agent_id TEXT NOT NULL, task_id TEXT NOT NULL, started_at TEXT NOT NULL, PRIMARY KEY (agent_id, task_id)) WITHOUT ROWID;
-      CREATE TABLE run_sessions (session_id TEXT NOT NULL, task_id TEXT NOT NULL, started_at TEXT NOT NULL, PRIMARY KEY (session_id, task_id)) WITHOUT ROWID;
-      INSERT INTO runs (task_id, agent_id, input, started_at) VALUES ('task-5', 'solver', 'radius 5?', '2025-01-01T00:00:00.000Z');
+    db.exec(`INSERT INTO runs (task_id, agent_id, input, started_at) VALUES ('task-5', 'solver', 'radius 5?', '2025-01-01T00:00:00.000Z');
       INSERT INTO run_agents VALUES ('solver', 'task-5', '2025-01-01T00:00:00.000Z');
       INSERT INTO journal (task_id, key, kind, ts, json) VALUES ('task-5', 'run', 'run', '2025-01-01T00:00:00.000Z', '{"input":"radius 5?"}');
       INSERT INTO approvals VALUES ('task-5', '0/t0', 'approve', NULL, '2025-01-01T00:00:01.000Z');`);
-    const old = circleReactRun("task-5");
-    const insert = db.prepare("INSERT INTO events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    for (const e of old) insert.run(e.task_id, e.seq, e.type, e.agent_id, e.step_id ?? null, e.parent_step_id ?? null, e.trace_id ?? null, e.ts, JSON.stringify(e));
     db.close();
     const store = openStore(dir);
     expect(store.eventsOfTask("task-5")).toEqual(old);
@@ -281,11 +295,68 @@ describe("TraceStore", () => {
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
-      expect(check.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'events%'").all()).toEqual([]);
+      expect(check.prepare("SELECT type, name FROM sqlite_master WHERE name LIKE 'events%' ORDER BY name").all()).toEqual([
+        { type: "view", name: "events" },
+        { type: "trigger", name: "events_insert" },
+      ]);
       expect(check.prepare("SELECT COUNT(*) AS n FROM event_batches").get()).toEqual({ n: old.length + 1 });
     } finally {
       check.close();
     }
+  });
+
+  test("a process of version 5 that had the store open when it was migrated goes on writing and reading its run through the events view", () => {
+    const dir = tempDir();
+    const run = circleReactRun("task-old");
+    writeV5Store(dir, run.slice(0, 5));
+    // The old process: its statements prepared on the version-5 table.
+    const oldProcess = new Database(join(dir, TRACE_DB_FILE));
+    const oldInsert = oldProcess.prepare(V5_INSERT);
+    const oldRead = oldProcess.prepare(V5_READ);
+    const oldLast = oldProcess.prepare("SELECT MAX(seq) AS seq FROM events WHERE task_id = ?");
+    try {
+      const store = openStore(dir);
+      for (const e of run.slice(5)) {
+        oldInsert.run(e.task_id, e.seq, e.type, e.agent_id, e.step_id ?? null, e.parent_step_id ?? null, e.trace_id ?? null, e.ts, JSON.stringify(e));
+      }
+      expect(store.eventsOfTask("task-old")).toEqual(run);
+      const trace = run.slice(5).find((e) => e.trace_id !== undefined)!.trace_id!;
+      expect(store.eventsOfTrace(trace)).toEqual(run.filter((e) => e.trace_id === trace));
+      expect((oldRead.all("task-old", 0) as { json: string }[]).map((r) => JSON.parse(r.json))).toEqual(run);
+      expect(oldLast.get("task-old")).toEqual({ seq: run.length });
+      // A seq the run has is refused to the old process too.
+      const again = run[2]!;
+      expect(() => oldInsert.run(again.task_id, again.seq, again.type, again.agent_id, null, null, null, again.ts, JSON.stringify(again))).toThrow(/UNIQUE/);
+    } finally {
+      oldProcess.close();
+    }
+  });
+
+  test("one append's events of a run must come in seq order, each once: else nothing of it is stored", () => {
+    const store = openStore(tempDir());
+    const [e1, e2, e3] = todoRun("task-o");
+    expect(() => store.appendMany([e1!, e1!])).toThrow(/UNIQUE constraint failed: event_batches.first_seq \(seq 1 of run task-o after 1/);
+    expect(() => store.appendMany([e1!, e3!, e2!])).toThrow(/seq 2 of run task-o after 3/);
+    expect(store.lastSeq("task-o")).toBe(0);
+    store.appendMany([e1!, e2!, e3!]);
+    expect(store.eventsOfTask("task-o").map((e) => e.seq)).toEqual([1, 2, 3]);
+  });
+
+  test("processes opening a version-5 store at once migrate it once: each opens it, every event is kept", async () => {
+    const dir = tempDir();
+    // Large enough that the migration takes a while (the processes start within a few ms of each other).
+    const old: RunEvent[] = [];
+    for (let t = 0; t < 300; t++) old.push(...circleReactRun(`old-${t}`));
+    writeV5Store(dir, old);
+    const writers = ["m1", "m2", "m3", "m4"];
+    const results = await Promise.all(writers.map((t) => runWriter(dir, t, { count: 20 })));
+    for (const r of results) {
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+    }
+    const store = openStore(dir);
+    for (const t of writers) expect(store.eventsOfTask(t).map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    for (const t of ["old-0", "old-150", "old-299"]) expect(store.eventsOfTask(t)).toEqual(old.filter((e) => e.task_id === t));
   });
 
   test("refuses a store written by a newer schema, with a clear message", () => {
