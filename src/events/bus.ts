@@ -214,7 +214,7 @@ export class EventBus {
    * The event masked from its parts: the body masked and serialised
    * (`maskedBody`), the envelope's fields (seq, ts, the task id, the scope's)
    * added to its JSON text, the scope's masked once per scope object. The
-   * same value and text as masking the whole event (\`masked\`), for about
+   * same value and text as masking the whole event (`masked`), for about
    * 40 % less: the envelope was ~170 of an event's ~375 bytes
    * (docs/performance.md#masking-an-events-parts).
    */

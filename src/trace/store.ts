@@ -61,7 +61,7 @@ const SCHEMA = `
 -- as a JSON array in seq order), and one row of event_traces for each
 -- recursion (trace_id) a batch holds events of. A row per event, with its two
 -- indexes, cost ~80 inserts into three b-trees per 10-step task, about half
--- of the store's CPU (docs/performance.md#a-runs-events-in-batches).
+-- of the store's CPU (docs/design/journal.md#the-events-beside-it).
 CREATE TABLE IF NOT EXISTS event_batches (
   id INTEGER PRIMARY KEY,
   task_id TEXT NOT NULL,
