@@ -5,7 +5,7 @@
  */
 import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
-import type { EventBus } from "../events/bus.js";
+import { recursionScopes, type EventBus } from "../events/bus.js";
 import { ZERO_USAGE, type EventScope, type RunEventBody } from "../events/types.js";
 import { KINDS } from "../kinds/registry.js";
 import type { AgentContext, AgentResult, AgentRunner, RunStores } from "../kinds/types.js";
@@ -115,14 +115,8 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
     return finish(own !== undefined ? Object.assign(failed(own), { usage: result.usage }) : result);
   };
-  // The scope of the recursion last emitted from, made once for its events (docs/performance.md#object-spread).
-  let traced: EventScope = scope;
-  const emit: AgentContext["emit"] = (body, extra) => {
-    const trace_id = extra?.trace_id;
-    if (!trace_id) return out(body, scope);
-    if (traced.trace_id !== trace_id) traced = Object.assign({}, scope, { trace_id });
-    out(body, traced);
-  };
+  const scopes = recursionScopes(scope);
+  const emit: AgentContext["emit"] = (body, extra) => out(body, scopes(extra?.trace_id));
   const client = (modelName = agent.model): ChatClient => {
     const config = run.team.models[modelName];
     if (!config) throw new Error(`unknown model '${modelName}'`);
@@ -181,6 +175,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         tools,
         allow,
         scope,
+        scopes,
         emit: (body, s) => out(body, s ?? scope),
         signal,
         journal,

@@ -82,7 +82,7 @@ export class EventBus {
   private closed = false;
   private readonly secrets: readonly string[];
   /** The task id masked, and its JSON text as a field; made on the first event masked. */
-  private taskField: { task_id: string; json: string } | undefined;
+  private taskField: MaskedFields<{ task_id: string }> | undefined;
   /** Each scope's fields masked, and their JSON text, made once per scope object (a step's, a recursion's). */
   private readonly scopeFields = new WeakMap<EventScope, ScopeField>();
   /** Work to do before the next event goes out (a state change waiting to be reported), by the recursion it belongs to. */
@@ -225,7 +225,7 @@ export class EventBus {
       jsonOfEvent.set(value, json);
       return value;
     }
-    const task = (this.taskField ??= taskField(this.taskId, this.secrets));
+    const task = (this.taskField ??= maskedFields({ task_id: this.taskId }, this.secrets));
     let masked = this.scopeFields.get(scope);
     // Checked field by field: a scope object changed since (none of the engine's are) is masked again.
     if (
@@ -238,8 +238,9 @@ export class EventBus {
       masked = scopeField(scope, this.secrets);
       this.scopeFields.set(scope, masked);
     }
-    const event = own.value === raw && task.task_id === raw.task_id && masked.scope === scope ? raw : stamped(own.value, raw.seq, raw.ts, task.task_id, masked.scope);
-    jsonOfEvent.set(event, `${own.json.slice(0, -1)},"seq":${raw.seq},"ts":"${raw.ts}",${task.json}${masked.json}}`);
+    const task_id = task.value.task_id;
+    const event = own.value === raw && task_id === raw.task_id && masked.scope === scope ? raw : stamped(own.value, raw.seq, raw.ts, task_id, masked.scope);
+    jsonOfEvent.set(event, `${own.json.slice(0, -1)},"seq":${raw.seq},"ts":"${raw.ts}"${task.json}${masked.json}}`);
     return event;
   }
 
@@ -297,13 +298,34 @@ export class EventBus {
   }
 }
 
-/** The task id masked, and its JSON text as the field `"task_id":...`. */
-function taskField(task_id: string, secrets: readonly string[]): { task_id: string; json: string } {
-  const { value, json } = redactWithJson({ task_id }, secrets);
-  return { task_id: value.task_id, json: json.slice(1, -1) };
+/**
+ * The scope of each recursion of a step: `base` with its `trace_id`, one
+ * object for the recursion last asked for (made anew when another is
+ * asked). A step and its toolbox share one, so a recursion's events carry
+ * one scope object, which the bus masks once (`maskedParts`); built with
+ * `Object.assign` (docs/performance.md#object-spread).
+ */
+export function recursionScopes(base: EventScope): (trace_id: string | undefined) => EventScope {
+  let last = base;
+  return (trace_id) => {
+    if (!trace_id) return base;
+    if (last.trace_id !== trace_id) last = Object.assign({}, base, { trace_id });
+    return last;
+  };
 }
 
-/** A scope's fields as given (to check it is unchanged), masked (`scope`), and their JSON text after a comma (none when no field is defined). */
+/** Envelope fields masked, and their JSON text as it follows other fields: `,"name":value,...` (empty when none is defined). */
+interface MaskedFields<T> {
+  value: T;
+  json: string;
+}
+
+function maskedFields<T extends object>(fields: T, secrets: readonly string[]): MaskedFields<T> {
+  const { value, json } = redactWithJson(fields, secrets);
+  return { value, json: json.length > 2 ? `,${json.slice(1, -1)}` : "" };
+}
+
+/** A scope's fields as given (to check it is unchanged), masked (`scope`), and their JSON text (`maskedFields`). */
 interface ScopeField extends EventScope {
   scope: EventScope;
   json: string;
@@ -315,8 +337,8 @@ function scopeField(scope: EventScope, secrets: readonly string[]): ScopeField {
   if (scope.step_id !== undefined) fields.step_id = scope.step_id;
   if (scope.parent_step_id !== undefined) fields.parent_step_id = scope.parent_step_id;
   if (scope.trace_id !== undefined) fields.trace_id = scope.trace_id;
-  const { value, json } = redactWithJson(fields, secrets);
-  return Object.assign(fields, { scope: value === fields ? scope : value, json: json.length > 2 ? `,${json.slice(1, -1)}` : "" });
+  const { value, json } = maskedFields(fields, secrets);
+  return Object.assign(fields, { scope: value === fields ? scope : value, json });
 }
 
 /**

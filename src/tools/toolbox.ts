@@ -1,5 +1,6 @@
 import { RuntimeError, describeError } from "../errors.js";
 import type { Emit, EventScope } from "../events/types.js";
+import { recursionScopes } from "../events/bus.js";
 import type { ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { Tool, ToolBox, ToolOutcome } from "./types.js";
 import { argsValidator, parseToolArguments } from "./validate-args.js";
@@ -12,6 +13,8 @@ export interface ToolBoxOptions {
   /** The agent's allow-list, in the order the model should see the tools. */
   allow: string[];
   scope: EventScope;
+  /** The scope of each recursion, shared with the step (`recursionScopes` of `scope` when not given). */
+  scopes?: (trace_id: string | undefined) => EventScope;
   emit: Emit;
   /** Aborting it stops every running tool. */
   signal: AbortSignal;
@@ -89,14 +92,7 @@ export function createToolBox(options: ToolBoxOptions): ToolBox {
     parameters,
   }));
 
-  // The scope of the recursion last called from, made once for its events, as a step's own
-  // (src/engine/agent-step.ts): the bus masks a scope once per scope object.
-  let traced: EventScope = options.scope;
-  const scopeOf = (trace_id: string | undefined): EventScope => {
-    if (trace_id === undefined) return options.scope;
-    if (traced.trace_id !== trace_id) traced = Object.assign({}, options.scope, { trace_id });
-    return traced;
-  };
+  const scopeOf = options.scopes ?? recursionScopes(options.scope);
 
   return {
     specs,
