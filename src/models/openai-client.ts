@@ -19,6 +19,7 @@ import type { OpenAIModelConfig } from "../config/types.js";
 import { layOut, layoutFromRefusal, type RoleLayout } from "./dialect.js";
 import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
 import { readCompletion, StreamReader } from "./openai-reply.js";
+import { routedElsewhere, transportFetch } from "./http-transport.js";
 import { strictSchema } from "./strict-schema.js";
 import type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec } from "./types.js";
 
@@ -42,7 +43,8 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
       baseURL: nonEmpty(config.base_url),
       timeout: config.timeout_ms,
       maxRetries: 0,
-      fetch: nestErrorBodies,
+      // Replies read whole go over the runtime's own transport; streams (and proxied processes) over fetch.
+      fetch: nestErrorBodies(config.stream || routedElsewhere() ? globalFetch : transportFetch),
       ...(Object.keys(config.headers).length ? { defaultHeaders: config.headers } : {}),
     });
     return client;
@@ -114,21 +116,26 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
  * "message": ...}`, without the nested `error` the openai client reads its
  * message from; nest it, so the refusal's words reach the runtime.
  */
-const nestErrorBodies = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
-  const res = await fetch(url, init);
-  if (res.ok || !/json/i.test(res.headers.get("content-type") ?? "")) return res;
-  const text = await res.text();
-  let body = text;
-  try {
-    const value = JSON.parse(text) as Record<string, unknown>;
-    if (value && typeof value === "object" && value["error"] === undefined && typeof value["message"] === "string") {
-      body = JSON.stringify({ error: { message: value["message"], type: value["type"] ?? null, code: value["code"] ?? null } });
+const nestErrorBodies =
+  (send: typeof fetch) =>
+  async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const res = await send(url, init);
+    if (res.ok || !/json/i.test(res.headers.get("content-type") ?? "")) return res;
+    const text = await res.text();
+    let body = text;
+    try {
+      const value = JSON.parse(text) as Record<string, unknown>;
+      if (value && typeof value === "object" && value["error"] === undefined && typeof value["message"] === "string") {
+        body = JSON.stringify({ error: { message: value["message"], type: value["type"] ?? null, code: value["code"] ?? null } });
+      }
+    } catch {
+      // not JSON after all: passed on as it came
     }
-  } catch {
-    // not JSON after all: passed on as it came
-  }
-  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-};
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+
+/** The global fetch, looked up when called. */
+const globalFetch = (url: string | URL | Request, init?: RequestInit): Promise<Response> => fetch(url, init);
 
 /** One attempt. */
 async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequest, layout: RoleLayout, call: CallControl): Promise<ChatResponse> {

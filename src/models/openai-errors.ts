@@ -5,6 +5,7 @@
  */
 import OpenAI from "openai";
 import { RuntimeError } from "../errors.js";
+import { ReplyCutShort, ReplyTooLarge } from "./http-transport.js";
 import type { OpenAIModelConfig } from "../config/types.js";
 
 /** A stream that broke off mid-way (undici's bare "terminated"): retried like a dropped connection. */
@@ -20,6 +21,8 @@ export class StreamBroke extends Error {
 /** Connection errors, a body or stream cut short, 408, 409, 429 and 5xx are tried again. */
 export function isRetryable(err: unknown): boolean {
   if (err instanceof OpenAI.APIUserAbortError) return false;
+  // The same reply would be as large again.
+  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyTooLarge) return false;
   if (err instanceof OpenAI.APIConnectionError || err instanceof StreamBroke) return true;
   if (err instanceof OpenAI.APIError) {
     const status = err.status ?? 0;
@@ -55,6 +58,12 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
   if (err instanceof StreamBroke) {
     const id = err.request_id ? ` (request id ${err.request_id})` : "";
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the reply stream broke off (${oneLine(redact(err.message, apiKey))})${id}${after}`);
+  }
+  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyTooLarge) {
+    return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: ${err.cause.message} (from ${url}); is base_url right?`);
+  }
+  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyCutShort) {
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the connection closed before the reply was complete${after}`);
   }
   if (err instanceof OpenAI.APIConnectionError) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: connection failed to ${url}${tries}`);

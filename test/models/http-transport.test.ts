@@ -1,0 +1,224 @@
+/**
+ * The model client's own HTTP transport (docs/servers.md#the-transport),
+ * through the real `openai` client against servers on 127.0.0.1: the
+ * project's test server, and bare `node:http` servers for what it does not
+ * do (compression, redirects, huge and slow replies).
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as zlib from "node:zlib";
+import { afterEach, describe, expect, it } from "vitest";
+import type { OpenAIModelConfig } from "../../src/config/types.js";
+import { RuntimeError } from "../../src/errors.js";
+import { MAX_REPLY_BYTES, routedElsewhere, transportFetch } from "../../src/models/http-transport.js";
+import { createOpenAIChatClient } from "../../src/models/openai-client.js";
+import type { ChatRequest } from "../../src/models/types.js";
+import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
+import { OPENAI_MODEL_DEFAULTS } from "../support/team.js";
+
+const KEY = "sk-transport-SECRET-7654321";
+const request: ChatRequest = { messages: [{ role: "user", content: "hi" }] };
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+function config(baseURL: string, overrides: Partial<OpenAIModelConfig> = {}): OpenAIModelConfig {
+  return { name: "default", provider: "openai", model: "m", base_url: baseURL, api_key: KEY, timeout_ms: 5000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS, ...overrides };
+}
+
+async function testServer(options: Parameters<typeof startOpenAIServer>[0]): Promise<OpenAIServer> {
+  const server = await startOpenAIServer(options);
+  closers.push(() => server.close());
+  return server;
+}
+
+/** A bare server; `handle` answers every request. Counts connections and requests. */
+async function bareServer(handle: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void) {
+  const seen = { connections: 0, requests: [] as { url: string; headers: http.IncomingHttpHeaders; body: string }[], closed: 0 };
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => (body += c));
+    req.on("end", () => {
+      seen.requests.push({ url: req.url ?? "", headers: req.headers, body });
+      handle(req, res, body);
+    });
+  });
+  server.on("connection", (socket) => {
+    seen.connections++;
+    socket.on("close", () => seen.closed++);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
+}
+
+const completion = (content: string) =>
+  JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+
+async function failure(p: Promise<unknown>): Promise<RuntimeError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(RuntimeError);
+  return err as RuntimeError;
+}
+
+describe("the transport", () => {
+  it("sends the request as fetch did (key, length, JSON body) and keeps one connection for the calls after", async () => {
+    const server = await testServer({ replies: [{ content: "one" }, { content: "two" }, { content: "three" }] });
+    const c = createOpenAIChatClient(config(server.url));
+    const replies = [];
+    for (let i = 0; i < 3; i++) replies.push((await c.chat(request)).content);
+    expect(replies).toEqual(["one", "two", "three"]);
+    expect(server.chatRequests).toHaveLength(3);
+    const [first] = server.chatRequests;
+    expect(first!.headers["authorization"]).toBe(`Bearer ${KEY}`);
+    expect(first!.headers["content-type"]).toBe("application/json");
+    expect(first!.body).toMatchObject({ model: "m", messages: [{ role: "user", content: "hi" }] });
+
+    const bare = await bareServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion("ok")));
+    const b = createOpenAIChatClient(config(bare.url));
+    for (let i = 0; i < 3; i++) expect((await b.chat(request)).content).toBe("ok");
+    expect(bare.seen.connections).toBe(1);
+    // A length, not a chunked body: some servers refuse chunked requests.
+    expect(bare.seen.requests[0]!.headers["content-length"]).toBe(String(Buffer.byteLength(bare.seen.requests[0]!.body)));
+    expect(bare.seen.requests[0]!.headers["transfer-encoding"]).toBeUndefined();
+  });
+
+  it("carries replies read whole itself, and leaves streams to fetch", async () => {
+    const server = await testServer({ replies: [{ content: "whole" }, { content: "streamed" }] });
+    const original = globalThis.fetch;
+    let viaFetch = 0;
+    globalThis.fetch = (input, init) => {
+      viaFetch++;
+      return original(input, init);
+    };
+    try {
+      expect((await createOpenAIChatClient(config(server.url)).chat(request)).content).toBe("whole");
+      expect(viaFetch).toBe(0);
+      expect((await createOpenAIChatClient(config(server.url, { stream: true })).chat(request)).content).toBe("streamed");
+      expect(viaFetch).toBe(1);
+    } finally {
+      globalThis.fetch = original;
+    }
+  });
+
+  for (const [encoding, compress] of [
+    ["gzip", zlib.gzipSync],
+    ["deflate", zlib.deflateSync],
+    ["br", zlib.brotliCompressSync],
+  ] as const) {
+    it(`reads a reply the server compressed with ${encoding} though nobody asked`, async () => {
+      const bare = await bareServer((_req, res) => res.writeHead(200, { "content-type": "application/json", "content-encoding": encoding }).end(compress(completion("squeezed é"))));
+      const reply = await createOpenAIChatClient(config(bare.url)).chat(request);
+      expect(reply.content).toBe("squeezed é");
+    });
+  }
+
+  it(`fails a reply larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB in one line, without asking again`, async () => {
+    const chunk = Buffer.alloc(1024 * 1024, 0x61);
+    const bare = await bareServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      let sent = 0;
+      const more = (): void => {
+        while (sent <= MAX_REPLY_BYTES) {
+          sent += chunk.length;
+          if (!res.write(chunk)) {
+            res.once("drain", more);
+            return;
+          }
+        }
+        res.end();
+      };
+      res.on("error", () => {});
+      more();
+    });
+    const err = await failure(createOpenAIChatClient(config(bare.url, { max_retries: 2 })).chat(request));
+    expect(err.code).toBe("MODEL_BAD_REPLY");
+    expect(err.message).toBe(`model m: the reply is larger than 64 MiB (from ${bare.url}); is base_url right?`);
+    expect(bare.seen.requests).toHaveLength(1);
+  });
+
+  it("follows a redirect as fetch does, by handing the request to fetch", async () => {
+    const bare = await bareServer((req, res) => {
+      if (req.url?.startsWith("/v1/")) res.writeHead(307, { location: req.url.replace("/v1/", "/v2/") }).end();
+      else res.writeHead(200, { "content-type": "application/json" }).end(completion(`at ${req.url}`));
+    });
+    const reply = await createOpenAIChatClient(config(bare.url)).chat(request);
+    expect(reply.content).toBe("at /v2/chat/completions");
+    // fetch sends it again and follows by its own rules (a method changed, a key not sent to another origin).
+    expect(bare.seen.requests.map((r) => r.url)).toEqual(["/v1/chat/completions", "/v1/chat/completions", "/v2/chat/completions"]);
+    expect(JSON.parse(bare.seen.requests[2]!.body)).toMatchObject({ model: "m" });
+  });
+
+  it("takes a reply slower than an idle socket's life, on a socket kept from the call before", async () => {
+    let calls = 0;
+    const bare = await bareServer((_req, res) => {
+      const wait = calls++ === 0 ? 0 : 4_500;
+      setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end(completion(`after ${wait} ms`)), wait);
+    });
+    const c = createOpenAIChatClient(config(bare.url, { timeout_ms: 10_000 }));
+    expect((await c.chat(request)).content).toBe("after 0 ms");
+    expect((await c.chat(request)).content).toBe("after 4500 ms");
+  }, 15_000);
+
+  it("stops reading when the caller aborts, and closes the connection", async () => {
+    const bare = await bareServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"id":');
+      res.on("error", () => {});
+    });
+    const controller = new AbortController();
+    const pending = createOpenAIChatClient(config(bare.url)).chat({ ...request, signal: controller.signal });
+    while (bare.seen.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+    controller.abort();
+    const err = await failure(pending);
+    expect(err.code).toBe("ABORTED");
+    for (let i = 0; i < 100 && bare.seen.closed === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(bare.seen.closed).toBe(1);
+  });
+
+  it("hands whatever it does not send itself to fetch: a body that is not text, a scheme other than http(s)", async () => {
+    const bare = await bareServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("bytes"));
+    const res = await transportFetch(`${bare.url}/x`, { method: "POST", body: new Uint8Array([1, 2, 3]) });
+    expect(await res.text()).toBe("bytes");
+    expect(bare.seen.requests[0]!.body).toBe("\u0001\u0002\u0003");
+    await expect(transportFetch("data:text/plain,hello")).resolves.toSatisfy((r: Response) => r.ok);
+  });
+
+  it("answers 204 without a body, with the URL and headers fetch would give", async () => {
+    const bare = await bareServer((_req, res) => res.writeHead(204, { "x-request-id": "req-9" }).end());
+    const res = await transportFetch(`${bare.url}/ping`, { method: "GET" });
+    expect(res.status).toBe(204);
+    expect(res.body).toBeNull();
+    expect(res.url).toBe(`${bare.url}/ping`);
+    expect(res.headers.get("x-request-id")).toBe("req-9");
+  });
+
+  it("leaves HTTP to fetch in a process that routes it through a proxy or a dispatcher of its own", () => {
+    expect(routedElsewhere({})).toBe(false);
+    for (const name of ["HTTPS_PROXY", "http_proxy", "ALL_PROXY"]) expect(routedElsewhere({ [name]: "http://proxy:3128" })).toBe(true);
+    const slot = Symbol.for("undici.globalDispatcher.1");
+    const global = globalThis as Record<symbol, unknown>;
+    const before = global[slot];
+    try {
+      class ProxyAgent {}
+      global[slot] = new ProxyAgent();
+      expect(routedElsewhere({})).toBe(true);
+      class Agent {}
+      global[slot] = new Agent();
+      expect(routedElsewhere({})).toBe(false);
+    } finally {
+      global[slot] = before;
+    }
+  });
+});
