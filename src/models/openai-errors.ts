@@ -5,7 +5,7 @@
  */
 import OpenAI from "openai";
 import { RuntimeError } from "../errors.js";
-import { ReplyCutShort, ReplyTooLarge } from "./http-transport.js";
+import { ReplyCutShort, ReplyStatusUnknown, ReplyTooLarge } from "./http-transport.js";
 import type { OpenAIModelConfig } from "../config/types.js";
 
 /** A stream that broke off mid-way (undici's bare "terminated"): retried like a dropped connection. */
@@ -61,6 +61,9 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
   }
   if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyTooLarge) {
     return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: ${err.cause.message} (from ${url}); is base_url right?`);
+  }
+  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyStatusUnknown) {
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${err.cause.message} (from ${url})${after}`);
   }
   if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyCutShort) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the connection closed before the reply was complete${after}`);

@@ -4,7 +4,10 @@
  * project's test server, and bare `node:http` servers for what it does not
  * do (compression, redirects, huge and slow replies).
  */
+import { readFileSync } from "node:fs";
 import * as http from "node:http";
+import * as https from "node:https";
+import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import * as zlib from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
@@ -13,8 +16,9 @@ import { RuntimeError } from "../../src/errors.js";
 import { MAX_REPLY_BYTES, routedElsewhere, transportFetch } from "../../src/models/http-transport.js";
 import { createOpenAIChatClient } from "../../src/models/openai-client.js";
 import type { ChatRequest } from "../../src/models/types.js";
+import { runCli } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
-import { OPENAI_MODEL_DEFAULTS } from "../support/team.js";
+import { OPENAI_MODEL_DEFAULTS, reactReply, writeTeam } from "../support/team.js";
 
 const KEY = "sk-transport-SECRET-7654321";
 const request: ChatRequest = { messages: [{ role: "user", content: "hi" }] };
@@ -33,10 +37,10 @@ async function testServer(options: Parameters<typeof startOpenAIServer>[0]): Pro
   return server;
 }
 
-/** A bare server; `handle` answers every request. Counts connections and requests. */
-async function bareServer(handle: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void) {
+/** A bare server (HTTPS with `tls`); `handle` answers every request. Counts connections and requests. */
+async function bareServer(handle: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void, tls?: https.ServerOptions) {
   const seen = { connections: 0, requests: [] as { url: string; headers: http.IncomingHttpHeaders; body: string }[], closed: 0 };
-  const server = http.createServer((req, res) => {
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse) => {
     let body = "";
     req.setEncoding("utf8");
     req.on("data", (c: string) => (body += c));
@@ -44,7 +48,8 @@ async function bareServer(handle: (req: http.IncomingMessage, res: http.ServerRe
       seen.requests.push({ url: req.url ?? "", headers: req.headers, body });
       handle(req, res, body);
     });
-  });
+  };
+  const server = tls ? https.createServer(tls, listener) : http.createServer(listener);
   server.on("connection", (socket) => {
     seen.connections++;
     socket.on("close", () => seen.closed++);
@@ -57,7 +62,7 @@ async function bareServer(handle: (req: http.IncomingMessage, res: http.ServerRe
         server.close(() => resolve());
       }),
   );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
+  return { url: `${tls ? "https" : "http"}://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
 }
 
 const completion = (content: string) =>
@@ -204,8 +209,137 @@ describe("the transport", () => {
     expect(res.headers.get("x-request-id")).toBe("req-9");
   });
 
+  it("decodes as fetch does: a list of codings, raw deflate, a gzip cut short inside, an empty gzip, an unknown coding left as it came", async () => {
+    const body = completion("decoded");
+    const gz = zlib.gzipSync(body);
+    const cases: [string, Buffer, string][] = [
+      ["gzip, gzip", zlib.gzipSync(gz), "decoded"],
+      ["deflate", zlib.deflateRawSync(body), "decoded"],
+      ["gzip", gz.subarray(0, gz.length - 8), "decoded"],
+    ];
+    for (const [encoding, bytes, content] of cases) {
+      const bare = await bareServer((_req, res) => res.writeHead(200, { "content-type": "application/json", "content-encoding": encoding }).end(bytes));
+      expect((await createOpenAIChatClient(config(bare.url)).chat(request)).content).toBe(content);
+    }
+    const unknown = await bareServer((_req, res) => res.writeHead(200, { "content-type": "text/plain", "content-encoding": "zstd" }).end("as it came"));
+    const res = await transportFetch(`${unknown.url}/x`, { method: "GET" });
+    expect(await res.text()).toBe("as it came");
+    expect(res.headers.get("content-encoding")).toBe("zstd");
+    // A gateway's empty 401 labelled gzip keeps its status: not a connection cut short, and not retried.
+    const gateway = await bareServer((_req, res) => res.writeHead(401, { "content-type": "application/json", "content-encoding": "gzip" }).end());
+    const err = await failure(createOpenAIChatClient(config(gateway.url, { max_retries: 2 })).chat(request));
+    expect(err.message).toMatch(/^model m: 401 /);
+    expect(gateway.seen.requests).toHaveLength(1);
+  });
+
+  it("says a compressed reply cut short is cut short, and does not wait for the deadline", async () => {
+    const gz = zlib.gzipSync(completion("x".repeat(100_000)));
+    const bare = await bareServer((req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": String(gz.length) });
+      res.write(gz.subarray(0, 200), () => req.socket.destroy());
+    });
+    const started = Date.now();
+    const err = await failure(createOpenAIChatClient(config(bare.url, { timeout_ms: 20_000 })).chat(request));
+    expect(err.message).toBe("model m: the connection closed before the reply was complete");
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("fails a status no Response can carry in one line, and the process goes on", async () => {
+    const raw = net.createServer((socket) => {
+      socket.once("data", () => socket.end("HTTP/1.1 999 Request denied\r\ncontent-type: text/html\r\ncontent-length: 2\r\n\r\nno"));
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    closers.push(() => new Promise<void>((resolve) => raw.close(() => resolve())));
+    const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/v1`;
+    const err = await failure(createOpenAIChatClient(config(url)).chat(request));
+    expect(err.message).toBe(`model m: the server answered with status 999, which is no HTTP status (from ${url})`);
+  });
+
+  it("ends the call at once on an upgrade nobody asked for", async () => {
+    const raw = net.createServer((socket) => {
+      socket.once("data", () => socket.write("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n"));
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    closers.push(
+      () =>
+        new Promise<void>((resolve) => {
+          raw.close(() => resolve());
+        }),
+    );
+    const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/v1`;
+    const started = Date.now();
+    const err = await failure(createOpenAIChatClient(config(url, { timeout_ms: 20_000 })).chat(request));
+    expect(err.code).toBe("MODEL_UNAVAILABLE");
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("speaks HTTPS: runtime exec against a server whose certificate comes from a CA of one's own (NODE_EXTRA_CA_CERTS)", async () => {
+    const dir = new URL("../server/fixtures/", import.meta.url);
+    const cert = readFileSync(new URL("tls-cert.pem", dir));
+    const bare = await bareServer(
+      (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion(reactReply("ANSWER", { answer: "over TLS" }))),
+      { cert, key: readFileSync(new URL("tls-key.pem", dir)) },
+    );
+    const team = writeTeam(`version: 1
+name: tls
+models:
+  default:
+    provider: openai
+    model: m
+    base_url: ${bare.url}
+    api_key: ${KEY}
+    max_retries: 0
+agents:
+  main:
+    kind: react
+    model: default
+`);
+    const ok = await runCli(["exec", team, "hello"], { env: { NODE_EXTRA_CA_CERTS: new URL("tls-cert.pem", dir).pathname } });
+    expect(ok.stdout).toContain("over TLS");
+    expect(ok.code).toBe(0);
+    expect(bare.seen.requests[0]!.headers["authorization"]).toBe(`Bearer ${KEY}`);
+    // Without the CA, the certificate is refused, in one line that carries no key.
+    const refused = await runCli(["exec", team, "hello"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("connection failed to https://127.0.0.1");
+    expect(refused.stderr).not.toContain(KEY);
+  });
+
+  it("leaves a URL with credentials to fetch, which refuses it as before", async () => {
+    const res = transportFetch("http://user:pw@127.0.0.1:9/v1/chat/completions", { method: "POST", body: "{}" });
+    await expect(res).rejects.toThrow(/credentials/);
+  });
+
+  it("sends through fetch in a process whose environment names a proxy or RUNTIME_TRANSPORT=fetch", async () => {
+    const server = await testServer({ replies: [{ content: "one" }, { content: "two" }] });
+    const original = globalThis.fetch;
+    let viaFetch = 0;
+    globalThis.fetch = (input, init) => {
+      viaFetch++;
+      return original(input, init);
+    };
+    try {
+      for (const [name, value] of [
+        ["RUNTIME_TRANSPORT", "fetch"],
+        ["HTTPS_PROXY", "http://127.0.0.1:9"],
+      ] as const) {
+        process.env[name] = value;
+        // Node 20's fetch does not go through the proxy named: the call still reaches the server.
+        try {
+          await createOpenAIChatClient(config(server.url)).chat(request);
+        } finally {
+          delete process.env[name];
+        }
+      }
+      expect(viaFetch).toBe(2);
+    } finally {
+      globalThis.fetch = original;
+    }
+  });
+
   it("leaves HTTP to fetch in a process that routes it through a proxy or a dispatcher of its own", () => {
     expect(routedElsewhere({})).toBe(false);
+    expect(routedElsewhere({ RUNTIME_TRANSPORT: "fetch" })).toBe(true);
     for (const name of ["HTTPS_PROXY", "http_proxy", "ALL_PROXY"]) expect(routedElsewhere({ [name]: "http://proxy:3128" })).toBe(true);
     const slot = Symbol.for("undici.globalDispatcher.1");
     const global = globalThis as Record<symbol, unknown>;
