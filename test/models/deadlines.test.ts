@@ -11,6 +11,7 @@ import type { ChatRequest } from "../../src/models/types.js";
 import { runCli } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer, type OpenAIServerOptions } from "../support/openai-server.js";
 import { OPENAI_MODEL_DEFAULTS, reactReply, writeTeam } from "../support/team.js";
+import { failure } from "../support/failure.js";
 
 const KEY = "sk-deadline-SECRET-1234567";
 const servers: OpenAIServer[] = [];
@@ -38,14 +39,6 @@ async function client(options: OpenAIServerOptions, overrides: Partial<OpenAIMod
 
 const request: ChatRequest = { messages: [{ role: "user", content: "hi" }] };
 
-async function failure(p: Promise<unknown>): Promise<RuntimeError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(RuntimeError);
-  return err as RuntimeError;
-}
 
 /** Resolves with how long `p` took to settle, in ms, and its error. */
 async function timed(p: Promise<unknown>): Promise<{ ms: number; err: RuntimeError }> {

@@ -12,13 +12,13 @@ import type { AddressInfo } from "node:net";
 import * as zlib from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import type { OpenAIModelConfig } from "../../src/config/types.js";
-import { RuntimeError } from "../../src/errors.js";
 import { MAX_REPLY_BYTES, routedElsewhere, transportFetch } from "../../src/models/http-transport.js";
 import { createOpenAIChatClient } from "../../src/models/openai-client.js";
 import type { ChatRequest } from "../../src/models/types.js";
 import { runCli } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
 import { OPENAI_MODEL_DEFAULTS, reactReply, writeTeam } from "../support/team.js";
+import { failure } from "../support/failure.js";
 
 const KEY = "sk-transport-SECRET-7654321";
 const request: ChatRequest = { messages: [{ role: "user", content: "hi" }] };
@@ -68,13 +68,21 @@ async function bareServer(handle: (req: http.IncomingMessage, res: http.ServerRe
 const completion = (content: string) =>
   JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
 
-async function failure(p: Promise<unknown>): Promise<RuntimeError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(RuntimeError);
-  return err as RuntimeError;
+
+/** Counts the calls that go through the global fetch while `body` runs. */
+async function countingFetch(body: () => Promise<void>): Promise<number> {
+  const original = globalThis.fetch;
+  let calls = 0;
+  globalThis.fetch = (input, init) => {
+    calls++;
+    return original(input, init);
+  };
+  try {
+    await body();
+  } finally {
+    globalThis.fetch = original;
+  }
+  return calls;
 }
 
 describe("the transport", () => {
@@ -101,20 +109,8 @@ describe("the transport", () => {
 
   it("carries replies read whole itself, and leaves streams to fetch", async () => {
     const server = await testServer({ replies: [{ content: "whole" }, { content: "streamed" }] });
-    const original = globalThis.fetch;
-    let viaFetch = 0;
-    globalThis.fetch = (input, init) => {
-      viaFetch++;
-      return original(input, init);
-    };
-    try {
-      expect((await createOpenAIChatClient(config(server.url)).chat(request)).content).toBe("whole");
-      expect(viaFetch).toBe(0);
-      expect((await createOpenAIChatClient(config(server.url, { stream: true })).chat(request)).content).toBe("streamed");
-      expect(viaFetch).toBe(1);
-    } finally {
-      globalThis.fetch = original;
-    }
+    expect(await countingFetch(async () => expect((await createOpenAIChatClient(config(server.url)).chat(request)).content).toBe("whole"))).toBe(0);
+    expect(await countingFetch(async () => expect((await createOpenAIChatClient(config(server.url, { stream: true })).chat(request)).content).toBe("streamed"))).toBe(1);
   });
 
   for (const [encoding, compress] of [
@@ -312,13 +308,7 @@ agents:
 
   it("sends through fetch in a process whose environment names a proxy or RUNTIME_TRANSPORT=fetch", async () => {
     const server = await testServer({ replies: [{ content: "one" }, { content: "two" }] });
-    const original = globalThis.fetch;
-    let viaFetch = 0;
-    globalThis.fetch = (input, init) => {
-      viaFetch++;
-      return original(input, init);
-    };
-    try {
+    const calls = await countingFetch(async () => {
       for (const [name, value] of [
         ["RUNTIME_TRANSPORT", "fetch"],
         ["HTTPS_PROXY", "http://127.0.0.1:9"],
@@ -331,10 +321,8 @@ agents:
           delete process.env[name];
         }
       }
-      expect(viaFetch).toBe(2);
-    } finally {
-      globalThis.fetch = original;
-    }
+    });
+    expect(calls).toBe(2);
   });
 
   it("leaves HTTP to fetch in a process that routes it through a proxy or a dispatcher of its own", () => {

@@ -1,10 +1,10 @@
 import { OPENAI_MODEL_DEFAULTS } from "../support/team.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../../src/errors.js";
 import type { OpenAIModelConfig } from "../../src/config/types.js";
 import { createOpenAIChatClient } from "../../src/models/openai-client.js";
 import type { ChatRequest } from "../../src/models/types.js";
 import { startOpenAIServer, type OpenAIServer, type OpenAIServerOptions } from "../support/openai-server.js";
+import { failure } from "../support/failure.js";
 
 const KEY = "sk-test-SECRET-0123456789";
 let server: OpenAIServer | undefined;
@@ -40,14 +40,6 @@ const request: ChatRequest = {
   tools: [{ name: "calculator", description: "Evaluates math.", parameters: { type: "object", properties: { expression: { type: "string" } } } }],
 };
 
-async function failure(promise: Promise<unknown>): Promise<RuntimeError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(RuntimeError);
-  return err as RuntimeError;
-}
 
 describe("openai ChatClient", () => {
   it("sends messages, tools and options on the wire, and returns text with usage and request id", async () => {

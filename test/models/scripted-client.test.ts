@@ -2,10 +2,11 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, RuntimeError } from "../../src/errors.js";
+import { ConfigError } from "../../src/errors.js";
 import { createScriptedChatClient } from "../../src/models/scripted-client.js";
 import { createChatClient } from "../../src/models/factory.js";
 import type { ChatMessage, ChatRequest } from "../../src/models/types.js";
+import { failure } from "../support/failure.js";
 
 const dir = mkdtempSync(join(tmpdir(), "scripted-"));
 let n = 0;
@@ -23,14 +24,6 @@ const ask = (agent_id: string | undefined, ...messages: ChatMessage[]): ChatRequ
   messages: messages.length > 0 ? messages : [user("hello")],
 });
 
-async function failure(promise: Promise<unknown>): Promise<RuntimeError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(RuntimeError);
-  return err as RuntimeError;
-}
 
 describe("scripted ChatClient", () => {
   it("picks the first unconsumed reply for the agent whose match fits the last user message", async () => {
