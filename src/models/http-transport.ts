@@ -107,7 +107,7 @@ function send(url: URL, init: RequestInit, body: string | undefined): Promise<Re
     const req = (https_ ? https : http).request(url, { method: init.method ?? "GET", headers, agent: agents[https_ ? "https:" : "http:"] }, (res) => {
       responded = true;
       const status = res.statusCode ?? 0;
-      // fetch follows redirects by its own rules (a method changed, credentials kept from another
+      // fetch follows redirects by its own rules (a method changed, no key sent to another
       // origin): it sends the request again and follows. An API server hardly ever redirects.
       if (status >= 300 && status < 400 && res.headers.location !== undefined) {
         res.resume();
