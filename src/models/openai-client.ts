@@ -10,7 +10,9 @@
  *   and failing at once past it;
  * - a chat template's refusal of the roles switches the layout
  *   (`dialect.ts`), said once through `onNotice`, remembered per endpoint;
- * - failures are one-line RuntimeErrors that never carry a key.
+ * - failures are one-line RuntimeErrors that never carry a key;
+ * - replies read whole travel over the runtime's own transport
+ *   (`http-transport.ts`, docs/servers.md#the-transport), streams over fetch.
  */
 import OpenAI from "openai";
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
