@@ -93,7 +93,7 @@ function send(url: URL, init: RequestInit, body: string | undefined): Promise<Re
     const https_ = url.protocol === "https:";
     let settled = false;
     let responded = false;
-    const finish = (outcome: Response | Error): void => {
+    const finish = (outcome: Response | Promise<Response> | Error): void => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener("abort", onAbort);
@@ -111,9 +111,7 @@ function send(url: URL, init: RequestInit, body: string | undefined): Promise<Re
       // origin): it sends the request again and follows. An API server hardly ever redirects.
       if (status >= 300 && status < 400 && res.headers.location !== undefined) {
         res.resume();
-        settled = true;
-        signal?.removeEventListener("abort", onAbort);
-        resolve(fetch(url, init));
+        finish(fetch(url, init));
         return;
       }
       if (status < 200 || status > 599) {

@@ -86,7 +86,8 @@ CREATE TABLE IF NOT EXISTS event_traces (
 -- The table of versions 1-5 as a view, a row per event, that takes inserts as
 -- one-event batches: a process of an older runtime that had the store open
 -- when a newer one migrated it goes on reading and writing its runs (it
--- refuses to open the store again: its schema_version is newer).
+-- refuses to open the store again: its schema_version is newer). The agent
+-- and session indexes are filled from it too, when a store first gains them.
 CREATE VIEW IF NOT EXISTS events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) AS
   SELECT b.task_id, json_extract(e.value, '$.seq'), json_extract(e.value, '$.type'), json_extract(e.value, '$.agent_id'),
     json_extract(e.value, '$.step_id'), json_extract(e.value, '$.parent_step_id'), json_extract(e.value, '$.trace_id'),
@@ -547,8 +548,8 @@ function indexSessions(db: Database.Database): void {
       PRIMARY KEY (session_id, task_id)
     ) WITHOUT ROWID;
     INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at)
-      SELECT json_extract(e.value, '$.session_id'), b.task_id, json_extract(e.value, '$.ts') FROM event_batches b, json_each(b.json) e
-       WHERE json_extract(e.value, '$.type') = 'run.started' AND json_extract(e.value, '$.session_id') IS NOT NULL;`);
+      SELECT json_extract(json, '$.session_id'), task_id, ts FROM events
+       WHERE type = 'run.started' AND json_extract(json, '$.session_id') IS NOT NULL;`);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('session_index_version', ?)").run(SESSION_INDEX_VERSION);
   })();
 }
@@ -572,8 +573,7 @@ function indexAgents(db: Database.Database): void {
       PRIMARY KEY (agent_id, task_id)
     ) WITHOUT ROWID;
     INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at)
-      SELECT json_extract(e.value, '$.agent_id'), b.task_id, MIN(json_extract(e.value, '$.ts')) FROM event_batches b, json_each(b.json) e
-       WHERE json_extract(e.value, '$.type') = 'agent.started' GROUP BY 1, 2;`);
+      SELECT agent_id, task_id, MIN(ts) FROM events WHERE type = 'agent.started' GROUP BY agent_id, task_id;`);
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('agent_index_version', ?)").run(AGENT_INDEX_VERSION);
   })();
 }

@@ -121,6 +121,26 @@ describe("TraceStore", () => {
     expect(() => again.append(events[0]!)).toThrow(/UNIQUE/);
   });
 
+  test("a store written before the session index gets it from its events, once", () => {
+    const dir = tempDir();
+    const first = TraceStore.open(dir);
+    const bus = new EventBus("task-s", steppingClock());
+    bus.subscribe(first.append);
+    bus.emit({ type: "run.started", input: "hello", session_id: "chat-1" }, { agent_id: "solver" });
+    bus.emit({ type: "run.finished", result_type: "answer", answer: "hi", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }, { agent_id: "solver" });
+    first.close();
+    // As an older runtime left it: no session index.
+    const db = new Database(join(dir, TRACE_DB_FILE));
+    db.exec("DROP TABLE run_sessions; DELETE FROM meta WHERE key = 'session_index_version'");
+    db.close();
+    const again = openStore(dir);
+    expect(again.runsOfSession("chat-1").map((r) => r.task_id)).toEqual(["task-s"]);
+    const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
+    const rows = check.prepare("SELECT session_id, task_id, started_at FROM run_sessions").all();
+    check.close();
+    expect(rows).toEqual([{ session_id: "chat-1", task_id: "task-s", started_at: "2025-03-01T10:00:00.000Z" }]);
+  });
+
   test("a run still going (no run.finished) is listed as unfinished", () => {
     const store = openStore(tempDir());
     const events = circleReactRun("task-open");
