@@ -3,7 +3,7 @@
  * server on a free loopback port (and a socket in the same directory), one
  * fresh database per call of `createDatabase`. Stopped with `pg_ctl stop`.
  * As root (CI), the cluster runs as the `postgres` user the package creates.
- * A machine without PostgreSQL fails here naming what is missing: `.ci/run`
+ * A machine without PostgreSQL fails here naming what is missing: `scripts/test.sh`
  * installs the `postgresql` package.
  */
 import { execFileSync, spawnSync } from "node:child_process";
@@ -19,7 +19,7 @@ function binDir() {
   const root = "/usr/lib/postgresql";
   const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
   for (const v of versions) if (existsSync(join(root, v, "bin", "initdb"))) return join(root, v, "bin");
-  throw new Error("PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql/*/bin): install the postgresql package (.ci/run does)");
+  throw new Error("PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql/*/bin): install the postgresql package (scripts/test.sh does)");
 }
 
 function freePort() {
@@ -43,7 +43,7 @@ export async function startPostgres() {
   let gid = -1;
   if (asRoot) {
     const id = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
-    if (id.status !== 0) throw new Error("running as root, PostgreSQL needs the 'postgres' user: install the postgresql package (.ci/run does)");
+    if (id.status !== 0) throw new Error("running as root, PostgreSQL needs the 'postgres' user: install the postgresql package (scripts/test.sh does)");
     uid = Number(id.stdout.trim());
     gid = Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout.trim());
     chownSync(dir, uid, gid);

@@ -6,7 +6,7 @@
  * request refused; hostile text from a tool and a model shown as text.
  * Screenshots go to test-artifacts/ for a person to look at.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore } from "../../src/trace/store.js";
 import { ROOT, runCli } from "../support/cli.js";
+import { requireComponent } from "../support/components.js";
 import { tempDir, writeTeam } from "../support/team.js";
 import { readSse, serveTeam, type Sse } from "./support.js";
 
@@ -95,7 +96,7 @@ describe("run history and timelines in Chromium", () => {
   const closers: { close(): Promise<void> }[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (.ci/run does)`);
+    requireComponent("chromium");
     mkdirSync(ARTIFACTS, { recursive: true });
     profile = mkdtempSync(join(tmpdir(), "timeline-chromium-"));
     context = await chromium.launchPersistentContext(profile, {

@@ -3,6 +3,6 @@
  * implementation: bench/lib/postgres.mjs): `initdb` into a temporary
  * directory, a server on a free loopback port, one fresh database per
  * `createDatabase`, stopped with `pg_ctl stop`. A machine without
- * PostgreSQL fails naming what is missing: `.ci/run` installs it.
+ * PostgreSQL fails naming what is missing: `scripts/test.sh` installs it.
  */
 export { startPostgres, type TestPostgres } from "../../bench/lib/postgres.mjs";

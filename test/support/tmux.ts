@@ -1,14 +1,16 @@
 /**
  * A real terminal for tests: a detached tmux session on a private server
  * (its own socket, so nothing of a person's tmux is touched), read with
- * `capture-pane`. Fails with a message when tmux is missing.
+ * `capture-pane`. Fails naming what is missing when tmux is not installed
+ * (test/support/components.ts).
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { COMPONENTS, requireComponent } from "./components.js";
 
-const TMUX = "/usr/bin/tmux";
+const TMUX = COMPONENTS.tmux.path;
 let sessions = 0;
 
 export class TmuxTerminal {
@@ -23,7 +25,7 @@ export class TmuxTerminal {
 
   /** Run `command` (through sh) in a new window of `width` x `height`. */
   static start(command: string, size: { width: number; height: number }, env: Record<string, string> = {}): TmuxTerminal {
-    if (!existsSync(TMUX)) throw new Error(`terminal tests need tmux at ${TMUX} (apt-get install tmux)`);
+    requireComponent("tmux");
     const term = new TmuxTerminal(`runtime-test-${process.pid}-${++sessions}`);
     const vars = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
     // A window that keeps its size whatever clients attach, and keeps its pane when the command ends.

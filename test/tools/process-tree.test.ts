@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { commandTool } from "../../src/tools/command.js";
 import { CALL_MARKER_VAR, killMarked } from "../../src/tools/process-tree.js";
+import { missingComponent } from "../support/components.js";
 import { call, fixtureCommand, isAlive, makeBox, sleep, leftoverPids } from "./helpers.js";
 
 /** What setsid-sleeper.mjs records about itself. */
@@ -42,10 +43,10 @@ async function expectGoneWithin(pid: number, ms: number): Promise<void> {
 }
 
 const tool = (overrides = {}) => commandTool(fixtureCommand("escaper", "setsid-grandchild.mjs", overrides));
-// util-linux's setsid is required, not skipped when missing (.ci/run installs it).
+// util-linux's setsid is required, not skipped when missing (scripts/test.sh installs it).
 const vias = ["setsid", "detached"] as const;
 it("finds /usr/bin/setsid (util-linux) to start grandchildren with", () => {
-  expect(existsSync("/usr/bin/setsid"), "install util-linux: the setsid program is missing").toBe(true);
+  expect(existsSync("/usr/bin/setsid"), missingComponent("setsid")).toBe(true);
 });
 
 describe.runIf(process.platform === "linux")("command tools end their whole process tree", () => {
