@@ -57,7 +57,7 @@ describe("flows through the CLI (npm run build first)", () => {
       respond(body) {
         const role = roleOf(body);
         if (role === "planner") return answer('{"steps": ["one", "two", "three"]}');
-        if (role === "solver") return answer("late", 10_000);
+        if (role === "solver") return answer("late", 60_000);
         return badRequest("unexpected");
       },
     });
@@ -103,9 +103,9 @@ agents:
       });
     });
     expect(code).toBe(130);
-    // The solvers' replies were 10 s away: the run stopped without waiting for them.
+    // The solvers' replies were a minute away: the run stopped without waiting for them.
     expect(interruptedAt).toBeGreaterThan(0);
-    expect(Date.now() - interruptedAt).toBeLessThan(4000);
+    expect(Date.now() - interruptedAt).toBeLessThan(20_000);
     const events = stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
     const taskId = String(events[0]?.task_id);
     expect(events.at(-1)).toMatchObject({ type: "run.finished", result_type: "error" });

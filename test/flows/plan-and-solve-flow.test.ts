@@ -256,7 +256,7 @@ describe("plan_and_solve_flow", () => {
   it("ends 'interrupted' when aborted during a step, without running further steps", async () => {
     const { url } = await serve({
       planner: () => answer('{"steps": ["slow step", "never run"]}'),
-      executor: () => ({ ...answer("too late"), delay_ms: 3000 }),
+      executor: () => ({ ...answer("too late"), delay_ms: 60_000 }),
     });
     const controller = new AbortController();
     const started = Date.now();
@@ -266,7 +266,8 @@ describe("plan_and_solve_flow", () => {
       signal: controller.signal,
       sinks: [(e) => e.type === "plan.created" && setTimeout(() => controller.abort(), 100)],
     });
-    expect(Date.now() - started).toBeLessThan(2500);
+    // Stopped at the abort, not when the executor's reply came a minute later.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(result).toMatchObject({ result_type: "error", error: "interrupted", interrupted: true });
     expect(requestsOf("executor")).toHaveLength(1);
     const flowStates = ofType(events, "state.changed").filter((e) => e.machine === "plan_and_solve_flow");

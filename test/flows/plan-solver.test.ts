@@ -137,7 +137,7 @@ describe("plan_solver", () => {
   it("cancels the solvers in flight on abort, ends 'interrupted' and keeps the trace", async () => {
     const { url } = await serve({
       planner: () => plan(8),
-      solver: () => answer("too late", 3000),
+      solver: () => answer("too late", 60_000),
       aggregator: () => answer("never"),
     });
     const dir = traceDir();
@@ -152,7 +152,8 @@ describe("plan_solver", () => {
     });
     const { result, events } = await run;
 
-    expect(Date.now() - started).toBeLessThan(2500);
+    // The solvers in flight were cancelled, not waited out (their replies were a minute away).
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(result).toMatchObject({ result_type: "error", error: "interrupted", interrupted: true });
     expect(requestsOf("solver")).toHaveLength(4);
     expect(requestsOf("aggregator")).toHaveLength(0);

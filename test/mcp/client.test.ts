@@ -131,7 +131,7 @@ describe("MCP client over stdio: failures are one clear line and leave nothing r
     await expect(servers().tools(stdio("mute", [process.execPath, NOTES_SERVER, "--silent", tag], { connect_timeout_ms: 400 }), never)).rejects.toThrow(
       'MCP server "mute" did not start: no answer within 400 ms (connect_timeout_ms)',
     );
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(await survivors(processesWith(tag), 3000)).toEqual([]);
   });
 

@@ -139,6 +139,7 @@ describe("parseJsonTolerant", () => {
     const text = "{".repeat(200_000);
     const started = performance.now();
     expect(parseJsonTolerant(text)).toMatchObject({ ok: false, attempted: 1 });
-    expect(performance.now() - started).toBeLessThan(2_000);
+    // A bound that only catches a quadratic scan: one parse attempt per brace would take minutes.
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 });

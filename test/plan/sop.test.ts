@@ -275,14 +275,15 @@ describe("sop runs through the real openai client and the test server", () => {
       strategist: (n) => {
         if (n === 0) return call("update_task_status", { task_id: "t1", status: "inprogress" });
         setTimeout(() => controller.abort(), 50);
-        return { ...answer("never seen"), delay_ms: 2000 };
+        return { ...answer("never seen"), delay_ms: 60_000 };
       },
     });
     const dir = traceDir();
     const team = await loadTeam(serverTeam(server.url));
     const started = Date.now();
     const result = await runTeam(team, { input: "Do the two tasks", traceDir: dir, signal: controller.signal }).result;
-    expect(Date.now() - started).toBeLessThan(1800);
+    // Stopped at the abort, not when the reply came a minute later: a bound that only catches a hang.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(result.result_type).toBe("error");
     expect(result.error?.split("\n")[0]).toBe("interrupted");
     const [plan] = await openPlanTool(dir).list_plans();

@@ -204,7 +204,7 @@ describe("runtime serve: cancellation and security", () => {
       return run.finished_at ? body : undefined;
     });
     // Cancelled, not waited out: the model's reply was 15 s away.
-    expect(Date.now() - leftAt).toBeLessThan(5_000);
+    expect(Date.now() - leftAt).toBeLessThan(10_000);
     expect(summary.run).toMatchObject({ result_type: "error", error: "interrupted" });
     expect(summary.live).toBe(false);
     const events = summary.events as RunEvent[];

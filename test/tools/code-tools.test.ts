@@ -133,7 +133,7 @@ describe("module tools", () => {
     expect(finished[0]).toMatchObject({ ok: false, error: "timed out after 150 ms" });
     expect(probe(key).aborted).toEqual(["timed out after 150 ms"]);
     expect(result.answer).toBe("too slow");
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it("turns a throw into the call's error for the model, and caps the output", async () => {

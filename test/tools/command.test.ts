@@ -12,20 +12,17 @@ const leftovers = leftoverPids();
 describe("command tools", () => {
   it("run three calls of one reply as concurrent processes, results in call order", async () => {
     const { box } = makeBox([commandTool(fixtureCommand("nap", "sleep.mjs"))]);
-    const started = Date.now();
     const outcomes = await box.run([call("nap", { ms: 400 }, "a"), call("nap", { ms: 200 }, "b"), call("nap", { ms: 400 }, "c")]);
-    const elapsed = Date.now() - started;
     expect(outcomes.map((o) => [o.call_id, o.ok, (o.result as { slept: number }).slept])).toEqual([
       ["a", true, 400],
       ["b", true, 200],
       ["c", true, 400],
     ]);
-    // Every process was asleep before any of them woke up.
+    // Every process was asleep before any of them woke up: concurrent, whatever the machine's load
+    // (in series, each would start after the previous one ended).
     const naps = outcomes.map((o) => o.result as { started: number; ended: number; pid: number });
     expect(Math.max(...naps.map((n) => n.started))).toBeLessThan(Math.min(...naps.map((n) => n.ended)));
     expect(new Set(naps.map((n) => n.pid)).size).toBe(3);
-    // In series this would take at least 1000 ms plus three process start-ups.
-    expect(elapsed).toBeLessThan(950);
   });
 
   it("pass the JSON arguments on stdin, a clean environment, and the configured cwd and env", async () => {
@@ -52,7 +49,8 @@ describe("command tools", () => {
     const started = Date.now();
     const [outcome] = await box.run([call("forker", { pidfile })]);
     expect(outcome).toMatchObject({ ok: false, error: "timed out after 800 ms" });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Ended by the timeout, not by waiting out the grandchild's minute: a bound that only catches a hang.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(existsSync(pidfile)).toBe(true);
     const { child, grandchild } = JSON.parse(readFileSync(pidfile, "utf8")) as { child: number; grandchild: number };
     leftovers.push(child, grandchild);
@@ -66,7 +64,8 @@ describe("command tools", () => {
     const { box } = makeBox([tool]);
     const started = Date.now();
     const [outcome, small] = await box.run([call("flood", { bytes: 200_000, linger_ms: 30_000 }), call("flood", { bytes: 10 })]);
-    expect(Date.now() - started).toBeLessThan(5000);
+    // Stopped at the cap, not after its 30 s linger.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(outcome).toMatchObject({ ok: false, error: "output exceeded 1000 bytes; the command was stopped" });
     expect(small).toMatchObject({ ok: true, result: "xxxxxxxxxx" });
   });

@@ -69,7 +69,8 @@ describe.runIf(process.platform === "linux")("command tools end their whole proc
       const started = Date.now();
       const [outcome] = await box.run([call("escaper", { pidfile: file, via, hang: true })]);
       expect(outcome).toMatchObject({ ok: false, error: "timed out after 800 ms" });
-      expect(Date.now() - started).toBeLessThan(2000);
+      // Ended by the timeout, not by the grandchild's minute.
+      expect(Date.now() - started).toBeLessThan(20_000);
       const sleeper = readSleeper(file);
       expectEscaped(sleeper);
       await expectGoneWithin(sleeper.tool_pid, 1000);
@@ -121,7 +122,7 @@ describe.runIf(process.platform === "linux")("command tools end their whole proc
     const [outcome] = await box.run([call("escaper", { pidfile: file, hold_stdout: true })]);
     const sleeper = readSleeper(file);
     // Without the sweep the call would wait for the sleeper's minute (here: time out).
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(outcome!.ok).toBe(true);
     expectEscaped(sleeper);
     await expectGoneWithin(sleeper.pid, 1000);
