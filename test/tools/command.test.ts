@@ -54,7 +54,7 @@ describe("command tools", () => {
     expect(existsSync(pidfile)).toBe(true);
     const { child, grandchild } = JSON.parse(readFileSync(pidfile, "utf8")) as { child: number; grandchild: number };
     leftovers.push(child, grandchild);
-    for (let i = 0; i < 40 && (isAlive(child) || isAlive(grandchild)); i++) await sleep(25);
+    for (let i = 0; i < 400 && (isAlive(child) || isAlive(grandchild)); i++) await sleep(25);
     expect(isAlive(child)).toBe(false);
     expect(isAlive(grandchild)).toBe(false);
   });
@@ -100,7 +100,7 @@ describe("command tools", () => {
     controller.abort();
     const [outcome] = await running;
     expect(outcome).toMatchObject({ ok: false, error: "aborted" });
-    for (let i = 0; i < 40 && (isAlive(child) || isAlive(grandchild)); i++) await sleep(25);
+    for (let i = 0; i < 400 && (isAlive(child) || isAlive(grandchild)); i++) await sleep(25);
     expect(isAlive(child)).toBe(false);
     expect(isAlive(grandchild)).toBe(false);
   });
