@@ -56,9 +56,9 @@ export type PlanToolName = NamesOf<"plan tool">;
 /** The tools an agent's kind binds at run time. */
 export type KindToolName = NamesOf<"kind">;
 
-export const BUILTIN_TOOL_NAMES = Object.keys(BUILTIN_TOOLS) as BuiltinToolName[];
-export const PLAN_TOOL_NAMES = BUILTIN_TOOL_NAMES.filter((n): n is PlanToolName => BUILTIN_TOOLS[n].source === "plan tool");
-export const KIND_TOOL_NAMES = BUILTIN_TOOL_NAMES.filter((n): n is KindToolName => BUILTIN_TOOLS[n].source === "kind");
+export const BUILTIN_TOOL_NAMES: readonly BuiltinToolName[] = Object.keys(BUILTIN_TOOLS) as BuiltinToolName[];
+export const PLAN_TOOL_NAMES: readonly PlanToolName[] = BUILTIN_TOOL_NAMES.filter((n): n is PlanToolName => BUILTIN_TOOLS[n].source === "plan tool");
+export const KIND_TOOL_NAMES: readonly KindToolName[] = BUILTIN_TOOL_NAMES.filter((n): n is KindToolName => BUILTIN_TOOLS[n].source === "kind");
 
 /** True when `name` is a built-in tool. */
 export function isBuiltinToolName(name: string): name is BuiltinToolName {
