@@ -7,12 +7,12 @@ import { isAbsolute, relative, resolve } from "node:path";
 import type { Ajv } from "ajv";
 import type { ConfigProblem } from "../errors.js";
 import { describeError } from "../errors.js";
-import { BUILTIN_TOOL_NAMES, NAME_BOUND_BUILTINS, isBuiltinToolName } from "./builtin-names.js";
 import { agentModel } from "./defaults.js";
 import { AGENT_REFERENCE_KEYS, isRecord, list, records, str, strings, type RawObject } from "./raw.js";
 import { pointer, type SourceMap } from "./source.js";
 import { createParametersAjv, explainSchemaError } from "./tool-parameters.js";
 import { didYouMean, listNames } from "./suggest.js";
+import { BUILTIN_TOOL_NAMES, holderOf, isBoundToolName, isBuiltinToolName, type TeamNames } from "./tool-names.js";
 
 /** What the checks learnt that loading and resolving need too. */
 export interface References {
@@ -56,6 +56,7 @@ export function checkReferences(
   const agentSet = new Set(agentNames);
   const workflowSet = new Set(workflowNames);
   const isAgent = (name: string) => agentSet.has(name);
+  const names: TeamNames = { tool: (n) => toolSet.has(n), code: (n) => provided.has(n), agent: isAgent };
   const refs: References = { usedModels: new Set(), usedTools: new Set(), prompts: new Map() };
   const edges = new Map<string, Edge[]>(agentNames.map((n) => [n, []]));
 
@@ -109,9 +110,10 @@ export function checkReferences(
       if (knowledgeTools.has(tool) && !isRecord(team.knowledge)) {
         report(at("tools", index), `'${tool}' searches the team's documents, but the team has none: add knowledge: {paths: [...]} at the top of the file`);
       }
-      if (toolSet.has(tool)) refs.usedTools.add(tool);
-      else if (isAgent(tool)) out.push({ to: tool, at: at("tools", index) });
-      else if (!isBuiltinToolName(tool) && !provided.has(tool)) {
+      const holder = holderOf(tool, names);
+      if (holder === "tool") refs.usedTools.add(tool);
+      else if (holder === "agent") out.push({ to: tool, at: at("tools", index) });
+      else if (holder === undefined) {
         const candidates = [...toolNames, ...BUILTIN_TOOL_NAMES, ...agentNames.filter((a) => a !== name)];
         report(at("tools", index), `unknown tool '${tool}'${didYouMean(tool, candidates)}: expected a tool under 'tools', a built-in tool or an agent`);
       }
@@ -184,7 +186,7 @@ function checkTool(name: string, tool: RawObject, dir: string, confined: string 
   const module = str(tool.module);
   if (module !== undefined) checkFile(resolve(dir, module), at("module"), "tool module", report, { folder: confined });
   const builtin = str(tool.builtin);
-  if (builtin !== undefined && builtin !== name && NAME_BOUND_BUILTINS.has(builtin)) {
+  if (builtin !== undefined && builtin !== name && isBoundToolName(builtin)) {
     report(at("builtin"), `'${builtin}' is recognised by its name and cannot be renamed: declare it as '${builtin}: {builtin: ${builtin}}' to change its limits`);
   } else if (builtin !== undefined && builtin !== name && isBuiltinToolName(name)) {
     report(pointer("tools", name), `'${name}' is the name of a built-in tool; an alias of '${builtin}' needs another name`, "key");

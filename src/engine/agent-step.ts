@@ -167,13 +167,21 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       ),
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
-      const tools = resolveTools({ team: run.team, agent, planTool: run.stores.planTool, callAgent: child, extra, cache: run.toolCache, provided: run.providedTools, mcp: run.mcp });
-      // The allow-list as resolved: an MCP entry stands for the tools of its server, in approvals too.
-      const allow = tools.map((t) => t.name);
-      const approval = agent.approval.flatMap((name) => (run.team.tools[name]?.type === "mcp" ? (run.mcp.listed(name) ?? []).map((t) => t.name) : [name]));
+      const { tools, approval } = resolveTools({
+        team: run.team,
+        agent,
+        planTool: run.stores.planTool,
+        callAgent: child,
+        bound: extra,
+        cache: run.toolCache,
+        given: run.providedTools,
+        mcp: run.mcp,
+        signal,
+      });
       return createToolBox({
         tools,
-        allow,
+        // The allow-list as resolved: an MCP entry stands for the tools of its server.
+        allow: tools.map((t) => t.name),
         scope,
         scopes,
         emit: (body, s) => out(body, s ?? scope),
@@ -182,7 +190,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         budget,
         stopping,
         halt,
-        ...(approval.length > 0 ? { approval: new Set(approval) } : {}),
+        ...(approval.size > 0 ? { approval } : {}),
         approve: (request) => run.approvals.decide(request, (body) => out(body, scope)),
       });
     },

@@ -13,7 +13,7 @@ import { TASK_STATUSES, type TaskStatus } from "./types.js";
 export { openPlanTool } from "./plan-tool.js";
 
 /** The spec's method names: what an agent's allow-list names to get each tool (listed once, with the other built-ins). */
-import { PLAN_TOOL_NAMES, type PlanToolName } from "../config/builtin-names.js";
+import { PLAN_TOOL_NAMES, type PlanToolName } from "../config/tool-names.js";
 
 export { PLAN_TOOL_NAMES, type PlanToolName };
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { BUILTIN_TOOL_NAMES } from "../../src/config/builtin-names.js";
+import { BUILTIN_TOOL_NAMES } from "../../src/config/tool-names.js";
 import { schemaMarkdown } from "../../src/config/schema-doc.js";
 import { runCli } from "../support/cli.js";
 
@@ -52,7 +52,7 @@ describe("schemas/team.schema.json", () => {
     expect(undocumented).toEqual([]);
   });
 
-  it("lists the same built-in tools as src/config/builtin-names.ts", () => {
+  it("lists the same built-in tools as src/config/tool-names.ts", () => {
     const defs = schema.$defs as Record<string, Node>;
     const builtin = (defs.builtinTool!.properties as Record<string, Node>).builtin!;
     expect(builtin.enum).toEqual([...BUILTIN_TOOL_NAMES]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { builtinTool, BUILTIN_TOOL_NAMES } from "../../src/tools/builtin/index.js";
-import { calculate } from "../../src/tools/builtin/calculator.js";
+import { calculate, calculatorTool } from "../../src/tools/builtin/calculator.js";
+import { terminateTool } from "../../src/tools/builtin/terminate.js";
 import { call, makeBox } from "./helpers.js";
 
 describe("calculator", () => {
@@ -45,7 +45,7 @@ describe("calculator", () => {
   });
 
   it("answers through the ToolBox as {expression, result}, and errors for the model to repair", async () => {
-    const { box } = makeBox([builtinTool("calculator")!]);
+    const { box } = makeBox([calculatorTool()]);
     const [area, bad] = await box.run([
       call("calculator", { expression: "round(pi*5^2, 2)" }, "1"),
       call("calculator", { expression: 'evaluate("1")' }, "2"),
@@ -56,14 +56,11 @@ describe("calculator", () => {
   });
 });
 
-describe("built-in registry", () => {
-  it("provides calculator and terminate, and nothing for other names", async () => {
-    expect([...BUILTIN_TOOL_NAMES]).toEqual(["calculator", "terminate"]);
+describe("calculator and terminate", () => {
+  it("share one schema object per tool, and terminate answers with its status", async () => {
     // Fresh instances share one schema object, so ajv compiles it once.
-    expect(builtinTool("calculator")!.parameters).toBe(builtinTool("calculator")!.parameters);
-    expect(builtinTool("toString")).toBeUndefined();
-    expect(builtinTool("__proto__")).toBeUndefined();
-    const { box } = makeBox([builtinTool("terminate")!]);
+    expect(calculatorTool().parameters).toBe(calculatorTool().parameters);
+    const { box } = makeBox([terminateTool()]);
     const [done, failed, invalid] = await box.run([
       call("terminate", { answer: "area 78.54" }),
       call("terminate", { answer: "gave up", status: "failure" }),

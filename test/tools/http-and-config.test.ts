@@ -1,11 +1,9 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { HttpToolConfig, ToolConfig } from "../../src/config/types.js";
-import { RuntimeError } from "../../src/errors.js";
-import { toolFromConfig } from "../../src/tools/from-config.js";
+import type { HttpToolConfig } from "../../src/config/types.js";
 import { httpTool } from "../../src/tools/http.js";
-import { call, fixtureCommand, makeBox } from "./helpers.js";
+import { call, makeBox } from "./helpers.js";
 
 let server: Server;
 let base = "";
@@ -122,34 +120,3 @@ describe("http tools", () => {
   });
 });
 
-describe("toolFromConfig", () => {
-  const base = { description: "", parameters: {}, timeout_ms: 1234, max_output_bytes: 500 };
-
-  it("builds built-ins with the declared name and limits but their own schema", async () => {
-    const tool = toolFromConfig({ ...base, type: "builtin", name: "calc", builtin: "calculator" });
-    expect(tool).toMatchObject({ name: "calc", timeout_ms: 1234, max_output_bytes: 500 });
-    expect(tool.description).toContain("arithmetic");
-    expect(tool.parameters).toMatchObject({ required: ["expression"] });
-    const { box } = makeBox([tool]);
-    const [outcome] = await box.run([call("calc", { expression: "round(2*pi*5, 2)" })]);
-    expect(outcome).toMatchObject({ ok: true, result: { result: 31.42 } });
-  });
-
-  it("refuses an unknown built-in with CONFIG_INVALID", () => {
-    const config: ToolConfig = { ...base, type: "builtin", name: "magic", builtin: "magic" };
-    expect(() => toolFromConfig(config)).toThrow(RuntimeError);
-    expect(() => toolFromConfig(config)).toThrow(/unknown builtin "magic" \(this layer provides: calculator, terminate\)/);
-    try {
-      toolFromConfig(config);
-    } catch (err) {
-      expect((err as RuntimeError).code).toBe("CONFIG_INVALID");
-    }
-  });
-
-  it("builds command tools", async () => {
-    const command = toolFromConfig(fixtureCommand("nap", "sleep.mjs"));
-    const { box } = makeBox([command]);
-    const [nap] = await box.run([call("nap", { ms: 1 })]);
-    expect(nap).toMatchObject({ ok: true, result: { slept: 1 } });
-  });
-});

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { builtinTool } from "../../src/tools/builtin/index.js";
+import { calculatorTool } from "../../src/tools/builtin/calculator.js";
+import { terminateTool } from "../../src/tools/builtin/terminate.js";
 import { createToolBox } from "../../src/tools/toolbox.js";
 import { argsValidator } from "../../src/tools/validate-args.js";
 import type { Tool } from "../../src/tools/types.js";
@@ -45,8 +46,8 @@ function waiter(name = "wait"): Tool & { runs: number; aborted: number } {
 
 describe("createToolBox", () => {
   it("offers the allowed tools' specs in allow-list order, and nothing else", () => {
-    const calc = builtinTool("calculator")!;
-    const term = builtinTool("terminate")!;
+    const calc = calculatorTool();
+    const term = terminateTool();
     const { box } = makeBox([calc, term, waiter()], ["terminate", "calculator", "no_such_tool"]);
     expect(box.specs.map((s) => s.name)).toEqual(["terminate", "calculator"]);
     expect(Object.keys(box.specs[0]!).sort()).toEqual(["description", "name", "parameters"]);
@@ -75,7 +76,7 @@ describe("createToolBox", () => {
   it("refuses a tool outside the allow-list without running it, naming the allowed ones", async () => {
     const allowed = waiter("wait");
     const forbidden = waiter("forbidden");
-    const { box } = makeBox([allowed, forbidden, builtinTool("calculator")!], ["wait", "calculator"]);
+    const { box } = makeBox([allowed, forbidden, calculatorTool()], ["wait", "calculator"]);
     const [refused, unknown] = await box.run([call("forbidden", { ms: 1 }), call("rm_rf", {})]);
     expect(forbidden.runs).toBe(0);
     expect(refused!.ok).toBe(false);
@@ -87,7 +88,7 @@ describe("createToolBox", () => {
 
   it("validates arguments with ajv before the tool runs", async () => {
     const tool = waiter();
-    const calc = builtinTool("calculator")!;
+    const calc = calculatorTool();
     const { box } = makeBox([tool, calc]);
     const [badCalc, badWait, extra] = await box.run([
       call("calculator", { expression: 42 }),
@@ -116,7 +117,7 @@ describe("createToolBox", () => {
   });
 
   it("tolerates a fenced JSON block and trailing commas", async () => {
-    const { box } = makeBox([builtinTool("calculator")!]);
+    const { box } = makeBox([calculatorTool()]);
     const [fenced, comma] = await box.run([
       call("calculator", '```json\n{"expression": "1+1"}\n```'),
       call("calculator", '{"expression": "2*3",}'),
@@ -159,7 +160,7 @@ describe("createToolBox", () => {
     const broken = tool("broken", async () => {
       throw new Error("disk on fire\n    at somewhere (file.js:1:1)");
     });
-    const { box } = makeBox([broken, builtinTool("calculator")!]);
+    const { box } = makeBox([broken, calculatorTool()]);
     const [outcome, fine] = await box.run([call("broken", {}), call("calculator", { expression: "1+2" })]);
     expect(outcome).toMatchObject({ ok: false, error: "disk on fire" });
     expect(fine).toMatchObject({ ok: true, result: { expression: "1+2", result: 3 } });
@@ -194,7 +195,7 @@ describe("createToolBox", () => {
   });
 
   it("emits tool.started and tool.finished with the scope and the trace_id", async () => {
-    const { box, events } = makeBox([builtinTool("calculator")!]);
+    const { box, events } = makeBox([calculatorTool()]);
     await box.run([call("calculator", { expression: "2^10" }, "c1"), call("nope", "{}", "c2")], { trace_id: "tr-7" });
     const base = { task_id: "task-1", agent_id: SCOPE.agent_id, step_id: SCOPE.step_id, trace_id: "tr-7" };
     const started = events.filter((e) => e.type === "tool.started");

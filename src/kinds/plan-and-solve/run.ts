@@ -12,7 +12,7 @@ import { Memory } from "./memory.js";
 import { TodoLoopContext } from "./todo-context.js";
 import { todoTools } from "./todo-tools.js";
 import { stepResult } from "../result.js";
-import { BUILTIN_TOOL_NAMES } from "../../config/builtin-names.js";
+import { BUILTIN_TOOL_NAMES } from "../../config/tool-names.js";
 import type { AgentConfig, ResolvedTeam } from "../../config/types.js";
 import type { ToolNames } from "./todo-tools.js";
 

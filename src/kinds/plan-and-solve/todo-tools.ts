@@ -1,10 +1,18 @@
+import { KIND_TOOL_NAMES, type KindToolName } from "../../config/tool-names.js";
 import type { TodoItem, TodoStatus } from "../../events/types.js";
 import type { Tool } from "../../tools/types.js";
 import type { TodoDraft, TodoLoopContext } from "./todo-context.js";
 
-/** Names of the tools that manage the todo list rather than do the work. */
-export const WRITE_TOOLS = ["write_todos", "create_todo_list"] as const;
-export const TODO_TOOL_NAMES: ReadonlySet<string> = new Set([...WRITE_TOOLS, "update_todo_item", "validate_plan"]);
+/**
+ * A todo tool: bound by this kind under a name the tool registry lists as a
+ * kind's tool (src/config/tool-names.ts), which an allow-list names and the
+ * registry resolves to this implementation (src/engine/tool-registry.ts).
+ */
+type TodoTool = Tool & { name: KindToolName };
+
+/** Names of the tools that manage the todo list rather than do the work: every kind-bound tool. */
+export const WRITE_TOOLS = ["write_todos", "create_todo_list"] as const satisfies readonly KindToolName[];
+export const TODO_TOOL_NAMES: ReadonlySet<string> = new Set<string>(KIND_TOOL_NAMES);
 
 /** A plan longer than this is more likely a transcript than a plan. */
 export const MAX_PLAN_ITEMS = 20;
@@ -31,8 +39,8 @@ export function todoTools(
   tools: ToolNames = { available: [], unavailable: [] },
   /** A judge of whether the items cover the request (`verify: model`); its problems join the others. */
   coverage?: (items: TodoItem[]) => Promise<string[]>,
-): Tool[] {
-  const write = (name: string): Tool => ({
+): TodoTool[] {
+  const write = (name: (typeof WRITE_TOOLS)[number]): TodoTool => ({
     name,
     description:
       "Create or replace the todo list: one item per concrete step, in order. Replaces the whole list.",
@@ -62,7 +70,7 @@ export function todoTools(
     },
   });
 
-  const update: Tool = {
+  const update: TodoTool = {
     name: "update_todo_item",
     description:
       "Set the status of one todo item (index is 1-based): in_progress when you start it, completed when done, failed or blocked when stuck, skipped to give it up.",
@@ -84,7 +92,7 @@ export function todoTools(
     },
   };
 
-  const validate: Tool = {
+  const validate: TodoTool = {
     name: "validate_plan",
     description:
       "Check the current todo list for problems (empty, too long, duplicates, items that are not actions, steps that need tools you do not have).",

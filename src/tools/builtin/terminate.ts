@@ -12,7 +12,12 @@ export const TERMINATE_PARAMETERS = Object.freeze({
   additionalProperties: false,
 });
 
-/** The `terminate` built-in: agents see the call by name and end the run with its answer. */
+/**
+ * The `terminate` built-in. The tool registry lists it as a built-in the
+ * agent's kind reads (src/config/tool-names.ts, `bound`), so it keeps its
+ * name wherever it is declared, and a kind that sees its call in the
+ * toolbox's outcome ends the run with its answer.
+ */
 export function terminateTool(): Tool {
   return {
     name: "terminate",
