@@ -6,9 +6,9 @@
 import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import { recursionScopes, type EventBus } from "../events/bus.js";
-import { ZERO_USAGE, type EventScope, type RunEventBody } from "../events/types.js";
+import { addUsage, ZERO_USAGE, type EventScope, type RunEventBody, type Usage } from "../events/types.js";
 import { KINDS } from "../kinds/registry.js";
-import type { AgentContext, AgentResult, AgentRunner, RunStores } from "../kinds/types.js";
+import type { AgentContext, AgentResult, AgentRunner, Outcome, RunStores } from "../kinds/types.js";
 import type { ChatClient } from "../models/types.js";
 import type { McpServers } from "../tools/mcp/servers.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
@@ -18,7 +18,7 @@ import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
 import { callModel } from "./model-call.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
-import { stateInspector, stateReporter } from "./state-reporter.js";
+import { stateInspector } from "./state-reporter.js";
 
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
 const MAX_DEPTH = 16;
@@ -100,20 +100,33 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   if (!runner) return finish(failed(`agent kind '${agent.kind}' is not available in this build`));
   if (depth > MAX_DEPTH) return finish(failed(`agents nested deeper than ${MAX_DEPTH} levels`));
 
+  // The step's usage is the engine's count, not its kind's: its own model replies and its
+  // children's steps (agents it called, as a tool or otherwise).
+  let usage: Usage = ZERO_USAGE;
+  const spent = (more: Usage): void => {
+    usage = addUsage(usage, more);
+  };
   // A step ends after its children: an agent called as a tool and cancelled with its caller
   // still finishes (agent.finished) before the caller does.
   const children = new Set<Promise<AgentResult>>();
   const child = (childName: string, query: string, childSignal: AbortSignal, expects?: JsonSchema) => {
     const step = runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, accounts, ...(expects ? { expects } : {}) });
     children.add(step);
-    void step.finally(() => children.delete(step));
+    void step.then((result) => spent(result.usage)).finally(() => children.delete(step));
     return step;
   };
-  const settled = async (result: AgentResult): Promise<AgentResult> => {
+  /** The one place a step's result is made: its kind's outcome, or the budget's error, with the usage counted. */
+  const settled = async (outcome: Outcome): Promise<AgentResult> => {
     while (children.size > 0) await Promise.allSettled([...children]);
     // A step whose own budget stopped a call ends with that error, whatever its kind made of it.
     const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
-    return finish(own !== undefined ? Object.assign(failed(own), { usage: result.usage }) : result);
+    const ended = own !== undefined ? { result_type: "error" as const, error: own } : outcome;
+    return finish({
+      result_type: ended.result_type,
+      ...(ended.answer !== undefined ? { answer: ended.answer } : {}),
+      ...(ended.error !== undefined ? { error: ended.error } : {}),
+      usage,
+    });
   };
   const scopes = recursionScopes(scope);
   const emit: AgentContext["emit"] = (body, extra) => out(body, scopes(extra?.trace_id));
@@ -134,7 +147,6 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     return config?.provider === "openai" ? config.fallback : [];
   };
   const journal = toolJournal(run.journal, keys);
-  const reporterPorts = { emit, deferUntilNext: (flush: () => void, trace_id?: string) => run.bus.deferUntilNext(flush, trace_id) };
 
   const ctx: AgentContext = {
     team: run.team,
@@ -147,8 +159,8 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     trace_dir: run.trace_dir,
     stores: run.stores,
     emit,
-    callModel: (call) =>
-      callModel(
+    callModel: async (call) => {
+      const answered = await callModel(
         {
           model: agent.model,
           client,
@@ -164,7 +176,10 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
           halt,
         },
         call,
-      ),
+      );
+      spent(answered.reply.usage);
+      return answered;
+    },
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
       const { tools, approval } = resolveTools({
@@ -205,8 +220,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       return value;
     },
     replaying: () => replay?.replaying(keys.key) ?? false,
-    inspectStates: (machine, options) => stateInspector(machine, reporterPorts, options),
-    reportStates: (machine, options) => stateReporter(machine, reporterPorts, options),
+    inspectStates: (machine, options) => stateInspector(machine, emit, options),
     newId: run.newId,
     now: run.now,
   };

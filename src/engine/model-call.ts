@@ -12,6 +12,7 @@ import { RuntimeError, describeError } from "../errors.js";
 import type { RunEventBody } from "../events/types.js";
 import type { ChatClient, ChatResponse } from "../models/types.js";
 import type { ModelCall, ModelReply, ReplyReading } from "../kinds/types.js";
+import { isCutOff } from "../kinds/cut-off.js";
 import type { ModelConfig } from "../config/types.js";
 import type { Account } from "./budget.js";
 import { fingerprint, type Journal, type StepKeys } from "./journal.js";
@@ -92,7 +93,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   if (!reply) throw new RuntimeError("MODEL_UNAVAILABLE", "no model answered");
   for (const account of ports.accounts) account.spend(reply.usage, ports.config(answered));
   // A reply cut off at the token limit may end inside a tool call's arguments: none of its calls is run.
-  if (reply.finish_reason === "length" && reply.tool_calls.length > 0) reply = Object.assign({}, reply, { tool_calls: [] });
+  if (isCutOff(reply) && reply.tool_calls.length > 0) reply = Object.assign({}, reply, { tool_calls: [] });
   const duration_ms = Date.now() - started;
   if (!recorded) ports.journal.modelReply(key, reply, request);
   const reading = call.read?.(reply);

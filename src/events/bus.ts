@@ -85,8 +85,6 @@ export class EventBus {
   private taskField: MaskedFields<{ task_id: string }> | undefined;
   /** Each scope's fields masked, and their JSON text, made once per scope object (a step's, a recursion's). */
   private readonly scopeFields = new WeakMap<EventScope, ScopeField>();
-  /** Work to do before the next event goes out (a state change waiting to be reported), by the recursion it belongs to. */
-  private readonly beforeNext = new Map<() => void, string | undefined>();
 
   constructor(
     readonly taskId: string,
@@ -112,33 +110,8 @@ export class EventBus {
     this.taps.push(watch);
   }
 
-  /**
-   * Run `flush` just before the next event is emitted (by anyone), once.
-   * The state reporter holds a run of transient states this way. Work of
-   * recursion `trace_id` waits past that recursion's own `recursion.started`,
-   * which opens it and so goes first.
-   */
-  deferUntilNext(flush: () => void, trace_id?: string): void {
-    this.beforeNext.set(flush, trace_id);
-  }
-
-  /** Run what waits for the next event now; `opening` names a recursion whose own work waits on. */
-  flushDeferred(opening?: string): void {
-    if (this.beforeNext.size === 0) return;
-    // Called before every event: the common case (one flush, due now) allocates nothing.
-    let due: (() => void)[] | undefined;
-    for (const [flush, trace_id] of this.beforeNext) {
-      if (opening !== undefined && trace_id === opening) continue;
-      (due ??= []).push(flush);
-    }
-    if (!due) return;
-    for (const flush of due) this.beforeNext.delete(flush);
-    for (const flush of due) flush();
-  }
-
   emit(body: RunEventBody, scope: EventScope): RunEvent {
     if (this.closed) throw new Error(`event ${body.type} emitted after the task's bus closed`);
-    this.flushDeferred(body.type === "recursion.started" ? scope.trace_id : undefined);
     // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).
     const listening = this.sinks.length > 0 || this.reading > 0;
     // One plain copy of the body, read once: masked and serialised alone when someone listens,
@@ -252,7 +225,6 @@ export class EventBus {
 
   /** No more events; iterators finish once they have drained the buffer. */
   close(): void {
-    this.flushDeferred();
     this.closed = true;
     this.wake();
   }

@@ -1,4 +1,4 @@
-import { createMachine } from "../xstate-bundle.js";
+import { createMachine } from "xstate";
 import { TRANSITIONS } from "../plan/transitions.js";
 import type { TaskStatus } from "../plan/types.js";
 

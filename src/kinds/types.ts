@@ -6,7 +6,6 @@
  * Kinds import this file, never the engine.
  */
 import type { AnyStateMachine, InspectionEvent } from "xstate";
-import type { MicrostepObserver } from "../machine-interpreter/index.js";
 import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config/types.js";
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
@@ -24,6 +23,12 @@ export interface AgentResult {
   error?: string;
   usage: Usage;
 }
+
+/**
+ * How a step ended, as its kind tells it: the engine makes it the step's
+ * `AgentResult`, adding the usage it counted (docs/design/engine.md#steps).
+ */
+export type Outcome = Pick<AgentResult, "result_type" | "answer" | "error">;
 
 /** What a kind adds to the `llm.response` event of a reply it has understood. */
 export interface ReplyReading {
@@ -119,18 +124,12 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   /** The JSON Schema the caller expects this step's answer to match, if it said so. */
   expects?: JsonSchema;
   /**
-   * The one state reporter: give it as `inspect` when creating the kind's
-   * actor (`createActor(machine, { input, inspect: ctx.inspectStates("sop") })`)
-   * and the machine's states become `state.changed` events, each before the
+   * The one state reporter: the inspector the kind's actor is created with
+   * (`runMachine`, src/kinds/run-machine.ts), so the machine's states become
+   * `state.changed` events named after the machine's id, each before the
    * work it starts.
    */
-  inspectStates(machine: string, options?: StateReportOptions): (event: InspectionEvent) => void;
-  /**
-   * The same reporter for a machine run by the interpreter
-   * (`startMachine(compiled, { input, observe: ctx.reportStates("react") })`,
-   * src/machine-interpreter/).
-   */
-  reportStates(machine: string, options?: StateReportOptions): MicrostepObserver;
+  inspectStates(machine: AnyStateMachine, options?: StateReportOptions): (event: InspectionEvent) => void;
   /**
    * Read something from outside the run (a stored plan, a session's list) so
    * that a resumed run reads it as it was then: the value is journalled, and
@@ -148,8 +147,8 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   now(): Date;
 }
 
-/** An agent kind's entry point: runs one step to its end, never throws for a run failure. */
-export type AgentRunner<C extends AgentConfig = AgentConfig> = (ctx: AgentContext<C>, input: string) => Promise<AgentResult>;
+/** An agent kind's entry point: runs one step to its end and tells how it ended; never throws for a run failure. */
+export type AgentRunner<C extends AgentConfig = AgentConfig> = (ctx: AgentContext<C>, input: string) => Promise<Outcome>;
 
 /** A kind's code: the machine that runs an agent of this kind (drawn by `runtime graph`) and its runner. */
 export interface KindModule<K extends AgentKind = AgentKind> {

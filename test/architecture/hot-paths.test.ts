@@ -25,8 +25,6 @@ const HOT = [
   "engine/trace-stores.ts",
   "tools/toolbox.ts",
   "kinds/react/machine.ts",
-  "machine-interpreter/compile.ts",
-  "machine-interpreter/run.ts",
   "kinds/react/run.ts",
   "kinds/react/state.ts",
   "redact.ts",

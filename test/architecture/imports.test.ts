@@ -25,7 +25,7 @@ const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 const ANYTHING = "anything";
 
 /** Pure helpers without dependencies: every layer may import them. */
-const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts", "xstate-bundle.ts", "machine-interpreter", "ids.ts", "timestamp.ts"];
+const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts", "xstate-bundle.ts", "ids.ts", "timestamp.ts"];
 
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
@@ -52,7 +52,6 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   "lazy.ts": [], // CommonJS packages loaded on first use
   "built.ts": [], // what npm run build wrote for start-up to read: stamps and loading
   "xstate-bundle.ts": ["built.ts"], // xstate's functions, from the bundle the build wrote
-  "machine-interpreter": [], // runs the hot path's XState machines (react's) without xstate's actor
   "ids.ts": [], // the ids runs are made with: time-ordered UUIDs
   "timestamp.ts": [], // the ts of events and journal entries, formatted once per millisecond
 };

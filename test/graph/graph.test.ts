@@ -16,7 +16,7 @@ describe("runtime graph", () => {
       "state REACH_MAX_ITERATION <<choice>>",
       "REACH_MAX_ITERATION --> CALL_LLM",
       "state CALL_LLM {",
-      "OBSERVE --> THOUGHT : MODEL.DONE",
+      "OBSERVE --> THOUGHT : done",
       "THOUGHT --> ACTION_TYPE",
       "ACTION_TYPE --> CALL_TOOL : [isCallTool]",
       "ACTION_TYPE --> RE_PLAN : [isPlan]",

@@ -3,9 +3,10 @@
  * INIT → PLAN (unless pre_plan_steps) → EXECUTE one step → REPLAN (with a
  * replanner) or the next step → … → SUMMARY when the rounds run out → DONE.
  * The machine holds the loop; the model and agent calls are invoked actors
- * whose implementations come in through `services`.
+ * whose implementations the runner binds to its step with `provide`
+ * (src/kinds/plan-and-solve-flow/run.ts).
  */
-import { assign, fromPromise, setup } from "../../xstate-bundle.js";
+import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
 import type { Action } from "../structured.js";
 import { outcomeOf } from "../result.js";
@@ -13,22 +14,7 @@ import { outcomeOf } from "../result.js";
 /** What a service produced, or why it could not; `fatal` failures (interruption) are never passed on. */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: string; fatal?: boolean };
 
-/** The side effects the flow needs, bound to one agent step by the runner. */
-export interface FlowServices {
-  /** Ask the planner for a Plan (with one repair round-trip). */
-  plan(): Promise<Outcome<string[]>>;
-  /** Run the executor on one step with the seed's framing. */
-  execute(step: string, past_steps: string): Promise<Outcome<string>>;
-  /** Ask the replanner for an Action. */
-  replan(plan_str: string, past_steps: string): Promise<Outcome<Action["action"]>>;
-  /** The fallback summary by the flow's own model when the rounds run out. */
-  summarize(plan_str: string, past_steps: string): Promise<Outcome<string>>;
-  planCreated(steps: string[]): void;
-  planUpdated(steps: string[], finished: number): void;
-}
-
 export interface FlowInput {
-  services: FlowServices;
   enable_replanner: boolean;
   max_replan_rounds: number;
   pre_plan_steps?: string[];
@@ -52,6 +38,8 @@ export type FlowOutput = Pick<AgentResult, "result_type" | "answer" | "error">;
 
 type Executed = Outcome<string>;
 
+const notProvided = (what: string) => () => Promise.reject(new Error(`plan_and_solve_flow machine: ${what} was not provided`));
+
 const numbered = (steps: string[]) => steps.map((step, i) => `${i + 1}. ${step}`).join("\n");
 
 export const planAndSolveFlowMachine = setup({
@@ -61,16 +49,14 @@ export const planAndSolveFlowMachine = setup({
     output: {} as FlowOutput,
   },
   actors: {
-    plan: fromPromise<Outcome<string[]>, { services: FlowServices }>(({ input }) => input.services.plan()),
-    execute: fromPromise<Executed, { services: FlowServices; step: string; past_steps: string }>(({ input }) =>
-      input.services.execute(input.step, input.past_steps),
-    ),
-    replan: fromPromise<Outcome<Action["action"]>, { services: FlowServices; plan_str: string; past_steps: string }>(
-      ({ input }) => input.services.replan(input.plan_str, input.past_steps),
-    ),
-    summarize: fromPromise<Outcome<string>, { services: FlowServices; plan_str: string; past_steps: string }>(({ input }) =>
-      input.services.summarize(input.plan_str, input.past_steps),
-    ),
+    /** Ask the planner for a Plan (with one repair round-trip). */
+    plan: fromPromise<Outcome<string[]>>(notProvided("plan")),
+    /** Run the executor on one step with the seed's framing. */
+    execute: fromPromise<Executed, { step: string; past_steps: string }>(notProvided("execute")),
+    /** Ask the replanner for an Action. */
+    replan: fromPromise<Outcome<Action["action"]>, { plan_str: string; past_steps: string }>(notProvided("replan")),
+    /** The fallback summary by the flow's own model when the rounds run out. */
+    summarize: fromPromise<Outcome<string>, { plan_str: string; past_steps: string }>(notProvided("summarize")),
   },
   guards: {
     hasPrePlan: ({ context }) => (context.pre_plan_steps?.length ?? 0) > 0,
@@ -86,9 +72,10 @@ export const planAndSolveFlowMachine = setup({
   },
   actions: {
     adoptPlan: assign((_, steps: string[]) => ({ steps, plan_str: numbered(steps) })),
-    announceCreated: ({ context }) => context.services.planCreated(context.steps),
-    announceProgress: ({ context }) =>
-      context.services.planUpdated([...context.finished, ...context.steps], context.finished.length),
+    /** `plan.created` with the plan's steps. */
+    planCreated: (_, _params: { steps: string[] }) => {},
+    /** `plan.updated`: the steps done and those still to do, `finished` of them done. */
+    planUpdated: (_, _params: { steps: string[]; finished: number }) => {},
     /** Seed: `past_steps += "\n" + f"task:{task}, execute task result:{output}"`; a failure is recorded as such. */
     record: assign(({ context }, outcome: Executed) => {
       const step = context.steps[0] ?? "";
@@ -112,7 +99,7 @@ export const planAndSolveFlowMachine = setup({
         {
           guard: "hasPrePlan",
           target: "EXECUTE",
-          actions: [{ type: "adoptPlan", params: ({ context }) => context.pre_plan_steps ?? [] }, "announceCreated"],
+          actions: [{ type: "adoptPlan", params: ({ context }) => context.pre_plan_steps ?? [] }, { type: "planCreated", params: ({ context }) => ({ steps: context.steps }) }],
         },
         { target: "PLAN" },
       ],
@@ -120,12 +107,11 @@ export const planAndSolveFlowMachine = setup({
     PLAN: {
       invoke: {
         src: "plan",
-        input: ({ context }) => ({ services: context.services }),
         onDone: [
           {
             guard: { type: "succeeded", params: ({ event }) => ({ outcome: event.output }) },
             target: "EXECUTE",
-            actions: [{ type: "adoptPlan", params: ({ event }) => (event.output.ok ? event.output.value : []) }, "announceCreated"],
+            actions: [{ type: "adoptPlan", params: ({ event }) => (event.output.ok ? event.output.value : []) }, { type: "planCreated", params: ({ context }) => ({ steps: context.steps }) }],
           },
           { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) } },
         ],
@@ -135,7 +121,7 @@ export const planAndSolveFlowMachine = setup({
     EXECUTE: {
       invoke: {
         src: "execute",
-        input: ({ context }) => ({ services: context.services, step: context.steps[0] ?? "", past_steps: context.past_steps }),
+        input: ({ context }) => ({ step: context.steps[0] ?? "", past_steps: context.past_steps }),
         onDone: [
           {
             guard: { type: "stepFailedForGood", params: ({ event }) => ({ outcome: event.output }) },
@@ -145,7 +131,7 @@ export const planAndSolveFlowMachine = setup({
           {
             guard: "replanning",
             target: "REPLAN",
-            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", "announceProgress"],
+            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", { type: "planUpdated", params: ({ context }) => progress(context) }],
           },
           {
             guard: "lastStep",
@@ -153,7 +139,7 @@ export const planAndSolveFlowMachine = setup({
             actions: [
               { type: "record", params: ({ event }) => event.output },
               "advance",
-              "announceProgress",
+              { type: "planUpdated", params: ({ context }) => progress(context) },
               { type: "answer", params: ({ event }) => (event.output.ok ? event.output.value : "") },
             ],
           },
@@ -161,11 +147,11 @@ export const planAndSolveFlowMachine = setup({
             guard: "roundsLeft",
             target: "EXECUTE",
             reenter: true,
-            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", "announceProgress", "nextRound"],
+            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", { type: "planUpdated", params: ({ context }) => progress(context) }, "nextRound"],
           },
           {
             target: "SUMMARY",
-            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", "announceProgress"],
+            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", { type: "planUpdated", params: ({ context }) => progress(context) }],
           },
         ],
         onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `execution failed: ${String(event.error)}` } },
@@ -174,7 +160,7 @@ export const planAndSolveFlowMachine = setup({
     REPLAN: {
       invoke: {
         src: "replan",
-        input: ({ context }) => ({ services: context.services, plan_str: context.plan_str, past_steps: context.past_steps }),
+        input: ({ context }) => ({ plan_str: context.plan_str, past_steps: context.past_steps }),
         onDone: [
           {
             guard: { type: "failed", params: ({ event }) => ({ outcome: event.output }) },
@@ -192,11 +178,11 @@ export const planAndSolveFlowMachine = setup({
           {
             guard: "roundsLeft",
             target: "EXECUTE",
-            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, "announceProgress", "nextRound"],
+            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, { type: "planUpdated", params: ({ context }) => progress(context) }, "nextRound"],
           },
           {
             target: "SUMMARY",
-            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, "announceProgress"],
+            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, { type: "planUpdated", params: ({ context }) => progress(context) }],
           },
         ],
         onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `replanning failed: ${String(event.error)}` } },
@@ -205,7 +191,7 @@ export const planAndSolveFlowMachine = setup({
     SUMMARY: {
       invoke: {
         src: "summarize",
-        input: ({ context }) => ({ services: context.services, plan_str: context.plan_str, past_steps: context.past_steps }),
+        input: ({ context }) => ({ plan_str: context.plan_str, past_steps: context.past_steps }),
         onDone: [
           {
             guard: { type: "succeeded", params: ({ event }) => ({ outcome: event.output }) },
@@ -231,4 +217,8 @@ function stepFailure(context: FlowContext, outcome: Executed): string {
 
 function newSteps(outcome: Outcome<Action["action"]>): string[] {
   return outcome.ok && "steps" in outcome.value ? outcome.value.steps : [];
+}
+
+function progress(context: FlowContext): { steps: string[]; finished: number } {
+  return { steps: [...context.finished, ...context.steps], finished: context.finished.length };
 }

@@ -9,18 +9,15 @@
  * a replanner is enabled: then the failure is recorded in the past steps
  * (`task:…, execute task failed:…`) and the replanner decides what to do.
  */
-import { createActor, toPromise } from "../../xstate-bundle.js";
+import { fromPromise } from "xstate";
 import type { PlanAndSolveFlowConfig } from "../../config/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 import { describeError } from "../../errors.js";
-import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
 import type { ChatMessage } from "../../models/types.js";
-import type { AgentContext, AgentResult, AgentRunner } from "../types.js";
-import { type FlowServices, type Outcome, planAndSolveFlowMachine } from "./machine.js";
+import type { AgentContext, AgentRunner } from "../types.js";
+import { type Outcome, planAndSolveFlowMachine } from "./machine.js";
+import { runMachine } from "../run-machine.js";
 import { type Action, askStructured, loadSchema, type Plan } from "../structured.js";
-
-/** Name of the machine in `state.changed` events. */
-export const FLOW_MACHINE = "plan_and_solve_flow";
 
 const INTERRUPTED = "interrupted";
 
@@ -61,70 +58,49 @@ export function summaryMessages(input: string, plan_str: string, past_steps: str
 }
 
 /** Run a `plan_and_solve_flow` agent step. */
-export const runPlanAndSolveFlow: AgentRunner<PlanAndSolveFlowConfig> = async (ctx, input) => {
+export const runPlanAndSolveFlow: AgentRunner<PlanAndSolveFlowConfig> = (ctx, input) => {
   const config = ctx.agent;
-  let usage: Usage = ZERO_USAGE;
-  const services = flowServices(ctx, config, input, (spent) => {
-    usage = addUsage(usage, spent);
+  return runMachine(ctx, bindFlow(ctx, config, input), {
+    enable_replanner: config.enable_replanner,
+    max_replan_rounds: config.max_replan_rounds,
+    ...(config.pre_plan_steps ? { pre_plan_steps: config.pre_plan_steps } : {}),
   });
-
-  const actor = createActor(planAndSolveFlowMachine, {
-    inspect: ctx.inspectStates(FLOW_MACHINE),
-    input: {
-      services,
-      enable_replanner: config.enable_replanner,
-      max_replan_rounds: config.max_replan_rounds,
-      ...(config.pre_plan_steps ? { pre_plan_steps: config.pre_plan_steps } : {}),
-    },
-  });
-  actor.start();
-  const output = await toPromise(actor);
-  return { ...output, usage } satisfies AgentResult;
 };
 
-function flowServices(
-  ctx: AgentContext<PlanAndSolveFlowConfig>,
-  config: PlanAndSolveFlowConfig,
-  input: string,
-  spend: (usage: Usage) => void,
-): FlowServices {
+/** The machine with its actors and actions bound to this step: the planner, executor, replanner, the summary. */
+function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolveFlowConfig, input: string) {
   const interrupted = <T>(): Outcome<T> => ({ ok: false, error: INTERRUPTED, fatal: true });
 
-  return {
-    async plan() {
+  const services = {
+    async plan(): Promise<Outcome<string[]>> {
       const asked = await askStructured<Plan>(ctx, "planner", config.planner, input, loadSchema("plan"));
-      spend(asked.usage);
       if (ctx.signal.aborted) return interrupted();
       return asked.ok ? { ok: true, value: asked.value.steps } : { ok: false, error: asked.error };
     },
 
-    async execute(step, past_steps) {
+    async execute(step: string, past_steps: string): Promise<Outcome<string>> {
       const result = await ctx.callAgent(config.executor, executorQuery(step, past_steps));
-      spend(result.usage);
       if (ctx.signal.aborted) return interrupted();
       if (result.result_type === "error") return { ok: false, error: `executor '${config.executor}': ${result.error ?? "unknown error"}` };
       return { ok: true, value: result.answer ?? "" };
     },
 
-    async replan(plan_str, past_steps) {
+    async replan(plan_str: string, past_steps: string): Promise<Outcome<Action["action"]>> {
       const query = replannerQuery(input, plan_str, past_steps);
       const asked = await askStructured<Action>(ctx, "replanner", config.replanner, query, loadSchema("action"));
-      spend(asked.usage);
       if (ctx.signal.aborted) return interrupted();
       return asked.ok ? { ok: true, value: asked.value.action } : { ok: false, error: asked.error };
     },
 
-    async summarize(plan_str, past_steps) {
+    async summarize(plan_str: string, past_steps: string): Promise<Outcome<string>> {
       if (ctx.signal.aborted) return interrupted();
       try {
         const messages = summaryMessages(input, plan_str, past_steps);
         let { reply } = await ctx.callModel({ messages });
-        spend(reply.usage);
         if (isCutOff(reply)) {
           // Sent back once, as every kind does with a reply cut off at the token limit.
           const again = [...messages, { role: "assistant" as const, content: reply.content }, { role: "user" as const, content: CUT_OFF_ERROR }];
           ({ reply } = await ctx.callModel({ messages: again }));
-          spend(reply.usage);
           if (isCutOff(reply)) return { ok: false, error: `fallback summary failed: ${CUT_OFF_ERROR.split(";")[0]}, twice` };
         }
         return { ok: true, value: reply.content ?? "" };
@@ -134,11 +110,18 @@ function flowServices(
       }
     },
 
-    planCreated(steps) {
-      ctx.emit({ type: "plan.created", steps });
-    },
-    planUpdated(steps, finished) {
-      ctx.emit({ type: "plan.updated", steps, finished });
-    },
   };
+
+  return planAndSolveFlowMachine.provide({
+    actors: {
+      plan: fromPromise(() => services.plan()),
+      execute: fromPromise(({ input }: { input: { step: string; past_steps: string } }) => services.execute(input.step, input.past_steps)),
+      replan: fromPromise(({ input }: { input: { plan_str: string; past_steps: string } }) => services.replan(input.plan_str, input.past_steps)),
+      summarize: fromPromise(({ input }: { input: { plan_str: string; past_steps: string } }) => services.summarize(input.plan_str, input.past_steps)),
+    },
+    actions: {
+      planCreated: (_, { steps }) => ctx.emit({ type: "plan.created", steps }),
+      planUpdated: (_, { steps, finished }) => ctx.emit({ type: "plan.updated", steps, finished }),
+    },
+  });
 }

@@ -1,5 +1,4 @@
-import { fromPromise } from "../../xstate-bundle.js";
-import { ZERO_USAGE, type Usage } from "../../events/types.js";
+import { fromPromise } from "xstate";
 import type { PlanAndSolveContext, PlanAndSolveEffects, Step, Verdict } from "./types.js";
 
 /**
@@ -39,15 +38,13 @@ export function planAndSolveImplementations(effects: PlanAndSolveEffects) {
           can_retry: context.iteration < context.max_iteration,
         }),
       ),
-      formatResponse: fromPromise<{ answer?: string; usage: Usage }, { context: PlanAndSolveContext }>(
-        async ({ input: { context } }) => {
-          effects.finish(true);
-          if (context.answer) return { answer: context.answer, usage: ZERO_USAGE };
-          const summary = await effects.summarize("no_answer");
-          return { ...(summary.text ? { answer: summary.text } : {}), usage: summary.usage };
-        },
-      ),
-      finalSummary: fromPromise<{ text?: string; usage: Usage }, { context: PlanAndSolveContext }>(
+      formatResponse: fromPromise<{ answer?: string }, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
+        effects.finish(true);
+        if (context.answer) return { answer: context.answer };
+        const summary = await effects.summarize("no_answer");
+        return summary.text ? { answer: summary.text } : {};
+      }),
+      finalSummary: fromPromise<{ text?: string }, { context: PlanAndSolveContext }>(
         async () => {
           effects.finish(false);
           return effects.summarize("max_iteration");

@@ -1,7 +1,8 @@
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
-import { ZERO_USAGE, type TodoItem } from "../../events/types.js";
+import type { TodoItem } from "../../events/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
-import { parseJsonTolerant } from "../../parse/json.js";
+import { parseToolArguments } from "../../tools/validate-args.js";
+import { terminated, terminateArguments } from "../terminate.js";
 import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../../models/types.js";
 import type { Template } from "../../prompts/render.js";
 import type { AgentContext, ToolBox } from "../types.js";
@@ -182,10 +183,11 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       }
       const outcome = await execute(call);
       memory.addOutcome(outcome);
-      if (!outcome.ok) return { kind: "invalid" };
-      const result = (outcome.result ?? {}) as { answer?: unknown; status?: unknown };
-      const answer = typeof result.answer === "string" ? result.answer.trim() : "";
-      return { kind: "accepted", status: result.status === "failure" ? "failure" : "success", ...(answer ? { answer } : {}) };
+      // Read as every kind reads terminate: from the tool box's outcome (src/kinds/terminate.ts).
+      const end = terminated([outcome]);
+      if (!end) return { kind: "invalid" };
+      const answer = end.answer.trim();
+      return { kind: "accepted", status: end.status, ...(answer ? { answer } : {}) };
     },
 
     async summarize(reason: SummaryReason) {
@@ -197,9 +199,9 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
         // No tools offered: the model can only answer in text.
         const reply = await chat(memory.request(system));
         const text = isCutOff(reply) ? undefined : reply.content?.trim();
-        return { ...(text ? { text } : {}), usage: reply.usage };
+        return text ? { text } : {};
       } catch {
-        return { usage: ZERO_USAGE };
+        return {};
       }
     },
 
@@ -216,12 +218,15 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
   }
 }
 
-/** The answer a terminate call proposes (not a failure report), when its arguments can be read. */
+/**
+ * The answer a terminate call proposes (not a failure report), checked before
+ * the call runs: its arguments read as the tool box will parse them.
+ */
 function proposedAnswer(call: ToolCallRequest): string | undefined {
-  const parsed = parseJsonTolerant(call.arguments || "{}");
-  if (!parsed.ok || typeof parsed.value !== "object" || parsed.value === null) return undefined;
-  const args = parsed.value as { answer?: unknown; status?: unknown };
-  return typeof args.answer === "string" && args.status !== "failure" && args.answer.trim() !== "" ? args.answer.trim() : undefined;
+  const parsed = parseToolArguments(call.arguments);
+  if (!parsed.ok) return undefined;
+  const end = terminateArguments(parsed.value);
+  return end.status === "success" && end.answer.trim() !== "" ? end.answer.trim() : undefined;
 }
 
 /** The reminder after a text reply while items are open; the next text reply is taken as the answer. */

@@ -1,8 +1,8 @@
-import { assign, fromPromise, setup } from "../../xstate-bundle.js";
-import { ZERO_USAGE, addUsage, type Usage } from "../../events/types.js";
+import { assign, fromPromise, setup } from "xstate";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import { WRITE_TOOLS } from "./todo-tools.js";
-import type { PlanAndSolveContext, PlanAndSolveInput, PlanAndSolveOutput, Step, Verdict } from "./types.js";
+import type { Outcome } from "../types.js";
+import type { PlanAndSolveContext, PlanAndSolveInput, Step, Verdict } from "./types.js";
 
 export type * from "./types.js";
 
@@ -72,7 +72,7 @@ export const planAndSolveMachine = setup({
   types: {
     context: {} as PlanAndSolveContext,
     input: {} as PlanAndSolveInput,
-    output: {} as PlanAndSolveOutput,
+    output: {} as Outcome,
     events: {} as { type: "RUN" },
   },
   // Implementations come from the runner through `provide` (src/kinds/plan-and-solve/actors.ts).
@@ -85,8 +85,8 @@ export const planAndSolveMachine = setup({
     recordResult: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("recordResult")),
     markCompleted: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("markCompleted")),
     validateAnswer: fromPromise<Verdict, { context: PlanAndSolveContext }>(notProvided("validateAnswer")),
-    formatResponse: fromPromise<{ answer?: string; usage: Usage }, { context: PlanAndSolveContext }>(notProvided("formatResponse")),
-    finalSummary: fromPromise<{ text?: string; usage: Usage }, { context: PlanAndSolveContext }>(notProvided("finalSummary")),
+    formatResponse: fromPromise<{ answer?: string }, { context: PlanAndSolveContext }>(notProvided("formatResponse")),
+    finalSummary: fromPromise<{ text?: string }, { context: PlanAndSolveContext }>(notProvided("finalSummary")),
   },
   guards: {
     callsWriteTodos: ({ context, event }) => headIn(context, event, WRITE_TOOLS),
@@ -126,17 +126,14 @@ export const planAndSolveMachine = setup({
       return { current, queue, outcome: undefined, text: undefined };
     }),
     takeText: assign(({ event }) => ({ current: undefined, queue: [], text: freshReply(event)?.content ?? "" })),
-    countRound: assign(({ context, event }) => {
-      const reply = freshReply(event);
-      return { iteration: context.iteration + 1, usage: reply ? addUsage(context.usage, reply.usage) : context.usage };
-    }),
+    countRound: assign(({ context }) => ({ iteration: context.iteration + 1 })),
     noteVerdict: assign(({ context, event }) => ({
       refused: context.refused || (event as { output?: Verdict }).output?.kind === "refused",
     })),
   },
 }).createMachine({
   id: ID,
-  context: ({ input }) => ({ ...input, iteration: 0, queue: [], refused: false, plan_invalid: false, usage: ZERO_USAGE }),
+  context: ({ input }) => ({ ...input, iteration: 0, queue: [], refused: false, plan_invalid: false }),
   initial: "IDLE",
   states: {
     IDLE: { on: { RUN: [{ guard: "maxReached", target: "FinalSummary" }, { target: "PLANNING" }] } },
@@ -256,10 +253,7 @@ export const planAndSolveMachine = setup({
             input: ({ context }) => ({ context }),
             onDone: {
               target: at("FINISHED"),
-              actions: assign(({ context, event }) => ({
-                usage: addUsage(context.usage, event.output.usage),
-                ...(event.output.answer !== undefined ? { answer: event.output.answer } : {}),
-              })),
+              actions: assign(({ event }) => (event.output.answer !== undefined ? { answer: event.output.answer } : {})),
             },
             onError: { target: at("FAILED"), actions: "fail" },
           },
@@ -272,10 +266,7 @@ export const planAndSolveMachine = setup({
         input: ({ context }) => ({ context }),
         onDone: {
           target: "FAILED",
-          actions: assign(({ context, event }) => ({
-            usage: addUsage(context.usage, event.output.usage),
-            error: limitMessage(context, event.output.text),
-          })),
+          actions: assign(({ context, event }) => ({ error: limitMessage(context, event.output.text) })),
         },
         onError: { target: "FAILED", actions: assign(({ context }) => ({ error: limitMessage(context) })) },
       },
@@ -286,12 +277,7 @@ export const planAndSolveMachine = setup({
   output: ({ context }) => {
     const failed = context.error !== undefined || context.status === "failure" || context.answer === undefined;
     const error = context.error ?? (context.status === "failure" ? context.answer : undefined) ?? "the model gave no answer";
-    return {
-      result_type: failed ? "error" : "answer",
-      ...(failed ? { error } : { answer: context.answer }),
-      usage: context.usage,
-      iterations: context.iteration,
-    };
+    return failed ? { result_type: "error", error } : { result_type: "answer", answer: context.answer };
   },
 });
 

@@ -1,4 +1,3 @@
-import { createActor, toPromise } from "../../xstate-bundle.js";
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import type { RunEventBody } from "../../events/types.js";
 import { compileTemplate, defaultTemplate } from "../../prompts/render.js";
@@ -11,7 +10,7 @@ import { reviewCoverage } from "./verifier.js";
 import { Memory } from "./memory.js";
 import { TodoLoopContext } from "./todo-context.js";
 import { todoTools } from "./todo-tools.js";
-import { stepResult } from "../result.js";
+import { runMachine } from "../run-machine.js";
 import { BUILTIN_TOOL_NAMES } from "../../config/tool-names.js";
 import type { AgentConfig, ResolvedTeam } from "../../config/types.js";
 import type { ToolNames } from "./todo-tools.js";
@@ -63,14 +62,10 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       },
     });
     // Todo events and states belong to the round that caused them.
-    const actor = createActor(planAndSolveMachine.provide(planAndSolveImplementations(effects)), {
-      input: { max_iteration: agent.max_iteration },
-      inspect: ctx.inspectStates("plan_and_solve", { traceId: () => trace_id }),
+    return await runMachine(ctx, planAndSolveMachine.provide(planAndSolveImplementations(effects)), { max_iteration: agent.max_iteration }, {
+      start: { type: "RUN" },
+      traceId: () => trace_id,
     });
-    actor.start();
-    actor.send({ type: "RUN" });
-    const output = await toPromise(actor);
-    return stepResult(output, output.usage);
   } finally {
     await store?.close();
   }

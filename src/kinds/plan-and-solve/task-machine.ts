@@ -1,4 +1,4 @@
-import { setup, transition } from "../../xstate-bundle.js";
+import { setup, transition } from "xstate";
 import type { TodoStatus } from "../../events/types.js";
 
 /** Events that move one todo item between the states of seed 000 diagram 2. */

@@ -1,4 +1,4 @@
-import type { TodoItem, Usage } from "../../events/types.js";
+import type { TodoItem } from "../../events/types.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
 
@@ -42,7 +42,7 @@ export interface PlanAndSolveEffects {
    */
   verify(input: { call?: ToolCallRequest; text?: string; may_refuse: boolean; can_retry: boolean }): Promise<Verdict>;
   /** The final summary step (seed 000 diagram 6): one extra model call without tools. */
-  summarize(reason: SummaryReason): Promise<{ text?: string; usage: Usage }>;
+  summarize(reason: SummaryReason): Promise<{ text?: string }>;
   /**
    * Answer any call left unanswered; with `close_items`, mark open items
    * skipped (an accepted answer ends the list; a run that failed leaves it
@@ -71,15 +71,6 @@ export interface PlanAndSolveContext extends PlanAndSolveInput {
   answer?: string;
   status?: "success" | "failure";
   error?: string;
-  usage: Usage;
-}
-
-export interface PlanAndSolveOutput {
-  result_type: "answer" | "error";
-  answer?: string;
-  error?: string;
-  usage: Usage;
-  iterations: number;
 }
 
 /** What an invoked actor hands back: a model reply or a tool outcome. */

@@ -16,7 +16,7 @@
  * only on a bug: the machine then errors, and the engine reports the step's
  * failure as for any runner that throws.
  */
-import { assign, fromPromise, setup } from "../../xstate-bundle.js";
+import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
 import { outcomeOf } from "../result.js";
 
@@ -35,7 +35,7 @@ export interface PlanSolverInput {
   aggregator?: string;
 }
 
-/** How the pipeline ended; the runner adds the usage its actors counted. */
+/** How the pipeline ended; the engine adds the usage (docs/design/engine.md#steps). */
 export type PlanSolverOutput = Pick<AgentResult, "result_type" | "answer" | "error">;
 
 interface PlanSolverContext extends PlanSolverInput {

@@ -9,16 +9,13 @@
  * `planSolverMachine`; this file binds its actors to one agent step.
  */
 import { getMaxListeners, setMaxListeners } from "node:events";
-import { createActor, fromPromise, toPromise } from "../../xstate-bundle.js";
+import { fromPromise } from "xstate";
 import type { PlanSolverConfig } from "../../config/types.js";
-import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
 import type { AgentContext, AgentRunner } from "../types.js";
 import { mapLimited } from "./concurrency.js";
 import { type Outcome, planSolverMachine, type SolverOutcome } from "./machine.js";
 import { askStructured, loadSchema, type Plan } from "../structured.js";
-
-/** Name of the machine in `state.changed` events. */
-export const PLAN_SOLVER_MACHINE = "plan_solver";
+import { runMachine } from "../run-machine.js";
 
 const INTERRUPTED = "interrupted";
 
@@ -57,27 +54,16 @@ export const runPlanSolver: AgentRunner<PlanSolverConfig> = async (ctx, input) =
   const listeners = 10 + 4 * config.concurrency;
   if (getMaxListeners(ctx.signal) < listeners) setMaxListeners(listeners, ctx.signal);
 
-  let usage: Usage = ZERO_USAGE;
-  const spend = (spent: Usage) => {
-    usage = addUsage(usage, spent);
-  };
-  const actor = createActor(bindPipeline(ctx, spend), {
-    input: { objective: input, solver: config.solver, ...(config.aggregator ? { aggregator: config.aggregator } : {}) },
-    inspect: ctx.inspectStates(PLAN_SOLVER_MACHINE),
-  });
-  actor.start();
-  const output = await toPromise(actor);
-  return { ...output, usage };
+  return runMachine(ctx, bindPipeline(ctx), { objective: input, solver: config.solver, ...(config.aggregator ? { aggregator: config.aggregator } : {}) });
 };
 
 /** The machine with its actors bound to this step: the planner, the solvers, the aggregator. */
-function bindPipeline(ctx: AgentContext<PlanSolverConfig>, spend: (usage: Usage) => void) {
+function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
   const config = ctx.agent;
   const interrupted = <T>(): Outcome<T> => ({ ok: false, error: INTERRUPTED });
 
   const plan = async ({ objective }: { objective: string }): Promise<Outcome<string[]>> => {
     const planned = await askStructured<Plan>(ctx, "planner", config.planner, objective, loadSchema("plan"));
-    spend(planned.usage);
     if (ctx.signal.aborted) return interrupted();
     return planned.ok ? { ok: true, value: planned.value.steps } : { ok: false, error: planned.error };
   };
@@ -90,7 +76,6 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>, spend: (usage: Usage)
     const drafts = await mapLimited(tasks, config.concurrency, async (task, index): Promise<SolverOutcome> => {
       if (ctx.signal.aborted) return { task, ok: false, error: INTERRUPTED };
       const result = await ctx.callAgent(config.solver, solverQuery(objective, tasks, index));
-      spend(result.usage);
       settled[index] = true;
       const head = settled.indexOf(false) === -1 ? tasks.length : settled.indexOf(false);
       if (head > finished) {
@@ -108,7 +93,6 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>, spend: (usage: Usage)
   const aggregate = async ({ objective, drafts }: { objective: string; drafts: SolverOutcome[] }): Promise<Outcome<string>> => {
     const aggregator = config.aggregator ?? "";
     const aggregated = await ctx.callAgent(aggregator, aggregatorQuery(objective, drafts));
-    spend(aggregated.usage);
     if (ctx.signal.aborted) return interrupted();
     if (aggregated.result_type === "error") {
       return { ok: false, error: `aggregator '${aggregator}' failed: ${aggregated.error ?? "unknown error"}` };

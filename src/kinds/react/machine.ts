@@ -1,8 +1,8 @@
-import type { AnyActorRef } from "xstate";
-import { assign, setup } from "../../xstate-bundle.js";
-import { ZERO_USAGE, addUsage, type Usage } from "../../events/types.js";
+import { type AnyEventObject, assign, fromPromise, setup } from "xstate";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
+import { outcomeOf, type Outcome } from "../result.js";
+import { terminated } from "../terminate.js";
 import type { ReactAction } from "./protocol.js";
 import type { RecursionRecord } from "./state.js";
 
@@ -20,26 +20,8 @@ export interface Understood {
   action: ReactAction;
 }
 
-/**
- * The run's side of the machine, bound by the runner (src/kinds/react/run.ts):
- * the machine's actions, declared in `setup`, call these. They come
- * with the input rather than through `machine.provide`, which rebuilds the
- * whole machine (~0.4 ms) for every run.
- */
-export interface ReactPorts {
-  callModel(input: CallModelInput): Promise<Understood>;
-  runTools(input: { trace_id: string; calls: ToolCallRequest[] }): Promise<ToolOutcome[]>;
-  /** `recursion.started`, before anything else of the recursion. */
-  startRecursion(params: { iteration: number; trace_id: string }): void;
-  /** `plan.created` / `plan.updated` for a plan the model wrote. */
-  announcePlan(params: { plan: string; trace_id: string }): void;
-}
-
 export interface ReactInput {
   max_iteration: number;
-  /** A fresh trace_id for each recursion. */
-  newId: () => string;
-  ports: ReactPorts;
 }
 
 export interface ReactContext extends ReactInput {
@@ -51,31 +33,24 @@ export interface ReactContext extends ReactInput {
   result_type?: "answer" | "error";
   answer?: string;
   error?: string;
-  usage: Usage;
 }
+
+const notProvided = (what: string) => () => Promise.reject(new Error(`react machine: ${what} was not provided`));
 
 /**
- * What the machine hears: RUN to begin, and the outcome of the work a state
- * started (OBSERVE's model call, CALL_TOOL's tool calls). The work is started
- * by the state's entry action and reports back as an event rather than as an
- * invoked actor: an actor per call cost a child actor's set-up, snapshots and
- * stop for every step (docs/performance.md).
+ * INPUT's bookkeeping: the next recursion, with a fresh trace_id from the
+ * run's ids. The runner provides it with the step's `newId`
+ * (src/kinds/react/run.ts); nothing of the run goes in the context.
  */
-export type ReactEvent =
-  | { type: "RUN" }
-  | { type: "MODEL.DONE"; output: Understood }
-  | { type: "MODEL.FAILED"; error: unknown }
-  | { type: "TOOLS.DONE"; output: ToolOutcome[] }
-  | { type: "TOOLS.FAILED"; error: unknown };
-
-export interface ReactOutput {
-  result_type: "answer" | "error";
-  answer?: string;
-  error?: string;
-  usage: Usage;
-  iterations: number;
+export function openRecursion(newId: () => string) {
+  // Typed for any event and actor: the machine's declared ones are narrower than `assign` infers here, outside `setup`.
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  return assign<ReactContext, AnyEventObject, undefined, AnyEventObject, any>(({ context }) => {
+    const iteration = context.iteration + 1;
+    if (iteration > context.max_iteration) return { iteration };
+    return { iteration, trace_id: newId(), action: undefined };
+  });
 }
-
 
 /**
  * The recursive ReAct agent of seed 004, state for state:
@@ -86,33 +61,21 @@ export const reactMachine = setup({
   types: {
     context: {} as ReactContext,
     input: {} as ReactInput,
-    output: {} as ReactOutput,
-    events: {} as ReactEvent,
+    output: {} as Outcome,
+  },
+  // The work and the events of a recursion are the run's: the runner binds them with `provide` (src/kinds/react/run.ts).
+  actors: {
+    /** OBSERVE's work: the model call. */
+    callModel: fromPromise<Understood, CallModelInput>(notProvided("callModel")),
+    /** CALL_TOOL's work: the reply's tool calls, through the step's tool box. */
+    runTools: fromPromise<ToolOutcome[], { trace_id: string; calls: ToolCallRequest[] }>(notProvided("runTools")),
   },
   actions: {
-    /** OBSERVE's work: the model call, whose outcome comes back as MODEL.DONE or MODEL.FAILED. */
-    callModel: ({ context, self }) => {
-      const call: CallModelInput = {
-        iteration: context.iteration,
-        trace_id: context.trace_id,
-        ...(context.plan !== undefined ? { plan: context.plan } : {}),
-        history: context.history,
-      };
-      settle(self, () => context.ports.callModel(call), "MODEL");
-    },
-    /** CALL_TOOL's work: the tool calls, whose outcomes come back as TOOLS.DONE or TOOLS.FAILED. */
-    runTools: ({ context, self }) => {
-      const calls = context.action?.action_type === "CALL_TOOL" ? context.action.calls : [];
-      const trace_id = context.trace_id;
-      settle(self, () => context.ports.runTools({ trace_id, calls }), "TOOLS");
-    },
+    openRecursion: openRecursion(() => ""),
     /** `recursion.started`, before anything else of the recursion (none past max_iteration). */
-    startRecursion: ({ context }, params: { iteration: number; trace_id: string; over: boolean }) => {
-      if (!params.over) context.ports.startRecursion(params);
-    },
-    announcePlan: ({ context }, params: { plan: string; trace_id: string }) => {
-      if (params.plan) context.ports.announcePlan(params);
-    },
+    startRecursion: (_, _params: { iteration: number; trace_id: string; over: boolean }) => {},
+    /** `plan.created` / `plan.updated` for the plan a reply wrote (none when it wrote none). */
+    announcePlan: (_, _params: { plan: string; trace_id: string }) => {},
   },
   guards: {
     overMaxIteration: ({ context }) => context.iteration > context.max_iteration,
@@ -126,11 +89,10 @@ export const reactMachine = setup({
   },
 }).createMachine({
   id: "react",
-  context: ({ input }) => Object.assign({}, input, { iteration: 0, trace_id: "", history: [], usage: ZERO_USAGE }),
+  context: ({ input }) => ({ max_iteration: input.max_iteration, iteration: 0, trace_id: "", history: [] }),
   initial: "INIT",
   states: {
-    // RUN comes once the actor has started, so the first recursion's work runs in order (xstate
-    // defers the actions of the initial state until start(), after the actors it invokes).
+    // RUN comes once the actor has started (runMachine's `start`), so the first recursion's work runs in order.
     INIT: { on: { RUN: "RECURSION" } },
     RECURSION: {
       initial: "INPUT",
@@ -138,11 +100,7 @@ export const reactMachine = setup({
       states: {
         INPUT: {
           entry: [
-            assign(({ context }) => {
-              const iteration = context.iteration + 1;
-              if (iteration > context.max_iteration) return { iteration };
-              return { iteration, trace_id: context.newId(), action: undefined };
-            }),
+            "openRecursion",
             {
               type: "startRecursion",
               params: ({ context }) => ({
@@ -172,16 +130,16 @@ export const reactMachine = setup({
           onDone: "EXIT",
           states: {
             OBSERVE: {
-              entry: "callModel",
-              on: {
-                "MODEL.DONE": {
-                  target: "THOUGHT",
-                  actions: assign(({ context, event }) => ({
-                    action: event.output.action,
-                    usage: addUsage(context.usage, event.output.reply.usage),
-                  })),
-                },
-                "MODEL.FAILED": {
+              invoke: {
+                src: "callModel",
+                input: ({ context }) => ({
+                  iteration: context.iteration,
+                  trace_id: context.trace_id,
+                  history: context.history,
+                  ...(context.plan !== undefined ? { plan: context.plan } : {}),
+                }),
+                onDone: { target: "THOUGHT", actions: assign(({ event }) => ({ action: event.output.action })) },
+                onError: {
                   target: "#react.RECURSION.EXIT",
                   actions: assign(({ event }) => ({
                     result_type: "error" as const,
@@ -209,28 +167,28 @@ export const reactMachine = setup({
               ],
             },
             CALL_TOOL: {
-              entry: "runTools",
-              on: {
-                "TOOLS.DONE": {
+              invoke: {
+                src: "runTools",
+                input: ({ context }) => ({
+                  trace_id: context.trace_id,
+                  calls: context.action?.action_type === "CALL_TOOL" ? context.action.calls : [],
+                }),
+                onDone: {
                   target: "DONE",
                   actions: assign(({ context, event }) => {
-                    const record = recordOf(context, { tool_results: event.output });
-                    const terminate = event.output.find((o) => o.tool === "terminate" && o.ok);
-                    if (!terminate) return { history: [...context.history, record] };
-                    const args = (terminate.arguments ?? {}) as { answer?: unknown; status?: unknown };
-                    const answer = typeof args.answer === "string" ? args.answer : JSON.stringify(args.answer ?? "");
-                    return args.status === "failure"
-                      ? { history: [...context.history, record], result_type: "error" as const, error: answer }
-                      : { history: [...context.history, record], result_type: "answer" as const, answer };
+                    const history = [...context.history, recordOf(context, { tool_results: event.output })];
+                    // A successful `terminate` ends the run with its answer (src/kinds/terminate.ts).
+                    const end = terminated(event.output);
+                    if (!end) return { history };
+                    return end.status === "failure"
+                      ? { history, result_type: "error" as const, error: end.answer }
+                      : { history, result_type: "answer" as const, answer: end.answer };
                   }),
                 },
-                "TOOLS.FAILED": {
+                onError: {
                   target: "DONE",
                   actions: assign(({ context, event }) => ({
-                    history: [
-                      ...context.history,
-                      recordOf(context, { error: `tools failed: ${String(event.error)}` }),
-                    ],
+                    history: [...context.history, recordOf(context, { error: `tools failed: ${String(event.error)}` })],
                   })),
                 },
               },
@@ -264,36 +222,8 @@ export const reactMachine = setup({
     },
     DONE: { type: "final" },
   },
-  output: ({ context }) => ({
-    result_type: context.result_type ?? "error",
-    ...(context.answer !== undefined ? { answer: context.answer } : {}),
-    ...(context.error !== undefined ? { error: context.error } : {}),
-    usage: context.usage,
-    iterations: Math.min(context.iteration, context.max_iteration),
-  }),
+  output: ({ context }) => outcomeOf(context),
 });
-
-/**
- * Start `work` once the current macrostep is over and send its outcome back to
- * the machine as `<kind>.DONE` or `<kind>.FAILED`. Entry actions run before
- * the state reporter has seen the step into their state; starting the work a
- * microtask later keeps the state's `state.changed` before the events of its
- * work, as an invoked actor (started after the macrostep) did.
- */
-function settle<T>(self: AnyActorRef, work: () => Promise<T>, kind: "MODEL" | "TOOLS"): void {
-  queueMicrotask(() => {
-    let pending: Promise<T>;
-    try {
-      pending = work();
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
-      (output) => self.send({ type: `${kind}.DONE`, output }),
-      (error: unknown) => self.send({ type: `${kind}.FAILED`, error }),
-    );
-  });
-}
 
 /** What the recursion leaves behind: its action, and its results, plan or error. */
 function recordOf(context: ReactContext, outcome: Pick<RecursionRecord, "tool_results" | "plan" | "error">): RecursionRecord {

@@ -1,21 +1,14 @@
-import { compileMachine, startMachine } from "../../machine-interpreter/index.js";
+import { fromPromise } from "xstate";
 import type { ReactAgentConfig } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
-import type { ChatMessage } from "../../models/types.js";
+import type { ChatMessage, ToolCallRequest } from "../../models/types.js";
 import { compileTemplate, defaultTemplate, type Template } from "../../prompts/render.js";
 import type { AgentRunner } from "../types.js";
-import { reactMachine, type CallModelInput, type ReactPorts, type Understood } from "./machine.js";
+import { type CallModelInput, openRecursion, reactMachine, type Understood } from "./machine.js";
 import { answerFormat, parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState, type RecursionRecord } from "./state.js";
-import { stepResult } from "../result.js";
 import { requestWithHistory } from "../conversation.js";
-
-/**
- * The react machine as the interpreter runs it: its transitions resolved once
- * per process. It runs once per recursion, the hottest machine of a run
- * (docs/design/engine.md#the-interpreter).
- */
-const compiledReact = compileMachine(reactMachine);
+import { runMachine } from "../run-machine.js";
 
 /**
  * Run a `react` agent (seed 004). Each request holds exactly `[0]` the user's
@@ -92,27 +85,34 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
     return { reply, action: reading?.action ?? parseReply(reply.content, reply.tool_calls, reply.finish_reason) };
   };
 
-  const ports: ReactPorts = {
-    callModel,
-    runTools: ({ trace_id, calls }) => toolbox.run(calls, { trace_id }),
-    startRecursion: ({ iteration, trace_id }) => ctx.emit({ type: "recursion.started", iteration }, { trace_id }),
-    // The plan follows the reply that made it; steps the model marked done are reported finished.
-    announcePlan: ({ plan, trace_id }) => {
-      const { steps, finished } = planProgress(plan);
-      ctx.emit(planned ? { type: "plan.updated", steps, ...(finished > 0 ? { finished } : {}) } : { type: "plan.created", steps }, { trace_id });
-      planned = true;
-      lastPlan = steps;
+  // The machine's work and events, bound to this step.
+  const machine = reactMachine.provide({
+    actors: {
+      callModel: fromPromise<Understood, CallModelInput>(({ input }) => callModel(input)),
+      runTools: fromPromise(({ input }: { input: { trace_id: string; calls: ToolCallRequest[] } }) => toolbox.run(input.calls, { trace_id: input.trace_id })),
     },
-  };
-  const machine = startMachine(compiledReact, {
-    input: { max_iteration: agent.max_iteration, newId: ctx.newId, ports },
-    observe: ctx.reportStates("react", { traceId: (context) => (context as { trace_id: string }).trace_id }),
+    actions: {
+      openRecursion: openRecursion(ctx.newId),
+      startRecursion: (_, { iteration, trace_id, over }) => {
+        if (!over) ctx.emit({ type: "recursion.started", iteration }, { trace_id });
+      },
+      // The plan follows the reply that made it; steps the model marked done are reported finished.
+      announcePlan: (_, { plan, trace_id }) => {
+        if (!plan) return;
+        const { steps, finished } = planProgress(plan);
+        ctx.emit(planned ? { type: "plan.updated", steps, ...(finished > 0 ? { finished } : {}) } : { type: "plan.created", steps }, { trace_id });
+        planned = true;
+        lastPlan = steps;
+      },
+    },
   });
-  machine.send({ type: "RUN" });
-  const output = await machine.output;
+  const output = await runMachine(ctx, machine, { max_iteration: agent.max_iteration }, {
+    start: { type: "RUN" },
+    traceId: (context) => (context as { trace_id: string }).trace_id,
+  });
   // The answer ends the plan: every step of it is finished (seed 004: the chat stream says which steps are done).
   if (planned && output.result_type === "answer" && lastPlan.length > 0) ctx.emit({ type: "plan.updated", steps: lastPlan, finished: lastPlan.length });
-  return stepResult(output, output.usage);
+  return output;
 };
 
 /** The steps of a numbered plan written as text ("1. ...\n2. ..."), without their done marks. */

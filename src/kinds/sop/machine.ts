@@ -19,7 +19,7 @@
  * (src/kinds/sop/run.ts). Reading a plan that vanished rejects: the machine
  * then errors, and the engine reports the step's failure.
  */
-import { assign, fromPromise, setup } from "../../xstate-bundle.js";
+import { assign, fromPromise, setup } from "xstate";
 import { describeOpenTasks } from "../../plan/tree.js";
 import type { PlanInstance } from "../../plan/types.js";
 import type { AgentResult } from "../types.js";
@@ -41,7 +41,7 @@ export interface SopInput {
   strategist: string;
 }
 
-/** How the run ended; the runner adds the usage its actors counted. */
+/** How the run ended; the engine adds the usage (docs/design/engine.md#steps). */
 export type SopOutput = Pick<AgentResult, "result_type" | "answer" | "error">;
 
 interface SopContext extends SopInput {

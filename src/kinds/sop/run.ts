@@ -5,20 +5,17 @@
  * The loop lives in `sopMachine`; this file checks that the strategist can
  * drive the workflow at all, then binds the machine's actors to one step.
  */
-import { createActor, fromPromise, toPromise } from "../../xstate-bundle.js";
+import { fromPromise } from "xstate";
 import type { AgentConfig, SopAgentConfig, Workflow } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
-import { addUsage, type Usage, ZERO_USAGE } from "../../events/types.js";
 import { newPlanId, type PlanTool } from "../../plan/plan-tool.js";
 import { describeOpenTasks } from "../../plan/tree.js";
 import type { PlanInstance } from "../../plan/types.js";
 import { defaultTemplate } from "../../prompts/render.js";
-import type { AgentContext, AgentResult, AgentRunner } from "../types.js";
+import type { AgentContext, AgentRunner, Outcome } from "../types.js";
+import { runMachine } from "../run-machine.js";
 import { type Round, sopMachine } from "./machine.js";
 import { sopRules } from "./rules.js";
-
-/** Name of the machine in `state.changed` events. */
-export const SOP_MACHINE = "sop";
 
 /** Run a `sop` agent: one plan, driven by its strategist, reported task by task. */
 export const runSop: AgentRunner<SopAgentConfig> = async (ctx, input) => {
@@ -31,21 +28,11 @@ export const runSop: AgentRunner<SopAgentConfig> = async (ctx, input) => {
   const planTool = ctx.stores.planTool();
   // A resumed run works on the plan it created, as it read it then (docs/durable-runs.md).
   const planId = await ctx.remember("plan_id", () => newPlanId(workflow.id, ctx.now()));
-  let usage: Usage = ZERO_USAGE;
-  const spend = (spent: Usage) => {
-    usage = addUsage(usage, spent);
-  };
   // The strategist is a child of this step: its plan tools find this plan without a plan_id,
   // and its plan changes and assignee calls pass through the workflow's rules (rules.ts).
   const unbind = ctx.scope.step_id !== undefined ? planTool.bindStep(ctx.scope.step_id, planId, sopRules(planTool, planId, workflow)) : () => {};
   try {
-    const actor = createActor(bindSop({ ctx, workflow, planTool, planId, request: input, spend }), {
-      input: { strategist: agent.strategist },
-      inspect: ctx.inspectStates(SOP_MACHINE),
-    });
-      actor.start();
-    const output = await toPromise(actor);
-    return { ...output, usage };
+    return await runMachine(ctx, bindSop({ ctx, workflow, planTool, planId, request: input }), { strategist: agent.strategist });
   } finally {
     unbind();
   }
@@ -77,17 +64,15 @@ interface SopRun {
   planId: string;
   /** The user's request, passed on to the strategist. */
   request: string;
-  spend: (usage: Usage) => void;
 }
 
 /** The machine with its actors bound to this step: the plan in the Plan Tool, the strategist. */
-function bindSop({ ctx, workflow, planTool, planId, request, spend }: SopRun) {
+function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
   const strategist = ctx.agent.strategist;
 
   const drive = async ({ plan, round }: { plan: PlanInstance; round: number }): Promise<Round> => {
     if (ctx.signal.aborted) return { outcome: "interrupted" };
     const result = await ctx.callAgent(strategist, strategistInput(workflow, plan, request, round > 1));
-    spend(result.usage);
     if (ctx.signal.aborted) return { outcome: "interrupted" };
     return result.result_type === "error"
       ? { outcome: "failed", error: result.error ?? "unknown error" }
@@ -139,6 +124,6 @@ async function readPlan(planTool: PlanTool, planId: string): Promise<PlanInstanc
 }
 
 /** A run that failed before it had a plan. */
-function failure(error: string): AgentResult {
-  return { result_type: "error", error, usage: ZERO_USAGE };
+function failure(error: string): Outcome {
+  return { result_type: "error", error };
 }
