@@ -9,7 +9,7 @@ import type { ResolvedTeam } from "../config/types.js";
 import { argsValidator } from "../tools/validate-args.js";
 import { McpServers } from "../tools/mcp/servers.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
-import { openPlanTool } from "../plan/plan-tool.js";
+import { openPlanTool } from "../store/sqlite/store.js";
 
 /** One tool an agent's model would see. */
 export interface ListedTool {

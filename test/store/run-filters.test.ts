@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunEvent, RunEventBody } from "../../src/events/types.js";
 import { createStore } from "../../src/store/create.js";
-import type { RunQuery } from "../../src/store/run-store.js";
+import type { RunQuery } from "../../src/store/runs.js";
 import type { Store } from "../../src/store/store.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 

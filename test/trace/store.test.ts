@@ -7,7 +7,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeAll, describe, expect, test } from "vitest";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
-import { TRACE_DB_FILE, TraceStore } from "../../src/trace/store.js";
+import { TRACE_DB_FILE, TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { circleReactRun, steppingClock, todoRun } from "./fixtures.js";
 
 const CHILD = fileURLToPath(new URL("./writer-child.mjs", import.meta.url));
@@ -434,7 +434,7 @@ function runWriter(
 
 describe("TraceStore across processes", () => {
   beforeAll(() => {
-    if (!existsSync(fileURLToPath(new URL("../../dist/trace/store.js", import.meta.url)))) {
+    if (!existsSync(fileURLToPath(new URL("../../dist/store/sqlite/trace-store.js", import.meta.url)))) {
       throw new Error("dist/trace/store.js is missing: run `npm run build` first");
     }
   });
