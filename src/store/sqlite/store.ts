@@ -21,7 +21,13 @@ export function sqliteStore(dir: string): Store {
   const location = resolve(dir);
   let trace: TraceStore | undefined;
   let runs: Store["runs"] | undefined;
-  const open = () => (runs ??= sqliteRunStore((trace = TraceStore.open(location))));
+  const open = (): Store["runs"] => {
+    if (!runs) {
+      trace = TraceStore.open(location);
+      runs = sqliteRunStore(trace);
+    }
+    return runs;
+  };
   return {
     kind: "sqlite",
     location,
