@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PlanTool } from "../dist/plan/plan-tool.js";
+import { openPlanFile } from "../dist/store/sqlite/store.js";
 import { median } from "./lib/stats.mjs";
 
 const TASKS = Number(process.argv[2] ?? 5000);
@@ -36,7 +36,7 @@ async function measure(file) {
 
 /** One run of 2 × TASKS updates on a new plan: updates per second. */
 async function once(file, mode, planId) {
-  const tool = PlanTool.open(file);
+  const tool = openPlanFile(file);
   await tool.create_plan_from_structure(planId, structure(TASKS));
   const started = performance.now();
   if (mode === "sequential") {

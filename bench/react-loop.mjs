@@ -225,7 +225,7 @@ if (values["memory-child"]) {
 }
 
 const { loadTeam, runTeam } = await import("../dist/index.js");
-const { TraceStore } = await import("../dist/trace/store.js");
+const { TraceStore } = await import("../dist/store/sqlite/trace-store.js");
 const server = await startChatServer(LATENCY);
 const dir = mkdtempSync(join(tmpdir(), "bench-react-loop-"));
 const teamFile = join(dir, "team.yaml");

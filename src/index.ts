@@ -1,7 +1,7 @@
 /** The library: load a team file, run it, consume its events. The CLI is a thin shell over this. */
 export { loadTeam } from "./config/load.js";
 export { runTeam, type RunOptions, type RunResult, type TeamRun } from "./engine/run-team.js";
-export { resumeRun, resumeStoredRun, replayRun, decideApprovals, decideApprovalsIn, type ResumeOptions, type ReplayOptions, type Decided } from "./engine/resume.js";
+export { resumeRun, replayRun, decideApprovals, type ResumeOptions, type ReplayOptions, type Decided } from "./engine/resume.js";
 export type { Approver, Decision } from "./engine/approvals.js";
 export type * from "./config/types.js";
 export type * from "./events/types.js";
@@ -15,5 +15,5 @@ export { RuntimeError, ConfigError, type ConfigProblem, type ErrorCode } from ".
 export { machineToMermaid } from "./graph/mermaid.js";
 export { createStore, type StoreOptions } from "./store/create.js";
 export type { Store } from "./store/store.js";
-export type { RunStore, RunQuery, RunStatus } from "./store/run-store.js";
+export type { RunStore, RunQuery, RunStatus } from "./store/runs.js";
 export { startWorker, type RunWorker, type WorkerOptions } from "./queue/start.js";

@@ -10,6 +10,7 @@ import type { EventSink } from "../events/bus.js";
 import type { LiveSinkOptions } from "../events/live/sink.js";
 import type { Approver } from "../engine/approvals.js";
 import type { RunOptions, RunResult, TeamRun } from "../engine/run-team.js";
+import type { Store } from "../store/store.js";
 import { describeError } from "../errors.js";
 import { EXIT } from "./exit.js";
 import { startTelemetryIfAsked } from "./telemetry.js";
@@ -22,22 +23,25 @@ export interface ReportOptions {
   traceDir?: string;
   /** Export OpenTelemetry spans even without OTEL_EXPORTER_OTLP_ENDPOINT (docs/telemetry.md). */
   otel?: boolean;
+  /** Where the run is kept (`--store`); else the embedded store of the trace directory. */
+  store?: Store;
 }
 
 /** What every run the CLI starts is given. */
-export type BaseOptions = Pick<RunOptions, "traceDir" | "signal" | "sinks" | "approver">;
+export type BaseOptions = Pick<RunOptions, "traceDir" | "store" | "signal" | "sinks" | "approver">;
 
-export async function runAndReport(command: string, opts: ReportOptions, team: ResolvedTeam, begin: (base: BaseOptions) => TeamRun): Promise<number> {
+export async function runAndReport(command: string, opts: ReportOptions, team: ResolvedTeam, begin: (base: BaseOptions) => TeamRun | Promise<TeamRun>): Promise<number> {
   const [{ ndjsonSink }, { resolveTraceDir }, { acquireTraceStore, releaseTraceStore }] = await Promise.all([
     import("../events/ndjson-sink.js"),
     import("../engine/trace-dir.js"),
     import("../engine/trace-stores.js"),
   ]);
   // A trace directory that cannot hold the store is a usage mistake: say so before anything runs.
-  // The store stays open for the run, which shares it.
+  // The store stays open for the run, which shares it. A run given a store writes nothing there.
   const traceDir = resolveTraceDir(opts.traceDir);
+  const embedded = opts.store === undefined;
   try {
-    acquireTraceStore(traceDir);
+    if (embedded) acquireTraceStore(traceDir);
   } catch (err) {
     process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
     return EXIT.USAGE;
@@ -47,7 +51,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
   try {
     telemetry = await startTelemetryIfAsked(opts.otel, command);
   } catch (err) {
-    releaseTraceStore(traceDir);
+    if (embedded) releaseTraceStore(traceDir);
     process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
     return EXIT.USAGE;
   }
@@ -74,8 +78,9 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
 
   let result: RunResult | undefined;
   try {
-    const run = begin({
+    const run = await begin({
       traceDir,
+      ...(opts.store ? { store: opts.store } : {}),
       signal: controller.signal,
       sinks,
       // In a terminal a person is there to ask; elsewhere the run pauses (exit 3).
@@ -87,7 +92,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
     await telemetry?.shutdown();
     return EXIT.RUN_ERROR;
   } finally {
-    releaseTraceStore(traceDir);
+    if (embedded) releaseTraceStore(traceDir);
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
     progress?.close({ interrupted: result?.interrupted === true });

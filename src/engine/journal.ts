@@ -19,7 +19,7 @@ import { isoTime } from "../timestamp.js";
 import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { Replay, RunRecord } from "./replay.js";
 import type { ToolOutcome } from "../tools/types.js";
-import type { JournalEntry } from "../trace/store.js";
+import type { JournalEntry } from "../store/runs.js";
 
 /** Where entries are committed: the trace store, or nowhere when tracing is off. */
 export interface JournalSink {

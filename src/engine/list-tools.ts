@@ -5,7 +5,7 @@
  * listing and stopped after it.
  */
 import type { ResolvedTeam } from "../config/types.js";
-import { openPlanTool } from "../plan/plan-tool.js";
+import { openPlanTool } from "../store/sqlite/store.js";
 import { McpServers } from "../tools/mcp/servers.js";
 import type { Tool } from "../tools/types.js";
 import { argsValidator } from "../tools/validate-args.js";

@@ -12,7 +12,7 @@
 import { RuntimeError } from "../errors.js";
 import { addUsage, ZERO_USAGE, type Usage } from "../events/types.js";
 import type { ChatResponse } from "../models/types.js";
-import type { ApprovalRecord, JournalEntry } from "../trace/store.js";
+import type { ApprovalRecord, JournalEntry } from "../store/runs.js";
 import type { RecordedCall } from "../tools/toolbox.js";
 import type { ToolOutcome } from "../tools/types.js";
 

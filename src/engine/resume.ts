@@ -9,78 +9,64 @@ import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
 import { ZERO_USAGE, type ApprovalDecision, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
-import type { Store } from "../store/store.js";
-import type { RunStore } from "../store/run-store.js";
-import { TraceStore } from "../trace/store.js";
+import type { JournalEntry, RunStore } from "../store/runs.js";
+import { sqliteRunStore } from "../store/sqlite/run-store.js";
+import { TraceStore } from "../store/sqlite/trace-store.js";
 import { Replay, type RunRecord } from "./replay.js";
 import { start, type RunOptions, type TeamRun } from "./run-team.js";
 import { resolveTraceDir } from "./trace-dir.js";
-import { acquireTraceStore, releaseTraceStore } from "./trace-stores.js";
 
 export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "newId"> & {
   /** The run to continue. */
   taskId: string;
 };
 
-/** How a stored run was started, read from its journal without opening it for writing. */
-export function storedRun(traceDir: string | undefined, taskId: string): RunRecord & { finished?: RunEvent } {
-  const store = TraceStore.open(resolveTraceDir(traceDir), { create: false });
-  try {
-    const record = store.journalOf(taskId).find((e) => e.kind === "run");
-    if (!record) throw new RuntimeError("NOT_FOUND", `no journal for run ${taskId} in ${store.file} (was it run with tracing on?)`);
-    const last = store.eventsOfTask(taskId).findLast((e) => e.type === "run.finished");
-    return { ...(JSON.parse(record.json) as RunRecord), ...(last ? { finished: last } : {}) };
-  } finally {
-    store.close();
-  }
+/**
+ * The runs of a trace directory's embedded store, for reading a stored run:
+ * never created (a wrong directory is reported, NOT_FOUND); closing it
+ * closes the file.
+ */
+export function storedRuns(traceDir: string | undefined): RunStore {
+  return sqliteRunStore(TraceStore.open(resolveTraceDir(traceDir), { create: false }), { owned: true });
+}
+
+/** How a stored run was started, from its journal. Throws NOT_FOUND when the store holds no journal of it. */
+export async function storedRun(runs: RunStore, taskId: string): Promise<RunRecord> {
+  return runRecord(await runs.journalOf(taskId), taskId, runs.location);
+}
+
+function runRecord(journal: readonly JournalEntry[], taskId: string, location: string): RunRecord {
+  const entry = journal.find((e) => e.kind === "run");
+  if (!entry) throw new RuntimeError("NOT_FOUND", `no journal for run ${taskId} in ${location} (was it run with tracing on?)`);
+  return JSON.parse(entry.json) as RunRecord;
 }
 
 /**
  * Continue a stopped run (killed, interrupted, paused, out of budget) from
- * its journal: replies and tool results already there are reused, the run
- * goes on live from its first unfinished call, and its events go on after
- * the stored ones. A run that answered is not run again: its stored answer
- * comes back, and nothing is written.
+ * its journal, in the run's store (`options.store`, else the embedded one
+ * of its trace directory): replies and tool results already there are
+ * reused, the run goes on live from its first unfinished call, and its
+ * events go on after the stored ones. A run that answered is not run again:
+ * its stored answer comes back, and nothing is written. Throws NOT_FOUND
+ * when the store holds no journal of the run (a worker's run taken before
+ * it wrote anything, say).
  */
-export function resumeRun(team: ResolvedTeam, options: ResumeOptions): TeamRun {
-  const trace_dir = resolveTraceDir(options.traceDir);
-  const record = storedRun(trace_dir, options.taskId);
-  const finished = record.finished;
-  if (finished?.type === "run.finished" && finished.result_type === "answer") return answered(options.taskId, finished.answer ?? "", finished.usage);
-  const store = acquireTraceStore(trace_dir);
-  let replay: Replay;
-  let afterSeq: number;
-  try {
-    replay = new Replay("resume", store.journalOf(options.taskId), store.approvalsOf(options.taskId));
-    afterSeq = store.lastSeq(options.taskId);
-  } finally {
-    releaseTraceStore(trace_dir);
-  }
-  return start(
-    team,
-    { ...options, traceDir: trace_dir, input: record.input, agent: record.agent, sessionId: record.session_id },
-    { task_id: options.taskId, replay, afterSeq },
-  );
-}
-
-/**
- * `resumeRun` for a run kept in a store given to the run (`RunOptions.store`,
- * docs/scale-out.md): what a worker does with a run another worker left
- * unfinished. Throws NOT_FOUND when the store holds no journal of the run.
- */
-export async function resumeStoredRun(team: ResolvedTeam, options: ResumeOptions & { store: Store }): Promise<TeamRun> {
-  const runs = options.store.runs;
+export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Promise<TeamRun> {
+  const traceDir = resolveTraceDir(options.traceDir);
+  const runs = options.store?.runs ?? storedRuns(traceDir);
   const taskId = options.taskId;
-  const [journal, decisions, afterSeq, summary] = await Promise.all([runs.journalOf(taskId), runs.approvalsOf(taskId), runs.lastSeq(taskId), runs.run(taskId)]);
-  const entry = journal.find((e) => e.kind === "run");
-  if (!entry) throw new RuntimeError("NOT_FOUND", `no journal for run ${taskId} in ${runs.location}`);
-  const record = JSON.parse(entry.json) as RunRecord;
-  if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
-  return start(
-    team,
-    { ...options, input: record.input, agent: record.agent, sessionId: record.session_id },
-    { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq },
-  );
+  try {
+    const [journal, decisions, afterSeq, summary] = await Promise.all([runs.journalOf(taskId), runs.approvalsOf(taskId), runs.lastSeq(taskId), runs.run(taskId)]);
+    const record = runRecord(journal, taskId, runs.location);
+    if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
+    return start(
+      team,
+      { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id },
+      { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq },
+    );
+  } finally {
+    if (!options.store) await runs.close();
+  }
 }
 
 /** A run that answered already: its stored answer, nothing run or written. */
@@ -112,11 +98,13 @@ export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "
 export function replayRun(team: ResolvedTeam, options: ReplayOptions): TeamRun {
   const from = resolveTraceDir(options.from);
   if (resolveTraceDir(options.traceDir) === from) throw new RuntimeError("USAGE", "a replay writes its own trace: give it another trace directory");
-  const record = storedRun(from, options.taskId);
   const store = TraceStore.open(from, { create: false });
   let replay: Replay;
+  let record: RunRecord;
   try {
-    replay = new Replay("offline", store.journalOf(options.taskId), store.approvalsOf(options.taskId));
+    const journal = store.journalOf(options.taskId);
+    record = runRecord(journal, options.taskId, store.file);
+    replay = new Replay("offline", journal, store.approvalsOf(options.taskId));
   } finally {
     store.close();
   }
@@ -140,25 +128,11 @@ export interface Decided {
 }
 
 /**
- * Record a decision on the calls a paused run waits for: the one named by
- * `call` (its approval id or call id), or all of them. Throws NOT_FOUND when
- * the run waits for nothing or for no such call.
+ * Record a decision on the calls a paused run waits for, in any run store:
+ * the one named by `call` (its approval id or call id), or all of them.
+ * Throws NOT_FOUND when the run waits for nothing or for no such call.
  */
-export function decideApprovals(
-  store: TraceStore,
-  given: string,
-  options: { call?: string; decision: ApprovalDecision; reason?: string; now?: Date },
-): Decided {
-  const task_id = store.resolveTaskId(given);
-  const { pending, chosen } = chooseApprovals(task_id, store.eventsOfTask(task_id), options.call);
-  const ts = (options.now ?? new Date()).toISOString();
-  for (const a of chosen) store.decide(task_id, { key: a.approval_id, decision: options.decision, ...(options.reason ? { reason: options.reason } : {}), ts });
-  const decisions = store.approvalsOf(task_id);
-  return { task_id, decided: chosen, waiting: pending.filter((a) => !decisions.has(a.approval_id)) };
-}
-
-/** `decideApprovals` on any run store (a PostgreSQL one, say: docs/scale-out.md). */
-export async function decideApprovalsIn(
+export async function decideApprovals(
   store: RunStore,
   given: string,
   options: { call?: string; decision: ApprovalDecision; reason?: string; now?: Date },

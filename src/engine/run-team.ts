@@ -18,8 +18,8 @@ import { Account } from "./budget.js";
 import { Approvals, type Approver, type Decision } from "./approvals.js";
 import type { Replay } from "./replay.js";
 import type { Store } from "../store/store.js";
-import type { RunStore } from "../store/run-store.js";
-import { embeddedStores } from "./embedded-stores.js";
+import type { RunStore } from "../store/runs.js";
+import { sqliteStore } from "../store/sqlite/store.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -201,7 +201,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     session_id,
     inSession,
     trace_dir,
-    stores: options.store ?? embeddedStores(trace_dir),
+    stores: options.store ?? sqliteStore(trace_dir),
     client(config) {
       let client = clients.get(config.name);
       if (!client) {

@@ -1,8 +1,8 @@
 import { describeError } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import type { RunEvent } from "../events/types.js";
-import { TraceStore, type AppendBatch, type JournalEntry } from "../trace/store.js";
-import type { RunStore } from "../store/run-store.js";
+import type { AppendBatch, JournalEntry, RunStore } from "../store/runs.js";
+import { TraceStore } from "../store/sqlite/trace-store.js";
 
 /**
  * One TraceStore per trace directory, shared by the runs of a process.
@@ -64,7 +64,7 @@ export function releaseTraceStore(dir: string): void {
 /**
  * Where the runs of a process append to the store of `dir` (acquired): their
  * batches are committed together, one transaction per turn of the event loop
- * (src/trace/store.ts `appendAll`), and each append's promise settles when
+ * (src/store/sqlite/trace-store.ts `appendAll`), and each append's promise settles when
  * its batch is durable. The engine awaits it at its write-ahead points
  * (docs/design/journal.md#when-it-is-written), so a model request or a write
  * tool's body still waits for what it is built from.

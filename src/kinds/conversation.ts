@@ -8,30 +8,9 @@
  */
 import type { ChatMessage } from "../models/types.js";
 import { defaultTemplate } from "../prompts/render.js";
+import type { ConversationState, Turn } from "../store/conversations.js";
 import type { AgentContext } from "./types.js";
 
-/** One finished run of a session: what was asked, what was answered. */
-export interface Turn {
-  task_id: string;
-  input: string;
-  answer: string;
-  ts: string;
-}
-
-/** A session's conversation as stored: turns [0, through) are in `summary`. */
-export interface ConversationState {
-  turns: Turn[];
-  summary: string;
-  through: number;
-}
-
-/** Where conversations are kept: SQLite (src/kinds/conversation-store.ts) or PostgreSQL. */
-export interface Conversations {
-  load(sessionId: string): ConversationState | Promise<ConversationState>;
-  append(sessionId: string, turn: Turn): void | Promise<void>;
-  saveSummary(sessionId: string, summary: string, through: number, now: Date): void | Promise<void>;
-  close(): void | Promise<void>;
-}
 
 /** Characters of earlier turns given whole; beyond them, older turns are summarised. */
 export const HISTORY_BUDGET_CHARS = 6_000;

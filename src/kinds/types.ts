@@ -10,9 +10,9 @@ import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
 import type { Tool, ToolBox } from "../tools/types.js";
-import type { PlanTool } from "../plan/plan-tool.js";
-import type { TodoSessions } from "./plan-and-solve/session-store.js";
-import type { Conversations } from "./conversation.js";
+import type { RunStores } from "../store/store.js";
+
+export type { RunStores };
 
 export type { ToolBox } from "../tools/types.js";
 
@@ -66,20 +66,6 @@ export interface ModelReply<R extends ReplyReading = ReplyReading> {
 export interface StateReportOptions {
   /** The recursion a state belongs to, read from the machine's context at each microstep. */
   traceId?: (context: unknown) => string | undefined;
-}
-
-/**
- * The durable state a run shares with other runs, wherever the run's store
- * keeps it (docs/scale-out.md#stores): SQLite files under the trace
- * directory, or PostgreSQL.
- */
-export interface RunStores {
-  /** The Plan Tool over the store's plans: one per store, so every run of a process shares its lock. */
-  planTool(): PlanTool;
-  /** A handle on the todo sessions for one run; close it at the run's end. */
-  todoSessions(): TodoSessions;
-  /** A handle on the conversations of sessions (docs/sessions.md); close it after use. */
-  conversations(): Conversations;
 }
 
 /** Services the engine offers one agent step. */

@@ -6,12 +6,9 @@
  * plan_id, invalid structure data or an invalid transition.
  */
 import { randomUUID } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
 import type { RunEventBody } from "../events/types.js";
 import { KeyedMutex } from "./mutex.js";
-import { PlanStore } from "./store.js";
-import type { PlanStorage, TaskUpdate, UpdateOutcome } from "./storage.js";
+import type { PlanStorage, TaskUpdate, UpdateOutcome } from "../store/plans.js";
 import { isValidPlanId, parseStructure } from "./structure.js";
 import { TASK_STATUSES } from "./types.js";
 import type { PlanInstance, PlanRules, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";
@@ -56,11 +53,6 @@ export class PlanTool {
     options: PlanToolOptions = {},
   ) {
     this.emit = options.emit;
-  }
-
-  /** A PlanTool over a database file, or `:memory:`. `create: false` refuses a missing file. */
-  static open(file: string, options: PlanToolOptions & { create?: boolean } = {}): PlanTool {
-    return new PlanTool(new PlanStore(file, options.now, { create: options.create ?? true }), options);
   }
 
   /** Create a plan with every task `ready`; false when plan_id exists or structure_data is invalid. */
@@ -260,31 +252,4 @@ export function newPlanId(workflowId: string, now: Date = new Date(), random: ()
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
   const prefix = workflowId.replace(/[^A-Za-z0-9_.:-]/g, "_").slice(0, 80) || "plan";
   return `${prefix}-${stamp}-${random().replace(/-/g, "").slice(0, 12)}`;
-}
-
-/** File name of the plan database inside a trace directory. */
-export const PLANS_DB = "plans.db";
-
-const openTools = new Map<string, PlanTool>();
-
-/**
- * The PlanTool of a trace directory (`<traceDir>/plans.db`), one per
- * directory per process so every run in the process shares its lock.
- */
-export function openPlanTool(traceDir: string): PlanTool {
-  const dir = resolve(traceDir);
-  let tool = openTools.get(dir);
-  if (!tool) {
-    mkdirSync(dir, { recursive: true });
-    tool = PlanTool.open(join(dir, PLANS_DB));
-    openTools.set(dir, tool);
-  }
-  return tool;
-}
-
-/** Close and forget a cached PlanTool (tests, shutdown). */
-export function closePlanTool(traceDir: string): void {
-  const dir = resolve(traceDir);
-  openTools.get(dir)?.close();
-  openTools.delete(dir);
 }

@@ -68,7 +68,7 @@ export interface PlanCounters {
 /**
  * One update checked against its plan and task (undefined: no such task),
  * with the plan's counters after it when accepted: the rule both plan stores
- * apply (src/plan/store.ts, src/store/postgres/plan-store.ts).
+ * apply (src/store/sqlite/plan-store.ts, src/store/postgres/plan-store.ts).
  */
 export function checkUpdate(
   planId: string,

@@ -15,7 +15,7 @@ import { randomUUID } from "node:crypto";
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError, describeError } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
-import { resumeStoredRun } from "../engine/resume.js";
+import { resumeRun } from "../engine/resume.js";
 import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
 import type { Store } from "../store/store.js";
 import { RunMetrics } from "../telemetry/metrics.js";
@@ -155,7 +155,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         let run: TeamRun | undefined;
         if (attempts > 1) {
           log(`resuming run ${request.task_id} (attempt ${attempts})`);
-          run = await resumeStoredRun(team, { ...runOptions, store, taskId: request.task_id }).catch((err: unknown) => {
+          run = await resumeRun(team, { ...runOptions, taskId: request.task_id }).catch((err: unknown) => {
             // Taken before it wrote anything: it starts afresh.
             if (err instanceof RuntimeError && err.code === "NOT_FOUND") return undefined;
             throw err;

@@ -71,18 +71,18 @@ export class LiveRuns {
 
   /** Start a run of `team`; it is forgotten here once it has finished (its trace stays in the store). */
   start(team: ResolvedTeam, options: Omit<RunOptions, "signal" | "sinks">): LiveRun {
-    return this.track((live) => runTeam(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
+    const live = new LiveRun();
+    // A run emits its first event before it returns; the sink catches it all the same.
+    return this.track(live, runTeam(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
   }
 
   /** Continue a stopped run of `team` from its journal (docs/durable-runs.md). */
-  resume(team: ResolvedTeam, options: Omit<ResumeOptions, "signal" | "sinks">): LiveRun {
-    return this.track((live) => resumeRun(team, { ...options, signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
+  async resume(team: ResolvedTeam, options: Omit<ResumeOptions, "signal" | "sinks">): Promise<LiveRun> {
+    const live = new LiveRun();
+    return this.track(live, await resumeRun(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
   }
 
-  private track(begin: (live: LiveRun) => TeamRun): LiveRun {
-    const live = new LiveRun();
-    // A run emits its first event before it returns; the sink catches it all the same.
-    const run = begin(live);
+  private track(live: LiveRun, run: TeamRun): LiveRun {
     live.task_id = run.task_id;
     live.result = run.result.finally(() => this.runs.delete(run.task_id));
     this.runs.set(run.task_id, live);

@@ -3,9 +3,9 @@ import type { ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
 import type { Budget } from "../config/types.js";
 import { newId } from "../ids.js";
-import { decideApprovalsIn as decide } from "../engine/resume.js";
+import { decideApprovals as decide } from "../engine/resume.js";
 import { RuntimeError } from "../errors.js";
-import { RUN_STATUSES, type RunStore } from "../store/run-store.js";
+import { RUN_STATUSES, type RunStore } from "../store/runs.js";
 import type { RunFollowers } from "../queue/follow.js";
 import type { RunQueue } from "../queue/run-queue.js";
 import { HttpError, readJsonBody, sendJson } from "./http.js";
@@ -281,7 +281,7 @@ async function resumeLive(ctx: ApiContext, taskId: string, budget: Budget | unde
     throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
   }
   try {
-    ctx.live.resume(ctx.team, { taskId, traceDir: ctx.traceDir, ...(budget ? { budget: { ...ctx.team.budget, ...budget } } : {}) });
+    await ctx.live.resume(ctx.team, { taskId, traceDir: ctx.traceDir, ...(budget ? { budget: { ...ctx.team.budget, ...budget } } : {}) });
   } catch (err) {
     if (err instanceof RuntimeError && err.code === "NOT_FOUND") throw new HttpError(404, err.message);
     throw err;

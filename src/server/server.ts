@@ -6,8 +6,7 @@ import { RuntimeError, describeError } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import { resolveTraceDir } from "../engine/trace-dir.js";
 import { redactString } from "../redact.js";
-import { TraceStore } from "../trace/store.js";
-import { sqliteRunStore } from "../store/run-store.js";
+import { sqliteStore } from "../store/sqlite/store.js";
 import type { Store } from "../store/store.js";
 import { RunFollowers } from "../queue/follow.js";
 import { RunQueue } from "../queue/run-queue.js";
@@ -88,7 +87,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const secrets = teamSecrets(options.team);
   const metrics = new RunMetrics();
   // The embedded trace store, opened here when no store is given (and closed with the server).
-  const embedded = options.store ? undefined : TraceStore.open(traceDir);
+  const embedded = options.store ? undefined : sqliteStore(traceDir);
+  await embedded?.ping();
   let queued: ApiContext["queued"];
   if (options.store?.database) {
     const queue = await RunQueue.open(options.store, [options.team.name]);
@@ -100,12 +100,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const closeStores = async () => {
     await queued?.followers.close();
     await queued?.queue.close();
-    embedded?.close();
+    await embedded?.close();
   };
   const ctx: ApiContext = {
     team: options.team,
     traceDir,
-    store: options.store?.runs ?? sqliteRunStore(embedded as TraceStore),
+    store: (options.store ?? embedded)!.runs,
     ...(queued ? { queued } : {}),
     live: new LiveRuns(() => [metrics.sink, ...(options.runSinks?.() ?? [])], options.store),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,

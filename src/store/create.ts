@@ -1,14 +1,9 @@
 /**
  * Open a store (docs/scale-out.md#stores): a `postgres://` URL opens
  * PostgreSQL (the schema migrated on open), anything else is a trace
- * directory holding the embedded SQLite files.
+ * directory holding the embedded SQLite files. Each adapter is loaded only
+ * when chosen: a PostgreSQL store loads nothing of SQLite, and the other way.
  */
-import { resolve } from "node:path";
-import { TraceStore } from "../trace/store.js";
-import { SessionStore } from "../kinds/plan-and-solve/session-store.js";
-import { ConversationStore } from "../kinds/conversation-store.js";
-import { openPlanTool } from "../plan/plan-tool.js";
-import { sqliteRunStore } from "./run-store.js";
 import type { Store } from "./store.js";
 
 /** Whether `location` names a PostgreSQL database rather than a directory. */
@@ -27,19 +22,8 @@ export async function createStore(location: string, options: StoreOptions = {}):
     const { openPostgresStore } = await import("./postgres/store.js");
     return openPostgresStore(location, options);
   }
-  return openEmbeddedStore(resolve(location));
-}
-
-function openEmbeddedStore(dir: string): Store {
-  const trace = TraceStore.open(dir);
-  return {
-    kind: "sqlite",
-    location: dir,
-    runs: sqliteRunStore(trace),
-    planTool: () => openPlanTool(dir),
-    todoSessions: () => new SessionStore(dir),
-    conversations: () => new ConversationStore(dir),
-    ping: async () => {},
-    close: async () => trace.close(),
-  };
+  const { sqliteStore } = await import("./sqlite/store.js");
+  const store = sqliteStore(location);
+  await store.ping();
+  return store;
 }

@@ -1,13 +1,30 @@
 /**
- * A store: everything durable about runs in one place (docs/scale-out.md#stores).
- * `createStore` (src/store/create.ts) opens the embedded one (SQLite files
- * under a trace directory) or PostgreSQL (a `postgres://` URL); a run given
- * a store (`RunOptions.store`) keeps its events, journal, plans and todo
- * sessions there.
+ * A store: everything durable about runs in one place (docs/scale-out.md#stores),
+ * one port per domain: runs (src/store/runs.ts), plans (plans.ts), todo
+ * sessions (todo-sessions.ts) and conversations (conversations.ts).
+ * `createStore` (src/store/create.ts) opens the embedded adapter (SQLite
+ * files under a trace directory, src/store/sqlite/) or PostgreSQL (a
+ * `postgres://` URL, src/store/postgres/); a run given a store
+ * (`RunOptions.store`) keeps all of it there.
  */
-import type { RunStores } from "../kinds/types.js";
 import type pg from "pg";
-import type { RunStore } from "./run-store.js";
+import type { PlanTool } from "../plan/plan-tool.js";
+import type { Conversations } from "./conversations.js";
+import type { RunStore } from "./runs.js";
+import type { TodoSessions } from "./todo-sessions.js";
+
+/**
+ * The durable state a run shares with other runs, wherever the run's store
+ * keeps it: what an agent step is given (`AgentContext.stores`).
+ */
+export interface RunStores {
+  /** The Plan Tool over the store's plans: one per store, so every run of a process shares its lock. */
+  planTool(): PlanTool;
+  /** A handle on the todo sessions for one run; close it at the run's end. */
+  todoSessions(): TodoSessions;
+  /** A handle on the conversations of sessions (docs/sessions.md); close it after use. */
+  conversations(): Conversations;
+}
 
 /** The PostgreSQL database behind a store: what the job queue (src/queue/) shares. */
 export interface Database {
@@ -24,7 +41,7 @@ export interface Store extends RunStores {
   readonly runs: RunStore;
   /** The database, for a PostgreSQL store. */
   readonly database?: Database;
-  /** Whether the database answers now (readiness probes). */
+  /** Whether the database answers now (readiness probes); the embedded store opens its file. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }

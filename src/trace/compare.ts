@@ -4,7 +4,7 @@
  * `diffJournals` for `runtime diff` (two runs of a team, call by call).
  */
 import type { RunEvent } from "../events/types.js";
-import type { JournalEntry } from "./store.js";
+import type { JournalEntry } from "../store/runs.js";
 
 /** The first place two runs differ, or nothing when they do not. */
 export interface Divergence {

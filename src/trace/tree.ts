@@ -18,7 +18,7 @@ import {
   type Paint,
 } from "../events/format.js";
 import { addUsage, ZERO_USAGE, type EventOf, type RunEvent, type TodoItem, type Usage } from "../events/types.js";
-import type { RunSummary } from "./store.js";
+import type { RunSummary } from "../store/runs.js";
 
 export interface TreeOptions {
   /** ANSI colours (errors red, successes green). @default false */

@@ -33,9 +33,9 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   cli: ["testing", "server", "queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   server: ["queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   queue: ["store", "telemetry", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
-  store: ["kinds", "plan", "trace", "events", ...LEAVES], // where runs are kept: SQLite files or PostgreSQL
+  store: ["plan", "events", ...LEAVES], // where runs are kept: one port per domain, SQLite and PostgreSQL adapters
   testing: ["engine", "models", "events", "config", ...LEAVES], // runtime test: agent test files run through runTeam
-  engine: ["kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  engine: ["store", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   graph: ["kinds", "models", "tools", "plan", "prompts", "events", "config", ...LEAVES], // draws the kinds' machines
   kinds: ["models", "tools", "plan", "prompts", "events", "config", ...LEAVES],
   models: ["events", "config", ...LEAVES],
@@ -384,5 +384,34 @@ describe("src/ import graph", () => {
       .filter(({ from, to }) => !mayImport(layerOf(from), layerOf(to)))
       .map(({ from, to }) => `src/${from} → src/${to} (${layerOf(from)} may not import ${layerOf(to)})`);
     expect([...new Set(violations)], "imports that break the layering").toEqual([]);
+  });
+
+  it("store/ names nothing of kinds/ or trace/, not even a type; the PostgreSQL adapter reaches nothing of SQLite", () => {
+    const named = graph.modules
+      .filter((m) => m.startsWith("store/"))
+      .flatMap((m) => [...readFileSync(join(SRC, m), "utf8").matchAll(/from\s+"([^"]+)"|import\("([^"]+)"\)/g)].map((x) => ({ m, spec: x[1] ?? x[2] ?? "" })))
+      .filter(({ m, spec }) => spec.startsWith(".") && /^(kinds|trace)\//.test(rel(resolve(dirname(join(SRC, m)), spec))))
+      .map(({ m, spec }) => `src/${m} → ${spec}`);
+    expect(named).toEqual([]);
+    // Every module a PostgreSQL store loads (value imports, followed), and the packages they load.
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const queue = graph.modules.filter((m) => m.startsWith("store/postgres/"));
+    expect(queue.length).toBeGreaterThan(0);
+    while (queue.length > 0) {
+      const m = queue.pop() as string;
+      if (seen.has(m)) continue;
+      seen.add(m);
+      for (const spec of valueImports(readFileSync(join(SRC, m), "utf8"))) {
+        if (!spec.startsWith(".")) packages.add(spec);
+        else {
+          const target = resolveSpecifier(join(SRC, m), spec);
+          if (target !== "missing" && target !== "outside") queue.push(rel(target));
+        }
+      }
+    }
+    expect([...seen].filter((m) => m.startsWith("store/sqlite/"))).toEqual([]);
+    expect(packages.has("better-sqlite3")).toBe(false);
+    expect(packages.has("pg")).toBe(true);
   });
 });

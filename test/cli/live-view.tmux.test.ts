@@ -11,7 +11,7 @@ import { join } from "node:path";
 import stringWidth from "string-width";
 import { parseDocument, type YAMLSeq } from "yaml";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
 import type { OpenAIServer } from "../support/openai-server.js";

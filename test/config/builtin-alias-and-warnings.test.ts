@@ -3,7 +3,7 @@ import { loadTeam } from "../../src/config/load.js";
 import { ConfigError } from "../../src/errors.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { runTeam } from "../../src/engine/run-team.js";
-import { closePlanTool } from "../../src/plan/plan-tool.js";
+import { closePlanTool } from "../../src/store/sqlite/store.js";
 import { runCli } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";

@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { fingerprint } from "../../src/engine/journal.js";
 import { runTeam } from "../../src/engine/run-team.js";
-import { TraceStore, type JournalEntry } from "../../src/trace/store.js";
+import type { JournalEntry } from "../../src/store/runs.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { journalAtRequests } from "../support/journal-reader.js";
 
 const teamFile = (name: string) => fileURLToPath(new URL(`../../teams/${name}`, import.meta.url));

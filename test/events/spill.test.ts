@@ -12,7 +12,7 @@ import { runTeam } from "../../src/engine/run-team.js";
 import { batchedTraceSink } from "../../src/engine/trace-stores.js";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { circleReactRun, steppingClock } from "../trace/fixtures.js";
 
 const dirs: string[] = [];

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam, runTeam, type RunEvent } from "../../src/index.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { type ChatBody, type OpenAIServer, type Reply, startOpenAIServer } from "../support/openai-server.js";
 import { writeTeam } from "../support/team.js";
 import { answer, ofType, traceDir } from "./helpers.js";

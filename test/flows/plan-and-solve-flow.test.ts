@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { executorQuery } from "../../src/kinds/plan-and-solve-flow/run.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { type ChatBody, type OpenAIServer, type Reply, startOpenAIServer } from "../support/openai-server.js";
 import { answer, badRequest, flowAgent, makeTeam, ofType, queryOf, roleOf, runAll, traceDir } from "./helpers.js";
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { type ChatBody, type OpenAIServer, type Reply, startOpenAIServer } from "../support/openai-server.js";
 import { answer, badRequest, makeTeam, ofType, queryOf, roleOf, runAll, solverFlow, traceDir } from "./helpers.js";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEventBody } from "../../src/events/types.js";
 import { checkTransition } from "../../src/kinds/plan-and-solve/task-machine.js";
-import { SessionStore } from "../../src/kinds/plan-and-solve/session-store.js";
+import { SqliteTodoSessions as SessionStore } from "../../src/store/sqlite/todo-sessions.js";
 import { TodoLoopContext, TodoRefusal } from "../../src/kinds/plan-and-solve/todo-context.js";
 import { reviewPlan, todoTools } from "../../src/kinds/plan-and-solve/todo-tools.js";
 

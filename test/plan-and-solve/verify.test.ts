@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/events/types.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { numberProblems, numbersIn } from "../../src/kinds/plan-and-solve/answer-checks.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { tempDir, writeTeam } from "../support/team.js";

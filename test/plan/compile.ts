@@ -28,11 +28,11 @@ export function compilePlanTool(): { dir: string; module: string } {
       "--skipLibCheck",
       "--esModuleInterop",
       "--types", "node",
-      join(ROOT, "src", "plan", "plan-tool.ts"),
+      join(ROOT, "src", "store", "sqlite", "store.ts"),
     ],
     { cwd: ROOT, stdio: "pipe" },
   );
-  return { dir: out, module: join(out, "plan", "plan-tool.js") };
+  return { dir: out, module: join(out, "store", "sqlite", "store.js") };
 }
 
 /** A child script of this folder, by file name. */

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
-import { PlanStore } from "../../src/plan/store.js";
+import { openPlanFile } from "../../src/store/sqlite/store.js";
+import { PlanStore } from "../../src/store/sqlite/plan-store.js";
 import type { TaskStatus } from "../../src/plan/types.js";
 import { child, compilePlanTool } from "./compile.js";
 import { SAFETY_WORKFLOW, wideWorkflow } from "./fixtures.js";
@@ -46,7 +47,7 @@ afterAll(() => {
 describe("1,000 concurrent update_task_status calls in one process", () => {
   it("lose no update across 1,000 tasks and leave the plan completed", async () => {
     const events: TaskStatusEvent[] = [];
-    const tool = PlanTool.open(join(dir, "wide.db"), { emit: (e) => events.push(e) });
+    const tool = openPlanFile(join(dir, "wide.db"), { emit: (e) => events.push(e) });
     await tool.create_plan_from_structure("p", wideWorkflow(1000));
     events.length = 0;
     // Both transitions of every task are issued before any resolves: the per-plan queue keeps their order.
@@ -68,7 +69,7 @@ describe("1,000 concurrent update_task_status calls in one process", () => {
   });
 
   it("let exactly one of 1,000 racing calls win the same transition", async () => {
-    const tool = PlanTool.open(":memory:");
+    const tool = openPlanFile(":memory:");
     await tool.create_plan_from_structure("p", SAFETY_WORKFLOW);
     const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => tool.update_task_status("p", "t1", "inprogress", `claim ${i}`)));
     expect(results.filter(Boolean)).toHaveLength(1);
@@ -201,7 +202,7 @@ describe("group commit", () => {
 describe("several processes writing the same plans.db", () => {
   it.each([2, 4])("%i processes racing over 1,000 tasks: each task won once, none lost", async (n) => {
     const file = join(dir, `multi-${n}.db`);
-    const setup = PlanTool.open(file);
+    const setup = openPlanFile(file);
     await setup.create_plan_from_structure("p", wideWorkflow(1000));
     // A fixed delay is no barrier on a loaded machine: start only once every child has opened the plan.
     const goFile = join(dir, `go-${n}`);
@@ -236,7 +237,7 @@ describe("durability", () => {
         if (err.signal !== "SIGKILL") throw err;
       },
     );
-    const tool = PlanTool.open(file);
+    const tool = openPlanFile(file);
     expect(await tool.get_plan_status("p-restart")).toBe("running");
     expect(await tool.get_task("p-restart", "t1")).toMatchObject({ status: "completed", result_summary: "facts gathered" });
     expect(await tool.get_task("p-restart", "t3")).toMatchObject({ status: "error", result_summary: "reviewer unavailable" });
@@ -248,18 +249,18 @@ describe("durability", () => {
 
   it("refuses a database written by a newer schema_version", async () => {
     const file = join(dir, "future.db");
-    const tool = PlanTool.open(file);
+    const tool = openPlanFile(file);
     tool.close();
     const { default: Database } = await import("better-sqlite3");
     const db = new Database(file);
     db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => PlanTool.open(file)).toThrow(/schema_version 99; this runtime reads up to 3/);
+    expect(() => openPlanFile(file)).toThrow(/schema_version 99; this runtime reads up to 3/);
   });
 
   it("upgrades a schema_version 2 database: its plans keep working, with no run recorded", async () => {
     const file = join(dir, "v2.db");
-    const old = PlanTool.open(file);
+    const old = openPlanFile(file);
     await old.create_plan_from_structure("v2plan", SAFETY_WORKFLOW);
     await old.update_task_status("v2plan", "t1", "inprogress");
     old.close();
@@ -268,7 +269,7 @@ describe("durability", () => {
     // Back to the v2 tables: no run_task_id column.
     db.exec("ALTER TABLE plans DROP COLUMN run_task_id; UPDATE meta SET value = '2' WHERE key = 'schema_version';");
     db.close();
-    const tool = PlanTool.open(file);
+    const tool = openPlanFile(file);
     expect(await tool.update_task_status("v2plan", "t1", "completed", "ok")).toBe(true);
     expect(await tool.get_plan_structure("v2plan")).toMatchObject({ revision: 2, run_task_id: null });
     expect((await tool.createPlan("v3plan", SAFETY_WORKFLOW, { run_task_id: "r1" })).ok).toBe(true);
@@ -278,7 +279,7 @@ describe("durability", () => {
 
   it("replaces the assignee index of an older file, which held the status; a role's tasks are still found by status", async () => {
     const file = join(dir, "old-index.db");
-    const old = PlanTool.open(file);
+    const old = openPlanFile(file);
     await old.create_plan_from_structure("p", SAFETY_WORKFLOW);
     await old.update_task_status("p", "t1", "inprogress");
     old.close();
@@ -290,7 +291,7 @@ describe("durability", () => {
     // The index as earlier releases made it.
     db.exec("DROP INDEX plan_tasks_by_assignee; CREATE INDEX plan_tasks_by_assignee ON plan_tasks (plan_id, assignee, status);");
     db.close();
-    const tool = PlanTool.open(file);
+    const tool = openPlanFile(file);
     expect((await tool.get_tasks_for_role("p", "analyst")).map((t) => t.task_id)).toEqual(["t2"]);
     expect((await tool.get_tasks_for_role("p", "analyst", "inprogress")).map((t) => t.task_id)).toEqual(["t1"]);
     expect(await tool.update_task_status("p", "t1", "completed", "ok")).toBe(true);
@@ -329,7 +330,7 @@ describe("durability", () => {
         ('old', 't3', 's1', 2, 'C', 'x', '', 1, 'ready', NULL, '2025-01-01T00:00:00.000Z');
     `);
     db.close();
-    const tool = PlanTool.open(file);
+    const tool = openPlanFile(file);
     expect(await tool.update_task_status("old", "t2", "completed")).toBe(true);
     expect(await tool.get_plan_status("old")).toBe("running");
     expect(await tool.update_task_status("old", "t3", "skipped")).toBe(true);

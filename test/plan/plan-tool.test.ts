@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ROOT } from "../support/cli.js";
 import { newPlanId, PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
+import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { canTransition } from "../../src/plan/transitions.js";
 import { TASK_STATUSES, type TaskStatus } from "../../src/plan/types.js";
 import { SAFETY_WORKFLOW } from "./fixtures.js";
@@ -12,7 +13,7 @@ let events: TaskStatusEvent[];
 
 beforeEach(() => {
   events = [];
-  tool = PlanTool.open(":memory:", { emit: (e) => events.push(e), now: () => new Date("2025-01-02T03:04:05.000Z") });
+  tool = openPlanFile(":memory:", { emit: (e) => events.push(e), now: () => new Date("2025-01-02T03:04:05.000Z") });
 });
 afterEach(() => tool.close());
 

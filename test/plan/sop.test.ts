@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import type { RunEvent } from "../../src/events/types.js";
-import { closePlanTool, openPlanTool } from "../../src/plan/plan-tool.js";
+import { closePlanTool, openPlanTool } from "../../src/store/sqlite/store.js";
 import { runTeam } from "../../src/engine/run-team.js";
 import { ROOT } from "../support/cli.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";

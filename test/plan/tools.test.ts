@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RunEvent, RunEventBody, EventScope } from "../../src/events/types.js";
-import { PlanTool } from "../../src/plan/plan-tool.js";
+import type { PlanTool } from "../../src/plan/plan-tool.js";
+import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { createPlanTools, PLAN_TOOL_NAMES } from "../../src/plan/tools.js";
 import { createToolBox } from "../../src/tools/toolbox.js";
 import type { ToolOutcome } from "../../src/tools/types.js";
@@ -10,7 +11,7 @@ let planTool: PlanTool;
 let events: (RunEventBody & EventScope)[];
 
 beforeEach(async () => {
-  planTool = PlanTool.open(":memory:");
+  planTool = openPlanFile(":memory:");
   events = [];
   await planTool.create_plan_from_structure("p1", SAFETY_WORKFLOW);
 });

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { PlanTool } from "../../src/plan/plan-tool.js";
+import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { describeOpenTasks, renderPlanList, renderPlanTree } from "../../src/plan/tree.js";
 import { SAFETY_WORKFLOW } from "./fixtures.js";
 
 describe("plan tree", () => {
   it("draws steps and tasks with statuses, optional marks and indented multi-line summaries", async () => {
-    const tool = PlanTool.open(":memory:", { now: () => new Date("2025-01-02T03:04:05.000Z") });
+    const tool = openPlanFile(":memory:", { now: () => new Date("2025-01-02T03:04:05.000Z") });
     await tool.create_plan_from_structure("p1", SAFETY_WORKFLOW);
     await tool.update_task_status("p1", "t1", "inprogress");
     await tool.update_task_status("p1", "t1", "completed", "line one\nline two");

@@ -150,7 +150,7 @@ describe("react agent through the openai client and the test server", () => {
     expect(second.map((m) => m.role)).toEqual(["user", "system", "assistant"]);
     expect(String(second[2]?.content)).toContain("action_type must be one of");
     // Why the reply was refused is in its llm.response event, and so in the trace's tree.
-    const events = (await import("../../src/trace/store.js")).TraceStore.open(traceDir, { create: false });
+    const events = (await import("../../src/store/sqlite/trace-store.js")).TraceStore.open(traceDir, { create: false });
     const stored = events.eventsOfTask(result.task_id);
     events.close();
     const refused = stored.find((e) => e.type === "llm.response" && e.action_type === "INVALID");

@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/events/types.js";
-import type { RunSummary } from "../../src/trace/store.js";
+import type { RunSummary } from "../../src/store/runs.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, writeTeam } from "../support/team.js";
 import { CIRCLE_QUESTION, eventually, postRun, readSse, serveTeam, type Sse } from "./support.js";

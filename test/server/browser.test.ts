@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent, RunEventBody, TodoItem } from "../../src/events/types.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { requireComponent } from "../support/components.js";
 import { CIRCLE_QUESTION, approvalTeam, serveTeam } from "./support.js";
 

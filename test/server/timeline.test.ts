@@ -13,7 +13,7 @@ import { pathToFileURL } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunEvent } from "../../src/events/types.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { ROOT, runCli } from "../support/cli.js";
 import { requireComponent } from "../support/components.js";
 import { tempDir, writeTeam } from "../support/team.js";

@@ -75,33 +75,6 @@ describe("PostgreSQL Plan Tool, updates arriving together", () => {
     }
   }, 60_000);
 
-  it("the same task twice in a batch: the second sees the first, the summary kept unless given", async () => {
-    const store = await createStore(await postgres.createDatabase("twice"));
-    try {
-      const tool = store.planTool();
-      expect((await tool.createPlan("p", wideWorkflow(2))).ok).toBe(true);
-      const outcomes = await Promise.all([
-        tool.updateTask("p", "t1", "inprogress", "started"),
-        tool.updateTask("p", "t1", "completed"),
-        tool.updateTask("p", "t1", "inprogress"),
-        tool.updateTask("p", "nope", "inprogress"),
-        tool.updateTask("p", "t2", "skipped"),
-      ]);
-      expect(outcomes.map((o) => (o.ok ? o.plan_status : o.error))).toEqual([
-        "running",
-        "running",
-        expect.stringMatching(/^task t1: /),
-        "unknown task nope in plan p",
-        "completed",
-      ]);
-      const plan = await tool.get_plan_structure("p");
-      expect(plan).toMatchObject({ status: "completed", revision: 3 });
-      expect(plan?.steps[0]?.tasks.map((t) => `${t.task_id} ${t.status} ${t.result_summary}`)).toEqual(["t1 completed started", "t2 skipped null"]);
-    } finally {
-      await store.close();
-    }
-  }, 60_000);
-
   it("replaces the assignee index of a database an earlier release made, which held the status; no schema version is added", async () => {
     const url = await postgres.createDatabase("assignee");
     const indexDef = async (client: pg.Client) =>

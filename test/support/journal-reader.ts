@@ -1,7 +1,8 @@
 import type { RunOptions } from "../../src/engine/run-team.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { createChatClient } from "../../src/models/factory.js";
-import { TraceStore, type JournalEntry } from "../../src/trace/store.js";
+import type { JournalEntry } from "../../src/store/runs.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 
 /**
  * Run options that read a run's journal through a connection of their own

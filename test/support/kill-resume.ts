@@ -4,7 +4,7 @@
  * unanswered), and what its store holds afterwards (docs/durable-runs.md).
  */
 import { spawn } from "node:child_process";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { BIN, ROOT } from "./cli.js";
 

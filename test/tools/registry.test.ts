@@ -12,7 +12,7 @@ import { prepareTools, providedTools, resolveTools } from "../../src/engine/reso
 import { entryOf } from "../../src/engine/tool-registry.js";
 import { RuntimeError } from "../../src/errors.js";
 import { defineTool } from "../../src/index.js";
-import { closePlanTool, openPlanTool } from "../../src/plan/plan-tool.js";
+import { closePlanTool, openPlanTool } from "../../src/store/sqlite/store.js";
 import { McpServers } from "../../src/tools/mcp/servers.js";
 import type { Tool } from "../../src/tools/types.js";
 import { startHttpMcpServer, type HttpMcpServer } from "../mcp/support.js";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { TRACE_DB_FILE, TraceStore } from "../../src/trace/store.js";
+import { TRACE_DB_FILE, TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
 import { CIRCLE_QUESTION, postRun, serveTeam } from "../server/support.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { runCli } from "../support/cli.js";
 import { circleReactRun, steppingClock, todoRun } from "./fixtures.js";
 

@@ -6,7 +6,7 @@ import { runTeam } from "../../src/engine/run-team.js";
 import { journalAtRequests } from "../support/journal-reader.js";
 import { acquireTraceStore, groupAppend, openTraceStores, releaseTraceStore } from "../../src/engine/trace-stores.js";
 import type { RunEvent } from "../../src/events/types.js";
-import { TraceStore } from "../../src/trace/store.js";
+import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
 

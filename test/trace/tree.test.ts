@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import type { RunSummary } from "../../src/trace/store.js";
+import type { RunSummary } from "../../src/store/runs.js";
 import { formatRunList, renderRunTree, renderTraceEvents } from "../../src/trace/tree.js";
 import { circleReactRun, todoRun } from "./fixtures.js";
 

@@ -94,10 +94,9 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     }
   }
   const recorded: RecordedReply[] = [];
-  const status = await runAndReport("exec", opts, team, (base) =>
+  const status = await runAndReport("exec", { ...opts, store }, team, (base) =>
     runTeam(team, {
       ...base,
-      ...(store ? { store } : {}),
       input,
       ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
       ...(opts.session !== undefined ? { sessionId: opts.session } : {}),

@@ -64,12 +64,12 @@ function dir(options: PlanOptions): string {
 /** Opens the store read-side (never creating it) for one command. */
 async function withPlans<T>(options: PlanOptions, use: (tool: PlanTool) => Promise<T>): Promise<T> {
   // The Plan Tool (better-sqlite3) loads only when a plan command runs, so `runtime --help` starts fast.
-  const { PLANS_DB, PlanTool } = await import("../../plan/plan-tool.js");
+  const { PLANS_DB, openPlanFile } = await import("../../store/sqlite/store.js");
   const file = join(dir(options), PLANS_DB);
   if (!existsSync(file)) throw new RuntimeError("NOT_FOUND", `no plans in ${dir(options)}`);
   let tool: PlanTool;
   try {
-    tool = PlanTool.open(file, { create: false });
+    tool = openPlanFile(file, { create: false });
   } catch (err) {
     throw new RuntimeError("NOT_FOUND", `cannot read ${file}: ${describeError(err)}`, { cause: err });
   }

@@ -31,9 +31,8 @@ export function registerReplay(program: Command, setExit: SetExit): void {
 }
 
 async function replay(given: string, opts: ReplayOptions): Promise<number> {
-  const [{ replayRun, storedRun }, { TraceStore }, { resolveTraceDir }, { compareEvents }] = await Promise.all([
+  const [{ replayRun, storedRun, storedRuns }, { resolveTraceDir }, { compareEvents }] = await Promise.all([
     import("../../engine/resume.js"),
-    import("../../trace/store.js"),
     import("../../engine/trace-dir.js"),
     import("../../trace/compare.js"),
   ]);
@@ -42,14 +41,14 @@ async function replay(given: string, opts: ReplayOptions): Promise<number> {
   let stored: RunEvent[];
   let teamFile: string | undefined;
   try {
-    const store = TraceStore.open(from, { create: false });
+    const store = storedRuns(from);
     try {
-      taskId = store.resolveTaskId(given);
-      stored = store.eventsOfTask(taskId);
+      taskId = await store.resolveTaskId(given);
+      stored = await store.eventsOfTask(taskId);
+      teamFile = opts.team ?? (await storedRun(store, taskId)).team_file;
     } finally {
-      store.close();
+      await store.close();
     }
-    teamFile = opts.team ?? storedRun(from, taskId).team_file;
   } catch (err) {
     process.stderr.write(`runtime replay: ${describeError(err)}\n`);
     return EXIT.RUN_ERROR;
@@ -94,7 +93,7 @@ export function registerDiff(program: Command, setExit: SetExit): void {
 
 async function diff(givenA: string, givenB: string, opts: { traceDir?: string }): Promise<number> {
   const [{ TraceStore }, { resolveTraceDir }, { diffJournals }] = await Promise.all([
-    import("../../trace/store.js"),
+    import("../../store/sqlite/trace-store.js"),
     import("../../engine/trace-dir.js"),
     import("../../trace/compare.js"),
   ]);

@@ -51,12 +51,17 @@ async function resume(given: string, opts: ResumeOptions): Promise<number> {
   } catch (err) {
     return fail(describeError(err), EXIT.USAGE);
   }
-  const [{ resumeRun, storedRun }, { runAndReport }] = await Promise.all([import("../../engine/resume.js"), import("../run-report.js")]);
+  const [{ resumeRun, storedRun, storedRuns }, { runAndReport }] = await Promise.all([import("../../engine/resume.js"), import("../run-report.js")]);
   let taskId: string;
   let teamFile: string | undefined;
   try {
-    taskId = await resolveTask(opts.traceDir, given);
-    teamFile = opts.team ?? storedRun(opts.traceDir, taskId).team_file;
+    const runs = storedRuns(opts.traceDir);
+    try {
+      taskId = await runs.resolveTaskId(given);
+      teamFile = opts.team ?? (await storedRun(runs, taskId)).team_file;
+    } finally {
+      await runs.close();
+    }
   } catch (err) {
     return fail(describeError(err), err instanceof RuntimeError && err.code === "NOT_FOUND" ? EXIT.RUN_ERROR : EXIT.USAGE);
   }
@@ -83,16 +88,6 @@ function parseBudget(pairs: string[]): Budget {
   return budget;
 }
 
-async function resolveTask(traceDir: string | undefined, given: string): Promise<string> {
-  const [{ TraceStore }, { resolveTraceDir }] = await Promise.all([import("../../trace/store.js"), import("../../engine/trace-dir.js")]);
-  const store = TraceStore.open(resolveTraceDir(traceDir), { create: false });
-  try {
-    return store.resolveTaskId(given);
-  } finally {
-    store.close();
-  }
-}
-
 interface ApproveOptions {
   deny?: boolean;
   reason?: string;
@@ -114,21 +109,17 @@ export function registerApprove(program: Command, setExit: SetExit): void {
 }
 
 async function approve(given: string, call: string | undefined, opts: ApproveOptions): Promise<number> {
-  const [{ TraceStore }, { resolveTraceDir }, { decideApprovals }] = await Promise.all([
-    import("../../trace/store.js"),
-    import("../../engine/trace-dir.js"),
-    import("../../engine/resume.js"),
-  ]);
+  const { decideApprovals, storedRuns } = await import("../../engine/resume.js");
   let store;
   try {
-    store = TraceStore.open(resolveTraceDir(opts.traceDir), { create: false });
+    store = storedRuns(opts.traceDir);
   } catch (err) {
     process.stderr.write(`runtime approve: ${describeError(err)}\n`);
     return EXIT.RUN_ERROR;
   }
   try {
     const decision = opts.deny ? "deny" : "approve";
-    const { task_id, decided, waiting } = decideApprovals(store, given, {
+    const { task_id, decided, waiting } = await decideApprovals(store, given, {
       ...(call !== undefined ? { call } : {}),
       decision,
       ...(opts.reason ? { reason: opts.reason } : {}),
@@ -142,6 +133,6 @@ async function approve(given: string, call: string | undefined, opts: ApproveOpt
     process.stderr.write(`runtime approve: ${describeError(err)}\n`);
     return EXIT.RUN_ERROR;
   } finally {
-    store.close();
+    await store.close();
   }
 }

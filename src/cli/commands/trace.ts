@@ -1,11 +1,10 @@
-import { resolve } from "node:path";
 import type { Command } from "commander";
 import { RuntimeError, describeError } from "../../errors.js";
 import type { RunEvent } from "../../events/types.js";
-import type { RunSummary } from "../../trace/store.js";
+import type { RunSummary } from "../../store/runs.js";
 import { EXIT, type SetExit } from "../exit.js";
 import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
-import type { RunStore } from "../../store/run-store.js";
+import type { RunStore } from "../../store/runs.js";
 
 interface TraceOptions {
   agent?: string;
@@ -51,7 +50,7 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
   const listing = options.agent !== undefined || options.session !== undefined || options.status !== undefined;
   const chosen = [taskId !== undefined, listing, options.traceId !== undefined].filter(Boolean);
   if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME / --session ID / --status S, or --trace-id ID");
-  const { RUN_STATUSES } = await import("../../trace/store.js");
+  const { RUN_STATUSES } = await import("../../store/runs.js");
   const status = RUN_STATUSES.find((s) => s === options.status);
   if (options.status !== undefined && status === undefined) throw new RuntimeError("USAGE", `--status must be one of ${RUN_STATUSES.join(", ")}, got "${options.status}"`);
   if (options.html !== undefined && taskId === undefined) throw new RuntimeError("USAGE", "--html writes one run: give its TASK_ID");
@@ -105,10 +104,10 @@ async function openForReading(url: string | undefined, traceDir: string | undefi
       const store = await createStore(url);
       return { store: store.runs, close: () => store.close(), dir: store.location };
     }
-    const [{ TraceStore }, { sqliteRunStore }] = await Promise.all([import("../../trace/store.js"), import("../../store/run-store.js")]);
-    const dir = resolve(traceDir ?? process.env["RUNTIME_TRACE_DIR"] ?? ".runtime");
-    const trace = TraceStore.open(dir, { create: false });
-    return { store: sqliteRunStore(trace), close: async () => trace.close(), dir };
+    const [{ storedRuns }, { resolveTraceDir }] = await Promise.all([import("../../engine/resume.js"), import("../../engine/trace-dir.js")]);
+    const dir = resolveTraceDir(traceDir);
+    const store = storedRuns(dir);
+    return { store, close: () => store.close(), dir };
   } catch (err) {
     // A store that cannot be read is "nothing found here", exit 1; a newer schema says so itself.
     if (err instanceof RuntimeError) throw new RuntimeError("NOT_FOUND", err.message, { cause: err });

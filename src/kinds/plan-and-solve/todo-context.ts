@@ -1,5 +1,5 @@
 import type { RunEventBody, TodoItem, TodoStatus } from "../../events/types.js";
-import type { TodoSessions, TodoSessionState, TrackedItem } from "./session-store.js";
+import type { TodoSessions, TodoSessionState, TrackedItem } from "../../store/todo-sessions.js";
 import { checkTransition, isTerminal } from "./task-machine.js";
 
 /** What a new list is written from: `write_todos` arguments. */

@@ -1,12 +1,12 @@
 /**
  * Conversations of sessions on PostgreSQL (docs/sessions.md,
  * docs/scale-out.md#stores): the tables of the SQLite store
- * (src/kinds/conversation-store.ts) in the `runtime` schema. A turn takes
+ * (src/store/sqlite/conversations.ts) in the `runtime` schema. A turn takes
  * the next position under a lock of its session's first row, so two runs
  * of one session ending together on two machines both keep their turn.
  */
 import type pg from "pg";
-import type { ConversationState, Conversations, Turn } from "../../kinds/conversation.js";
+import type { ConversationState, Conversations, Turn } from "../conversations.js";
 import { SCHEMA as S, storeError, transaction } from "./connect.js";
 
 export class PostgresConversations implements Conversations {

@@ -1,6 +1,6 @@
 /**
  * Plan Tool plans on PostgreSQL (docs/scale-out.md#stores): the tables of
- * the SQLite plan store (src/plan/store.ts) in the `runtime` schema. An
+ * the SQLite plan store (src/store/sqlite/plan-store.ts) in the `runtime` schema. An
  * update locks its plan's row (`SELECT ... FOR UPDATE`) for the length of
  * its transaction, so writers on any number of machines apply their checks
  * and changes one after the other and the plan's counters stay exact; the
@@ -8,8 +8,7 @@
  */
 import type pg from "pg";
 import { checkUpdate, derivePlanStatus, type PlanCounters } from "../../plan/transitions.js";
-import type { PlanStorage, TaskUpdate, UpdateOutcome } from "../../plan/storage.js";
-import type { PlanRow } from "../../plan/store.js";
+import type { PlanRow, PlanStorage, TaskUpdate, UpdateOutcome } from "../plans.js";
 import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskInfo, TaskStatus } from "../../plan/types.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 

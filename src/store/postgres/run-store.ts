@@ -1,6 +1,6 @@
 /**
  * The run store on PostgreSQL (docs/scale-out.md#stores): the same tables
- * and answers as the embedded SQLite store (src/trace/store.ts), in the
+ * and answers as the embedded SQLite store (src/store/sqlite/trace-store.ts), in the
  * `runtime` schema. Each `appendMany` is one transaction that also notifies
  * `runtime_events` with the task ids it wrote, so every server following a
  * run hears of its new events (src/queue/live-events.ts).
@@ -8,8 +8,8 @@
 import type pg from "pg";
 import { takeEventJson } from "../../events/bus.js";
 import type { RunEvent } from "../../events/types.js";
-import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../run-store.js";
-import { pickTaskId, toSummary, type RunRow } from "../../trace/store.js";
+import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../runs.js";
+import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
@@ -164,7 +164,7 @@ export class PostgresRunStore implements RunStore {
 
   async resolveTaskId(given: string): Promise<string> {
     if ((await this.lastSeq(given)) > 0) return given;
-    // The rule of the SQLite store (TraceStore.taskIdsMatching): begins or ends an id, compared exactly.
+    // The rule of the SQLite store (TraceStore.taskIdsMatching, src/store/sqlite/trace-store.ts): begins or ends an id, compared exactly.
     const rows = await this.query<{ task_id: string }>(
       "cannot read runs",
       `SELECT task_id FROM ${S}.runs WHERE left(task_id, length($1)) = $1 OR right(task_id, length($1)) = $1 ORDER BY task_id COLLATE "C" LIMIT 6`,

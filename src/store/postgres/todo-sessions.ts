@@ -6,8 +6,7 @@
  * version any run reached.
  */
 import type pg from "pg";
-import type { TodoSessions, TodoSessionState } from "../../kinds/plan-and-solve/session-store.js";
-import { TODO_SCHEMA_VERSION } from "../../kinds/plan-and-solve/session-store.js";
+import { TODO_SCHEMA_VERSION, type TodoSessions, type TodoSessionState } from "../todo-sessions.js";
 import { SCHEMA as S, storeError } from "./connect.js";
 
 export class PostgresTodoSessions implements TodoSessions {

@@ -2,8 +2,8 @@
 // argv: <plan-tool.js> <db file> <plan_id> <task count>
 // Prints {"started", "completed", "first", "last"}: the tasks this process won and completed, and when it worked.
 const [modulePath, file, planId, count] = process.argv.slice(2);
-const { PlanTool } = await import(modulePath);
-const tool = PlanTool.open(file);
+const { openPlanFile } = await import(modulePath);
+const tool = openPlanFile(file);
 const ids = Array.from({ length: Number(count) }, (_, i) => `t${i + 1}`);
 // A different order per process, so they collide all along the list.
 if (Number(process.env.REVERSE)) ids.reverse();

@@ -1,8 +1,8 @@
 // Child process: creates a plan, moves tasks, then dies without closing the database.
 // argv: <plan-tool.js> <db file> <plan_id> <structure JSON>
 const [modulePath, file, planId, structure] = process.argv.slice(2);
-const { PlanTool } = await import(modulePath);
-const tool = PlanTool.open(file);
+const { openPlanFile } = await import(modulePath);
+const tool = openPlanFile(file);
 if (!(await tool.create_plan_from_structure(planId, JSON.parse(structure)))) process.exit(3);
 await tool.update_task_status(planId, "t1", "inprogress");
 await tool.update_task_status(planId, "t1", "completed", "facts gathered");

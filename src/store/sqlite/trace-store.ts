@@ -1,45 +1,22 @@
+/**
+ * The embedded run store: every event, journal entry and decision of every
+ * run in SQLite (`<traceDir>/traces.db`, its schema in trace-schema.ts).
+ * Its calls complete before they return (`sqliteRunStore` wraps it as the
+ * RunStore port); the engine's group commit (src/engine/trace-stores.ts)
+ * writes through `appendAll`.
+ */
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { RuntimeError, describeError } from "../errors.js";
-import type { RunEvent, Usage } from "../events/types.js";
-import { takeEventJson } from "../events/bus.js";
+import { RuntimeError, describeError } from "../../errors.js";
+import type { RunEvent } from "../../events/types.js";
+import { takeEventJson } from "../../events/bus.js";
+import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
+import type { AppendBatch, ApprovalRecord, JournalEntry, RunQuery, RunSummary } from "../runs.js";
+import { migrate } from "./schema.js";
+import { TRACE_DB_FILE, TRACE_SCHEMA } from "./trace-schema.js";
 
-/** The schema this code writes; a store with a newer one is refused, older ones are migrated. */
-export const TRACE_SCHEMA_VERSION = 6;
-
-/** The file name of the store inside the trace directory. */
-export const TRACE_DB_FILE = "traces.db";
-
-/** One row of the `runs` table: a run's summary, kept up to date from run.started / run.finished. */
-export interface RunSummary {
-  task_id: string;
-  agent_id: string;
-  input: string;
-  started_at: string;
-  /** Unset while the run is going on, or when its process died before it finished. */
-  finished_at?: string;
-  result_type?: "answer" | "error" | "paused";
-  answer?: string;
-  error?: string;
-  usage?: Usage;
-}
-
-/** How a run stands: ended so (`answer`, `error`, `paused`), or not finished (`running`: going on, or its process died). */
-export type RunStatus = "answer" | "error" | "paused" | "running";
-export const RUN_STATUSES: readonly RunStatus[] = ["answer", "error", "paused", "running"];
-
-/** Filters of a run listing; every one given must hold. */
-export interface RunQuery {
-  /** Runs in which this agent ran, as the entry agent or at any depth below it. */
-  agent?: string;
-  /** Runs of this conversation (docs/sessions.md). */
-  session?: string;
-  /** Runs with this status. */
-  status?: RunStatus;
-  /** @default 20 */
-  limit?: number;
-}
+export { TRACE_DB_FILE, TRACE_SCHEMA_VERSION } from "./trace-schema.js";
 
 export interface TraceStoreOptions {
   /**
@@ -53,131 +30,6 @@ export interface TraceStoreOptions {
    * @default 5000
    */
   busyTimeoutMs?: number;
-}
-
-const SCHEMA = `
--- Version 6: a run's events are stored in batches, one row for the events of
--- a run that one commit writes (the seq range first_seq..last_seq, the events
--- as a JSON array in seq order), and one row of event_traces for each
--- recursion (trace_id) a batch holds events of. A row per event, with its two
--- indexes, cost ~80 inserts into three b-trees per 10-step task, about half
--- of the store's CPU (docs/design/journal.md#the-events-beside-it).
-CREATE TABLE IF NOT EXISTS event_batches (
-  id INTEGER PRIMARY KEY,
-  task_id TEXT NOT NULL,
-  first_seq INTEGER NOT NULL,
-  last_seq INTEGER NOT NULL,
-  json TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS event_batches_task ON event_batches (task_id, last_seq);
--- A run's events are appended in seq order, each seq once: a batch starting
--- at or below a seq already stored (another writer of the same run) is
--- refused, as the unique (task_id, seq) of a row per event refused it.
-CREATE TRIGGER IF NOT EXISTS event_batches_in_order BEFORE INSERT ON event_batches
-WHEN EXISTS (SELECT 1 FROM event_batches WHERE task_id = NEW.task_id AND last_seq >= NEW.first_seq)
-BEGIN
-  SELECT RAISE(ABORT, 'UNIQUE constraint failed: event_batches.first_seq (the run already has events at or after it)');
-END;
-CREATE TABLE IF NOT EXISTS event_traces (
-  trace_id TEXT NOT NULL,
-  batch_id INTEGER NOT NULL,
-  PRIMARY KEY (trace_id, batch_id)
-) WITHOUT ROWID;
--- The table of versions 1-5 as a view, a row per event, that takes inserts as
--- one-event batches: a process of an older runtime that had the store open
--- when a newer one migrated it goes on reading and writing its runs (it
--- refuses to open the store again: its schema_version is newer). The agent
--- and session indexes are filled from it too, when a store first gains them.
-CREATE VIEW IF NOT EXISTS events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) AS
-  SELECT b.task_id, json_extract(e.value, '$.seq'), json_extract(e.value, '$.type'), json_extract(e.value, '$.agent_id'),
-    json_extract(e.value, '$.step_id'), json_extract(e.value, '$.parent_step_id'), json_extract(e.value, '$.trace_id'),
-    json_extract(e.value, '$.ts'), e.value
-  FROM event_batches b, json_each(b.json) e;
-CREATE TRIGGER IF NOT EXISTS events_insert INSTEAD OF INSERT ON events
-BEGIN
-  INSERT INTO event_batches (task_id, first_seq, last_seq, json) VALUES (NEW.task_id, NEW.seq, NEW.seq, '[' || NEW.json || ']');
-  INSERT INTO event_traces (trace_id, batch_id) SELECT NEW.trace_id, last_insert_rowid() WHERE NEW.trace_id IS NOT NULL;
-END;
-CREATE TABLE IF NOT EXISTS runs (
-  task_id TEXT PRIMARY KEY,
-  agent_id TEXT NOT NULL,
-  input TEXT NOT NULL,
-  started_at TEXT NOT NULL,
-  finished_at TEXT,
-  result_type TEXT,
-  answer TEXT,
-  error TEXT,
-  usage_json TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent_id, started_at);
-CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
--- Version 5: journal is a rowid table, its rows appended at the end of the
--- table in the order written, with (task_id, key) as a unique index: a WITHOUT
--- ROWID table kept whole rows in task_id order, so every commit rewrote pages
--- all over the file.
-CREATE TABLE IF NOT EXISTS journal (
-  id INTEGER PRIMARY KEY,
-  task_id TEXT NOT NULL,
-  key TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  ts TEXT NOT NULL,
-  json TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS journal_key ON journal (task_id, key);
--- Version 4: a person's decisions on tool calls waiting for approval, by journal key.
-CREATE TABLE IF NOT EXISTS approvals (
-  task_id TEXT NOT NULL,
-  key TEXT NOT NULL,
-  decision TEXT NOT NULL,
-  reason TEXT,
-  ts TEXT NOT NULL,
-  PRIMARY KEY (task_id, key)
-) WITHOUT ROWID;
-`;
-
-/**
- * One entry of a run's journal (src/engine/journal.ts): a model reply or a
- * tool call's start or result, under a key that names it within the run.
- */
-export interface JournalEntry {
-  task_id: string;
-  /**
-   * `run` (how the run was started), `<step key>` (a step and its step_id),
-   * `<step key>/m<k>` (model call k of a step), `<step key>/t<n>` (its tool
-   * call n), `<step key>/v<n>` (a value the step read from outside the run).
-   */
-  key: string;
-  kind: JournalKind;
-  ts: string;
-  /** The entry's value as JSON (masked like events). */
-  json: string;
-}
-
-export type JournalKind = "run" | "step" | "model.reply" | "tool.started" | "tool.result" | "value";
-
-/** Events and journal entries written together. */
-export type AppendBatch = readonly [events: readonly RunEvent[], journal: readonly JournalEntry[]];
-
-/** A person's decision on a call waiting for approval. */
-export interface ApprovalRecord {
-  /** The call's journal key (the `approval_id` of its events). */
-  key: string;
-  decision: "approve" | "deny";
-  reason?: string;
-  ts: string;
-}
-
-/** A row of the `runs` table, as SQLite and PostgreSQL (src/store/postgres/run-store.ts) return it. */
-export interface RunRow {
-  task_id: string;
-  agent_id: string;
-  input: string;
-  started_at: string;
-  finished_at: string | null;
-  result_type: string | null;
-  answer: string | null;
-  error: string | null;
-  usage_json: string | null;
 }
 
 /**
@@ -250,9 +102,7 @@ export class TraceStore {
       // NORMAL in WAL mode: every commit is in the WAL before append returns, so a killed
       // process loses nothing; only a power cut may lose the last commits.
       db.pragma("synchronous = NORMAL");
-      migrate(db, file, busyTimeoutMs);
-      indexAgents(db);
-      indexSessions(db);
+      migrate(db, file, TRACE_SCHEMA, busyTimeoutMs);
       return new TraceStore(db, file);
     } catch (err) {
       db?.close();
@@ -467,138 +317,11 @@ function eventsOf(rows: unknown[], keep: (event: RunEvent) => boolean): RunEvent
   return out;
 }
 
-/** How long opening a store waits for another process migrating it (a large store takes seconds). */
-const MIGRATION_WAIT_MS = 120_000;
-
-/**
- * Create the schema, or move an older store to it, or refuse a store written
- * by a newer runtime. Processes opening one store at once (a server and its
- * workers starting together) migrate it once: the migration takes the write
- * lock first and reads the version again under it.
- */
-function migrate(db: Database.Database, file: string, busyTimeoutMs: number): void {
-  db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  if (schemaVersion(db, file) === TRACE_SCHEMA_VERSION) return;
-  db.pragma(`busy_timeout = ${Math.max(busyTimeoutMs, MIGRATION_WAIT_MS)}`);
-  try {
-    db.transaction(() => {
-      const found = schemaVersion(db, file);
-      if (found === TRACE_SCHEMA_VERSION) return;
-      if (found === undefined) db.exec(SCHEMA);
-      else fromOlderSchema(db, found);
-      db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(TRACE_SCHEMA_VERSION));
-    }).immediate();
-  } finally {
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  }
-}
-
-/** The store's schema_version (undefined for a new store); a newer one than this code's is refused. */
-function schemaVersion(db: Database.Database, file: string): number | undefined {
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
-  const found = row === undefined ? undefined : Number(row.value);
-  if (found !== undefined && !(found <= TRACE_SCHEMA_VERSION)) {
-    throw new RuntimeError(
-      "USAGE",
-      `trace store ${file} has schema_version ${row?.value}, newer than this runtime supports (${TRACE_SCHEMA_VERSION}); upgrade the runtime or use another --trace-dir`,
-    );
-  }
-  return found;
-}
-
-/**
- * A store of an older schema_version moves to this one (SCHEMA says what
- * each version changed), in the migration's transaction: its events table
- * (one row per event, in every older version) and, before version 5, its
- * WITHOUT ROWID journal are renamed aside, SCHEMA creates the new tables,
- * each event becomes a batch of its own (with its recursion's row), the
- * journal's rows are copied in key order, and the old tables are dropped.
- */
-function fromOlderSchema(db: Database.Database, found: number): void {
-  const moveJournal = found < 5 && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal'").get() !== undefined;
-  db.exec(`ALTER TABLE events RENAME TO events_old;${moveJournal ? " ALTER TABLE journal RENAME TO journal_old;" : ""}`);
-  db.exec(SCHEMA);
-  db.exec(`INSERT INTO event_batches (task_id, first_seq, last_seq, json)
-      SELECT task_id, seq, seq, '[' || json || ']' FROM events_old ORDER BY task_id, seq;
-    INSERT INTO event_traces (trace_id, batch_id)
-      SELECT o.trace_id, b.id FROM events_old o JOIN event_batches b ON b.task_id = o.task_id AND b.last_seq = o.seq WHERE o.trace_id IS NOT NULL;
-    DROP TABLE events_old;`);
-  if (moveJournal) {
-    db.exec(`INSERT INTO journal (task_id, key, kind, ts, json) SELECT task_id, key, kind, ts, json FROM journal_old ORDER BY task_id, key;
-      DROP TABLE journal_old;`);
-  }
-}
-
-/** Version of the session index below; kept apart from schema_version so older stores gain it in place. */
-const SESSION_INDEX_VERSION = "1";
-
-/**
- * Which runs belong to which conversation (`run.started.session_id`), for
- * `runsOfSession` (docs/sessions.md). A store without it gets the table and
- * is filled from the events it holds, once.
- */
-function indexSessions(db: Database.Database): void {
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'session_index_version'").get() as { value: string } | undefined;
-  if (row?.value === SESSION_INDEX_VERSION) return;
-  db.transaction(() => {
-    db.exec(`CREATE TABLE IF NOT EXISTS run_sessions (
-      session_id TEXT NOT NULL,
-      task_id TEXT NOT NULL,
-      started_at TEXT NOT NULL,
-      PRIMARY KEY (session_id, task_id)
-    ) WITHOUT ROWID;
-    INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at)
-      SELECT json_extract(json, '$.session_id'), task_id, ts FROM events
-       WHERE type = 'run.started' AND json_extract(json, '$.session_id') IS NOT NULL;`);
-    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('session_index_version', ?)").run(SESSION_INDEX_VERSION);
-  })();
-}
-
-/** Version of the agent index below; kept apart from schema_version so older stores gain it in place. */
-const AGENT_INDEX_VERSION = "1";
-
-/**
- * Which agents ran in which run (every `agent.started`, at any depth), for
- * `runsOfAgent`. A store without it gets the table and is filled from the
- * events it holds, once.
- */
-function indexAgents(db: Database.Database): void {
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'agent_index_version'").get() as { value: string } | undefined;
-  if (row?.value === AGENT_INDEX_VERSION) return;
-  db.transaction(() => {
-    db.exec(`CREATE TABLE IF NOT EXISTS run_agents (
-      agent_id TEXT NOT NULL,
-      task_id TEXT NOT NULL,
-      started_at TEXT NOT NULL,
-      PRIMARY KEY (agent_id, task_id)
-    ) WITHOUT ROWID;
-    INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at)
-      SELECT agent_id, task_id, MIN(ts) FROM events WHERE type = 'agent.started' GROUP BY agent_id, task_id;`);
-    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('agent_index_version', ?)").run(AGENT_INDEX_VERSION);
-  })();
-}
-
-/** A run's summary from its row. */
-export function toSummary(row: RunRow): RunSummary {
-  const summary: RunSummary = {
-    task_id: row.task_id,
-    agent_id: row.agent_id,
-    input: row.input,
-    started_at: row.started_at,
-  };
-  if (row.finished_at !== null) summary.finished_at = row.finished_at;
-  if (row.result_type === "answer" || row.result_type === "error" || row.result_type === "paused") summary.result_type = row.result_type;
-  if (row.answer !== null) summary.answer = row.answer;
-  if (row.error !== null) summary.error = row.error;
-  if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;
-  return summary;
-}
-
 /**
  * `mkdir -p`, one level at a time: Node's `mkdirSync(dir, { recursive: true })`
  * loops forever on some paths it cannot create (under /proc), where this fails.
  */
-function makeDirectory(dir: string): void {
+export function makeDirectory(dir: string): void {
   const missing: string[] = [];
   let current = resolve(dir);
   while (!existsSync(current)) {
@@ -617,20 +340,3 @@ function makeDirectory(dir: string): void {
   }
 }
 
-/**
- * The one id a shortened `given` names among the stored ids it begins or
- * ends (`matches`, in id order): the rule of both stores (PostgreSQL:
- * src/store/postgres/run-store.ts).
- */
-export function pickTaskId(given: string, matches: readonly string[], where: string): string {
-  // An empty part begins every id: it names none.
-  if (given === "") matches = [];
-  if (matches.length === 1) return matches[0]!;
-  if (matches.length > 1) {
-    throw new RuntimeError(
-      "NOT_FOUND",
-      `task_id ${given} is ambiguous: it begins or ends ${matches.slice(0, 5).join(", ")}${matches.length > 5 ? ", ..." : ""}`,
-    );
-  }
-  throw new RuntimeError("NOT_FOUND", `no run with task_id ${given} in ${where}`);
-}

@@ -1,7 +1,7 @@
 // A separate process that writes a trace: `node writer-child.mjs DIR TASK_ID [COUNT]`.
 // Without COUNT it appends forever, printing each seq after append returned
 // (i.e. after it was committed), until it is killed.
-import { TraceStore } from "../../dist/trace/store.js";
+import { TraceStore } from "../../dist/store/sqlite/trace-store.js";
 
 const [dir, taskId, countArg] = process.argv.slice(2);
 const count = countArg === undefined ? Infinity : Number(countArg);

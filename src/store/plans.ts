@@ -1,12 +1,12 @@
 /**
- * Where the Plan Tool keeps its plans (docs/plan-tool.md,
+ * The port of plans: where the Plan Tool keeps them (docs/plan-tool.md,
  * docs/scale-out.md#stores): SQLite under the trace directory
- * (src/plan/store.ts) or PostgreSQL (src/store/postgres/plan-store.ts). Each
+ * (src/store/sqlite/plan-store.ts) or PostgreSQL (src/store/postgres/plan-store.ts). Each
  * write checks and applies one change in one transaction, locked by the
  * database, so writers in other processes or on other machines never
  * interleave their read-check-write with ours.
  */
-import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskChange, TaskInfo, TaskStatus } from "./types.js";
+import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, TaskChange, TaskInfo, TaskStatus } from "../plan/types.js";
 
 type Maybe<T> = T | Promise<T>;
 
@@ -18,6 +18,21 @@ export interface TaskUpdate {
 }
 
 export type UpdateOutcome = { ok: true; change: TaskChange } | { ok: false; error: string };
+
+/** A row of the `plans` table, as SQLite and PostgreSQL return it. */
+export interface PlanRow {
+  plan_id: string;
+  name: string;
+  description: string;
+  workflow_template_source: string;
+  status: PlanStatus;
+  revision: number;
+  unsettled: number;
+  failed_required: number;
+  run_task_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
 
 export interface PlanStorage {
   /** Where the plans are, for messages (a file, or a URL without its password). */

@@ -1,7 +1,6 @@
-import { mkdirSync } from "node:fs";
-import Database from "better-sqlite3";
-import type { ConversationState, Conversations, Turn } from "./conversation.js";
-import { sessionDbPath } from "./plan-and-solve/session-store.js";
+import type Database from "better-sqlite3";
+import type { ConversationState, Conversations, Turn } from "../conversations.js";
+import { openSessionsDb } from "./sessions-db.js";
 
 /**
  * Conversations of sessions in SQLite, beside the todo lists
@@ -9,29 +8,11 @@ import { sessionDbPath } from "./plan-and-solve/session-store.js";
  * session is a turn; the summary of the older turns is kept with the
  * position it covers up to.
  */
-export class ConversationStore implements Conversations {
+export class SqliteConversations implements Conversations {
   private readonly db: Database.Database;
 
   constructor(traceDir: string) {
-    mkdirSync(traceDir, { recursive: true });
-    this.db = new Database(sessionDbPath(traceDir));
-    this.db.pragma("journal_mode = WAL");
-    this.db.pragma("busy_timeout = 5000");
-    this.db.exec(`CREATE TABLE IF NOT EXISTS session_turns (
-      session_id TEXT NOT NULL,
-      position INTEGER NOT NULL,
-      task_id TEXT NOT NULL,
-      input TEXT NOT NULL,
-      answer TEXT NOT NULL,
-      ts TEXT NOT NULL,
-      PRIMARY KEY (session_id, position)
-    );
-    CREATE TABLE IF NOT EXISTS session_summaries (
-      session_id TEXT PRIMARY KEY,
-      summary TEXT NOT NULL,
-      through INTEGER NOT NULL,
-      updated_at TEXT NOT NULL
-    );`);
+    this.db = openSessionsDb(traceDir);
   }
 
   load(sessionId: string): ConversationState {

@@ -1,13 +1,14 @@
 /**
- * The durable side of the Plan Tool: plans in SQLite (`<traceDir>/plans.db`,
+ * The plans port (src/store/plans.ts) on SQLite (`<traceDir>/plans.db`,
  * WAL). Every write runs in a `BEGIN IMMEDIATE` transaction, so a second
  * process writing the same file waits for the lock instead of interleaving
  * its read-check-write with ours.
  */
 import Database from "better-sqlite3";
-import { RuntimeError } from "../errors.js";
-import type { PlanStorage, TaskUpdate, UpdateOutcome } from "./storage.js";
-import { checkUpdate, derivePlanStatus } from "./transitions.js";
+import type { PlanRow, PlanStorage, TaskUpdate, UpdateOutcome } from "../plans.js";
+import { checkUpdate, derivePlanStatus } from "../../plan/transitions.js";
+import { PLAN_SCHEMA } from "./plan-schema.js";
+import { migrate } from "./schema.js";
 import type {
   PlanInstance,
   PlanStatus,
@@ -16,56 +17,7 @@ import type {
   StepInfo,
   TaskInfo,
   TaskStatus,
-} from "./types.js";
-
-/**
- * Version of the tables below; bumped with a migration when they change.
- * 2: plans carry `unsettled` and `failed_required` counters, so an update
- * re-derives the plan status in O(1) instead of scanning every task.
- * 3: plans carry `run_task_id`, the run that created them (null for older plans).
- */
-export const PLAN_SCHEMA_VERSION = 3;
-
-const DDL = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS plans (
-  plan_id TEXT PRIMARY KEY,
-  name TEXT NOT NULL,
-  description TEXT NOT NULL,
-  workflow_template_source TEXT NOT NULL,
-  status TEXT NOT NULL,
-  revision INTEGER NOT NULL DEFAULT 0,
-  unsettled INTEGER NOT NULL DEFAULT 0,
-  failed_required INTEGER NOT NULL DEFAULT 0,
-  run_task_id TEXT,
-  created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS plan_steps (
-  plan_id TEXT NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE,
-  step_id TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  name TEXT NOT NULL,
-  description TEXT NOT NULL,
-  PRIMARY KEY (plan_id, step_id)
-);
-CREATE TABLE IF NOT EXISTS plan_tasks (
-  plan_id TEXT NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE,
-  task_id TEXT NOT NULL,
-  step_id TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  name TEXT NOT NULL,
-  assignee TEXT NOT NULL,
-  description TEXT NOT NULL,
-  optional INTEGER NOT NULL,
-  status TEXT NOT NULL,
-  result_summary TEXT,
-  updated_at TEXT NOT NULL,
-  PRIMARY KEY (plan_id, task_id)
-);
--- Without status, which every update changes (\`migrate\` replaces the index of older files that held it).
-CREATE INDEX IF NOT EXISTS plan_tasks_by_assignee ON plan_tasks (plan_id, assignee);
-`;
+} from "../../plan/types.js";
 
 /** What an update reads: the plan's status counters and the task's state (null when the task is unknown). */
 interface UpdateRead {
@@ -88,22 +40,7 @@ interface TaskRow {
   updated_at: string;
 }
 
-/** A row of the `plans` table, as SQLite and PostgreSQL (src/store/postgres/plan-store.ts) return it. */
-export interface PlanRow {
-  plan_id: string;
-  name: string;
-  description: string;
-  workflow_template_source: string;
-  status: PlanStatus;
-  revision: number;
-  unsettled: number;
-  failed_required: number;
-  run_task_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export type { UpdateOutcome } from "./storage.js";
+export type { UpdateOutcome } from "../plans.js";
 
 const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, status, result_summary, updated_at";
 
@@ -134,7 +71,7 @@ export class PlanStore implements PlanStorage {
     // NORMAL in WAL mode: a committed change survives a process crash, without an fsync per commit.
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("foreign_keys = ON");
-    this.migrate();
+    migrate(this.db, file, PLAN_SCHEMA, 30_000);
     this.updateRead = this.db.prepare(
       `SELECT p.status AS plan_status, p.unsettled, p.failed_required, t.status AS task_status, t.optional
          FROM plans p LEFT JOIN plan_tasks t ON t.plan_id = p.plan_id AND t.task_id = ?
@@ -305,56 +242,6 @@ export class PlanStore implements PlanStorage {
   private planRow(planId: string): PlanRow | undefined {
     return this.stmt("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
   }
-
-  private migrate(): void {
-    const upgrade = this.db.transaction(() => {
-      this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      const row = this.stmt("SELECT value FROM meta WHERE key = 'schema_version'").get() as
-        | { value: string }
-        | undefined;
-      const version = row ? Number(row.value) : undefined;
-      if (version !== undefined && version > PLAN_SCHEMA_VERSION) {
-        throw new RuntimeError(
-          "USAGE",
-          `${this.file} holds plans of schema_version ${row?.value}; this runtime reads up to ${PLAN_SCHEMA_VERSION}`,
-        );
-      }
-      if (version === 1) migrateV1toV2(this.db);
-      if (version !== undefined && version < 3) this.db.exec("ALTER TABLE plans ADD COLUMN run_task_id TEXT");
-      dropAssigneeIndexWithStatus(this.db);
-      this.db.exec(DDL);
-      this.stmt("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
-        .run(String(PLAN_SCHEMA_VERSION));
-    });
-    upgrade.immediate();
-  }
-}
-
-/**
- * The index of tasks by assignee used to hold their status too, which every
- * update changes: each update rewrote the task's entry in the index as well,
- * three pages a commit instead of two
- * (docs/plan-tool.md#concurrency-and-durability). Dropped here so that the
- * DDL makes it anew without status. An index only, which older runtimes read
- * as well: the schema version stays, and a file upgraded so still opens with
- * them.
- */
-function dropAssigneeIndexWithStatus(db: Database.Database): void {
-  const index = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'plan_tasks_by_assignee'").get() as
-    | { sql: string | null }
-    | undefined;
-  if (index?.sql && /\bstatus\b/.test(index.sql)) db.exec("DROP INDEX plan_tasks_by_assignee");
-}
-
-/** v1 → v2: add the status counters and fill them from the tasks. */
-function migrateV1toV2(db: Database.Database): void {
-  db.exec(`
-    ALTER TABLE plans ADD COLUMN unsettled INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE plans ADD COLUMN failed_required INTEGER NOT NULL DEFAULT 0;
-    UPDATE plans SET
-      unsettled = (SELECT COUNT(*) FROM plan_tasks t WHERE t.plan_id = plans.plan_id AND t.status IN ('ready', 'inprogress')),
-      failed_required = (SELECT COUNT(*) FROM plan_tasks t WHERE t.plan_id = plans.plan_id AND t.status = 'error' AND t.optional = 0);
-  `);
 }
 
 function toTask(row: TaskRow): TaskInfo {

@@ -1,0 +1,27 @@
+/**
+ * The embedded TraceStore as the RunStore port (src/store/runs.ts): its
+ * writes complete before they return, so the engine's hot path pays no
+ * promise for them; reads answer as promises, as PostgreSQL's do.
+ */
+import type { RunStore } from "../runs.js";
+import type { TraceStore } from "./trace-store.js";
+
+/** `trace` as a RunStore; closing the RunStore closes `trace` when `owned`. */
+export function sqliteRunStore(trace: TraceStore, options: { owned?: boolean } = {}): RunStore {
+  return {
+    location: trace.file,
+    appendMany: (events, journal) => trace.appendMany(events, journal),
+    decide: (taskId, record) => trace.decide(taskId, record),
+    journalOf: async (taskId) => trace.journalOf(taskId),
+    approvalsOf: async (taskId) => trace.approvalsOf(taskId),
+    lastSeq: async (taskId) => trace.lastSeq(taskId),
+    eventsOfTask: async (taskId, afterSeq = 0) => trace.eventsOfTask(taskId, afterSeq),
+    eventsOfTrace: async (traceId) => trace.eventsOfTrace(traceId),
+    run: async (taskId) => trace.run(taskId),
+    listRuns: async (query = {}) => trace.listRuns(query),
+    resolveTaskId: async (given) => trace.resolveTaskId(given),
+    close: async () => {
+      if (options.owned) trace.close();
+    },
+  };
+}
