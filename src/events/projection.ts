@@ -91,6 +91,8 @@ export interface StepNode {
   state?: string;
   state_since?: string;
   iteration?: number;
+  /** The steps it called (their `id`s), in order of start; each is also an entry where it started. */
+  steps: string[];
   /** The todo session this step last updated (its list is `tree.todos[todo_session]`). */
   todo_session?: string;
   /** Recursions, and the step's own entries outside any recursion, in order. */
@@ -232,6 +234,8 @@ export class RunProjection {
   /** Model calls in flight per step, oldest first (a fallback opens the next before the first closes). */
   private readonly models = new Map<string, ModelCall[]>();
   private readonly tools = new Map<string, ToolCall>();
+  /** Calls in flight per step, oldest first. */
+  private readonly inFlight = new Map<string, Set<ModelCall | ToolCall>>();
   private readonly approvals = new Map<string, Extract<Entry, { kind: "approval" }>>();
   private calls = 0;
 
@@ -283,7 +287,8 @@ export class RunProjection {
     t.status = e.result_type;
     // Calls still open end with the run: a resume that takes them up again reopens them.
     for (const open of this.models.values()) for (const call of open.splice(0)) call.status = "unfinished";
-    for (const call of this.tools.values()) if (call.status === "running") call.status = "unfinished";
+    for (const calls of this.inFlight.values()) for (const call of calls) call.status = "unfinished";
+    this.inFlight.clear();
     return t;
   }
 
@@ -434,6 +439,22 @@ export class RunProjection {
     }
   }
 
+  /** A step by its key (`StepNode.id`). */
+  step(id: string): StepNode | undefined {
+    return this.steps.get(id);
+  }
+
+  /** A step's model and tool calls in flight, oldest first. */
+  running(step: string): readonly (ModelCall | ToolCall)[] {
+    return [...(this.inFlight.get(step) ?? [])];
+  }
+
+  private flying(call: ModelCall | ToolCall, on: boolean): void {
+    const calls = this.inFlight.get(call.step) ?? new Set();
+    if (on) this.inFlight.set(call.step, calls.add(call));
+    else calls.delete(call);
+  }
+
   /** The step of an event, made on its first event (a resumed run's stream may begin in the middle). */
   private stepOf(e: RunEvent): StepNode {
     const key = e.step_id ?? `agent:${e.agent_id}`;
@@ -446,19 +467,19 @@ export class RunProjection {
       agent_id: e.agent_id,
       started_at: e.ts,
       status: "running",
+      steps: [],
       children: [],
     };
     if (e.step_id !== undefined) step.step_id = e.step_id;
     if (parent) {
       step.parent = parent.id;
       // An agent called as a tool: the oldest call of its name in the parent not yet claimed.
-      const calling = [...this.tools.values()].find(
-        (c) => c.step === parent.id && c.tool === e.agent_id && c.status === "running" && c.called_steps.length === 0,
-      );
+      const calling = [...this.running(parent.id)].find((c): c is ToolCall => c.kind === "tool" && c.tool === e.agent_id && c.called_steps.length === 0);
       if (calling) {
         step.called_by = calling.id;
         calling.called_steps.push(key);
       }
+      parent.steps.push(key);
       (this.current.get(parent) ?? parent).children.push(step);
     } else {
       this.tree.roots.push(step);
@@ -501,6 +522,7 @@ export class RunProjection {
     };
     at.children.push(call);
     list(this.models, step.id).push(call);
+    this.flying(call, true);
     return call;
   }
 
@@ -514,6 +536,7 @@ export class RunProjection {
       this.placeModel(step, at, e, duration);
     call.model ??= e.model;
     if (e.model_name !== undefined) call.model_name = e.model_name;
+    this.flying(call, false);
     call.ended_at = e.ts;
     call.duration_ms = duration ?? Math.max(0, Date.parse(e.ts) - Date.parse(call.started_at));
     t.model_calls += 1;
@@ -554,6 +577,7 @@ export class RunProjection {
     // A resumed run starts again a call that did not finish: the same call, started anew.
     if (seen && seen.status !== "ok" && seen.status !== "error") {
       seen.status = "running";
+      this.flying(seen, true);
       seen.started_at = e.ts;
       return seen;
     }
@@ -571,6 +595,7 @@ export class RunProjection {
     };
     at.children.push(call);
     this.tools.set(key, call);
+    this.flying(call, true);
     this.tree.tool_calls += 1;
     return call;
   }
@@ -596,6 +621,7 @@ export class RunProjection {
       this.tools.set(key, call);
       this.tree.tool_calls += 1;
     }
+    this.flying(call, false);
     call.status = e.ok ? "ok" : "error";
     call.ended_at = e.ts;
     call.duration_ms = e.duration_ms;
