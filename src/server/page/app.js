@@ -3,7 +3,8 @@
 // the answer, the run's tree and its timeline; and the list of past runs.
 // Every text from a model or a tool goes through textContent.
 
-import { TIMELINE_CSS, buildRunView, renderTimeline, renderTree } from "/timeline.js";
+import { RunProjection } from "/projection.js";
+import { TIMELINE_CSS, renderTimeline, renderTree, runView } from "/timeline.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -42,8 +43,8 @@ function resetView() {
     taskId: "",
     /** The run the views show; events of any other are ignored. */
     showing: "",
-    // Every event, for the tree and the timeline (redrawn at most a few times a second).
-    events: [],
+    // The run's projection (src/events/projection.ts), for the tree and the timeline (redrawn at most a few times a second).
+    projection: new RunProjection(),
     // When the last event arrived here: a running call's bar grows from the server's clock, not this one's.
     lastArrival: 0,
     /** Following the run gave up: no event came for a while. */
@@ -85,7 +86,7 @@ function apply(event) {
   if (event.seq <= view.lastSeq) return; // already shown (a replay after reconnecting)
   view.lastSeq = event.seq;
   view.taskId = event.task_id;
-  view.events.push(event);
+  view.projection.apply(event);
   view.lastArrival = Date.now();
   scheduleTimeline();
   switch (event.type) {
@@ -185,17 +186,17 @@ function scheduleTimeline() {
 }
 
 function drawTimeline() {
-  const lastTs = Date.parse(view.events[view.events.length - 1]?.ts ?? "");
+  const lastTs = Date.parse(view.projection.tree.last_at);
   // The server's time now, as far as this page can tell: the last event's time plus what passed since it came.
   const now = Number.isFinite(lastTs) && !view.stalled ? lastTs + (Date.now() - view.lastArrival) : undefined;
-  const model = buildRunView(view.events, now);
+  const model = runView(view.projection.tree, now);
   renderTimeline($("timeline"), model);
   renderTree($("tree"), model);
 }
 
 // A call under way grows while nothing else happens.
 setInterval(() => {
-  if (!view.finished && !view.stalled && view.events.length && !document.hidden) drawTimeline();
+  if (!view.finished && !view.stalled && view.projection.tree.events && !document.hidden) drawTimeline();
 }, 500);
 
 // ---- the list of runs ---------------------------------------------------------
