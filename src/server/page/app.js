@@ -33,9 +33,7 @@ function resetView() {
     plan: { steps: [], finished: 0 },
     // Plan Tool (seed 003): the latest plan's id and status, and each of its tasks' status, from task.status events.
     planTool: { id: "", status: "", tasks: new Map() },
-    // Seed 002: a todo delta is applied only when its version is newer than the last one applied for its session.
-    todoVersions: new Map(),
-    todoLists: new Map(),
+    // The todo session shown: the latest one a todo event named (its list is the projection's, stale versions dropped).
     todoSession: "",
     tools: new Map(),
     // docs/durable-runs.md#approvals: calls waiting for a person, by approval id.
@@ -119,17 +117,8 @@ function apply(event) {
       break;
     case "todo.updated":
     case "todo.completed":
-      if (acceptTodo(event)) view.todoLists.set(event.session_id, event.todos.map((t) => ({ ...t })));
-      drawTodos();
-      break;
     case "todo.item_progress":
-      if (acceptTodo(event)) {
-        const list = view.todoLists.get(event.session_id) ?? [];
-        const i = list.findIndex((t) => t.index === event.item.index);
-        if (i >= 0) list[i] = { ...event.item };
-        else list.push({ ...event.item });
-        view.todoLists.set(event.session_id, list);
-      }
+      view.todoSession = event.session_id;
       drawTodos();
       break;
     case "tool.started":
@@ -264,17 +253,6 @@ async function openRun(taskId) {
   await follow(taskId).catch((err) => setStatus(`Error: ${err.message}`));
 }
 
-function acceptTodo(event) {
-  const current = view.todoVersions.get(event.session_id) ?? 0;
-  if (event.version <= current) {
-    console.debug(`todo: ignored version ${event.version} of session ${event.session_id} (have ${current})`);
-    return false;
-  }
-  view.todoVersions.set(event.session_id, event.version);
-  view.todoSession = event.session_id;
-  return true;
-}
-
 /** A react agent's PLAN / REMEND reply carries its plan as numbered text in `output.plan`. */
 function planFromReply(content) {
   if (typeof content !== "string") return;
@@ -330,7 +308,7 @@ function planTask(text, status) {
 const TODO_MARK = { pending: "☐", in_progress: "◐", completed: "☑", failed: "✗", skipped: "⤼", blocked: "⛔" };
 
 function drawTodos() {
-  const list = view.todoLists.get(view.todoSession);
+  const list = view.projection.tree.todos[view.todoSession]?.todos;
   if (!list) return;
   // A plan_and_solve agent plans with its todo list and announces no other plan.
   if (!view.plan.steps.length && !view.planTool.tasks.size) $("plan").replaceChildren(el("li", "muted", "The todo list is the plan."));
