@@ -141,12 +141,7 @@ export class RunProjection {
         const path = [...(e.via ?? []), e.to];
         // A chain of changes of one machine is one entry: INIT → RECURSION → CALL_LLM.
         if (last?.kind === "states" && last.machine === e.machine && last.path.at(-1) === e.from) last.path.push(...path);
-        else
-          at.children.push({
-            kind: "states",
-            machine: e.machine,
-            path: [e.from, ...path],
-          });
+        else at.children.push({ kind: "states", machine: e.machine, path: [e.from, ...path] });
         return step;
       }
       case "recursion.started":
@@ -178,10 +173,7 @@ export class RunProjection {
         return this.finishTool(step, at, e);
       case "plan.created":
       case "plan.updated":
-        t.plan = {
-          steps: e.steps,
-          ...(e.type === "plan.updated" && e.finished !== undefined ? { finished: e.finished } : {}),
-        };
+        t.plan = { steps: e.steps, ...(e.type === "plan.updated" && e.finished !== undefined ? { finished: e.finished } : {}) };
         t.checklist = { source: "plan" };
         at.children.push({
           kind: "plan",
@@ -193,13 +185,7 @@ export class RunProjection {
       case "task.status":
         t.plan_tasks[e.plan_task_id] = e.status;
         if (t.plan) t.checklist = { source: "plan" };
-        at.children.push({
-          kind: "task",
-          plan_id: e.plan_id,
-          plan_task_id: e.plan_task_id,
-          status: e.status,
-          plan_status: e.plan_status,
-        });
+        at.children.push({ kind: "task", plan_id: e.plan_id, plan_task_id: e.plan_task_id, status: e.status, plan_status: e.plan_status });
         return t;
       case "todo.updated":
       case "todo.completed":
@@ -244,13 +230,7 @@ export class RunProjection {
         return t;
       }
       case "answer.verified":
-        at.children.push({
-          kind: "verified",
-          method: e.method,
-          verdict: e.verdict,
-          problems: e.problems,
-          round: e.round,
-        });
+        at.children.push({ kind: "verified", method: e.method, verdict: e.verdict, problems: e.problems, round: e.round });
         return step;
     }
   }
@@ -277,15 +257,7 @@ export class RunProjection {
     let step = this.steps.get(key);
     if (step) return step;
     const parent = e.parent_step_id !== undefined ? this.steps.get(e.parent_step_id) : undefined;
-    step = {
-      kind: "step",
-      id: key,
-      agent_id: e.agent_id,
-      started_at: e.ts,
-      status: "running",
-      steps: [],
-      children: [],
-    };
+    step = { kind: "step", id: key, agent_id: e.agent_id, started_at: e.ts, status: "running", steps: [], children: [] };
     if (e.step_id !== undefined) step.step_id = e.step_id;
     if (parent) {
       step.parent = parent.id;
@@ -313,12 +285,7 @@ export class RunProjection {
       return known;
     }
     if (key === undefined && e.type !== "recursion.started") return this.current.get(step) ?? step;
-    const rec: RecursionNode = {
-      kind: "recursion",
-      started_at: e.ts,
-      last_at: e.ts,
-      children: [],
-    };
+    const rec: RecursionNode = { kind: "recursion", started_at: e.ts, last_at: e.ts, children: [] };
     if (e.trace_id !== undefined) rec.trace_id = e.trace_id;
     step.children.push(rec);
     this.current.set(step, rec);
@@ -327,15 +294,7 @@ export class RunProjection {
   }
 
   private openModel(step: StepNode, at: Container, e: RunEvent, fields: Partial<ModelCall>): ModelCall {
-    const call: ModelCall = {
-      kind: "model",
-      id: `m${++this.calls}`,
-      step: step.id,
-      started_at: e.ts,
-      status: "running",
-      ...fields,
-      ...where(at, e),
-    };
+    const call: ModelCall = { kind: "model", id: `m${++this.calls}`, step: step.id, started_at: e.ts, status: "running", ...fields, ...where(at, e) };
     at.children.push(call);
     list(this.models, step.id).push(call);
     this.flying(call, true);
