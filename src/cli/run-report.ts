@@ -119,7 +119,7 @@ async function progressSink(opts: ReportOptions, team: ResolvedTeam): Promise<(E
     return liveSink(process.stderr, { color: colorWanted(), ...viewConfig(team) });
   }
   const { terminalSink } = await import("../events/terminal-sink.js");
-  return terminalSink(process.stderr, { tty, color: tty });
+  return terminalSink(process.stderr, { color: tty });
 }
 
 /** Colours in a terminal unless NO_COLOR is set (no-color.org). */

@@ -193,12 +193,5 @@ export type Emit = (body: RunEventBody, scope: EventScope) => void;
 
 export const ZERO_USAGE: Usage = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
 
-export function addUsage(a: Usage, b: Usage): Usage {
-  const unknown = (a.unknown ?? 0) + (b.unknown ?? 0);
-  return {
-    prompt_tokens: a.prompt_tokens + b.prompt_tokens,
-    completion_tokens: a.completion_tokens + b.completion_tokens,
-    total_tokens: a.total_tokens + b.total_tokens,
-    ...(unknown > 0 ? { unknown } : {}),
-  };
-}
+// One sum of usage, kept where the page can run it (docs/design/projection.md).
+export { addUsage } from "./projection.js";

@@ -2,12 +2,14 @@ import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { BASE_HEADERS } from "./http.js";
 
-/** The page's files: one HTML file and two scripts, served from memory. */
+/** The page's files: one HTML file and three scripts, served from memory. */
 export interface PageFiles {
   html: string;
   script: string;
   /** The tree and the timeline of a run (page/timeline.js), shared with `runtime trace --html`. */
   timeline: string;
+  /** The run's projection (src/events/projection.ts) as compiled: the page folds events with the runtime's own code. */
+  projection: string;
 }
 
 /**
@@ -17,13 +19,32 @@ export interface PageFiles {
  */
 export function loadPage(): PageFiles | undefined {
   const candidates = [new URL("./page/", import.meta.url), new URL("../../src/server/page/", import.meta.url)];
+  const projection = compiledProjection();
+  if (projection === undefined) return undefined;
   for (const dir of candidates) {
     try {
       return {
         html: readFileSync(new URL("index.html", dir), "utf8"),
         script: readFileSync(new URL("app.js", dir), "utf8"),
         timeline: readFileSync(new URL("timeline.js", dir), "utf8"),
+        projection,
       };
+    } catch {
+      // try the next place
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The projection's JavaScript, which imports no value so it runs in the page
+ * as tsc wrote it (docs/design/projection.md): beside this module in dist/,
+ * or, for a server run from the sources (the tests), in the build's dist/.
+ */
+function compiledProjection(): string | undefined {
+  for (const file of [new URL("../events/projection.js", import.meta.url), new URL("../../dist/events/projection.js", import.meta.url)]) {
+    try {
+      return readFileSync(file, "utf8");
     } catch {
       // try the next place
     }

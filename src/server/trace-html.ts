@@ -2,6 +2,7 @@
  * One run as one self-contained HTML file (`runtime trace TASK_ID --html
  * FILE`, docs/server.md#run-history): the tree and the timeline of the
  * page, drawn by the page's own page/timeline.js inlined, from the run's
+ * projection (the compiled src/events/projection.ts, inlined too) of its
  * events embedded as JSON. No request leaves the file: its Content Security
  * Policy allows nothing but its own inline script and styles, and every
  * text from a model, a tool or a user is drawn with textContent.
@@ -21,7 +22,9 @@ export function traceHtml(events: readonly RunEvent[]): string {
   const taskId = events[0]?.task_id ?? "";
   // The module's source, inlined. `</script` or `<!--` can only be inside its strings or comments, where
   // `<\/script` and `<\!--` mean the same and no longer end (or confuse) the element that holds them.
-  const timeline = page.timeline.replace(/<\/script/gi, "<\\/script").replace(/<!--/g, "<\\!--");
+  const inline = (source: string) => source.replace(/<\/script/gi, "<\\/script").replace(/<!--/g, "<\\!--");
+  // One module of both: the projection's top-level names and the timeline's do not meet.
+  const scripts = `${inline(page.projection)}\n${inline(page.timeline)}`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -47,12 +50,12 @@ export function traceHtml(events: readonly RunEvent[]): string {
 <div id="tree"></div>
 <script type="application/json" id="events">${scriptJson(events)}</script>
 <script type="module">
-${timeline}
+${scripts}
 const events = JSON.parse(document.getElementById("events").textContent);
 const style = document.createElement("style");
 style.textContent = TIMELINE_CSS;
 document.head.append(style);
-const run = buildRunView(events);
+const run = runView(project(events));
 document.getElementById("title").textContent = \`run \${run.task_id} · \${run.agent_id}\`;
 document.getElementById("summary").textContent = [
   run.status,

@@ -2,13 +2,15 @@
  * A run's events as OpenTelemetry spans, after the GenAI semantic conventions
  * (docs/telemetry.md): `invoke_agent <agent>` per agent step, `chat <model>`
  * per model call, `execute_tool <tool>` per tool call, nested as the run
- * nests. An EventSink: it sees events already masked by the bus, and only
+ * nests, drawn from the run's projection (src/events/projection.ts,
+ * docs/design/projection.md). An EventSink: it sees events already masked by the bus, and only
  * ids, names, counts and (masked) error messages become attributes unless
  * content capture is on.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
 import type { ResolvedTeam } from "../config/types.js";
 import type { EventSink } from "../events/bus.js";
+import { RunProjection, type ModelCall, type StepNode, type ToolCall } from "../events/projection.js";
 import type { EventOf, RunEvent, Usage } from "../events/types.js";
 
 export interface OtelSinkOptions {
@@ -23,49 +25,37 @@ export interface OtelSinkOptions {
 /** Longest captured text, in characters; longer is cut with a note. */
 export const MAX_CAPTURED_CHARS = 16_384;
 
-interface OpenChat {
-  span: Span;
-  /** Whether the request's model is known (a fallback's is learnt from its reply). */
-  model: boolean;
-}
-
-interface OpenTool {
-  span: Span;
-  tool: string;
-  call_id: string;
-  /** An agent called as this tool has put its step under this span. */
-  claimed: boolean;
-}
-
-/** An EventSink that turns one run's events into spans of `tracer`. Never throws. */
+/** An EventSink that turns one run's events into spans of `tracer`, drawn from the run's projection. Never throws. */
 export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSink {
   const capture = options.captureContent === true;
-  const steps = new Map<string, Span>();
-  const stepOrder: string[] = [];
-  /** Model calls in progress, per step, oldest first (a step makes one at a time). */
-  const chats = new Map<string, OpenChat[]>();
-  /** Tool calls in progress, per step. */
-  const tools = new Map<string, OpenTool[]>();
+  const projection = new RunProjection();
+  /** Spans open, by the projection's node id, in order of start. */
+  const open = new Map<string, Span>();
+  /** Model calls whose span was started before their model was known (a fallback's). */
+  const unnamed = new Set<string>();
 
   const ids = (e: RunEvent): Attributes => ({
     "runtime.task_id": e.task_id,
     ...(e.step_id !== undefined ? { "runtime.step_id": e.step_id } : {}),
     ...(e.trace_id !== undefined ? { "runtime.trace_id": e.trace_id } : {}),
   });
-  const under = (span: Span | undefined) => (span ? trace.setSpan(ROOT_CONTEXT, span) : ROOT_CONTEXT);
-  const stepSpan = (e: RunEvent) => (e.step_id !== undefined ? steps.get(e.step_id) : undefined);
+  const under = (id: string | undefined) => {
+    const span = id !== undefined ? open.get(id) : undefined;
+    return span ? trace.setSpan(ROOT_CONTEXT, span) : ROOT_CONTEXT;
+  };
+  const start = (id: string, name: string, kind: SpanKind, attributes: Attributes, parent: string | undefined) => {
+    open.set(id, tracer.startSpan(name, { kind, attributes }, under(parent)));
+  };
+  const end = (id: string) => {
+    const span = open.get(id);
+    open.delete(id);
+    span?.end();
+    return span;
+  };
 
-  function agentStarted(e: EventOf<"agent.started">): void {
-    if (e.step_id === undefined) return;
-    let parent: Span | undefined;
-    if (e.parent_step_id !== undefined) {
-      // An agent called as a tool nests under the tool call that called it; one a flow calls, under the flow's step.
-      const calling = tools.get(e.parent_step_id)?.find((t) => t.tool === e.agent_id && !t.claimed);
-      if (calling) calling.claimed = true;
-      parent = calling?.span ?? steps.get(e.parent_step_id);
-    } else {
-      options.beforeRootSpan?.(e.task_id);
-    }
+  function agentStarted(e: EventOf<"agent.started">, step: StepNode): void {
+    if (open.has(step.id)) return;
+    if (step.parent === undefined) options.beforeRootSpan?.(e.task_id);
     const attributes: Attributes = {
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.agent.name": e.agent_id,
@@ -74,25 +64,24 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
       ...(e.parent_step_id !== undefined ? { "runtime.parent_step_id": e.parent_step_id } : {}),
       ...(capture ? { "gen_ai.input.messages": json([{ role: "user", parts: [textPart(e.input)] }]) } : {}),
     };
-    const span = tracer.startSpan(`invoke_agent ${e.agent_id}`, { kind: SpanKind.INTERNAL, attributes }, under(parent));
-    steps.set(e.step_id, span);
-    stepOrder.push(e.step_id);
+    // An agent called as a tool nests under the tool call that called it; one a flow calls, under the flow's step.
+    const parent = step.called_by !== undefined && open.has(step.called_by) ? step.called_by : step.parent;
+    start(step.id, `invoke_agent ${e.agent_id}`, SpanKind.INTERNAL, attributes, parent);
   }
 
-  function agentFinished(e: EventOf<"agent.finished">): void {
-    const span = stepSpan(e);
-    if (!span || e.step_id === undefined) return;
+  function agentFinished(e: EventOf<"agent.finished">, step: StepNode): void {
+    const span = open.get(step.id);
+    if (!span) return;
     span.setAttributes({ ...usage(e.usage), "runtime.result_type": e.result_type });
     if (capture && e.answer !== undefined) {
       span.setAttribute("gen_ai.output.messages", json([{ role: "assistant", parts: [textPart(e.answer)], finish_reason: "stop" }]));
     }
     if (e.result_type === "error") fail(span, e.error);
-    span.end();
-    steps.delete(e.step_id);
+    end(step.id);
   }
 
-  function chatStarted(e: RunEvent, model: string | undefined, extra: Attributes = {}): void {
-    if (e.step_id === undefined) return;
+  function chatStarted(e: RunEvent, call: ModelCall, extra: Attributes): void {
+    const model = call.model;
     const attributes: Attributes = {
       "gen_ai.operation.name": "chat",
       ...(model !== undefined ? { "gen_ai.request.model": model } : {}),
@@ -100,22 +89,22 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
       ...ids(e),
       ...extra,
     };
-    const span = tracer.startSpan(model !== undefined ? `chat ${model}` : "chat", { kind: SpanKind.CLIENT, attributes }, under(stepSpan(e)));
-    list(chats, e.step_id).push({ span, model: model !== undefined });
+    start(call.id, model !== undefined ? `chat ${model}` : "chat", SpanKind.CLIENT, attributes, call.step);
+    if (model === undefined) unnamed.add(call.id);
   }
 
-  /** The step's oldest model call in progress, its request model named. */
-  function chatEnding(e: RunEvent, model: string): Span | undefined {
-    const open = e.step_id !== undefined ? chats.get(e.step_id)?.shift() : undefined;
-    if (open && !open.model) {
-      open.span.setAttributes({ "gen_ai.request.model": model, ...provider(options.team, model) });
-      open.span.updateName(`chat ${model}`);
+  /** A model call's span, its request model named (a fallback's is learnt from its reply). */
+  function chatEnding(call: ModelCall, model: string): Span | undefined {
+    const span = open.get(call.id);
+    if (span && unnamed.delete(call.id)) {
+      span.setAttributes({ "gen_ai.request.model": model, ...provider(options.team, model) });
+      span.updateName(`chat ${model}`);
     }
-    return open?.span;
+    return span;
   }
 
-  function chatResponse(e: EventOf<"llm.response">): void {
-    const span = chatEnding(e, e.model);
+  function chatResponse(e: EventOf<"llm.response">, call: ModelCall): void {
+    const span = chatEnding(call, e.model);
     if (!span) return;
     const finish = e.finish_reason ?? (e.tool_calls?.length ? "tool_calls" : "stop");
     span.setAttributes({
@@ -126,18 +115,18 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
       ...(e.action_type !== undefined ? { "runtime.action_type": e.action_type } : {}),
     });
     if (capture) span.setAttribute("gen_ai.output.messages", json([outputMessage(e, finish)]));
-    span.end();
+    end(call.id);
   }
 
-  function chatError(e: EventOf<"llm.error">): void {
-    const span = chatEnding(e, e.model);
+  function chatError(e: EventOf<"llm.error">, call: ModelCall): void {
+    const span = chatEnding(call, e.model);
     if (!span) return;
     fail(span, e.error);
-    span.end();
+    end(call.id);
   }
 
-  function toolStarted(e: EventOf<"tool.started">): void {
-    if (e.step_id === undefined) return;
+  function toolStarted(e: EventOf<"tool.started">, call: ToolCall): void {
+    if (open.has(call.id)) return;
     const attributes: Attributes = {
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": e.tool,
@@ -146,58 +135,50 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
       ...ids(e),
       ...(capture ? { "gen_ai.tool.call.arguments": json(e.arguments) } : {}),
     };
-    const span = tracer.startSpan(`execute_tool ${e.tool}`, { kind: SpanKind.INTERNAL, attributes }, under(stepSpan(e)));
-    list(tools, e.step_id).push({ span, tool: e.tool, call_id: e.call_id, claimed: false });
+    start(call.id, `execute_tool ${e.tool}`, SpanKind.INTERNAL, attributes, call.step);
   }
 
-  function toolFinished(e: EventOf<"tool.finished">): void {
-    const open = e.step_id !== undefined ? tools.get(e.step_id) : undefined;
-    const index = open?.findIndex((t) => t.call_id === e.call_id) ?? -1;
-    const entry = index >= 0 ? open!.splice(index, 1)[0] : undefined;
-    if (!entry) return;
-    if (e.ok && capture) entry.span.setAttribute("gen_ai.tool.call.result", json(e.result));
-    if (!e.ok) fail(entry.span, e.error);
-    entry.span.end();
+  function toolFinished(e: EventOf<"tool.finished">, call: ToolCall): void {
+    const span = open.get(call.id);
+    if (!span) return;
+    if (e.ok && capture) span.setAttribute("gen_ai.tool.call.result", json(e.result));
+    if (!e.ok) fail(span, e.error);
+    end(call.id);
   }
 
-  /** Spans still open when the run ends (it was cancelled, or a bug): ended as errors, innermost first. */
+  /** Spans still open when the run ends (it was cancelled, or a bug): ended as errors, innermost (latest started) first. */
   function runFinished(): void {
-    const reason = "the run ended before this finished";
-    const endStep = (step: string) => {
-      for (const chat of chats.get(step)?.splice(0) ?? []) endFailed(chat.span, reason);
-      for (const tool of tools.get(step)?.splice(0) ?? []) endFailed(tool.span, reason);
-      const span = steps.get(step);
-      if (span) endFailed(span, reason);
-      steps.delete(step);
-    };
-    // A child step started after its caller: latest first ends children before the tool calls that called them.
-    for (const step of [...stepOrder].reverse()) endStep(step);
-    for (const step of [...chats.keys(), ...tools.keys()]) endStep(step);
+    for (const id of [...open.keys()].reverse()) {
+      const span = open.get(id);
+      if (span) fail(span, "the run ended before this finished");
+      end(id);
+    }
   }
 
   return (event) => {
     try {
+      const node = projection.apply(event);
+      if (event.type === "run.finished") return runFinished();
+      // Events outside any step (no step_id) make no span.
+      if (event.step_id === undefined || node === undefined) return;
       switch (event.type) {
         case "agent.started":
-          return agentStarted(event);
+          return node.kind === "step" ? agentStarted(event, node) : undefined;
         case "agent.finished":
-          return agentFinished(event);
+          return node.kind === "step" ? agentFinished(event, node) : undefined;
         case "llm.request":
-          return chatStarted(event, event.model, { "runtime.request.messages": event.messages });
+          return node.kind === "model" ? chatStarted(event, node, { "runtime.request.messages": event.messages }) : undefined;
         case "llm.notice":
           // The model failed and the next of its fallbacks is asked: a new model call, its model named by the reply.
-          if (event.notice === "fallback") chatStarted(event, undefined, { "runtime.fallback_from": event.model });
-          return;
+          return node.kind === "model" ? chatStarted(event, node, { "runtime.fallback_from": event.model }) : undefined;
         case "llm.response":
-          return chatResponse(event);
+          return node.kind === "model" ? chatResponse(event, node) : undefined;
         case "llm.error":
-          return chatError(event);
+          return node.kind === "model" ? chatError(event, node) : undefined;
         case "tool.started":
-          return toolStarted(event);
+          return node.kind === "tool" ? toolStarted(event, node) : undefined;
         case "tool.finished":
-          return toolFinished(event);
-        case "run.finished":
-          return runFinished();
+          return node.kind === "tool" ? toolFinished(event, node) : undefined;
         default:
           return;
       }
@@ -205,27 +186,12 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
       // Telemetry never breaks a run.
     }
   };
-
-}
-
-function list<T>(map: Map<string, T[]>, key: string): T[] {
-  let items = map.get(key);
-  if (!items) {
-    items = [];
-    map.set(key, items);
-  }
-  return items;
 }
 
 function fail(span: Span, error: string | undefined): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: error ?? "failed" });
   // The semantic conventions' value for an error without a well-known type.
   span.setAttribute("error.type", "_OTHER");
-}
-
-function endFailed(span: Span, reason: string): void {
-  fail(span, reason);
-  span.end();
 }
 
 function usage(u: Usage): Attributes {

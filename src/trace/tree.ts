@@ -1,7 +1,8 @@
 /**
  * A stored run as a tree: task → steps (nested by parent_step_id) →
  * recursions → model and tool calls, with plans, todo lists, state changes
- * and errors in between. Plain text with box-drawing characters.
+ * and errors in between. Plain text with box-drawing characters, drawn from
+ * the run's projection (src/events/projection.ts).
  */
 import {
   formatBudget,
@@ -17,7 +18,8 @@ import {
   tokens,
   type Paint,
 } from "../events/format.js";
-import { addUsage, ZERO_USAGE, type EventOf, type RunEvent, type TodoItem, type Usage } from "../events/types.js";
+import { project, type Entry, type ModelCall, type RootEntry, type RunEnd, type RunTree, type StepNode } from "../events/projection.js";
+import type { RunEvent, TodoItem } from "../events/types.js";
 import type { RunSummary } from "../store/runs.js";
 
 export interface TreeOptions {
@@ -33,56 +35,32 @@ interface TreeNode {
   children: TreeNode[];
 }
 
-interface StepState {
-  node: TreeNode;
-  stepId?: string;
-  agentId: string;
-  kind?: string;
-  startedAt?: string;
-  finished?: EventOf<"agent.finished">;
-  /** Where events without a trace_id of their own go: the latest recursion, or the step. */
-  container: TreeNode;
-  recursions: Map<string, RecursionState>;
-  todos?: { version: number; todos: TodoItem[] };
-}
-
-interface RecursionState {
-  node: TreeNode;
-  label: string;
-  firstTs: string;
-  lastTs: string;
-}
-
 /** A stored run (every event of one task) as a tree. */
 export function renderRunTree(events: readonly RunEvent[], options: TreeOptions = {}): string {
   const paint = painter(options.color ?? false);
-  const first = events[0];
-  if (first === undefined) return "";
-  const started = events.find((e): e is EventOf<"run.started"> => e.type === "run.started");
-  // A resumed run may have paused (or failed) before: its last run.finished is the one that counts.
-  const finished = events.findLast((e): e is EventOf<"run.finished"> => e.type === "run.finished");
-  const last = events[events.length - 1] ?? first;
-  const usage = finished?.usage ?? sumUsage(events);
-  const result = finished
-    ? finished.result_type === "answer"
+  if (events.length === 0) return "";
+  const run = project(events);
+  const end = run.end;
+  const usage = end?.usage ?? run.usage;
+  const result = end
+    ? end.result_type === "answer"
       ? paint.green("answer")
-      : finished.result_type === "paused"
+      : end.result_type === "paused"
         ? paint.yellow("paused")
         : paint.red("error")
-    : paint.yellow(`unfinished (last event seq ${last.seq})`);
+    : paint.yellow(`unfinished (last event seq ${run.last_seq})`);
   const lines = [
-    paint.bold(`task ${first.task_id}`) +
-      ` · agent ${started?.agent_id ?? first.agent_id} · ${result} · ` +
-      `${formatDuration(msBetween((started ?? first).ts, (finished ?? last).ts))} · ${formatUsage(usage)}`,
-    `started ${started?.ts ?? first.ts}`,
+    paint.bold(`task ${run.task_id}`) +
+      ` · agent ${run.agent_id} · ${result} · ` +
+      `${formatDuration(msBetween(run.started_at, end?.at ?? run.last_at))} · ${formatUsage(usage)}`,
+    `started ${run.started_at}`,
   ];
-  if (started) lines.push(`input: ${clip(started.input, 200)}`);
-  if (finished?.budget) lines.push(formatBudget(finished.budget));
+  if (run.input !== "") lines.push(`input: ${clip(run.input, 200)}`);
+  if (end?.budget) lines.push(formatBudget(end.budget));
 
-  const roots = buildNodes(events, paint, options.maxValue ?? 100);
-  if (finished?.result_type === "answer") roots.push(leaf(`${paint.green("answer")}: ${finished.answer ?? ""}`));
-  else if (finished?.result_type === "paused") roots.push(leaf(paint.yellow(`⏸ ${pausedFor(finished)}`)));
-  else if (finished) roots.push(leaf(paint.red(`✗ error: ${finished.error ?? "(no message)"}`)));
+  const draw = new Drawer(run, paint, options.maxValue ?? 100);
+  const roots = run.roots.map((r) => draw.root(r));
+  if (end) roots.push(leaf(draw.end(end, "error")));
   else roots.push(leaf(paint.yellow("no run.finished: the run is still going or its process stopped")));
   return [...lines, ...renderNodes(roots)].join("\n") + "\n";
 }
@@ -104,7 +82,9 @@ function renderOneTrace(events: readonly RunEvent[], options: TreeOptions): stri
     ` · task ${first.task_id} · agent ${first.agent_id}` +
     (first.step_id ? ` · step ${first.step_id}` : "") +
     ` · ${events.length} events · ${formatDuration(msBetween(first.ts, last.ts))}`;
-  const roots = buildNodes(events, paint, options.maxValue ?? 100);
+  const run = project(events);
+  const draw = new Drawer(run, paint, options.maxValue ?? 100);
+  const roots = run.roots.map((r) => draw.root(r));
   // One recursion belongs to one step, whose header would only repeat the line above.
   const nodes = roots.length === 1 ? (roots[0]?.children ?? []) : roots;
   return [header, ...renderNodes(nodes)].join("\n") + "\n";
@@ -149,210 +129,142 @@ function renderNodes(nodes: readonly TreeNode[], prefix = ""): string[] {
   return out;
 }
 
-/** Turn events into nodes, one pass in seq order. */
-function buildNodes(events: readonly RunEvent[], paint: Paint, maxValue: number): TreeNode[] {
-  const roots: TreeNode[] = [];
-  const steps = new Map<string, StepState>();
-  const pendingTools = new Map<string, TreeNode>();
-  const requestSize = new Map<TreeNode, number>();
+/** The projection's nodes as lines of text. */
+class Drawer {
+  constructor(
+    private readonly run: RunTree,
+    private readonly paint: Paint,
+    private readonly maxValue: number,
+  ) {}
 
-  const stepOf = (e: RunEvent): StepState => {
-    const key = e.step_id ?? `agent:${e.agent_id}`;
-    let step = steps.get(key);
-    if (!step) {
-      const node: TreeNode = { text: "", children: [] };
-      step = { node, agentId: e.agent_id, container: node, recursions: new Map() };
-      if (e.step_id !== undefined) step.stepId = e.step_id;
-      steps.set(key, step);
-      const parent = e.parent_step_id === undefined ? undefined : steps.get(e.parent_step_id);
-      (parent ? parent.container.children : roots).push(node);
-    }
-    return step;
-  };
-
-  for (const e of events) {
-    if (e.type === "run.started") continue;
+  root(entry: RootEntry): TreeNode {
+    if (entry.kind === "step") return this.step(entry);
     // Where a run stopped and went on (docs/durable-runs.md): said at the top level, in order.
-    if (e.type === "run.finished") {
-      if (e !== events.findLast((x) => x.type === "run.finished")) {
-        roots.push(leaf(e.result_type === "paused" ? paint.yellow(`⏸ ${pausedFor(e)}`) : paint.red(`✗ stopped: ${e.error ?? e.result_type}`)));
-      }
-      continue;
+    if (entry.kind === "resumed") return leaf(this.paint.cyan(`⟳ resumed at ${entry.at} (after event ${entry.after_seq})`));
+    return leaf(this.end(entry.end, "stopped"));
+  }
+
+  /** How the run ended: its answer, its pause, or its error (`stopped` before a resume). */
+  end(end: RunEnd, failed: "error" | "stopped"): string {
+    const p = this.paint;
+    if (end.result_type === "paused")
+      return p.yellow(
+        `⏸ paused: waiting for approval of ${(end.approvals ?? []).map((a) => `${a.tool} (call ${a.call_id}, approval ${a.approval_id})`).join(", ")}`,
+      );
+    if (failed === "stopped") return p.red(`✗ stopped: ${end.error ?? end.result_type}`);
+    return end.result_type === "answer" ? `${p.green("answer")}: ${end.answer ?? ""}` : p.red(`✗ error: ${end.error ?? "(no message)"}`);
+  }
+
+  private step(step: StepNode): TreeNode {
+    const p = this.paint;
+    const parts = [`step ${step.step_id ?? "-"} · ${step.agent_id}${step.agent_kind ? ` (${step.agent_kind})` : ""}`];
+    if (step.status === "running") parts.push(p.yellow("unfinished"));
+    else {
+      parts.push(step.status === "answer" ? p.green("answer") : p.red("error"));
+      if (step.agent_kind !== undefined && step.ended_at !== undefined) parts.push(formatDuration(msBetween(step.started_at, step.ended_at)));
+      if (step.usage) parts.push(tokens(step.usage));
     }
-    if (e.type === "run.resumed") {
-      roots.push(leaf(paint.cyan(`⟳ resumed at ${e.ts} (after event ${e.after_seq})`)));
-      continue;
+    const children = step.children.map((e) => this.entry(e));
+    const list = step.todo_session !== undefined ? this.run.todos[step.todo_session] : undefined;
+    if (list) {
+      children.push({
+        text: `todo list v${list.version} · ${todoProgress(list.todos)}`,
+        children: list.todos.map((t) => leaf(colorTodo(todoLine(t), t, p))),
+      });
     }
-    const step = stepOf(e);
-    const container = containerOf(step, e);
-    const add = (text: string, children: TreeNode[] = []) => {
-      const node = { text, children };
-      container.children.push(node);
-      return node;
-    };
-    switch (e.type) {
-      case "agent.started":
-        step.kind = e.kind;
-        step.startedAt = e.ts;
-        break;
-      case "agent.finished":
-        step.finished = e;
-        if (e.result_type === "error") step.node.children.push(leaf(paint.red(`✗ error: ${e.error ?? "(no message)"}`)));
-        break;
-      case "state.changed": {
-        const prev = container.children[container.children.length - 1];
-        const lead = `state ${e.machine}: `;
-        const path = [...(e.via ?? []), e.to].join(" → ");
-        if (prev?.text.startsWith(lead) && prev.text.endsWith(` ${e.from}`)) prev.text += ` → ${path}`;
-        else add(`${lead}${e.from} → ${path}`);
-        break;
+    return { text: parts.join(" · "), children };
+  }
+
+  private entry(e: Entry): TreeNode {
+    const p = this.paint;
+    const max = this.maxValue;
+    switch (e.kind) {
+      case "step":
+        return this.step(e);
+      case "recursion": {
+        const label = e.iteration !== undefined ? `recursion ${e.iteration}${e.trace_id ? ` · trace ${e.trace_id}` : ""}` : `trace ${e.trace_id ?? "?"}`;
+        const took = e.trace_id !== undefined ? ` · ${formatDuration(msBetween(e.started_at, e.last_at))}` : "";
+        return {
+          text: label + took,
+          children: e.children.map((c) => this.entry(c)),
+        };
       }
-      case "recursion.started":
-        break; // containerOf opened the recursion node
-      case "llm.request":
-        requestSize.set(container, e.messages);
-        break;
-      case "llm.response": {
-        const msgs = requestSize.get(container);
-        const parts = [
-          `llm ${e.model}${e.model_name ? ` (${e.model_name})` : ""}`,
-          e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply"),
-          e.usage.unknown ? tokens(e.usage) : `${e.usage.total_tokens} tok (${e.usage.prompt_tokens}+${e.usage.completion_tokens})`,
-          formatDuration(e.duration_ms),
-        ];
-        if (msgs !== undefined) parts.push(`${msgs} msgs`);
-        if (e.finish_reason === "length") parts.push(paint.red("cut off"));
-        const children = e.reasoning ? [leaf(paint.dim(`reasoning: ${clip(oneLine(e.reasoning), maxValue)}`))] : [];
-        if (e.thought) children.push(leaf(paint.dim(`thought: ${clip(e.thought, maxValue)}`)));
-        if (e.error) children.push(leaf(paint.red(`refused: ${clip(oneLine(e.error), maxValue)}`)));
-        add(parts.join(" · "), children);
-        break;
-      }
-      case "llm.delta":
-        break;
-      case "llm.error":
-        add(paint.red(`✗ llm ${e.model}${e.model_name ? ` (${e.model_name})` : ""} error: ${oneLine(e.error)}`));
-        break;
-      case "llm.notice":
-        add(paint.yellow(`! ${oneLine(e.message)}`));
-        break;
-      case "tool.started":
-        pendingTools.set(
-          `${e.step_id ?? ""}/${e.call_id}`,
-          add(paint.yellow(`tool ${e.tool} … no result recorded`) + `  ${compact(e.arguments, maxValue)}`),
+      case "model":
+        return this.model(e);
+      case "tool": {
+        if (e.status === "running" || e.status === "unfinished")
+          return leaf(p.yellow(`tool ${e.tool} … no result recorded`) + `  ${compact(e.arguments, max)}`);
+        return leaf(
+          e.status === "ok"
+            ? `tool ${e.tool} ${p.green("✓")} ${formatDuration(e.duration_ms ?? 0)}  ${compact(e.arguments, max)} → ${compact(e.result, max)}`
+            : p.red(`✗ tool ${e.tool} ${formatDuration(e.duration_ms ?? 0)}`) +
+                `  ${compact(e.arguments, max)} ${p.red(`error: ${clip(e.error ?? "", max * 2)}`)}`,
         );
-        break;
-      case "tool.finished": {
-        const text = e.ok
-          ? `tool ${e.tool} ${paint.green("✓")} ${formatDuration(e.duration_ms)}  ${compact(e.arguments, maxValue)} → ${compact(e.result, maxValue)}`
-          : paint.red(`✗ tool ${e.tool} ${formatDuration(e.duration_ms)}`) +
-            `  ${compact(e.arguments, maxValue)} ${paint.red(`error: ${clip(e.error ?? "", maxValue * 2)}`)}`;
-        const key = `${e.step_id ?? ""}/${e.call_id}`;
-        const pending = pendingTools.get(key);
-        if (pending) {
-          pending.text = text;
-          pendingTools.delete(key);
-        } else add(text);
-        break;
       }
-      case "plan.created":
-        add(`plan (${e.steps.length} steps)`, e.steps.map((s, i) => leaf(`${i + 1}. ${clip(s, maxValue)}`)));
-        break;
-      case "plan.updated": {
-        const done = e.finished ?? 0;
-        add(
-          `plan updated (${done}/${e.steps.length} finished)`,
-          e.steps.map((s, i) => leaf(`${i < done ? "[x]" : "[ ]"} ${i + 1}. ${clip(s, maxValue)}`)),
-        );
-        break;
-      }
-      case "todo.updated":
-      case "todo.completed":
-        if (!step.todos || e.version > step.todos.version) step.todos = { version: e.version, todos: e.todos };
-        add(`todo v${e.version}${e.type === "todo.completed" ? " completed" : ""} · ${todoProgress(e.todos)}`);
-        break;
-      case "todo.item_progress":
-        if (step.todos && e.version > step.todos.version) {
-          step.todos = {
-            version: e.version,
-            todos: step.todos.todos.map((t) => (t.index === e.item.index ? e.item : t)),
+      case "states":
+        return leaf(`state ${e.machine}: ${e.path.join(" → ")}`);
+      case "plan": {
+        if (!e.updated)
+          return {
+            text: `plan (${e.steps.length} steps)`,
+            children: e.steps.map((s, i) => leaf(`${i + 1}. ${clip(s, max)}`)),
           };
-        }
-        add(`todo v${e.version} · ${todoLine(e.item)}`);
-        break;
-      case "approval.requested":
-        add(paint.yellow(`approval asked for ${e.tool} (call ${e.call_id}, approval ${e.approval_id})${e.in_doubt ? " · in doubt: it may have run" : ""}`));
-        break;
-      case "approval.decided":
-        add(`${e.decision === "approve" ? paint.green("approved") : paint.red("denied")} ${e.tool} (call ${e.call_id})${e.reason ? `: ${e.reason}` : ""}`);
-        break;
-      case "answer.verified": {
+        const done = e.finished ?? 0;
+        return {
+          text: `plan updated (${done}/${e.steps.length} finished)`,
+          children: e.steps.map((s, i) => leaf(`${i < done ? "[x]" : "[ ]"} ${i + 1}. ${clip(s, max)}`)),
+        };
+      }
+      case "todo":
+        if (e.item) return leaf(`todo v${e.version} · ${todoLine(e.item)}`);
+        return leaf(`todo v${e.version}${e.event === "todo.completed" ? " completed" : ""} · ${todoProgress(e.todos ?? [])}`);
+      case "notice":
+        return leaf(p.yellow(`! ${oneLine(e.message)}`));
+      case "approval":
+        if (!e.decided)
+          return leaf(
+            p.yellow(`approval asked for ${e.tool} (call ${e.call_id}, approval ${e.approval_id})${e.in_doubt ? " · in doubt: it may have run" : ""}`),
+          );
+        return leaf(`${e.decision === "approve" ? p.green("approved") : p.red("denied")} ${e.tool} (call ${e.call_id})${e.reason ? `: ${e.reason}` : ""}`);
+      case "verified": {
         const head = `verify (${e.method}) round ${e.round}: `;
-        if (e.verdict === "fail") add(paint.red(`${head}fail`), e.problems.map((p) => leaf(clip(oneLine(p), maxValue * 2))));
-        else add(`${head}${e.verdict === "pass" ? paint.green("pass") : paint.yellow("unclear, answer taken")}`);
-        break;
+        if (e.verdict === "fail")
+          return {
+            text: p.red(`${head}fail`),
+            children: e.problems.map((x) => leaf(clip(oneLine(x), max * 2))),
+          };
+        return leaf(`${head}${e.verdict === "pass" ? p.green("pass") : p.yellow("unclear, answer taken")}`);
       }
-      case "task.status": {
-        const status = e.status === "error" ? paint.red(e.status) : e.status;
-        add(`task ${e.plan_task_id} → ${status} · plan ${e.plan_id} ${e.plan_status}`);
-        break;
-      }
-    }
-    if (e.trace_id !== undefined) {
-      const rec = step.recursions.get(e.trace_id);
-      if (rec) rec.lastTs = e.ts;
+      case "task":
+        return leaf(`task ${e.plan_task_id} → ${e.status === "error" ? p.red(e.status) : e.status} · plan ${e.plan_id} ${e.plan_status}`);
+      case "error":
+        return leaf(p.red(`✗ error: ${e.error}`));
     }
   }
 
-  for (const step of steps.values()) finishStep(step, paint);
-  return roots;
-}
-
-/** The node an event belongs under; opens a recursion node on recursion.started or an unseen trace_id. */
-function containerOf(step: StepState, e: RunEvent): TreeNode {
-  if (e.trace_id === undefined) return e.type === "recursion.started" ? openRecursion(step, e, undefined) : step.container;
-  const known = step.recursions.get(e.trace_id);
-  if (known) return known.node;
-  return openRecursion(step, e, e.trace_id);
-}
-
-function openRecursion(step: StepState, e: RunEvent, traceId: string | undefined): TreeNode {
-  const label =
-    e.type === "recursion.started"
-      ? `recursion ${e.iteration}${traceId ? ` · trace ${traceId}` : ""}`
-      : `trace ${traceId ?? "?"}`;
-  const node: TreeNode = { text: label, children: [] };
-  step.node.children.push(node);
-  step.container = node;
-  if (traceId !== undefined) step.recursions.set(traceId, { node, label, firstTs: e.ts, lastTs: e.ts });
-  return node;
-}
-
-/** Fill in the step's header line (now that its end is known), durations of recursions, the final todo list. */
-function finishStep(step: StepState, paint: Paint): void {
-  const f = step.finished;
-  const parts = [`step ${stepLabel(step)}`];
-  if (f) {
-    parts.push(f.result_type === "answer" ? paint.green("answer") : paint.red("error"));
-    if (step.startedAt) parts.push(formatDuration(msBetween(step.startedAt, f.ts)));
-    parts.push(tokens(f.usage));
-  } else {
-    parts.push(paint.yellow("unfinished"));
+  private model(e: ModelCall): TreeNode {
+    const p = this.paint;
+    const name = `llm ${e.model ?? "?"}${e.model_name ? ` (${e.model_name})` : ""}`;
+    if (e.status === "error") return leaf(p.red(`✗ ${name} error: ${oneLine(e.error ?? "")}`));
+    if (e.status !== "ok") return leaf(p.yellow(`${name} … no reply recorded`));
+    const usage = e.usage ?? {
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+    };
+    const parts = [
+      name,
+      e.action ?? "reply",
+      usage.unknown ? tokens(usage) : `${usage.total_tokens} tok (${usage.prompt_tokens}+${usage.completion_tokens})`,
+      formatDuration(e.duration_ms ?? 0),
+    ];
+    if (e.messages !== undefined) parts.push(`${e.messages} msgs`);
+    if (e.finish_reason === "length") parts.push(p.red("cut off"));
+    const children = e.reasoning ? [leaf(p.dim(`reasoning: ${clip(oneLine(e.reasoning), this.maxValue)}`))] : [];
+    if (e.thought) children.push(leaf(p.dim(`thought: ${clip(e.thought, this.maxValue)}`)));
+    if (e.error) children.push(leaf(p.red(`refused: ${clip(oneLine(e.error), this.maxValue)}`)));
+    return { text: parts.join(" · "), children };
   }
-  step.node.text = parts.join(" · ");
-  for (const rec of step.recursions.values()) {
-    rec.node.text = `${rec.label} · ${formatDuration(msBetween(rec.firstTs, rec.lastTs))}`;
-  }
-  if (step.todos) {
-    step.node.children.push({
-      text: `todo list v${step.todos.version} · ${todoProgress(step.todos.todos)}`,
-      children: step.todos.todos.map((t) => leaf(colorTodo(todoLine(t), t, paint))),
-    });
-  }
-}
-
-function stepLabel(step: StepState): string {
-  return `${step.stepId ?? "-"} · ${step.agentId}${step.kind ? ` (${step.kind})` : ""}`;
 }
 
 function colorTodo(line: string, item: TodoItem, paint: Paint): string {
@@ -363,14 +275,4 @@ function colorTodo(line: string, item: TodoItem, paint: Paint): string {
 
 function leaf(text: string): TreeNode {
   return { text, children: [] };
-}
-
-function sumUsage(events: readonly RunEvent[]): Usage {
-  let total = ZERO_USAGE;
-  for (const e of events) if (e.type === "llm.response") total = addUsage(total, e.usage);
-  return total;
-}
-
-function pausedFor(e: EventOf<"run.finished">): string {
-  return `paused: waiting for approval of ${(e.approvals ?? []).map((a) => `${a.tool} (call ${a.call_id}, approval ${a.approval_id})`).join(", ")}`;
 }

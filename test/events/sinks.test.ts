@@ -36,7 +36,7 @@ function todoEvents(): RunEvent[] {
 describe("terminalSink, not a terminal", () => {
   test("plain appended lines: recursions, llm and tool calls with durations, plan, compact states, nested agent", () => {
     const out = collector();
-    const sink = terminalSink(out, { tty: false, color: false });
+    const sink = terminalSink(out, { color: false });
     for (const e of circleReactRun()) sink(e);
     sink.close();
     const text = out.text();
@@ -81,7 +81,7 @@ describe("terminalSink, not a terminal", () => {
 
   test("the todo list as checklist lines; stale versions dropped", () => {
     const out = collector();
-    const sink = terminalSink(out, { tty: false, color: false });
+    const sink = terminalSink(out, { color: false });
     for (const e of todoEvents()) sink(e);
     sink.close();
     const lines = out.text().split("\n");
@@ -98,7 +98,7 @@ describe("terminalSink, not a terminal", () => {
     expect(out.text()).not.toContain("STALE LIST");
     // A later full list with the same items shows only the items that changed.
     const more = collector();
-    const sink2 = terminalSink(more, { tty: false, color: false });
+    const sink2 = terminalSink(more, { color: false });
     const list = (version: number, second: "pending" | "in_progress") =>
       ({ type: "todo.updated", session_id: "z", version, todos: [todo(1, "A", "completed"), todo(2, "B", second)], seq: version, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" }) as RunEvent;
     sink2(list(1, "pending"));
@@ -115,8 +115,8 @@ describe("terminalSink, not a terminal", () => {
     bus.emit({ type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 5 }, s);
     const quiet = collector();
     const loud = collector();
-    const q = terminalSink(quiet, { tty: false, color: false });
-    const l = terminalSink(loud, { tty: false, color: false, deltas: true });
+    const q = terminalSink(quiet, { color: false });
+    const l = terminalSink(loud, { color: false, deltas: true });
     for (const e of events) {
       q(e);
       l(e);
@@ -128,7 +128,7 @@ describe("terminalSink, not a terminal", () => {
   test("never prints secrets", () => {
     const bus = new EventBus("task-s", steppingClock(), { secrets: ["conf-key-123456"] });
     const out = collector();
-    bus.subscribe(terminalSink(out, { tty: false, color: false }));
+    bus.subscribe(terminalSink(out, { color: false }));
     bus.emit({ type: "run.started", input: "key sk-abcdefghijklmnop" }, s);
     bus.emit(
       { type: "tool.finished", tool: "http", call_id: "c", arguments: { api_key: "k-SECRET-1" }, ok: false, error: "401 Bearer tok-SECRET-2 conf-key-123456", duration_ms: 1 },
@@ -139,90 +139,25 @@ describe("terminalSink, not a terminal", () => {
   });
 });
 
-describe("terminalSink on a terminal", () => {
-  test("redraws the status line and checklist in place with cursor-up sequences", () => {
+describe("terminalSink in colour (a terminal)", () => {
+  test("appends lines only: colours, never a cursor movement or an erase, the same lines as without colour", () => {
     const out = collector(60);
-    const sink = terminalSink(out, { tty: true, color: false });
-    const events = todoEvents();
-    const writes: string[] = [];
-    for (const e of events) {
-      const before = out.chunks.length;
+    const sink = terminalSink(out, { color: true });
+    const plain = collector();
+    const sinkPlain = terminalSink(plain, { color: false });
+    for (const e of todoEvents()) {
       sink(e);
-      writes.push(out.chunks.slice(before).join(""));
+      sinkPlain(e);
     }
     sink.close();
-    const at = (version: number, session = "sess") =>
-      writes[events.findIndex((e) => "version" in e && e.version === version && e.session_id === session && e.type !== "todo.updated") ]!;
-    // v2: the block (status line + header + 2 items = 4 lines) is erased and drawn again.
-    expect(at(2)).toBe(
-      `${ESC}[4A\r${ESC}[J` +
-        "● planner (plan_and_solve)\n" +
-        "todo v2 · 0/2 done\n" +
-        "  [~] 1. Look up formula\n" +
-        "  [ ] 2. Compute area\n",
-    );
-    // A stale delta writes nothing at all.
-    expect(writes[events.findIndex((e) => e.type === "todo.item_progress" && e.version === 3)]).toBe("");
-    expect(writes[events.findIndex((e) => e.type === "todo.updated" && e.version === 4)]).toBe("");
-    // Two sessions: both checklists in the block.
-    expect(at(1, "other")).toContain("todo v5 · 2/2 done · sess\n");
-    expect(at(1, "other")).toContain("  [!] 1. Other session item (blocked)\n");
-    // Log lines go above the block: erase, line, block again.
-    const finished = writes[writes.length - 1]!;
-    expect(finished.startsWith(`${ESC}[6A\r${ESC}[J■ answer · `)).toBe(true);
-    // Played on a simulated screen, the erases leave each log line once and only the latest block.
-    const screen = playOnScreen(out.text());
-    expect(screen).toEqual([
-      "▶ run task-t: circle",
-      "▶ planner (plan_and_solve)",
-      "✓ todo list completed (v6)",
-      expect.stringMatching(/^■ answer · \d/),
-      "todo v6 · 2/2 done · sess",
-      "  [x] 1. Look up formula",
-      "  [-] 2. Compute area",
-      "todo v1 · 0/1 done · other",
-      "  [!] 1. Other session item (blocked)",
-      "",
-    ]);
-    // After close the status line is gone and the final checklists stay.
-    expect(out.chunks.at(-1)).not.toContain("●");
-    expect(out.chunks.at(-1)).toContain("[x] 1. Look up formula");
-  });
-
-  test("block lines are cut to the terminal width", () => {
-    const out = collector(30);
-    const sink = terminalSink(out, { tty: true, color: false });
-    sink({ type: "todo.updated", session_id: "x", version: 1, todos: [todo(1, "a very long todo item that goes on and on", "pending")], seq: 1, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" });
-    for (const line of out.text().split("\n")) expect(line.length).toBeLessThanOrEqual(29);
- 
-    // A pty without a size says 0 columns: not a reason to cut everything to nothing.
-    const unsized = collector(0);
-    const sink0 = terminalSink(unsized, { tty: true, color: false });
-    sink0({ type: "todo.updated", session_id: "x", version: 1, todos: [todo(1, "a very long todo item that goes on and on", "pending")], seq: 1, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" });
-    expect(unsized.text()).toContain("  [ ] 1. a very long todo item that goes on and on\n");
+    sinkPlain.close();
+    // Only SGR sequences (colours): no cursor up, no erase, no cursor hide.
+    expect(out.text().match(/\x1b\[[0-9;?]*[A-Za-z]/g)?.every((seq) => seq.endsWith("m"))).toBe(true);
+    expect(out.text().replace(/\x1b\[[0-9;]*m/g, "")).toBe(plain.text());
+    // Each chunk is whole lines, written once, in order.
+    expect(out.chunks.every((c) => c.endsWith("\n"))).toBe(true);
   });
 });
-
-/** What a terminal shows after `text`: handles `\n`, `\r`, cursor up (`ESC[nA`) and erase down (`ESC[J`). */
-function playOnScreen(text: string): string[] {
-  const lines = [""];
-  let row = 0;
-  const tokens = text.split(/(\x1b\[\d*A|\x1b\[J|\r|\n)/);
-  for (const token of tokens) {
-    const up = /^\x1b\[(\d*)A$/.exec(token);
-    if (up) row = Math.max(0, row - Number(up[1] || 1));
-    else if (token === "\x1b[J") {
-      lines.length = row + 1;
-      lines[row] = "";
-    } else if (token === "\r") {
-      // Every write after \r here follows an erase, so the column does not matter.
-    } else if (token === "\n") {
-      row += 1;
-      if (lines[row] === undefined) lines[row] = "";
-    } else lines[row] += token;
-  }
-  return lines;
-}
 
 describe("ndjsonSink", () => {
   test("one redacted JSON event per line, in seq order", () => {

@@ -1,6 +1,6 @@
 /**
  * The pure half of src/server/page/timeline.js (docs/server.md#run-history):
- * `buildRunView(events)` over the events of real runs of the example teams
+ * `runView(project(events))` over the events of real runs of the example teams
  * (scripted models, real tools), and over hand-made event sequences for what
  * those runs do not show (a failed model call and its fallback, a call still
  * going on, a run that ended with a call unfinished).
@@ -12,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { describe, expect, it, vi } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
+import { project, type RunTree } from "../../src/events/projection.js";
 import type { RunEvent, RunEventBody } from "../../src/events/types.js";
 import { ROOT } from "../support/cli.js";
 
@@ -60,13 +61,15 @@ interface RunView {
   tree: (Lane & { children: TreeNode[] })[];
 }
 interface RunViewModule {
-  buildRunView(events: RunEvent[], now?: number): RunView;
+  runView(run: RunTree, now?: number): RunView;
   barCount(view: RunView): number;
   barDetails(bar: Bar, view: RunView): [string, string][];
 }
 
 const MODULE = pathToFileURL(join(ROOT, "src", "server", "page", "timeline.js")).href;
-const { buildRunView, barCount, barDetails } = (await import(MODULE)) as RunViewModule;
+const { runView, barCount, barDetails } = (await import(MODULE)) as RunViewModule;
+/** The timeline's model of a run, from the run's projection as the page and `trace --html` make it. */
+const buildRunView = (events: RunEvent[], now?: number): RunView => runView(project(events), now);
 
 const CIRCLE = "What are the area and circumference of a circle with radius 5 meters?";
 const EXAMPLES: Record<string, string> = {

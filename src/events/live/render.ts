@@ -7,8 +7,9 @@
  */
 import cliTruncate from "cli-truncate";
 import stringWidth from "string-width";
-import { painter, type Paint } from "../format.js";
-import { checklistOf, type AgentNode, type CheckMark, type ViewState } from "./state.js";
+import { oneLine, painter, type Paint } from "../format.js";
+import type { RunTree, StepNode } from "../projection.js";
+import { agentRoots, checklistOf, noticeOf, shortState, type CheckMark, type LiveState } from "./state.js";
 
 export interface RenderOptions {
   /** Columns: no line is wider. */
@@ -32,7 +33,7 @@ export function elapsed(ms: number): string {
 }
 
 /** The frame: at most `height` lines, none wider than `width` columns. */
-export function renderView(view: ViewState, options: RenderOptions): string[] {
+export function renderView(view: LiveState, options: RenderOptions): string[] {
   const { width, height, now } = options;
   if (height <= 0 || width <= 0) return [];
   const p = painter(options.color ?? false);
@@ -41,8 +42,9 @@ export function renderView(view: ViewState, options: RenderOptions): string[] {
   const header = p.bold(fit(`● ${spendLine(view, now)}`));
   const tree = treeRows(view, now);
   const checklist = checklistOf(view);
-  const thought = view.thought ? `› ${view.thought.agent_id}: ${view.thought.text}` : undefined;
-  const notice = view.notices.at(-1);
+  const run = view.run;
+  const thought = run.thought ? `› ${run.thought.agent_id}: ${oneLine(run.thought.text)}` : undefined;
+  const notice = noticeOf(run);
 
   // Rows by priority: the header, one for the tree, the thought, two for the checklist, the notice; then the rest.
   let rest = height - 1;
@@ -74,17 +76,18 @@ export function renderView(view: ViewState, options: RenderOptions): string[] {
 }
 
 /** What remains in the scrollback when the run is over: one line. */
-export function renderSummary(view: ViewState, options: { width: number; now: number; color?: boolean; interrupted?: boolean }): string[] {
+export function renderSummary(view: LiveState, options: { width: number; now: number; color?: boolean; interrupted?: boolean }): string[] {
   const p = painter(options.color ?? false);
-  const end = view.finishedMs ?? options.now;
-  const took = elapsed(end - (view.startedMs ?? end));
+  const { start, end } = span(view.run, options.now);
+  const took = elapsed(end - start);
+  const outcome = view.run.status;
   const head = options.interrupted
     ? p.yellow(`✗ interrupted after ${took}`)
-    : view.outcome === "answer"
+    : outcome === "answer"
       ? p.green(`✓ answered in ${took}`)
-      : view.outcome === "paused"
+      : outcome === "paused"
         ? p.yellow(`⏸ paused after ${took}`)
-        : p.red(`✗ ${view.outcome === "error" ? "failed" : "stopped"} after ${took}`);
+        : p.red(`✗ ${outcome === "error" ? "failed" : "stopped"} after ${took}`);
   return [truncate([head, ...figures(view)].join(" · "), Math.max(1, options.width))];
 }
 
@@ -108,22 +111,30 @@ function counted(n: number, limit: number | undefined, what: string): string {
 }
 
 /** Calls, tokens and cost, each against the team's budget when it limits it (docs/budgets.md). */
-function figures(view: ViewState): string[] {
-  const b = view.budget ?? {};
+function figures(view: LiveState): string[] {
+  const b = view.config.budget ?? {};
+  const run = view.run;
   const parts = [
-    counted(view.modelCalls, b.max_model_calls, "model call"),
-    counted(view.toolCalls, b.max_tool_calls, "tool call"),
-    `${view.usage.unknown ? "≥" : ""}${counted(view.usage.total_tokens, b.max_tokens, "token")}`,
+    counted(run.model_calls, b.max_model_calls, "model call"),
+    counted(run.tool_calls, b.max_tool_calls, "tool call"),
+    `${run.usage.unknown ? "≥" : ""}${counted(run.usage.total_tokens, b.max_tokens, "token")}`,
   ];
   // A cost when a model has a price, or the budget limits it.
-  if (b.max_cost_usd !== undefined || view.cost > 0) parts.push(`$${view.cost.toFixed(4)}${b.max_cost_usd !== undefined ? ` of $${b.max_cost_usd.toFixed(2)}` : ""}`);
+  if (b.max_cost_usd !== undefined || view.cost > 0)
+    parts.push(`$${view.cost.toFixed(4)}${b.max_cost_usd !== undefined ? ` of $${b.max_cost_usd.toFixed(2)}` : ""}`);
   return parts;
 }
 
-function spendLine(view: ViewState, now: number): string {
-  const end = view.finishedMs ?? now;
-  const limit = view.budget?.max_seconds;
-  return [`${elapsed(end - (view.startedMs ?? end))}${limit !== undefined ? ` of ${limit}s` : ""}`, ...figures(view)].join(" · ");
+function spendLine(view: LiveState, now: number): string {
+  const { start, end } = span(view.run, now);
+  const limit = view.config.budget?.max_seconds;
+  return [`${elapsed(end - start)}${limit !== undefined ? ` of ${limit}s` : ""}`, ...figures(view)].join(" · ");
+}
+
+/** When the run started and ended (or `now`, while it goes on). */
+function span(run: RunTree, now: number): { start: number; end: number } {
+  const end = run.end ? Date.parse(run.end.at) : now;
+  return { start: run.events > 0 ? Date.parse(run.started_at) : end, end };
 }
 
 type Tone = "running" | "done" | "failed" | "more";
@@ -136,38 +147,43 @@ interface TreeRow {
 }
 
 /** The agent tree, depth first; a finished agent is one line and hides what it called. */
-function treeRows(view: ViewState, now: number): TreeRow[] {
+function treeRows(view: LiveState, now: number): TreeRow[] {
   const rows: TreeRow[] = [];
-  const visit = (id: string, depth: number) => {
-    const node = view.agents[id];
-    if (!node) return;
+  const visit = (node: StepNode, depth: number) => {
     const indent = "  ".repeat(depth);
-    if (node.finishedMs !== undefined) {
-      const ok = node.result !== "error";
-      const took = elapsed(node.finishedMs - node.startedMs);
+    if (node.ended_at !== undefined && node.status !== "running") {
+      const ok = node.status !== "error";
+      const finished = Date.parse(node.ended_at);
+      const took = elapsed(finished - Date.parse(node.started_at));
       // Finished agents rank after running ones, the latest first.
-      rows.push({ text: `${indent}${ok ? "✓" : "✗"} ${node.agent_id} ${took}${ok ? "" : " error"}`, tone: ok ? "done" : "failed", rank: 1e15 - node.finishedMs });
+      rows.push({ text: `${indent}${ok ? "✓" : "✗"} ${node.agent_id} ${took}${ok ? "" : " error"}`, tone: ok ? "done" : "failed", rank: 1e15 - finished });
       return;
     }
     // Running agents rank first: the entry agent, then the deepest (who does the work now), then their callers.
-    rows.push({ text: `${indent}▸ ${runningText(node, now)}`, tone: "running", rank: depth === 0 ? 0 : 1e6 - depth });
-    for (const child of node.children) visit(child, depth + 1);
+    rows.push({ text: `${indent}▸ ${runningText(view, node, now)}`, tone: "running", rank: depth === 0 ? 0 : 1e6 - depth });
+    for (const id of node.steps) {
+      const child = view.projection.step(id);
+      if (child?.step_id !== undefined) visit(child, depth + 1);
+    }
   };
-  for (const root of view.roots) visit(root, 0);
+  for (const root of agentRoots(view.run)) visit(root, 0);
   return rows;
 }
 
-function runningText(node: AgentNode, now: number): string {
-  const parts = [`${node.agent_id}${node.kind ? ` (${node.kind})` : ""} ${elapsed(now - node.startedMs)}`];
+function runningText(view: LiveState, node: StepNode, now: number): string {
+  const since = (iso: string) => elapsed(now - Date.parse(iso));
+  const parts = [`${node.agent_id}${node.agent_kind ? ` (${node.agent_kind})` : ""} ${since(node.started_at)}`];
   if (node.iteration !== undefined) parts.push(`#${node.iteration}`);
-  if (node.state) parts.push(`${node.state}${node.stateSinceMs !== undefined ? ` ${elapsed(now - node.stateSinceMs)}` : ""}`);
-  const tools = Object.values(node.tools);
+  if (node.state) parts.push(`${shortState(node.state)}${node.state_since !== undefined ? ` ${since(node.state_since)}` : ""}`);
+  const calls = view.projection.running(node.id);
+  const tools = calls.filter((c) => c.kind === "tool");
+  const model = calls.find((c) => c.kind === "model");
   if (tools.length > 0) {
-    const oldest = Math.min(...tools.map((t) => t.sinceMs));
+    const oldest = tools.map((t) => t.started_at).sort()[0] ?? node.started_at;
     const names = [...new Set(tools.map((t) => t.tool))];
-    parts.push(`⚙ ${names.join(", ")}${tools.length > names.length ? ` ×${tools.length}` : ""} ${elapsed(now - oldest)}`);
-  } else if (node.modelSinceMs !== undefined) {
-    parts.push(`model ${elapsed(now - node.modelSinceMs)}`);
+    parts.push(`⚙ ${names.join(", ")}${tools.length > names.length ? ` ×${tools.length}` : ""} ${since(oldest)}`);
+  } else if (model) {
+    parts.push(`model ${since(model.started_at)}`);
   }
   return parts.join(" · ");
 }
@@ -177,7 +193,13 @@ function fitTree(rows: TreeRow[], limit: number): TreeRow[] {
   if (rows.length <= limit) return rows;
   if (limit <= 0) return [];
   // One row: the deepest running agent, rather than a bare count.
-  if (limit === 1) return [[...rows].filter((r) => r.tone === "running").sort((a, b) => a.rank - b.rank).find((r) => r.rank > 0) ?? rows[0]].filter((r) => r !== undefined);
+  if (limit === 1)
+    return [
+      [...rows]
+        .filter((r) => r.tone === "running")
+        .sort((a, b) => a.rank - b.rank)
+        .find((r) => r.rank > 0) ?? rows[0],
+    ].filter((r) => r !== undefined);
   const keep = new Set([...rows.keys()].sort((a, b) => (rows[a]?.rank ?? 0) - (rows[b]?.rank ?? 0)).slice(0, limit - 1));
   const kept = rows.filter((_, i) => keep.has(i));
   kept.push({ text: `… ${rows.length - kept.length} more`, tone: "more", rank: 0 });
@@ -194,7 +216,10 @@ function fitChecklist(items: readonly { text: string; mark: CheckMark }[], limit
   if (items.length <= limit) return [...items];
   if (limit <= 0) return [];
   // One line: the item in progress (else the next one to do), rather than a bare count.
-  if (limit === 1) return [items.find((i) => i.mark === "active") ?? items.find((i) => i.mark === "pending" || i.mark === "failed") ?? items[items.length - 1] ?? { text: "" }];
+  if (limit === 1)
+    return [
+      items.find((i) => i.mark === "active") ?? items.find((i) => i.mark === "pending" || i.mark === "failed") ?? items[items.length - 1] ?? { text: "" },
+    ];
   const firstOpen = items.findIndex((i) => i.mark === "active" || i.mark === "pending" || i.mark === "failed");
   let start = Math.max(0, (firstOpen < 0 ? items.length : firstOpen) - 1);
   // Lines for items: the limit less a `… N more` above (when start > 0) and one below (when items remain).

@@ -1,13 +1,13 @@
 /**
- * The live view as a sink of the run's events: the reducer (state.ts) folds
- * each event, the writer (writer.ts) redraws the frame the renderer
+ * The live view as a sink of the run's events: the projection (state.ts,
+ * ../projection.ts) folds each event, the writer (writer.ts) redraws the frame the renderer
  * (render.ts) makes, throttled, on every change, on a clock tick (the running
  * timers) and on a resize; `close()` leaves a short summary in its place.
  */
 import ansiEscapes from "ansi-escapes";
 import type { EventSink } from "../bus.js";
 import { renderSummary, renderView } from "./render.js";
-import { initialView, reduceView, type ViewConfig, type ViewState } from "./state.js";
+import { LiveState, type ViewConfig } from "./state.js";
 import { FrameWriter, type TtyOut } from "./writer.js";
 
 /** A terminal that tells when it is resized (`process.stderr` as a TTY). */
@@ -31,7 +31,7 @@ export type LiveSink = EventSink & {
   /** Replace the frame with the summary; `interrupted`: the run was stopped (Ctrl-C), whatever its events say. */
   close(how?: { interrupted?: boolean }): void;
   /** The state drawn, for tests. */
-  readonly view: ViewState;
+  readonly view: LiveState;
 };
 
 export function liveSink(out: LiveOut, options: LiveSinkOptions): LiveSink {
@@ -40,7 +40,7 @@ export function liveSink(out: LiveOut, options: LiveSinkOptions): LiveSink {
     ...(options.budget ? { budget: options.budget } : {}),
     ...(options.priceOf ? { priceOf: options.priceOf } : {}),
   };
-  let view = initialView(config);
+  const view = new LiveState(config);
   const writer = new FrameWriter(out, ({ width, height }) => renderView(view, { width, height, now: now(), color: options.color }), {
     ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
     now,
@@ -57,10 +57,10 @@ export function liveSink(out: LiveOut, options: LiveSinkOptions): LiveSink {
 
   const sink = ((event) => {
     if (closed) return;
-    view = reduceView(view, event, config);
+    view.apply(event);
     // A person is asked on this terminal (src/cli/run-report.ts), one call after another: the frame
     // steps aside until every call asked about is decided, and the questions stay in the scrollback.
-    if (view.pendingApprovals.length > 0) writer.suspend();
+    if (view.run.pending_approvals.length > 0) writer.suspend();
     else writer.resume();
     writer.request();
   }) as LiveSink;

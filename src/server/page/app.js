@@ -3,7 +3,8 @@
 // the answer, the run's tree and its timeline; and the list of past runs.
 // Every text from a model or a tool goes through textContent.
 
-import { TIMELINE_CSS, buildRunView, renderTimeline, renderTree } from "/timeline.js";
+import { RunProjection } from "/projection.js";
+import { TIMELINE_CSS, renderTimeline, renderTree, runView } from "/timeline.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -32,9 +33,7 @@ function resetView() {
     plan: { steps: [], finished: 0 },
     // Plan Tool (seed 003): the latest plan's id and status, and each of its tasks' status, from task.status events.
     planTool: { id: "", status: "", tasks: new Map() },
-    // Seed 002: a todo delta is applied only when its version is newer than the last one applied for its session.
-    todoVersions: new Map(),
-    todoLists: new Map(),
+    // The todo session shown: the latest one a todo event named (its list is the projection's, stale versions dropped).
     todoSession: "",
     tools: new Map(),
     // docs/durable-runs.md#approvals: calls waiting for a person, by approval id.
@@ -42,8 +41,8 @@ function resetView() {
     taskId: "",
     /** The run the views show; events of any other are ignored. */
     showing: "",
-    // Every event, for the tree and the timeline (redrawn at most a few times a second).
-    events: [],
+    // The run's projection (src/events/projection.ts), for the tree and the timeline (redrawn at most a few times a second).
+    projection: new RunProjection(),
     // When the last event arrived here: a running call's bar grows from the server's clock, not this one's.
     lastArrival: 0,
     /** Following the run gave up: no event came for a while. */
@@ -85,7 +84,7 @@ function apply(event) {
   if (event.seq <= view.lastSeq) return; // already shown (a replay after reconnecting)
   view.lastSeq = event.seq;
   view.taskId = event.task_id;
-  view.events.push(event);
+  view.projection.apply(event);
   view.lastArrival = Date.now();
   scheduleTimeline();
   switch (event.type) {
@@ -118,17 +117,8 @@ function apply(event) {
       break;
     case "todo.updated":
     case "todo.completed":
-      if (acceptTodo(event)) view.todoLists.set(event.session_id, event.todos.map((t) => ({ ...t })));
-      drawTodos();
-      break;
     case "todo.item_progress":
-      if (acceptTodo(event)) {
-        const list = view.todoLists.get(event.session_id) ?? [];
-        const i = list.findIndex((t) => t.index === event.item.index);
-        if (i >= 0) list[i] = { ...event.item };
-        else list.push({ ...event.item });
-        view.todoLists.set(event.session_id, list);
-      }
+      view.todoSession = event.session_id;
       drawTodos();
       break;
     case "tool.started":
@@ -185,17 +175,17 @@ function scheduleTimeline() {
 }
 
 function drawTimeline() {
-  const lastTs = Date.parse(view.events[view.events.length - 1]?.ts ?? "");
+  const lastTs = Date.parse(view.projection.tree.last_at);
   // The server's time now, as far as this page can tell: the last event's time plus what passed since it came.
   const now = Number.isFinite(lastTs) && !view.stalled ? lastTs + (Date.now() - view.lastArrival) : undefined;
-  const model = buildRunView(view.events, now);
+  const model = runView(view.projection.tree, now);
   renderTimeline($("timeline"), model);
   renderTree($("tree"), model);
 }
 
 // A call under way grows while nothing else happens.
 setInterval(() => {
-  if (!view.finished && !view.stalled && view.events.length && !document.hidden) drawTimeline();
+  if (!view.finished && !view.stalled && view.projection.tree.events && !document.hidden) drawTimeline();
 }, 500);
 
 // ---- the list of runs ---------------------------------------------------------
@@ -263,17 +253,6 @@ async function openRun(taskId) {
   await follow(taskId).catch((err) => setStatus(`Error: ${err.message}`));
 }
 
-function acceptTodo(event) {
-  const current = view.todoVersions.get(event.session_id) ?? 0;
-  if (event.version <= current) {
-    console.debug(`todo: ignored version ${event.version} of session ${event.session_id} (have ${current})`);
-    return false;
-  }
-  view.todoVersions.set(event.session_id, event.version);
-  view.todoSession = event.session_id;
-  return true;
-}
-
 /** A react agent's PLAN / REMEND reply carries its plan as numbered text in `output.plan`. */
 function planFromReply(content) {
   if (typeof content !== "string") return;
@@ -329,7 +308,7 @@ function planTask(text, status) {
 const TODO_MARK = { pending: "☐", in_progress: "◐", completed: "☑", failed: "✗", skipped: "⤼", blocked: "⛔" };
 
 function drawTodos() {
-  const list = view.todoLists.get(view.todoSession);
+  const list = view.projection.tree.todos[view.todoSession]?.todos;
   if (!list) return;
   // A plan_and_solve agent plans with its todo list and announces no other plan.
   if (!view.plan.steps.length && !view.planTool.tasks.size) $("plan").replaceChildren(el("li", "muted", "The todo list is the plan."));

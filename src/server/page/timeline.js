@@ -1,9 +1,10 @@
-// A run as a tree and as a timeline (docs/server.md#run-history), from its
-// events alone: the one implementation that the page of `runtime serve` and
-// the file of `runtime trace TASK_ID --html` both use. Plain ESM with no
-// dependencies, shipped as it is; `trace --html` inlines it whole.
+// A run as a tree and as a timeline (docs/server.md#run-history), drawn from
+// the run's projection (src/events/projection.ts, docs/design/projection.md):
+// the one implementation that the page of `runtime serve` and the file of
+// `runtime trace TASK_ID --html` both use. Plain ESM with no dependencies,
+// shipped as it is; `trace --html` inlines it whole.
 //
-// `buildRunView(events)` is pure (events in, a plain model out, no DOM);
+// `runView(tree, now)` is pure (a projection in, a plain model out, no DOM);
 // `renderTimeline` and `renderTree` draw that model. Every text from a
 // model, a tool or a user goes in as text (textContent), never as HTML.
 
@@ -21,7 +22,7 @@ function show(value) {
 }
 
 /**
- * The model of one run, built from its events in `seq` order:
+ * The timeline's model of a run, laid out from its projection:
  *
  * - `lanes`: one per agent step (an agent's invocation), children right
  *   below their parent, each with its `bars`: one per model call and per
@@ -32,163 +33,105 @@ function show(value) {
  * - A call started but not ended is `running` while the run goes on (its
  *   bar ends at `now`), and `unfinished` once the run has ended without it.
  *
- * @param {object[]} events the run's events
+ * @param {object} run the run's projection (`RunProjection.tree`)
  * @param {number} [now] the time a running call has reached (default: the last event's time)
  */
-export function buildRunView(events, now) {
-  const steps = new Map();
-  const lanes = [];
-  const roots = [];
-  const pendingModel = new Map();
-  const pendingTool = new Map();
-  const run = { task_id: events[0]?.task_id ?? "", agent_id: "", input: "", session_id: undefined, status: "running", answer: undefined, error: undefined, usage: undefined };
-  let start = Infinity;
-  let last = -Infinity;
-  let calls = 0;
-
-  const stepOf = (e) => {
-    const key = e.step_id ?? `run:${e.agent_id}`;
-    let step = steps.get(key);
-    if (!step) {
-      const parent = e.parent_step_id !== undefined ? steps.get(e.parent_step_id) : undefined;
-      step = { step_id: key, agent_id: e.agent_id, kind: "", parent: parent?.step_id, depth: parent ? parent.depth + 1 : 0, start: time(e.ts), end: undefined, result: undefined, usage: undefined, error: undefined, bars: [], children: [], recursions: new Map() };
-      steps.set(key, step);
-      lanes.push(step);
-      if (parent) parent.children.push({ type: "step", step });
-      else roots.push(step);
-    }
-    return step;
-  };
-  // The node a call goes under: its recursion when it has one, else its step.
-  const holderOf = (step, e) => (e.trace_id !== undefined ? step.recursions.get(e.trace_id) : undefined) ?? step;
-  const addBar = (step, e, bar) => {
-    const full = { id: `b${++calls}`, step_id: step.step_id, agent_id: step.agent_id, trace_id: e.trace_id, ...bar };
-    step.bars.push(full);
-    holderOf(step, e).children.push({ type: "call", bar: full });
-    return full;
-  };
-
-  for (const e of events) {
-    const at = time(e.ts);
-    if (Number.isFinite(at)) {
-      start = Math.min(start, at);
-      last = Math.max(last, at);
-    }
-    switch (e.type) {
-      case "run.started":
-      case "run.resumed":
-        if (e.type === "run.started" || !run.agent_id) {
-          run.agent_id = e.agent_id;
-          run.input = e.input;
-          if (e.session_id !== undefined) run.session_id = e.session_id;
-        }
-        run.status = "running";
-        break;
-      case "run.finished":
-        run.status = e.result_type;
-        run.answer = e.answer;
-        run.error = e.error;
-        run.usage = e.usage;
-        break;
-      case "agent.started": {
-        const step = stepOf(e);
-        step.kind = e.kind;
-        break;
-      }
-      case "agent.finished": {
-        const step = stepOf(e);
-        step.end = at;
-        step.result = e.result_type;
-        step.usage = e.usage;
-        step.error = e.error;
-        break;
-      }
-      case "recursion.started": {
-        const step = stepOf(e);
-        if (e.trace_id !== undefined && !step.recursions.has(e.trace_id)) {
-          const recursion = { type: "recursion", iteration: e.iteration, trace_id: e.trace_id, children: [] };
-          step.recursions.set(e.trace_id, recursion);
-          step.children.push(recursion);
-        }
-        break;
-      }
-      case "llm.request":
-        pendingModel.set(`${e.step_id}/${e.trace_id}`, { at, model: e.model, messages: e.messages, event: e });
-        break;
-      case "llm.response":
-      case "llm.error": {
-        const step = stepOf(e);
-        const key = `${e.step_id}/${e.trace_id}`;
-        const pending = pendingModel.get(key);
-        const ms = e.type === "llm.response" ? e.duration_ms ?? 0 : pending ? at - pending.at : 0;
-        const began = pending ? pending.at : at - ms;
-        start = Math.min(start, began);
-        const iteration = holderOf(step, e).iteration;
-        if (e.type === "llm.response") {
-          pendingModel.delete(key);
-          addBar(step, e, { kind: "model", name: e.model_name ?? e.model, start: began, end: at, ms, ok: e.error === undefined, state: "done", iteration, messages: pending?.messages, usage: e.usage, tokens: e.usage?.total_tokens, action: e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply"), finish_reason: e.finish_reason, thought: e.thought, reasoning: e.reasoning, content: e.content, tool_calls: e.tool_calls?.map((c) => c.name), error: e.error });
-        } else {
-          pendingModel.delete(key);
-          addBar(step, e, { kind: "model", name: e.model_name ?? e.model, start: began, end: at, ms, ok: false, state: "done", iteration, messages: pending?.messages, error: e.error });
-        }
-        break;
-      }
-      case "llm.notice":
-        // The next model of a fallback list takes over: its attempt starts now (its name comes with its reply).
-        if (e.notice === "fallback") pendingModel.set(`${e.step_id}/${e.trace_id}`, { at, model: "fallback", messages: undefined, event: e });
-        break;
-      case "tool.started":
-        stepOf(e);
-        pendingTool.set(`${e.step_id}/${e.call_id}`, { at, event: e });
-        break;
-      case "tool.finished": {
-        const step = stepOf(e);
-        const key = `${e.step_id}/${e.call_id}`;
-        const ms = e.duration_ms ?? 0;
-        const began = pendingTool.get(key)?.at ?? at - ms;
-        pendingTool.delete(key);
-        start = Math.min(start, began);
-        addBar(step, e, { kind: "tool", name: e.tool, call_id: e.call_id, start: began, end: at, ms, ok: e.ok, state: "done", iteration: holderOf(step, e).iteration, arguments: show(e.arguments), result: e.ok ? show(e.result) : undefined, error: e.error });
-        break;
-      }
-    }
-  }
-
-  // Calls with a start and no end: still going on, or cut short when the run ended.
+export function runView(run, now) {
   const ended = run.status !== "running";
+  const last = run.events > 0 ? time(run.last_at) : 0;
   const reached = Math.max(last, Number.isFinite(now) ? now : last);
-  for (const { event, at, model, messages } of pendingModel.values()) {
-    const step = stepOf(event);
-    addBar(step, event, { kind: "model", name: model, start: at, end: ended ? at : reached, ms: (ended ? at : reached) - at, ok: !ended, state: ended ? "unfinished" : "running", iteration: holderOf(step, event).iteration, messages });
-  }
-  for (const { event, at } of pendingTool.values()) {
-    const step = stepOf(event);
-    addBar(step, event, { kind: "tool", name: event.tool, call_id: event.call_id, start: at, end: ended ? at : reached, ms: (ended ? at : reached) - at, ok: !ended, state: ended ? "unfinished" : "running", iteration: holderOf(step, event).iteration, arguments: show(event.arguments) });
-  }
+  let start = run.events > 0 ? time(run.started_at) : 0;
+  const lanes = [];
 
-  if (!Number.isFinite(start)) start = last = 0;
-  const end = Math.max(ended ? last : reached, start + 1);
-  for (const step of lanes) {
-    step.end ??= Math.max(ended ? last : reached, ...step.bars.map((b) => b.end));
-    delete step.recursions;
+  const barOf = (call, lane) => {
+    const began = time(call.started_at);
+    const going = call.status === "running" || call.status === "unfinished";
+    // A call still open reaches `now` while the run goes on; once the run has ended without it, it did not end.
+    const unfinished = going && (ended || call.status === "unfinished");
+    const end = !going ? time(call.ended_at) : unfinished ? began : reached;
+    start = Math.min(start, began);
+    const bar = {
+      id: call.id,
+      kind: call.kind,
+      step_id: lane.step_id,
+      agent_id: lane.agent_id,
+      trace_id: call.trace_id,
+      iteration: call.iteration,
+      start: began,
+      end,
+      ms: !going ? (call.duration_ms ?? end - began) : end - began,
+      ok: going ? !unfinished : call.kind === "model" ? call.status === "ok" && call.error === undefined : call.status === "ok",
+      state: !going ? "done" : unfinished ? "unfinished" : "running",
+      error: call.error,
+    };
+    if (call.kind === "model") {
+      return Object.assign(bar, {
+        name: call.model_name ?? call.model ?? "fallback",
+        messages: call.messages,
+        usage: call.usage,
+        tokens: call.usage?.total_tokens,
+        action: call.action,
+        finish_reason: call.finish_reason,
+        thought: call.thought,
+        reasoning: call.reasoning,
+        content: call.content,
+        tool_calls: call.tool_calls?.map((c) => c.name),
+      });
+    }
+    return Object.assign(bar, { name: call.tool, call_id: call.call_id, arguments: show(call.arguments), result: call.status === "ok" ? show(call.result) : undefined });
+  };
+
+  // The step's entries as tree nodes; its calls become its lane's bars.
+  const nodesOf = (entries, lane, depth) => {
+    const nodes = [];
+    for (const entry of entries) {
+      if (entry.kind === "step") nodes.push({ type: "step", step: laneOf(entry, lane, depth + 1) });
+      else if (entry.kind === "recursion") nodes.push({ type: "recursion", iteration: entry.iteration, trace_id: entry.trace_id, children: nodesOf(entry.children, lane, depth) });
+      else if (entry.kind === "model" || entry.kind === "tool") {
+        const bar = barOf(entry, lane);
+        lane.bars.push(bar);
+        nodes.push({ type: "call", bar });
+      }
+    }
+    return nodes;
+  };
+  const laneOf = (step, parent, depth) => {
+    const lane = { step_id: step.id, agent_id: step.agent_id, kind: step.agent_kind ?? "", parent: parent?.step_id, depth, start: time(step.started_at), end: undefined, result: step.status === "running" ? undefined : step.status, usage: step.usage, error: step.error, bars: [], children: [] };
+    // Children right below their parent, in the order they started.
+    lanes.push(lane);
+    lane.children = nodesOf(step.children, lane, depth);
+    lane.end = step.ended_at !== undefined && step.status !== "running" ? time(step.ended_at) : Math.max(ended ? last : reached, ...lane.bars.map((b) => b.end));
+    return lane;
+  };
+  const tree = run.roots.filter((r) => r.kind === "step").map((step) => laneOf(step, undefined, 0));
+
+  for (const lane of lanes) {
     // Calls that overlap in time (parallel tool calls) take rows of their own in the lane.
     const rowEnds = [];
-    for (const bar of [...step.bars].sort((a, b) => a.start - b.start || a.end - b.end)) {
+    for (const bar of [...lane.bars].sort((a, b) => a.start - b.start || a.end - b.end)) {
       let row = rowEnds.findIndex((busyUntil) => busyUntil <= bar.start);
       if (row < 0) row = rowEnds.length;
       rowEnds[row] = Math.max(bar.end, bar.start + 1);
       bar.row = row;
     }
-    step.rows = Math.max(1, rowEnds.length);
+    lane.rows = Math.max(1, rowEnds.length);
   }
-  // Children right below their parent, in the order they started.
-  const ordered = [];
-  const place = (step) => {
-    ordered.push(step);
-    for (const child of step.children) if (child.type === "step") place(child.step);
+  const end = Math.max(ended ? last : reached, start + 1);
+  const outcome = run.end;
+  return {
+    task_id: run.task_id,
+    agent_id: run.agent_id,
+    input: run.input,
+    session_id: run.session_id,
+    status: run.status,
+    answer: outcome?.answer,
+    error: outcome?.error,
+    usage: outcome?.usage,
+    start,
+    end,
+    lanes,
+    tree,
   };
-  roots.forEach(place);
-  return { ...run, start, end, lanes: ordered, tree: roots };
 }
 
 /** The number of bars of a run view: its model and tool calls. */

@@ -1,0 +1,487 @@
+/**
+ * The one projection of a run's event stream into a run tree
+ * (docs/design/projection.md): steps nested as agents call agents,
+ * recursions, model and tool calls with their timings, usage and states, and
+ * the run's plan, todo lists and approvals. Every view renders from it: the
+ * trace tree (src/trace/tree.ts), the OpenTelemetry spans
+ * (src/telemetry/otel-sink.ts), the live terminal view (./live/) and the
+ * page's timeline (src/server/page/timeline.js, which runs this same module
+ * in the browser).
+ *
+ * Pure: no I/O, no clock (times are the events' own `ts`), and no import
+ * that is not a type, so its compiled JavaScript is served to the page as it
+ * is. `apply` mutates the tree in place (a fold over thousands of events
+ * stays linear) and returns the node the event opened, changed or closed.
+ */
+import type { Entry, ModelCall, RecursionNode, RunTree, StepNode, ToolCall } from "./run-tree.js";
+import type { EventOf, RunEvent, TodoItem, Usage } from "./types.js";
+
+export type { CallStatus, Entry, ModelCall, RecursionNode, RootEntry, RunEnd, RunTree, StepNode, ToolCall } from "./run-tree.js";
+
+type Container = StepNode | RecursionNode;
+type Touched = StepNode | RecursionNode | ModelCall | ToolCall | RunTree;
+
+const ZERO: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+/** The fold: `new RunProjection()`, `apply` each event in seq order, read `tree`. */
+export class RunProjection {
+  readonly tree: RunTree = {
+    kind: "run",
+    task_id: "",
+    agent_id: "",
+    input: "",
+    started_at: "",
+    last_at: "",
+    last_seq: 0,
+    events: 0,
+    status: "running",
+    roots: [],
+    usage: ZERO,
+    model_calls: 0,
+    tool_calls: 0,
+    plan_tasks: {},
+    todos: {},
+    pending_approvals: [],
+  };
+  private readonly steps = new Map<string, StepNode>();
+  /** Where a step's events without a trace_id go: its latest recursion, or itself. */
+  private readonly current = new Map<StepNode, Container>();
+  private readonly recursions = new Map<string, RecursionNode>();
+  /** Model calls in flight per step, oldest first (a fallback opens the next before the first closes). */
+  private readonly models = new Map<string, ModelCall[]>();
+  private readonly tools = new Map<string, ToolCall>();
+  /** Calls in flight per step, oldest first. */
+  private readonly inFlight = new Map<string, Set<ModelCall | ToolCall>>();
+  private readonly approvals = new Map<string, Extract<Entry, { kind: "approval" }>>();
+  private calls = 0;
+
+  /** Fold one event in; returns the node it opened, changed or closed (the tree itself for run-level events). */
+  apply(e: RunEvent): Touched | undefined {
+    const t = this.tree;
+    if (t.events === 0) {
+      t.task_id = e.task_id;
+      t.agent_id = e.agent_id;
+      t.started_at = e.ts;
+    }
+    t.events += 1;
+    t.last_at = e.ts;
+    t.last_seq = e.seq;
+    switch (e.type) {
+      case "run.started":
+        t.agent_id = e.agent_id;
+        t.input = e.input;
+        t.started_at = e.ts;
+        if (e.session_id !== undefined) t.session_id = e.session_id;
+        return t;
+      case "run.resumed":
+        if (t.input === "") t.input = e.input;
+        if (t.end) t.roots.push({ kind: "stopped", end: t.end });
+        delete t.end;
+        t.status = "running";
+        t.roots.push({ kind: "resumed", at: e.ts, after_seq: e.after_seq });
+        return t;
+      case "run.finished":
+        return this.finishRun(e);
+      case "agent.started":
+        return this.startAgent(e);
+      default:
+        return this.inStep(e);
+    }
+  }
+
+  private finishRun(e: EventOf<"run.finished">): RunTree {
+    const t = this.tree;
+    t.end = {
+      result_type: e.result_type,
+      at: e.ts,
+      usage: e.usage,
+      ...(e.answer !== undefined ? { answer: e.answer } : {}),
+      ...(e.error !== undefined ? { error: e.error } : {}),
+      ...(e.approvals ? { approvals: e.approvals } : {}),
+      ...(e.budget ? { budget: e.budget } : {}),
+    };
+    t.status = e.result_type;
+    // Calls still open end with the run: a resume that takes them up again reopens them.
+    for (const open of this.models.values()) for (const call of open.splice(0)) call.status = "unfinished";
+    for (const calls of this.inFlight.values()) for (const call of calls) call.status = "unfinished";
+    this.inFlight.clear();
+    return t;
+  }
+
+  private startAgent(e: EventOf<"agent.started">): StepNode {
+    const step = this.stepOf(e);
+    // A resumed run starts its steps again: the step keeps its first start.
+    if (step.agent_kind === undefined) step.started_at = e.ts;
+    step.agent_kind = e.kind;
+    step.input = e.input;
+    step.status = "running";
+    return step;
+  }
+
+  private inStep(e: Exclude<RunEvent, EventOf<"run.started" | "run.resumed" | "run.finished" | "agent.started">>): Touched | undefined {
+    const t = this.tree;
+    const step = this.stepOf(e);
+    const at = this.containerOf(step, e);
+    switch (e.type) {
+      case "agent.finished":
+        step.status = e.result_type;
+        step.ended_at = e.ts;
+        step.usage = e.usage;
+        if (e.answer !== undefined) step.answer = e.answer;
+        if (e.error !== undefined) {
+          step.error = e.error;
+          step.children.push({ kind: "error", error: e.error });
+        }
+        delete step.state;
+        return step;
+      case "state.changed": {
+        step.state = e.to;
+        step.state_since = e.ts;
+        const last = at.children.at(-1);
+        const path = [...(e.via ?? []), e.to];
+        // A chain of changes of one machine is one entry: INIT → RECURSION → CALL_LLM.
+        if (last?.kind === "states" && last.machine === e.machine && last.path.at(-1) === e.from) last.path.push(...path);
+        else at.children.push({ kind: "states", machine: e.machine, path: [e.from, ...path] });
+        return step;
+      }
+      case "recursion.started":
+        step.iteration = e.iteration;
+        if (at.kind === "recursion") at.iteration = e.iteration;
+        return at;
+      case "llm.request":
+        return this.openModel(step, at, e, {
+          model: e.model,
+          messages: e.messages,
+        });
+      case "llm.notice":
+        this.notice(at, {
+          kind: "notice",
+          model: e.model,
+          notice: e.notice,
+          message: e.message,
+        });
+        // The model failed and the next of its fallbacks is asked: a new call, its model named by its reply.
+        return e.notice === "fallback" ? this.openModel(step, at, e, { fallback_from: e.model }) : step;
+      case "llm.response":
+      case "llm.error":
+        return this.closeModel(step, at, e);
+      case "llm.delta":
+        return undefined;
+      case "tool.started":
+        return this.startTool(step, at, e);
+      case "tool.finished":
+        return this.finishTool(step, at, e);
+      case "plan.created":
+      case "plan.updated":
+        t.plan = { steps: e.steps, ...(e.type === "plan.updated" && e.finished !== undefined ? { finished: e.finished } : {}) };
+        t.checklist = { source: "plan" };
+        at.children.push({
+          kind: "plan",
+          steps: e.steps,
+          updated: e.type === "plan.updated",
+          ...(e.type === "plan.updated" && e.finished !== undefined ? { finished: e.finished } : {}),
+        });
+        return t;
+      case "task.status":
+        t.plan_tasks[e.plan_task_id] = e.status;
+        if (t.plan) t.checklist = { source: "plan" };
+        at.children.push({ kind: "task", plan_id: e.plan_id, plan_task_id: e.plan_task_id, status: e.status, plan_status: e.plan_status });
+        return t;
+      case "todo.updated":
+      case "todo.completed":
+      case "todo.item_progress":
+        at.children.push({
+          kind: "todo",
+          event: e.type,
+          session_id: e.session_id,
+          version: e.version,
+          ...(e.type === "todo.item_progress" ? { item: e.item } : { todos: e.todos }),
+        });
+        this.todo(step, e);
+        return t;
+      case "approval.requested": {
+        const entry = {
+          kind: "approval" as const,
+          approval_id: e.approval_id,
+          tool: e.tool,
+          call_id: e.call_id,
+          arguments: e.arguments,
+          decided: false,
+          ...(e.in_doubt ? { in_doubt: true } : {}),
+        };
+        this.approvals.set(e.approval_id, entry);
+        this.notice(at, entry);
+        if (!t.pending_approvals.includes(e.approval_id)) t.pending_approvals = [...t.pending_approvals, e.approval_id];
+        return t;
+      }
+      case "approval.decided": {
+        const entry = {
+          kind: "approval" as const,
+          approval_id: e.approval_id,
+          tool: e.tool,
+          call_id: e.call_id,
+          arguments: this.approvals.get(e.approval_id)?.arguments,
+          decided: true,
+          decision: e.decision,
+          ...(e.reason !== undefined ? { reason: e.reason } : {}),
+        };
+        this.notice(at, entry);
+        t.pending_approvals = t.pending_approvals.filter((id) => id !== e.approval_id);
+        return t;
+      }
+      case "answer.verified":
+        at.children.push({ kind: "verified", method: e.method, verdict: e.verdict, problems: e.problems, round: e.round });
+        return step;
+    }
+  }
+
+  /** A step by its key (`StepNode.id`). */
+  step(id: string): StepNode | undefined {
+    return this.steps.get(id);
+  }
+
+  /** A step's model and tool calls in flight, oldest first. */
+  running(step: string): readonly (ModelCall | ToolCall)[] {
+    return [...(this.inFlight.get(step) ?? [])];
+  }
+
+  private flying(call: ModelCall | ToolCall, on: boolean): void {
+    const calls = this.inFlight.get(call.step) ?? new Set();
+    if (on) this.inFlight.set(call.step, calls.add(call));
+    else calls.delete(call);
+  }
+
+  /** The step of an event, made on its first event (a resumed run's stream may begin in the middle). */
+  private stepOf(e: RunEvent): StepNode {
+    const key = e.step_id ?? `agent:${e.agent_id}`;
+    let step = this.steps.get(key);
+    if (step) return step;
+    const parent = e.parent_step_id !== undefined ? this.steps.get(e.parent_step_id) : undefined;
+    step = { kind: "step", id: key, agent_id: e.agent_id, started_at: e.ts, status: "running", steps: [], children: [] };
+    if (e.step_id !== undefined) step.step_id = e.step_id;
+    if (parent) {
+      step.parent = parent.id;
+      // An agent called as a tool: the oldest call of its name in the parent not yet claimed.
+      const calling = [...this.running(parent.id)].find((c): c is ToolCall => c.kind === "tool" && c.tool === e.agent_id && c.called_steps.length === 0);
+      if (calling) {
+        step.called_by = calling.id;
+        calling.called_steps.push(key);
+      }
+      parent.steps.push(key);
+      (this.current.get(parent) ?? parent).children.push(step);
+    } else {
+      this.tree.roots.push(step);
+    }
+    this.steps.set(key, step);
+    return step;
+  }
+
+  /** The container an event goes in: its recursion (opened on recursion.started or an unseen trace_id), else the step's latest. */
+  private containerOf(step: StepNode, e: RunEvent): Container {
+    const key = e.trace_id !== undefined ? `${step.id}/${e.trace_id}` : undefined;
+    const known = key !== undefined ? this.recursions.get(key) : undefined;
+    if (known) {
+      known.last_at = e.ts;
+      return known;
+    }
+    if (key === undefined && e.type !== "recursion.started") return this.current.get(step) ?? step;
+    const rec: RecursionNode = { kind: "recursion", started_at: e.ts, last_at: e.ts, children: [] };
+    if (e.trace_id !== undefined) rec.trace_id = e.trace_id;
+    step.children.push(rec);
+    this.current.set(step, rec);
+    if (key !== undefined) this.recursions.set(key, rec);
+    return rec;
+  }
+
+  private openModel(step: StepNode, at: Container, e: RunEvent, fields: Partial<ModelCall>): ModelCall {
+    const call: ModelCall = { kind: "model", id: `m${++this.calls}`, step: step.id, started_at: e.ts, status: "running", ...fields, ...where(at, e) };
+    at.children.push(call);
+    list(this.models, step.id).push(call);
+    this.flying(call, true);
+    return call;
+  }
+
+  private closeModel(step: StepNode, at: Container, e: EventOf<"llm.response" | "llm.error">): ModelCall {
+    const t = this.tree;
+    const open = this.models.get(step.id)?.shift();
+    const duration = e.type === "llm.response" ? e.duration_ms : undefined;
+    const call =
+      open ??
+      // A reply without a request in the stream: it began its duration before.
+      this.placeModel(step, at, e, duration);
+    call.model ??= e.model;
+    if (e.model_name !== undefined) call.model_name = e.model_name;
+    this.flying(call, false);
+    call.ended_at = e.ts;
+    call.duration_ms = duration ?? Math.max(0, Date.parse(e.ts) - Date.parse(call.started_at));
+    t.model_calls += 1;
+    if (e.type === "llm.error") {
+      call.status = "error";
+      call.error = e.error;
+      return call;
+    }
+    call.status = "ok";
+    call.usage = e.usage;
+    call.action = e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply");
+    for (const key of ["finish_reason", "reasoning", "thought", "content", "tool_calls", "error"] as const) {
+      if (e[key] !== undefined) Object.assign(call, { [key]: e[key] });
+    }
+    t.usage = addUsage(t.usage, e.usage);
+    const text = e.thought ?? e.reasoning;
+    if (text?.trim()) t.thought = { agent_id: e.agent_id, text };
+    return call;
+  }
+
+  private placeModel(step: StepNode, at: Container, e: RunEvent, duration: number | undefined): ModelCall {
+    const began = new Date(Date.parse(e.ts) - (duration ?? 0)).toISOString();
+    const call: ModelCall = {
+      kind: "model",
+      id: `m${++this.calls}`,
+      step: step.id,
+      started_at: Number.isNaN(Date.parse(began)) ? e.ts : began,
+      status: "running",
+      ...where(at, e),
+    };
+    at.children.push(call);
+    return call;
+  }
+
+  private startTool(step: StepNode, at: Container, e: EventOf<"tool.started">): ToolCall {
+    const key = `${step.id}/${e.call_id}`;
+    const seen = this.tools.get(key);
+    // A resumed run starts again a call that did not finish: the same call, started anew.
+    if (seen && seen.status !== "ok" && seen.status !== "error") {
+      seen.status = "running";
+      this.flying(seen, true);
+      seen.started_at = e.ts;
+      return seen;
+    }
+    const call: ToolCall = {
+      kind: "tool",
+      id: `t${++this.calls}`,
+      step: step.id,
+      tool: e.tool,
+      call_id: e.call_id,
+      arguments: e.arguments,
+      started_at: e.ts,
+      status: "running",
+      called_steps: [],
+      ...where(at, e),
+    };
+    at.children.push(call);
+    this.tools.set(key, call);
+    this.flying(call, true);
+    this.tree.tool_calls += 1;
+    return call;
+  }
+
+  private finishTool(step: StepNode, at: Container, e: EventOf<"tool.finished">): ToolCall {
+    const key = `${step.id}/${e.call_id}`;
+    let call = this.tools.get(key);
+    if (!call || call.status === "ok" || call.status === "error") {
+      const began = new Date(Date.parse(e.ts) - e.duration_ms);
+      call = {
+        kind: "tool",
+        id: `t${++this.calls}`,
+        step: step.id,
+        tool: e.tool,
+        call_id: e.call_id,
+        arguments: e.arguments,
+        started_at: Number.isNaN(began.getTime()) ? e.ts : began.toISOString(),
+        status: "running",
+        called_steps: [],
+        ...where(at, e),
+      };
+      at.children.push(call);
+      this.tools.set(key, call);
+      this.tree.tool_calls += 1;
+    }
+    this.flying(call, false);
+    call.status = e.ok ? "ok" : "error";
+    call.ended_at = e.ts;
+    call.duration_ms = e.duration_ms;
+    if (e.ok) call.result = e.result;
+    if (e.error !== undefined) call.error = e.error;
+    return call;
+  }
+
+  /** Versioned todo deltas: one not newer than the last seen for its session is stale and dropped. */
+  private todo(step: StepNode, e: EventOf<"todo.updated" | "todo.completed" | "todo.item_progress">): void {
+    const seen = this.tree.todos[e.session_id];
+    step.todo_session = e.session_id;
+    if (seen && e.version <= seen.version) return;
+    const todos = e.type === "todo.item_progress" ? upsertItem(seen?.todos ?? [], e.item) : e.todos;
+    this.tree.todos[e.session_id] = { version: e.version, todos };
+    this.tree.checklist = { source: "todos", session_id: e.session_id };
+  }
+
+  private notice(at: Container, entry: Extract<Entry, { kind: "notice" | "approval" }>): void {
+    at.children.push(entry);
+    this.tree.last_notice = entry;
+  }
+}
+
+/** Fold a whole stream. */
+export function project(events: Iterable<RunEvent>): RunTree {
+  const projection = new RunProjection();
+  for (const e of events) projection.apply(e);
+  return projection.tree;
+}
+
+/** The steps of a tree, depth first in order of start. */
+export function stepsOf(tree: RunTree): StepNode[] {
+  const out: StepNode[] = [];
+  const visit = (entries: readonly Entry[]) => {
+    for (const entry of entries) {
+      if (entry.kind === "step") {
+        out.push(entry);
+        visit(entry.children);
+      } else if (entry.kind === "recursion") visit(entry.children);
+    }
+  };
+  visit(tree.roots.filter((r): r is StepNode => r.kind === "step"));
+  return out;
+}
+
+/** A step's own model and tool calls (not those of the agents it called), in order of start. */
+export function callsOf(step: StepNode): (ModelCall | ToolCall)[] {
+  const out: (ModelCall | ToolCall)[] = [];
+  const visit = (entries: readonly Entry[]) => {
+    for (const entry of entries) {
+      if (entry.kind === "model" || entry.kind === "tool") out.push(entry);
+      else if (entry.kind === "recursion") visit(entry.children);
+    }
+  };
+  visit(step.children);
+  return out;
+}
+
+/** Usage summed; here rather than in types.ts (which re-exports it) so that this module imports no value: it runs in the page as it is. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const unknown = (a.unknown ?? 0) + (b.unknown ?? 0);
+  return {
+    prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+    completion_tokens: a.completion_tokens + b.completion_tokens,
+    total_tokens: a.total_tokens + b.total_tokens,
+    ...(unknown > 0 ? { unknown } : {}),
+  };
+}
+
+function where(at: Container, e: RunEvent): { trace_id?: string; iteration?: number } {
+  return {
+    ...(e.trace_id !== undefined ? { trace_id: e.trace_id } : {}),
+    ...(at.kind === "recursion" && at.iteration !== undefined ? { iteration: at.iteration } : {}),
+  };
+}
+
+function list<T>(map: Map<string, T[]>, key: string): T[] {
+  const items = map.get(key) ?? [];
+  map.set(key, items);
+  return items;
+}
+
+function upsertItem(todos: readonly TodoItem[], item: TodoItem): TodoItem[] {
+  const next = todos.map((t) => (t.index === item.index ? item : t));
+  if (!todos.some((t) => t.index === item.index)) next.push(item);
+  return next.sort((a, b) => a.index - b.index);
+}
