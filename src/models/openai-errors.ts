@@ -5,7 +5,7 @@
  */
 import OpenAI from "openai";
 import { RuntimeError } from "../errors.js";
-import { isTooLarge, MAX_REPLY_BYTES } from "./model-fetch.js";
+import { isCutShort, isTooLarge, MAX_REPLY_BYTES, NoHttpStatus } from "./model-fetch.js";
 import type { OpenAIModelConfig } from "../config/types.js";
 
 /** A stream that broke off mid-way (undici's bare "terminated"): retried like a dropped connection. */
@@ -61,6 +61,12 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
   if (err instanceof StreamBroke) {
     const id = err.request_id ? ` (request id ${err.request_id})` : "";
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the reply stream broke off (${oneLine(redact(err.message, apiKey))})${id}${after}`);
+  }
+  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof NoHttpStatus) {
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${err.cause.message} (from ${url})${after}`);
+  }
+  if (err instanceof OpenAI.APIConnectionError && isCutShort(err)) {
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the connection closed before the reply was complete${after}`);
   }
   if (err instanceof OpenAI.APIConnectionError) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: connection failed to ${url}${tries}`);

@@ -202,7 +202,7 @@ describe("the model client's HTTP", () => {
     controller.abort();
     const err = await failure(pending);
     expect(err.code).toBe("ABORTED");
-    for (let i = 0; i < 100 && bare.seen.closed === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && bare.seen.closed === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(bare.seen.closed).toBe(1);
   });
 
@@ -230,7 +230,7 @@ describe("the model client's HTTP", () => {
     const url = `http://127.0.0.1:${await listen(raw)}/v1`;
     const err = await failure(createOpenAIChatClient(config(url)).chat(request));
     expect(err.code).toBe("MODEL_UNAVAILABLE");
-    expect(err.message).toMatch(/^model m: 999 /);
+    expect(err.message).toBe(`model m: the server answered with status 999, which is no HTTP status (from ${url})`);
 
     const upgrade = net.createServer((socket) => {
       socket.once("data", () => socket.write("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n"));
@@ -238,7 +238,7 @@ describe("the model client's HTTP", () => {
     const upgradeURL = `http://127.0.0.1:${await listen(upgrade)}/v1`;
     const started = Date.now();
     const refused = await failure(createOpenAIChatClient(config(upgradeURL, { timeout_ms: 20_000 })).chat(request));
-    expect(refused.message).toBe(`model m: connection failed to ${upgradeURL} after 1 attempt`);
+    expect(refused.message).toBe("model m: the connection closed before the reply was complete");
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
