@@ -67,7 +67,13 @@ export async function modelFetch(input: string | URL | Request, init: RequestIni
   });
   const headers = new Headers();
   for (const [name, value] of Object.entries(res.headers)) {
-    for (const one of Array.isArray(value) ? value : [value ?? ""]) headers.append(name, one);
+    for (const one of Array.isArray(value) ? value : [value ?? ""]) {
+      try {
+        headers.append(name, one);
+      } catch {
+        // a header fetch would not take either
+      }
+    }
   }
   if (res.statusCode < 200 || res.statusCode > 599) {
     void res.body.dump().catch(() => {});
