@@ -6,12 +6,16 @@
  * An OpenAI-compatible server (bench/lib/chat-server.mjs, its own process on
  * 127.0.0.1, so its CPU is not counted here) answers a calculator tool call
  * for the first N-1 model calls of a conversation and an ANSWER on the N-th.
- * Both loops run the same calculator (the runtime's `calculate`) and
- * must return the last tool result the server saw, so neither can skip work.
+ * Every loop runs the same calculator (the runtime's `calculate`) and
+ * must return the last tool result the server saw, so none can skip work.
  * The baseline is the `openai` package as it comes, on Node's fetch; the
- * runtime gives the same package its own transport (src/models/http-transport.ts).
- * A fourth variant, printed for reference and held to no aim, runs the
- * baseline's loop on that transport too.
+ * runtime gives the same package undici's `fetch` on an undici dispatcher
+ * (src/models/model-fetch.ts). A fourth variant, printed for reference and
+ * held to no aim, is the floor: the same loop with no client library, on
+ * undici's `request()`.
+ *
+ * --stream streams every model reply (the team's `stream: true`, the loops'
+ * `stream: true`), as server-sent events.
  *
  *   1. overhead per step: a 10-step loop, runTeam (trace on / off) vs baseline
  *   2. CPU per task (process.cpuUsage)
@@ -21,11 +25,16 @@
  *   5. request bytes per recursion at 10 and 30 recursions (linear growth)
  *   6. where trace-on time goes: latency of TraceStore.append on a task's events
  *
+ * --throughput runs 0 and 3 only. --dist measures the runtime built at
+ * another checkout (`--dist ../base/dist`), so two versions can be run side
+ * by side with the same bench.
+ *
  * CLI start-up beside `node -e 0` is bench/startup.mjs.
  *
  *   npm run build && node bench/react-loop.mjs [--quick] [--tasks 30] [--steps 10]
  *     [--concurrency 50] [--rounds 3] [--memory-concurrency 500] [--latency MS]
  *     [--warmup 400]
+ *     [--stream] [--throughput] [--dist DIR]
  *
  * --warmup runs that many tasks of each variant (in whole batches of
  * --concurrency) before anything is measured: V8 keeps optimising a
@@ -39,10 +48,11 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import OpenAI from "openai";
-import { calculate } from "../dist/tools/builtin/calculator.js";
+import { Agent, request } from "undici";
 import { benchTeamYaml, loadLine, startChatServer } from "./lib/bench-team.mjs";
 import { fixed, measure, median, printTable } from "./lib/stats.mjs";
 
@@ -56,6 +66,9 @@ const { values } = parseArgs({
     "memory-concurrency": { type: "string" },
     latency: { type: "string", default: "0" },
     warmup: { type: "string" },
+    stream: { type: "boolean", default: false },
+    throughput: { type: "boolean", default: false },
+    dist: { type: "string" },
     // internal: one variant's memory run, in a process of its own
     "memory-child": { type: "string" },
     url: { type: "string" },
@@ -78,6 +91,11 @@ for (const [name, value, least] of [["--tasks", TASKS, 1], ["--steps", STEPS, 1]
   }
 }
 const AIM = 1.3;
+const STREAM = values.stream;
+const DIST = values.dist ? resolve(values.dist) : fileURLToPath(new URL("../dist/", import.meta.url));
+/** A module of the runtime build being measured. */
+const dist = (path) => import(pathToFileURL(join(DIST, path)).href);
+const { calculate } = await dist("tools/builtin/calculator.js");
 
 // ---------------------------------------------------------------- server
 
@@ -91,7 +109,7 @@ const taskInput = (steps, tag) => `Compute the areas of circles of radius 1, 2, 
 
 /** One task through the library (imported when first used, so a baseline-only process never loads it). */
 async function runtimeTask(team, traceDir, trace, steps, tag) {
-  const { runTeam } = await import("../dist/index.js");
+  const { runTeam } = await dist("index.js");
   const run = runTeam(team, { input: taskInput(steps, tag), traceDir, trace });
   const result = await run.result;
   if (result.result_type !== "answer" || result.answer !== expectedAnswer(steps)) {
@@ -117,19 +135,64 @@ const BASELINE_TOOLS = [
   },
 ];
 
-/**
- * One task through a minimal hand-written loop over the `openai` package, on
- * its own transport (Node's fetch) unless given another `fetch`.
- */
-async function baselineTask(url, steps, tag, fetch) {
-  const client = new OpenAI({ apiKey: "bench-key", baseURL: url, maxRetries: 0, ...(fetch ? { fetch } : {}) });
+/** One task through a minimal hand-written loop over the `openai` package, on its own transport (Node's fetch). */
+async function baselineTask(url, steps, tag) {
+  const client = new OpenAI({ apiKey: "bench-key", baseURL: url, maxRetries: 0 });
+  return loop(steps, tag, async (body) => {
+    if (!STREAM) return (await client.chat.completions.create(body)).choices[0].message;
+    const message = newMessage();
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } })) {
+      addDelta(message, chunk);
+    }
+    return message;
+  });
+}
+
+/** The floor's own keep-alive dispatcher. */
+const floorAgent = new Agent();
+
+/** One task through the same loop with no client library: JSON over undici's `request()`. */
+async function floorTask(url, steps, tag) {
+  return loop(steps, tag, async (body) => {
+    const res = await request(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: "Bearer bench-key", "content-type": "application/json" },
+      body: JSON.stringify(STREAM ? { ...body, stream: true, stream_options: { include_usage: true } } : body),
+      dispatcher: floorAgent,
+    });
+    if (res.statusCode !== 200) throw new Error(`floor task got status ${res.statusCode}`);
+    if (!STREAM) return (await res.body.json()).choices[0].message;
+    const message = newMessage();
+    for (const event of (await res.body.text()).split("\n\n")) {
+      if (event.startsWith("data: ") && event !== "data: [DONE]") addDelta(message, JSON.parse(event.slice(6)));
+    }
+    return message;
+  });
+}
+
+const newMessage = () => ({ role: "assistant", content: "", tool_calls: [] });
+
+/** Adds a streamed chunk's delta to the message being put together. */
+function addDelta(message, chunk) {
+  const delta = chunk.choices[0]?.delta;
+  if (!delta) return;
+  if (delta.content) message.content += delta.content;
+  for (const call of delta.tool_calls ?? []) {
+    const known = (message.tool_calls[call.index] ??= { id: call.id, type: "function", function: { name: "", arguments: "" } });
+    if (call.function?.name) known.function.name = call.function.name;
+    if (call.function?.arguments) known.function.arguments += call.function.arguments;
+  }
+}
+
+/** The hand-written loop both baselines share; `complete` sends one request and returns the reply's message. */
+async function loop(steps, tag, complete) {
   const messages = [
     { role: "user", content: taskInput(steps, tag) },
     { role: "system", content: BASELINE_SYSTEM },
   ];
   for (let i = 0; i < 40; i++) {
-    const res = await client.chat.completions.create({ model: "bench-model", messages, tools: BASELINE_TOOLS });
-    const message = res.choices[0].message;
+    const message = await complete({ model: "bench-model", messages, tools: BASELINE_TOOLS });
+    if (message.tool_calls?.length === 0) delete message.tool_calls;
     messages.push(message);
     if (!message.tool_calls?.length) {
       const answer = JSON.parse(message.content).action.result.output.answer;
@@ -180,7 +243,7 @@ async function memoryOf(variant, server, teamFile, traceDir) {
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [fileURLToPath(import.meta.url), "--memory-child", variant, "--url", server.url, "--team", teamFile, "--trace-dir", traceDir,
-      "--steps", String(STEPS), "--memory-concurrency", String(MEMORY_CONCURRENCY)],
+      "--steps", String(STEPS), "--memory-concurrency", String(MEMORY_CONCURRENCY), "--dist", DIST, ...(STREAM ? ["--stream"] : [])],
     { encoding: "utf8", maxBuffer: 1 << 20 },
   );
   return JSON.parse(stdout);
@@ -191,7 +254,7 @@ async function memoryChild(variant) {
   let task;
   if (variant === "baseline") task = (n) => baselineTask(values.url, n);
   else {
-    const { loadTeam } = await import("../dist/index.js");
+    const { loadTeam } = await dist("index.js");
     const team = await loadTeam(values.team);
     task = (n) => runtimeTask(team, values["trace-dir"], variant === "trace-on", n);
   }
@@ -224,23 +287,22 @@ if (values["memory-child"]) {
   process.exit(0);
 }
 
-const { loadTeam, runTeam } = await import("../dist/index.js");
-const { TraceStore } = await import("../dist/store/sqlite/trace-store.js");
+const { loadTeam, runTeam } = await dist("index.js");
+// The trace store moved (src/store/sqlite/); a --dist of a build from before the move has it in trace/.
+const { TraceStore } = await dist("store/sqlite/trace-store.js").catch(() => dist("trace/store.js"));
 const server = await startChatServer(LATENCY);
 const dir = mkdtempSync(join(tmpdir(), "bench-react-loop-"));
 const teamFile = join(dir, "team.yaml");
-writeFileSync(teamFile, benchTeamYaml(server.url, "bench-react-loop"));
+writeFileSync(teamFile, benchTeamYaml(server.url, "bench-react-loop", { stream: STREAM }));
 const team = await loadTeam(teamFile);
 const traceDir = join(dir, "traces");
 
-const { transportFetch } = await import("../dist/models/http-transport.js");
 const variants = [
   { name: "baseline (openai loop)", task: (n, tag) => baselineTask(server.url, n, tag) },
   { name: "runTeam, trace off", task: (n, tag) => runtimeTask(team, traceDir, false, n, tag) },
   { name: "runTeam, trace on", task: (n, tag) => runtimeTask(team, traceDir, true, n, tag) },
-  // For reference, not an aim: the same loop on the runtime's transport (src/models/http-transport.ts),
-  // so that what the runtime costs beyond its requests reads apart from what its transport saves.
-  { name: "openai loop, runtime's transport", task: (n, tag) => baselineTask(server.url, n, tag, transportFetch), reference: true },
+  // For reference, not an aim: the floor, the same loop with no client library on undici's request().
+  { name: "undici request() loop (floor)", task: (n, tag) => floorTask(server.url, n, tag), reference: true },
 ];
 const BASE = variants[0].name;
 
@@ -249,7 +311,7 @@ try {
   console.log(
     `react-loop: ${STEPS}-step tool loop (${STEPS} model calls, ${STEPS - 1} calculator calls), ` +
       `${TASKS} sequential tasks per variant, ${ROUNDS} round(s) of ${CONCURRENCY} concurrent, ` +
-      `model latency ${LATENCY} ms, ` +
+      `model latency ${LATENCY} ms, ${STREAM ? "streamed" : "not streamed"}, runtime ${DIST}, ` +
       `node ${process.version}${QUICK ? ", --quick" : ""}`,
   );
   console.log(`   ${loadLine()}\n`);
@@ -279,32 +341,34 @@ try {
     console.log("");
   }
 
-  // 1 and 2
-  const seq = await sequential(variants);
-  const baseWall = median(seq[BASE].wall);
-  const baseCpu = median(seq[BASE].cpu);
-  console.log(`1. Wall time, sequential tasks (median of ${TASKS})`);
-  printTable(
-    ["variant", "ms/task", "ms/step", "overhead ms/step", "ratio"],
-    variants.map(({ name }) => {
-      const wall = median(seq[name].wall);
-      return [
-        name,
-        fixed(wall),
-        fixed(wall / STEPS, 3),
-        name === BASE ? "-" : fixed((wall - baseWall) / STEPS, 3),
-        fixed(wall / baseWall) + "×",
-      ];
-    }),
-  );
-  console.log(`\n2. CPU per task (this process, user+system; median of ${TASKS})`);
-  printTable(
-    ["variant", "CPU ms/task", "CPU ms/step", "ratio"],
-    variants.map(({ name }) => {
-      const cpu = median(seq[name].cpu);
-      return [name, fixed(cpu), fixed(cpu / STEPS, 3), fixed(cpu / baseCpu) + "×"];
-    }),
-  );
+  if (!values.throughput) {
+    // 1 and 2
+    const seq = await sequential(variants);
+    const baseWall = median(seq[BASE].wall);
+    const baseCpu = median(seq[BASE].cpu);
+    console.log(`1. Wall time, sequential tasks (median of ${TASKS})`);
+    printTable(
+      ["variant", "ms/task", "ms/step", "overhead ms/step", "ratio"],
+      variants.map(({ name }) => {
+        const wall = median(seq[name].wall);
+        return [
+          name,
+          fixed(wall),
+          fixed(wall / STEPS, 3),
+          name === BASE ? "-" : fixed((wall - baseWall) / STEPS, 3),
+          fixed(wall / baseWall) + "×",
+        ];
+      }),
+    );
+    console.log(`\n2. CPU per task (this process, user+system; median of ${TASKS})`);
+    printTable(
+      ["variant", "CPU ms/task", "CPU ms/step", "ratio"],
+      variants.map(({ name }) => {
+        const cpu = median(seq[name].cpu);
+        return [name, fixed(cpu), fixed(cpu / STEPS, 3), fixed(cpu / baseCpu) + "×"];
+      }),
+    );
+  }
 
   // 3
   const conc = await concurrent(variants);
@@ -322,84 +386,86 @@ try {
     }),
   );
 
-  // 4
-  const memoryVariants = [
-    { key: "baseline", name: variants[0].name },
-    { key: "trace-off", name: variants[1].name },
-    { key: "trace-on", name: variants[2].name },
-  ];
-  const memory = {};
-  for (const v of memoryVariants) memory[v.key] = await memoryOf(v.key, server, teamFile, join(dir, "memory-traces"));
-  console.log(`\n4. Memory, ${MEMORY_CONCURRENCY} concurrent tasks, each variant in its own process (peak RSS)`);
-  printTable(
-    ["variant", "RSS idle MB", "peak RSS MB", "added MB", "peak ratio", "within 1.5×"],
-    memoryVariants.map(({ key, name }) => {
-      const m = memory[key];
-      const ratio = m.peak / memory.baseline.peak;
-      return [name, fixed(m.idle, 0), fixed(m.peak, 0), fixed(m.added, 0), fixed(ratio) + "×", key === "baseline" ? "-" : ratio <= 1.5 ? "yes" : "NO"];
-    }),
-  );
-
-  // 5
-  console.log("\n5. Request bytes per recursion");
-  const layouts = [];
-  for (const n of [10, 30]) {
-    await runtimeTask(team, traceDir, false, n, `rt${n}`);
-    await baselineTask(server.url, n, `base${n}`);
-    const rt = await server.stats(`rt${n}`);
-    const base = await server.stats(`base${n}`);
-    if (rt.length !== n) throw new Error(`expected ${n} runtime requests, the server saw ${rt.length}`);
-    const badLayout = rt.filter((r, i) => r.system !== 1 || r.first_role !== "user" || r.assistant !== i);
-    layouts.push({ n, rt: growth(rt), base: growth(base), badLayout: badLayout.length });
-  }
-  for (const { n, rt, base } of layouts) {
-    const every = n <= 10 ? 1 : 5;
-    const shown = rt.bytes.map((_, i) => i).filter((i) => (i + 1) % every === 0 || i === 0 || i === n - 1);
-    console.log(`\n   ${n} recursions: request bytes (runtime | baseline transcript for reference)`);
+  if (!values.throughput) {
+    // 4
+    const memoryVariants = [
+      { key: "baseline", name: variants[0].name },
+      { key: "trace-off", name: variants[1].name },
+      { key: "trace-on", name: variants[2].name },
+    ];
+    const memory = {};
+    for (const v of memoryVariants) memory[v.key] = await memoryOf(v.key, server, teamFile, join(dir, "memory-traces"));
+    console.log(`\n4. Memory, ${MEMORY_CONCURRENCY} concurrent tasks, each variant in its own process (peak RSS)`);
     printTable(
-      ["request", "runtime bytes", "+Δ", "baseline bytes", "+Δ"],
-      shown.map((i) => [
-        `#${i + 1}`,
-        rt.bytes[i],
-        i ? rt.inc[i - 1] : "-",
-        base.bytes[i] ?? "-",
-        i && base.inc[i - 1] !== undefined ? base.inc[i - 1] : "-",
+      ["variant", "RSS idle MB", "peak RSS MB", "added MB", "peak ratio", "within 1.5×"],
+      memoryVariants.map(({ key, name }) => {
+        const m = memory[key];
+        const ratio = m.peak / memory.baseline.peak;
+        return [name, fixed(m.idle, 0), fixed(m.peak, 0), fixed(m.added, 0), fixed(ratio) + "×", key === "baseline" ? "-" : ratio <= 1.5 ? "yes" : "NO"];
+      }),
+    );
+
+    // 5
+    console.log("\n5. Request bytes per recursion");
+    const layouts = [];
+    for (const n of [10, 30]) {
+      await runtimeTask(team, traceDir, false, n, `rt${n}`);
+      await baselineTask(server.url, n, `base${n}`);
+      const rt = await server.stats(`rt${n}`);
+      const base = await server.stats(`base${n}`);
+      if (rt.length !== n) throw new Error(`expected ${n} runtime requests, the server saw ${rt.length}`);
+      const badLayout = rt.filter((r, i) => r.system !== 1 || r.first_role !== "user" || r.assistant !== i);
+      layouts.push({ n, rt: growth(rt), base: growth(base), badLayout: badLayout.length });
+    }
+    for (const { n, rt, base } of layouts) {
+      const every = n <= 10 ? 1 : 5;
+      const shown = rt.bytes.map((_, i) => i).filter((i) => (i + 1) % every === 0 || i === 0 || i === n - 1);
+      console.log(`\n   ${n} recursions: request bytes (runtime | baseline transcript for reference)`);
+      printTable(
+        ["request", "runtime bytes", "+Δ", "baseline bytes", "+Δ"],
+        shown.map((i) => [
+          `#${i + 1}`,
+          rt.bytes[i],
+          i ? rt.inc[i - 1] : "-",
+          base.bytes[i] ?? "-",
+          i && base.inc[i - 1] !== undefined ? base.inc[i - 1] : "-",
+        ]),
+      );
+    }
+    console.log();
+    printTable(
+      ["recursions", "first Δ", "min Δ", "max Δ", "max/min", "runtime total", "baseline total", "one system msg", "linear"],
+      layouts.map(({ n, rt, base, badLayout }) => [
+        n,
+        rt.inc[0],
+        rt.min,
+        rt.max,
+        fixed(rt.ratio, 3),
+        rt.bytes.reduce((a, b) => a + b, 0),
+        base.bytes.reduce((a, b) => a + b, 0),
+        badLayout === 0 ? "yes" : `NO (${badLayout} requests)`,
+        rt.ratio <= 1.2 ? "yes" : "NO",
       ]),
     );
-  }
-  console.log();
-  printTable(
-    ["recursions", "first Δ", "min Δ", "max Δ", "max/min", "runtime total", "baseline total", "one system msg", "linear"],
-    layouts.map(({ n, rt, base, badLayout }) => [
-      n,
-      rt.inc[0],
-      rt.min,
-      rt.max,
-      fixed(rt.ratio, 3),
-      rt.bytes.reduce((a, b) => a + b, 0),
-      base.bytes.reduce((a, b) => a + b, 0),
-      badLayout === 0 ? "yes" : `NO (${badLayout} requests)`,
-      rt.ratio <= 1.2 ? "yes" : "NO",
-    ]),
-  );
-  const [g10, g30] = layouts;
-  console.log(
-    `   mean Δ over recursions 2..10: ${fixed(mean(g10.rt.inc.slice(1)), 1)} B; ` +
-      `over 21..30 of the 30-recursion task: ${fixed(mean(g30.rt.inc.slice(20)), 1)} B (equal means linear growth)`,
-  );
+    const [g10, g30] = layouts;
+    console.log(
+      `   mean Δ over recursions 2..10: ${fixed(mean(g10.rt.inc.slice(1)), 1)} B; ` +
+        `over 21..30 of the 30-recursion task: ${fixed(mean(g30.rt.inc.slice(20)), 1)} B (equal means linear growth)`,
+    );
 
-  // 6
-  const events = [];
-  const run = runTeam(team, { input: taskInput(STEPS), traceDir, trace: false, sinks: [(e) => events.push(e)] });
-  await run.result;
-  const appends = traceAppends(join(dir, "append-probe"), events, QUICK ? 1500 : 5000);
-  console.log(`\n6. Trace store: ${events.length} events per ${STEPS}-step task; TraceStore.append on them, ${appends.count} appends`);
-  printTable(
-    ["mean ms", "median ms", "p99 ms", "max ms", "share of time in slowest 1%", "est. ms/task", "est. ms/step"],
-    [[fixed(appends.mean, 3), fixed(appends.median, 3), fixed(appends.p99), fixed(appends.max, 1),
-      `${fixed(appends.topShare * 100, 0)}%`, fixed(appends.mean * events.length), fixed((appends.mean * events.length) / STEPS, 3)]],
-  );
-  console.log("   (each append is its own committed transaction; the slow tail is mostly SQLite's WAL auto-checkpoint, which fsyncs inside an append)");
+    // 6
+    const events = [];
+    const run = runTeam(team, { input: taskInput(STEPS), traceDir, trace: false, sinks: [(e) => events.push(e)] });
+    await run.result;
+    const appends = traceAppends(join(dir, "append-probe"), events, QUICK ? 1500 : 5000);
+    console.log(`\n6. Trace store: ${events.length} events per ${STEPS}-step task; TraceStore.append on them, ${appends.count} appends`);
+    printTable(
+      ["mean ms", "median ms", "p99 ms", "max ms", "share of time in slowest 1%", "est. ms/task", "est. ms/step"],
+      [[fixed(appends.mean, 3), fixed(appends.median, 3), fixed(appends.p99), fixed(appends.max, 1),
+        `${fixed(appends.topShare * 100, 0)}%`, fixed(appends.mean * events.length), fixed((appends.mean * events.length) / STEPS, 3)]],
+    );
+    console.log("   (each append is its own committed transaction; the slow tail is mostly SQLite's WAL auto-checkpoint, which fsyncs inside an append)");
+  }
 
   console.log(`\n${loadLine()}`);
   console.log(`react-loop finished in ${fixed((performance.now() - started) / 1000, 1)} s`);

@@ -45,8 +45,8 @@ export async function startServerChild(script, env) {
   };
 }
 
-/** The react team of the benches: one calculator call per step against the chat server at `url`. */
-export function benchTeamYaml(url, name) {
+/** The react team of the benches: one calculator call per step against the chat server at `url`, streamed with `stream`. */
+export function benchTeamYaml(url, name, { stream = false } = {}) {
   return `version: 1
 name: ${name}
 entry: solver
@@ -57,6 +57,7 @@ models:
     base_url: "${url}"
     api_key: bench-key
     max_retries: 0
+    stream: ${stream}
 agents:
   solver:
     kind: react

@@ -11,6 +11,8 @@
  * `"result":NUMBER` seen in the request, so a caller can check that the tools
  * really ran.
  *
+ * A request with `stream: true` is answered as server-sent events.
+ *
  * Requests whose user message holds `tag=NAME` are recorded (body bytes,
  * message counts); `GET /stats?tag=NAME` returns them.
  *
@@ -18,7 +20,7 @@
  *   node bench/lib/chat-server.mjs   → prints the port on stdout
  */
 import { createServer } from "node:http";
-import { reactContent, sendCompletion, serveAsChild } from "./serve-child.mjs";
+import { reactContent, sendCompletion, sendStream, serveAsChild } from "./serve-child.mjs";
 
 const recorded = new Map();
 
@@ -46,7 +48,7 @@ function reply(body, res) {
     const result = /"result":\s*(-?[\d.eE+-]+)/.exec(text)?.[1] ?? "none";
     message.content = reactContent("ANSWER", { answer: `last=${result}` }, { observe: "all figures computed", thought: "answer" });
   }
-  sendCompletion(res, body.model ?? "bench-model", message, finish);
+  (body.stream ? sendStream : sendCompletion)(res, body.model ?? "bench-model", message, finish);
 }
 
 function record(user, bytes, messages) {

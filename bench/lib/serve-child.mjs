@@ -33,3 +33,26 @@ export function sendCompletion(res, model, message, finish_reason) {
     }),
   );
 }
+
+/**
+ * Answer a streamed Chat Completions request (`stream: true`) with the same
+ * message as server-sent events, as a model streams it: the role, the
+ * content in pieces, each tool call's name then its arguments, the finish
+ * reason, the usage, `[DONE]`.
+ */
+export function sendStream(res, model, message, finish_reason) {
+  const head = { id: "chatcmpl-bench", object: "chat.completion.chunk", created: 0, model };
+  const event = (delta, finish = null) => `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  let out = event({ role: "assistant", content: "" });
+  const content = message.content ?? "";
+  const piece = Math.max(1, Math.ceil(content.length / 8));
+  for (let i = 0; i < content.length; i += piece) out += event({ content: content.slice(i, i + piece) });
+  for (const [index, call] of (message.tool_calls ?? []).entries()) {
+    out += event({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] });
+    out += event({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] });
+  }
+  out += event({}, finish_reason);
+  out += `data: ${JSON.stringify({ ...head, choices: [], usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 } })}\n\n`;
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  res.end(`${out}data: [DONE]\n\n`);
+}

@@ -1,6 +1,6 @@
 /**
  * The habits of real Chat Completions servers, handled in one place
- * (docs/servers.md): reasoning text, chat templates with role rules, tool
+ * (docs/model-servers.md): reasoning text, chat templates with role rules, tool
  * calls without ids or written into the content, arguments as objects,
  * missing usage. Pure functions over the runtime's own message and reply
  * types; `openai-client.ts` applies them on the way out and on the way in.

@@ -1,6 +1,6 @@
 /**
  * The `openai`-backed ChatClient: Chat Completions with native tool calling,
- * streaming when asked, and the field's habits handled (docs/servers.md):
+ * streaming when asked, and the field's habits handled (docs/model-servers.md):
  *
  * - one deadline, `timeout_ms`, over the whole call: connecting, waiting,
  *   reading the body or stream (a stall or a drip included) and the retries;
@@ -11,8 +11,8 @@
  * - a chat template's refusal of the roles switches the layout
  *   (`dialect.ts`), said once through `onNotice`, remembered per endpoint;
  * - failures are one-line RuntimeErrors that never carry a key;
- * - replies read whole travel over the runtime's own transport
- *   (`http-transport.ts`, docs/servers.md#the-transport), streams over fetch.
+ * - HTTP goes through undici's `fetch` on one dispatcher per process
+ *   (`model-fetch.ts`, docs/model-servers.md#the-transport).
  */
 import OpenAI from "openai";
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
@@ -21,7 +21,7 @@ import type { OpenAIModelConfig } from "../config/types.js";
 import { layOut, layoutFromRefusal, type RoleLayout } from "./dialect.js";
 import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
 import { readCompletion, StreamReader } from "./openai-reply.js";
-import { routedElsewhere, transportFetch } from "./http-transport.js";
+import { modelFetch } from "./model-fetch.js";
 import { strictSchema } from "./strict-schema.js";
 import type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec } from "./types.js";
 
@@ -45,8 +45,7 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
       baseURL: nonEmpty(config.base_url),
       timeout: config.timeout_ms,
       maxRetries: 0,
-      // Replies read whole go over the runtime's own transport; streams (and proxied processes) over fetch.
-      fetch: nestErrorBodies(config.stream || routedElsewhere() ? globalFetch : transportFetch),
+      fetch: nestErrorBodies(modelFetch),
       ...(Object.keys(config.headers).length ? { defaultHeaders: config.headers } : {}),
     });
     return client;
@@ -135,9 +134,6 @@ const nestErrorBodies =
     }
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
-
-/** The global fetch, looked up when called. */
-const globalFetch = (url: string | URL | Request, init?: RequestInit): Promise<Response> => fetch(url, init);
 
 /** One attempt. */
 async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequest, layout: RoleLayout, call: CallControl): Promise<ChatResponse> {

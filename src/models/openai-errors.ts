@@ -5,16 +5,16 @@
  */
 import OpenAI from "openai";
 import { RuntimeError } from "../errors.js";
-import { ReplyCutShort, ReplyStatusUnknown, ReplyTooLarge } from "./http-transport.js";
+import { isCutShort, isTooLarge, MAX_REPLY_BYTES, NoHttpStatus } from "./model-fetch.js";
 import type { OpenAIModelConfig } from "../config/types.js";
 
 /** A stream that broke off mid-way (undici's bare "terminated"): retried like a dropped connection. */
 export class StreamBroke extends Error {
   constructor(
-    readonly original: unknown,
+    original: unknown,
     readonly request_id?: string | null,
   ) {
-    super(String((original as Error)?.message ?? original));
+    super(String((original as Error)?.message ?? original), { cause: original });
   }
 }
 
@@ -22,7 +22,7 @@ export class StreamBroke extends Error {
 export function isRetryable(err: unknown): boolean {
   if (err instanceof OpenAI.APIUserAbortError) return false;
   // The same reply would be as large again.
-  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyTooLarge) return false;
+  if (isTooLarge(err)) return false;
   if (err instanceof OpenAI.APIConnectionError || err instanceof StreamBroke) return true;
   if (err instanceof OpenAI.APIError) {
     const status = err.status ?? 0;
@@ -55,17 +55,17 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
   if (err instanceof OpenAI.APIConnectionTimeoutError) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: no response within ${config.timeout_ms} ms from ${url}${tries}`);
   }
+  if (isTooLarge(err)) {
+    return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: the reply is larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB (from ${url}); is base_url right?`);
+  }
   if (err instanceof StreamBroke) {
     const id = err.request_id ? ` (request id ${err.request_id})` : "";
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the reply stream broke off (${oneLine(redact(err.message, apiKey))})${id}${after}`);
   }
-  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyTooLarge) {
-    return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: ${err.cause.message} (from ${url}); is base_url right?`);
-  }
-  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyStatusUnknown) {
+  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof NoHttpStatus) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${err.cause.message} (from ${url})${after}`);
   }
-  if (err instanceof OpenAI.APIConnectionError && err.cause instanceof ReplyCutShort) {
+  if (err instanceof OpenAI.APIConnectionError && isCutShort(err)) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the connection closed before the reply was complete${after}`);
   }
   if (err instanceof OpenAI.APIConnectionError) {

@@ -1,6 +1,6 @@
 /**
  * Reading a Chat Completions reply, plain or streamed, into a ChatResponse,
- * whatever the server's habits (src/models/dialect.ts, docs/servers.md):
+ * whatever the server's habits (src/models/dialect.ts, docs/model-servers.md):
  * reasoning apart from the content, tool calls with unique ids and string
  * arguments (also when written into the content), usage marked unknown when
  * missing, and a reply that is not a completion at all reported as such.

@@ -1,6 +1,6 @@
 /**
  * A JSON Schema made fit for `response_format: {type: "json_schema", strict:
- * true}` (docs/servers.md#structured-output): strict mode takes a subset of
+ * true}` (docs/model-servers.md#structured-output): strict mode takes a subset of
  * JSON Schema, so `oneOf` becomes `anyOf`, every object lists all its
  * properties as required and allows no others, and the keywords strict mode
  * refuses (length and size bounds, patterns, formats, defaults, `$schema`,

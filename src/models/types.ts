@@ -38,7 +38,7 @@ export interface ChatRequest {
   onDelta?: (text: string) => void;
   /** The agent asking; the scripted model uses it to pick replies. */
   agent_id?: string;
-  /** Told when the client adapts to the server (docs/servers.md); the engine emits it as `llm.notice`. */
+  /** Told when the client adapts to the server (docs/model-servers.md); the engine emits it as `llm.notice`. */
   onNotice?: (notice: { notice: "layout" | "structured_output"; message: string }) => void;
 }
 

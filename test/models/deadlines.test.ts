@@ -1,5 +1,5 @@
 /**
- * Deadlines that hold and failures that say what happened (docs/servers.md),
+ * Deadlines that hold and failures that say what happened (docs/model-servers.md),
  * through the real `openai` client against the test server, and through
  * `runtime exec` as a user runs it.
  */

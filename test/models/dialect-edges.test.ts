@@ -1,4 +1,4 @@
-/** Edges of the servers' habits found in review (docs/servers.md). */
+/** Edges of the servers' habits found in review (docs/model-servers.md). */
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";

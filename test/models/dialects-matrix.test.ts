@@ -1,5 +1,5 @@
 /**
- * Every agent kind against every server dialect (docs/servers.md), over real
+ * Every agent kind against every server dialect (docs/model-servers.md), over real
  * HTTP with the `openai` client, against a strict test server that refuses
  * any transcript OpenAI, DeepSeek or vLLM would refuse. Each run must reach
  * the right answer (the calculator's 42) and every request it made must be

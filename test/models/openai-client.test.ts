@@ -267,7 +267,7 @@ describe("openai ChatClient", () => {
     const { client } = await setup({ replies: [{ content: "a streamed reply cut short", drop_after_chunks: 3 }] }, { stream: true, max_retries: 0 });
     const err = await failure(client.chat(request));
     expect(err.code).toBe("MODEL_UNAVAILABLE");
-    expect(err.message).toBe("model gpt-4o-mini: the reply stream broke off (terminated) (request id req_1)");
+    expect(err.message).toBe("model gpt-4o-mini: the reply stream broke off (other side closed) (request id req_1)");
     expect(err.message).not.toContain("\n");
   });
 

@@ -1,5 +1,5 @@
 /**
- * Structured output where the server has it (docs/servers.md#structured-output):
+ * Structured output where the server has it (docs/model-servers.md#structured-output):
  * planners and replanners ask for their schema as `response_format`
  * (json_schema, strict) from a model marked `structured_output: true`, and fall
  * back to the instructions alone when the server refuses it.
