@@ -50,8 +50,8 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   "errors.ts": [],
   "redact.ts": [], // masking secrets: events, traces, messages, validation problems
   "lazy.ts": [], // CommonJS packages loaded on first use
-  "built.ts": [], // what npm run build wrote for start-up to read: stamps and loading
-  "xstate-bundle.ts": ["built.ts"], // xstate's functions, from the bundle the build wrote
+  "built.ts": [], // what npm run build wrote for start-up to read: stamps
+  "xstate-bundle.ts": [], // xstate's functions, re-exported
   "machine-interpreter": [], // runs the hot path's XState machines (react's) without xstate's actor
   "ids.ts": [], // the ids runs are made with: time-ordered UUIDs
   "timestamp.ts": [], // the ts of events and journal entries, formatted once per millisecond
