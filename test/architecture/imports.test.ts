@@ -25,7 +25,7 @@ const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 const ANYTHING = "anything";
 
 /** Pure helpers without dependencies: every layer may import them. */
-const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts", "xstate-bundle.ts", "machine-interpreter", "ids.ts", "timestamp.ts"];
+const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts", "xstate-bundle.ts", "machine-interpreter", "ids.ts"];
 
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
@@ -54,7 +54,6 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   "xstate-bundle.ts": [], // xstate's functions, re-exported
   "machine-interpreter": [], // runs the hot path's XState machines (react's) without xstate's actor
   "ids.ts": [], // the ids runs are made with: time-ordered UUIDs
-  "timestamp.ts": [], // the ts of events and journal entries, formatted once per millisecond
 };
 
 // ---------------------------------------------------------------------------
