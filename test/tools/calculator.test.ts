@@ -141,9 +141,13 @@ describe("calculator", () => {
   });
 
   it("refuses what would make the parser take exponential time or exhaust the stack, and computes just within", async () => {
-    // Each `%(` is parsed as a percentage and again as mod: past 8 levels the time doubles a level.
+    // Each `%` is parsed as a percentage and again as mod: past 8 levels the time doubles a level.
     expect(await calculate("1%(".repeat(8) + "2" + ")".repeat(8))).toBe(0); // 1 mod (1 mod (… (1 mod 2)))
-    await expect(calculate("1%(".repeat(24) + "2" + ")".repeat(24))).rejects.toThrow("a % before a bracket nests more than 8 deep");
+    for (const [open, close] of [["1%(", ")"], ["1%-(", ")"], ["1%sqrt(", ")"], ["(1 + 2%", ")"]] as const) {
+      const expression = open.repeat(24) + "2" + close.repeat(24);
+      await expect(calculate(expression), expression).rejects.toThrow("a % inside brackets after a % nests more than 8 deep; write mod instead");
+    }
+    expect(await calculate("1 mod (".repeat(24) + "2" + ")".repeat(24))).toBe(0);
     expect(await calculate("(".repeat(100) + "1" + ")".repeat(100))).toBe(1);
     await expect(calculate("(".repeat(101) + "1" + ")".repeat(101))).rejects.toThrow("brackets nested more than 100 deep");
     await expect(calculate("[".repeat(1000))).rejects.toThrow("brackets nested more than 100 deep");

@@ -35,9 +35,10 @@ const DISABLED = ["import", "createUnit", "reviver", "evaluate", "parse", "simpl
 /** Brackets nest at most this deep: mathjs's parser recurses about twenty functions a level. */
 const MAX_NESTING = 100;
 /**
- * A `%` before a bracket nests at most this deep: mathjs tries each as a
- * percentage and parses the bracket again as `mod`, so the time doubles a
- * level (16 levels: 2 s, 18: 13 s).
+ * A `%` nests inside brackets after another `%` at most this deep: mathjs
+ * tries each as a percentage and parses what follows again as `mod`, so the
+ * time doubles a level (`1%(1%(…` 16 levels: 2 s, 18: 13 s; `1%-(…` and
+ * `1%sqrt(…` alike). `mod` is parsed once.
  */
 const MAX_PERCENT_NESTING = 8;
 
@@ -82,21 +83,19 @@ const SPELLINGS: [RegExp, string][] = [
 
 /** Refuse, before parsing, what would make mathjs's parser take exponential time or exhaust the stack. */
 function checkNesting(expression: string): void {
-  const opened: boolean[] = [];
-  let percents = 0;
-  let last = "";
+  // One frame a bracket level: whether a % came at this level yet, and how many levels with a % enclose it.
+  const frames = [{ percent: false, chain: 0 }];
   for (const c of expression) {
-    if (c === "(" || c === "[" || c === "{") {
-      const afterPercent = last === "%";
-      opened.push(afterPercent);
-      if (afterPercent && ++percents > MAX_PERCENT_NESTING) {
-        throw fail(`a % before a bracket nests more than ${MAX_PERCENT_NESTING} deep; write mod(a, b) instead`);
-      }
-      if (opened.length > MAX_NESTING) throw fail(`brackets nested more than ${MAX_NESTING} deep`);
-    } else if ((c === ")" || c === "]" || c === "}") && opened.length > 0) {
-      if (opened.pop()) percents--;
+    const frame = frames[frames.length - 1]!;
+    if (c === "%") {
+      frame.percent = true;
+      if (frame.chain >= MAX_PERCENT_NESTING) throw fail(`a % inside brackets after a % nests more than ${MAX_PERCENT_NESTING} deep; write mod instead`);
+    } else if (c === "(" || c === "[" || c === "{") {
+      frames.push({ percent: false, chain: frame.chain + (frame.percent ? 1 : 0) });
+      if (frames.length > MAX_NESTING + 1) throw fail(`brackets nested more than ${MAX_NESTING} deep`);
+    } else if ((c === ")" || c === "]" || c === "}") && frames.length > 1) {
+      frames.pop();
     }
-    if (c.trim()) last = c;
   }
 }
 
