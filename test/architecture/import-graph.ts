@@ -9,7 +9,7 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
-const SRC = fileURLToPath(new URL("../../src", import.meta.url));
+export const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 
 export interface Edge {
   from: string; // path relative to src/, e.g. "kinds/react/run.ts"
@@ -58,8 +58,15 @@ export function imports(fileName: string, source: string): Import[] {
   return found;
 }
 
+/** The specifiers of a source's value imports, the ones tsc keeps in the compiled JS. */
+export function valueImports(source: string, fileName = "module.ts"): string[] {
+  return imports(fileName, source)
+    .filter((i) => !i.typeOnly)
+    .map((i) => i.specifier);
+}
+
 /** The .ts file a relative specifier names, or why it names none under src/. */
-function resolveSpecifier(fromFile: string, specifier: string): string | "outside" | "missing" {
+export function resolveSpecifier(fromFile: string, specifier: string): string | "outside" | "missing" {
   const base = resolve(dirname(fromFile), specifier);
   if (relative(SRC, base).startsWith("..")) return "outside";
   const candidates = [base.replace(/\.js$/, ".ts"), `${base}.ts`, join(base, "index.ts")];
@@ -68,7 +75,7 @@ function resolveSpecifier(fromFile: string, specifier: string): string | "outsid
   return existsSync(base) ? "outside" : "missing"; // a non-TS file (page/app.js) is no module of the graph
 }
 
-const rel = (path: string) => relative(SRC, path).split(sep).join("/");
+export const rel = (path: string) => relative(SRC, path).split(sep).join("/");
 
 export function readGraph(): { modules: string[]; edges: Edge[]; unresolved: string[] } {
   const files = sourceFiles(SRC).sort();
