@@ -103,7 +103,7 @@ const { calculate } = await dist("tools/builtin/calculator.js");
 // ---------------------------------------------------------------- the two loops
 
 /** What both loops must answer for an N-step task: the server quotes the last calculator result. */
-const expectedAnswer = (steps) => (steps > 1 ? `last=${calculate(`round(pi * ${steps - 1}^2, 2)`)}` : "last=none");
+const expectedAnswer = async (steps) => (steps > 1 ? `last=${await calculate(`round(pi * ${steps - 1}^2, 2)`)}` : "last=none");
 const taskInput = (steps, tag) => `Compute the areas of circles of radius 1, 2, 3... steps=${steps}${tag ? ` tag=${tag}` : ""}`;
 
 
@@ -112,7 +112,7 @@ async function runtimeTask(team, traceDir, trace, steps, tag) {
   const { runTeam } = await dist("index.js");
   const run = runTeam(team, { input: taskInput(steps, tag), traceDir, trace });
   const result = await run.result;
-  if (result.result_type !== "answer" || result.answer !== expectedAnswer(steps)) {
+  if (result.result_type !== "answer" || result.answer !== (await expectedAnswer(steps))) {
     throw new Error(`runtime task failed: ${result.error ?? result.answer}`);
   }
 }
@@ -196,12 +196,12 @@ async function loop(steps, tag, complete) {
     messages.push(message);
     if (!message.tool_calls?.length) {
       const answer = JSON.parse(message.content).action.result.output.answer;
-      if (answer !== expectedAnswer(steps)) throw new Error(`baseline task got ${answer}`);
+      if (answer !== (await expectedAnswer(steps))) throw new Error(`baseline task got ${answer}`);
       return;
     }
     for (const call of message.tool_calls) {
       const { expression } = JSON.parse(call.function.arguments);
-      const result = calculate(expression);
+      const result = await calculate(expression);
       messages.push({ role: "tool", tool_call_id: call.id, content: JSON.stringify({ expression, result }) });
     }
   }

@@ -104,7 +104,7 @@ watchdog.unref();
 
 
 
-const EXPECTED = STEPS > 1 ? `last=${calculate(`round(pi * ${STEPS - 1}^2, 2)`)}` : "last=none";
+const EXPECTED = STEPS > 1 ? `last=${await calculate(`round(pi * ${STEPS - 1}^2, 2)`)}` : "last=none";
 const taskInput = (i) => `Compute the areas of circles of radius 1, 2, 3... steps=${STEPS} run=${i}`;
 
 // ---------------------------------------------------------------- memory

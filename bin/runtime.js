@@ -1,4 +1,9 @@
 #!/usr/bin/env node
+import module from "node:module";
+
+// Node >= 22.1 keeps compiled code in a cache of its own between runs (docs/design/engine.md#start-up); Node 20 has none.
+module.enableCompileCache?.();
+
 // A bare `runtime --help` prints the text the build wrote from the real command line
 // (scripts/write-help.mjs), without loading the commands; anything else runs them.
 const args = process.argv.slice(2);

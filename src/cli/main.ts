@@ -1,4 +1,4 @@
-import { Command, CommanderError } from "./commander-bundle.js";
+import { Command, CommanderError } from "commander";
 import { describeError } from "../errors.js";
 import { EXIT, type SetExit } from "./exit.js";
 

@@ -4,13 +4,13 @@
  * nothing hostile reaches the validator or the heap.
  */
 import type { Alias, Document, Node } from "yaml";
-import { lazilyBundled } from "../built.js";
+import { lazily } from "../lazy.js";
 import type { ConfigProblem } from "../errors.js";
 import { interpolate, type Env } from "./interpolate.js";
 import { pointerSegment, SourceMap } from "./source.js";
 
 // Loaded when a first team file is parsed, not with the library.
-const yaml = lazilyBundled<typeof import("yaml")>("yaml");
+const yaml = lazily<typeof import("yaml")>("yaml");
 
 /** Largest team file accepted, in bytes. */
 export const MAX_FILE_BYTES = 1024 * 1024;

@@ -6,7 +6,8 @@
 import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import { recursionScopes, type EventBus } from "../events/bus.js";
-import { addUsage, ZERO_USAGE, type EventScope, type RunEventBody, type Usage } from "../events/types.js";
+import { addUsage } from "../events/projection.js";
+import { ZERO_USAGE, type EventScope, type RunEventBody, type Usage } from "../events/types.js";
 import { KINDS } from "../kinds/registry.js";
 import type { AgentContext, AgentResult, AgentRunner, Outcome, RunStores } from "../kinds/types.js";
 import type { ChatClient } from "../models/types.js";

@@ -15,7 +15,6 @@
  */
 import * as crypto from "node:crypto";
 import { redactWithJson } from "../redact.js";
-import { isoTime } from "../timestamp.js";
 import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { Replay, RunRecord } from "./replay.js";
 import type { ToolOutcome } from "../tools/types.js";
@@ -82,7 +81,7 @@ export class Journal {
     if (!this.sink) return;
     try {
       const { json } = redactWithJson(value, this.secrets);
-      this.sink.write({ task_id: this.task_id, key, kind, ts: isoTime(this.now()), json });
+      this.sink.write({ task_id: this.task_id, key, kind, ts: this.now().toISOString(), json });
     } catch (err) {
       if (!this.warned) process.emitWarning(`journal of ${this.task_id}: ${err instanceof Error ? err.message : String(err)}`, "JournalWarning");
       this.warned = true;

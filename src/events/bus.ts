@@ -1,5 +1,4 @@
 import { redactWithJson } from "../redact.js";
-import { isoTime } from "../timestamp.js";
 import type { EventScope, RunEvent, RunEventBody } from "./types.js";
 
 /** A consumer of events. Sinks are called synchronously, in order, for every event. */
@@ -118,7 +117,7 @@ export class EventBus {
     // then stamped in place into the event.
     const plain = Object.assign({}, body);
     const own = listening ? this.maskedBody(plain) : undefined;
-    const raw = stamp(plain, ++this.seq, isoTime(this.now()), this.taskId, scope);
+    const raw = stamp(plain, ++this.seq, this.now().toISOString(), this.taskId, scope);
     this.buffer.push(raw);
     for (const watch of this.taps) watch(raw);
     let event = raw;

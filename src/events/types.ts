@@ -193,5 +193,3 @@ export type Emit = (body: RunEventBody, scope: EventScope) => void;
 
 export const ZERO_USAGE: Usage = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
 
-// One sum of usage, kept where the page can run it (docs/design/projection.md).
-export { addUsage } from "./projection.js";

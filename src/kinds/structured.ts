@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import { lazily } from "../lazy.js";
 import type { JsonSchema } from "../config/types.js";
-import { addUsage, type Usage } from "../events/types.js";
+import { addUsage } from "../events/projection.js";
+import type { Usage } from "../events/types.js";
 import { parseJsonTolerant } from "../parse/json.js";
 import type { AgentContext } from "./types.js";
 

@@ -8,12 +8,11 @@ import { MAX_SCRIPT_BYTES } from "../config/references.js";
 import { buildStamp } from "../built.js";
 import { loadPrecompiled, precompiledSource } from "../config/precompiled.js";
 import type { ErrorObject, ValidateFunction } from "ajv";
-import { lazilyBundled } from "../built.js";
 import { lazily } from "../lazy.js";
 import { ConfigError, type ConfigProblem } from "../errors.js";
 
 // Loaded when a script is first read or written, not with the library.
-const yaml = lazilyBundled<typeof import("yaml")>("yaml");
+const yaml = lazily<typeof import("yaml")>("yaml");
 const ajv = lazily<typeof import("ajv")>("ajv");
 
 /** A tool call in a script; object arguments are sent JSON-encoded, strings verbatim (even when broken). */

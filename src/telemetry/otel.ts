@@ -11,7 +11,7 @@ import { detectResources, envDetector, resourceFromAttributes } from "@opentelem
 import { BatchSpanProcessor, RandomIdGenerator, TracerProvider, type IdGenerator, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace";
 import { describeError } from "../errors.js";
 import { otelSink } from "./otel-sink.js";
-import type { ResolvedOtelOptions, Telemetry } from "./telemetry.js";
+import type { ResolvedOtelOptions, Telemetry } from "./types.js";
 
 const TRACER_NAME = "yaml-agent-runtime";
 

@@ -5,9 +5,10 @@
  * loads and sends nothing.
  */
 import type { TracerProvider } from "@opentelemetry/api";
-import type { ResolvedTeam } from "../config/types.js";
-import type { EventSink } from "../events/bus.js";
 import { redactString } from "../redact.js";
+import type { ResolvedOtelOptions, Telemetry } from "./types.js";
+
+export type { Telemetry };
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -35,30 +36,6 @@ export interface TelemetryOptions {
   onWarning?: (message: string) => void;
   /** Where the OTEL_* variables are read. @default process.env */
   env?: Env;
-}
-
-/** Spans for runs: one sink per run, one flush before the process ends. */
-export interface Telemetry {
-  /** Where spans go (credentials masked), for messages. */
-  readonly endpoint: string;
-  /** A sink for one run: `runTeam(team, { sinks: [telemetry.sink({ team })] })`. */
-  sink(options?: { team?: ResolvedTeam }): EventSink;
-  /** Send what is pending; resolves within the timeout, never rejects. */
-  flush(): Promise<void>;
-  /** Send what is pending and stop; resolves within the timeout, never rejects. */
-  shutdown(): Promise<void>;
-}
-
-/** What otel.ts is given: every option decided. */
-export interface ResolvedOtelOptions {
-  url: string;
-  shownUrl: string;
-  headers?: Record<string, string>;
-  serviceName: string;
-  captureContent: boolean;
-  timeoutMs: number;
-  tracerProvider?: TracerProvider;
-  warn(message: string): void;
 }
 
 /** The exporter's wait when no OTEL_*_TIMEOUT says otherwise: short, since `runtime exec` waits for it before exiting. */
