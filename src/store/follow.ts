@@ -59,6 +59,8 @@ export async function* follow(runs: RunStore, taskId: string, afterSeq: number, 
         yield { event, live };
         if (signal?.aborted) return;
       }
+      // What was stored when the follower began has been given: the rest is live.
+      live = true;
       if (tail.heard !== heard) continue;
       if (!(await more(at, last))) {
         // What was stored before `more` answered (a run's last events, committed as it ended).
@@ -73,7 +75,6 @@ export async function* follow(runs: RunStore, taskId: string, afterSeq: number, 
         continue;
       }
       if (tail.heard === heard) await tail.next(signal);
-      live = true;
     }
   } finally {
     tail.release();
