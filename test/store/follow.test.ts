@@ -36,14 +36,16 @@ describe.each(adapters())("follow on $name", (adapter) => {
   it("gives the backlog after a seq, then each event as it is stored, and ends at run.finished", async () => {
     const { runs } = await adapter.open();
     await runs.appendMany([started("t1"), event("t1", 2), event("t1", 3)]);
-    const reading = collect(follow(runs, "t1", 1));
-    await tick();
+    const following = follow(runs, "t1", 1);
+    // The backlog, read before anything more is stored.
+    const got = [(await following.next()).value as Followed, (await following.next()).value as Followed];
     await runs.appendMany([event("t1", 4)]);
+    const reading = collect(following);
     await tick();
     // Another run's commits wake nobody here and are not given.
     await runs.appendMany([started("other"), event("other", 2)]);
     await runs.appendMany([event("t1", 5), finished("t1", 6)]);
-    const got = await reading;
+    got.push(...(await reading));
     expect(seqs(got)).toEqual([2, 3, 4, 5, 6]);
     expect(got.map((g) => g.live)).toEqual([false, false, true, true, true]);
     expect(got.every((g) => g.event.task_id === "t1")).toBe(true);
@@ -101,10 +103,12 @@ describe.each(adapters())("follow on $name", (adapter) => {
     const { runs } = await adapter.open();
     await runs.appendMany([started("t5")]);
     const cancel = new AbortController();
-    const reading = collect(follow(runs, "t5", 0, { signal: cancel.signal }));
+    const following = follow(runs, "t5", 0, { signal: cancel.signal });
+    expect((await following.next()).value?.event.seq).toBe(1);
+    const waiting = following.next();
     await tick();
     cancel.abort();
-    expect(seqs(await reading)).toEqual([1]);
+    expect(await waiting).toEqual({ done: true, value: undefined });
     // Nothing is left listening for it: a later commit reaches no one (and breaks nothing).
     await runs.appendMany([event("t5", 2)]);
   });
