@@ -59,6 +59,11 @@ export function takeEventJson(event: RunEvent): string {
  * masks secrets in it (the one redaction stage: every sink, the stream of
  * `events()` and so SSE get the masked event), fans it out to sinks, and
  * offers the stream as an async iterable.
+ *
+ * An event does not reach an SSE client from here: the run's writer commits
+ * it to the store, and every stream (a run's, a session's, a queued run's on
+ * any server) reads it back through the one `follow` of src/store/follow.ts,
+ * woken by the store's commit (docs/server.md#where-an-event-reaches-the-stream).
  */
 export class EventBus {
   private seq: number;

@@ -19,7 +19,7 @@ import { resumeRun } from "../engine/resume.js";
 import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
 import type { Store } from "../store/store.js";
 import { RunMetrics } from "../telemetry/metrics.js";
-import { ChannelListener } from "./listener.js";
+import { ChannelListener } from "../store/postgres/listener.js";
 import { RUNS_CHANNEL, RunQueue, type ClaimedRun } from "./run-queue.js";
 
 export interface WorkerOptions {

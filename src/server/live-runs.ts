@@ -5,21 +5,22 @@ import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engin
 import { resumeRun, type ResumeOptions } from "../engine/resume.js";
 import type { Store } from "../store/store.js";
 
-type Listener = (event: RunEvent) => void;
-
-/** A run going on in this process: its events so far, and whoever follows it. */
+/**
+ * A run going on in this process: its cancel, its result, and whether it
+ * has emitted its run.finished. Its events are not kept here: whoever
+ * follows it reads them from the store (src/store/follow.ts).
+ */
 export class LiveRun {
-  readonly events: RunEvent[] = [];
-  private readonly listeners = new Set<Listener>();
   private readonly controller = new AbortController();
   task_id = "";
   /** Set by `LiveRuns.start`, right after the run begins. */
   result!: Promise<RunResult>;
+  /** The seq of this run's run.finished, once emitted. */
+  finishedSeq: number | undefined;
 
   /** Bound so it can be handed to `runTeam` as a sink. */
-  readonly push = (event: RunEvent): void => {
-    this.events.push(event);
-    for (const listener of [...this.listeners]) listener(event);
+  readonly sink = (event: RunEvent): void => {
+    if (event.type === "run.finished") this.finishedSeq = event.seq;
   };
 
   get signal(): AbortSignal {
@@ -27,26 +28,12 @@ export class LiveRun {
   }
 
   get finished(): boolean {
-    return this.events.at(-1)?.type === "run.finished";
+    return this.finishedSeq !== undefined;
   }
 
   /** Cancel the run; it ends with run.finished error "interrupted", its trace kept. */
   cancel(): void {
     this.controller.abort();
-  }
-
-  /**
-   * Call `onEvent` with every event whose seq is above `after`: first those
-   * already emitted, then each new one as it happens. Returns an unsubscribe.
-   */
-  follow(after: number, onEvent: Listener): () => void {
-    for (const event of this.events) if (event.seq > after) onEvent(event);
-    if (this.finished) return () => {};
-    const listener: Listener = (event) => {
-      if (event.seq > after) onEvent(event);
-    };
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 }
 
@@ -73,13 +60,13 @@ export class LiveRuns {
   start(team: ResolvedTeam, options: Omit<RunOptions, "signal" | "sinks">): LiveRun {
     const live = new LiveRun();
     // A run emits its first event before it returns; the sink catches it all the same.
-    return this.track(live, runTeam(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
+    return this.track(live, runTeam(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.sink, ...this.runSinks()] }));
   }
 
   /** Continue a stopped run of `team` from its journal (docs/durable-runs.md). */
   async resume(team: ResolvedTeam, options: Omit<ResumeOptions, "signal" | "sinks">): Promise<LiveRun> {
     const live = new LiveRun();
-    return this.track(live, await resumeRun(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.push, ...this.runSinks()] }));
+    return this.track(live, await resumeRun(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.sink, ...this.runSinks()] }));
   }
 
   private track(live: LiveRun, run: TeamRun): LiveRun {

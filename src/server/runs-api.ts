@@ -5,11 +5,12 @@ import type { Budget } from "../config/types.js";
 import { newId } from "../ids.js";
 import { decideApprovals as decide } from "../engine/resume.js";
 import { RuntimeError } from "../errors.js";
-import { RUN_STATUSES, type RunStore } from "../store/runs.js";
-import type { RunFollowers } from "../queue/follow.js";
+import { follow, type FollowOptions } from "../store/follow.js";
+import { RUN_STATUSES, type RunStore, type Watch } from "../store/runs.js";
+import { whileQueued } from "../queue/follow.js";
 import type { RunQueue } from "../queue/run-queue.js";
 import { HttpError, readJsonBody, sendJson } from "./http.js";
-import type { LiveRun, LiveRuns } from "./live-runs.js";
+import type { LiveRuns } from "./live-runs.js";
 import { EventStream, lastEventId, lastRunEventId } from "./sse.js";
 
 /** What the run endpoints share. */
@@ -21,9 +22,10 @@ export interface ApiContext {
   live: LiveRuns;
   /**
    * With a PostgreSQL store (docs/scale-out.md): runs are queued for workers
-   * instead of run here, and followed through the store.
+   * instead of run here, and followed through the store; `listening` is the
+   * server's own watch of it (readiness: the LISTEN connection is up).
    */
-  queued?: { queue: RunQueue; followers: RunFollowers };
+  queued?: { queue: RunQueue; listening: Watch };
   maxBodyBytes: number;
   maxLiveRuns: number;
   /** Bytes that may wait for one SSE client before it is dropped. */
@@ -80,7 +82,7 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
       ...(body.session_id !== undefined ? { session_id: body.session_id } : {}),
     });
     // A queued run goes on when its client leaves: it belongs to the workers now.
-    ctx.queued.followers.follow(task_id, 0, follower(new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer)));
+    void streamRun(ctx, new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer), task_id, 0, whileQueued(ctx.queued.queue, task_id));
     return;
   }
   if (ctx.live.size >= ctx.maxLiveRuns) {
@@ -97,7 +99,7 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
     // A client dropped for reading too slowly was not cancelling: it follows on with GET .../events.
     if (!run.finished && !stream.dropped) run.cancel();
   });
-  pipe(run, 0, stream);
+  void streamRun(ctx, stream, run.task_id, 0, whileLive(ctx.live, run.task_id));
 }
 
 /**
@@ -108,82 +110,117 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
   const after = lastEventId(req.headers["last-event-id"]);
   if (ctx.queued) {
     if ((await ctx.queued.queue.stateOf(taskId)) === undefined && (await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
-    ctx.queued.followers.follow(taskId, after, follower(new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer)));
+    void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, whileQueued(ctx.queued.queue, taskId));
     return;
   }
-  const live = ctx.live.get(taskId);
-  if (live) {
-    const stream = new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer);
-    // A resumed run's events before this process took it up are in the store.
-    const firstLive = live.events[0]?.seq ?? Infinity;
-    let last = after;
-    for (const event of await ctx.store.eventsOfTask(taskId)) {
-      if (event.seq <= last || event.seq >= firstLive) continue;
-      if (!(await stream.sendPaced(event))) return;
-      last = event.seq;
+  if (!ctx.live.get(taskId) && (await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
+  void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, whileLive(ctx.live, taskId));
+}
+
+/**
+ * Send a run's events to `stream` as the store's follow gives them
+ * (docs/server.md#where-an-event-reaches-the-stream): those stored when it
+ * began at the pace the client reads, then each new one as it is stored (a
+ * client that falls too far behind those is dropped: src/server/sse.ts).
+ * Ends with the follow; stops when the client leaves.
+ */
+async function streamRun(ctx: ApiContext, stream: EventStream, taskId: string, after: number, more: FollowOptions["more"]): Promise<void> {
+  const gone = new AbortController();
+  stream.onClose(() => gone.abort());
+  try {
+    for await (const { event, live } of follow(ctx.store, taskId, after, { ...(more ? { more } : {}), signal: gone.signal })) {
+      if (live) stream.send(event);
+      else if (!(await stream.sendPaced(event))) return;
+      if (!stream.open) return;
     }
-    pipe(live, last, stream);
-    return;
+  } catch {
+    // The store failed: the stream ends, and the client may reconnect with Last-Event-ID.
   }
-  const events = await ctx.store.eventsOfTask(taskId);
-  if (events.length === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
-  const stream = new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer);
-  for (const event of events) if (event.seq > after && !(await stream.sendPaced(event))) return;
   stream.end();
 }
 
-/** How often a session's stream looks for new events of its runs. */
-const SESSION_POLL_MS = 250;
+/** `FollowOptions.more` for a run of this process: more may come until it has emitted its run.finished and the follower has read that far. */
+function whileLive(live: LiveRuns, taskId: string): NonNullable<FollowOptions["more"]> {
+  return (seq) => {
+    const run = live.get(taskId);
+    return run !== undefined && (run.finishedSeq === undefined || seq < run.finishedSeq);
+  };
+}
 
 /**
  * `GET /v1/sessions/:session_id/events`: the events of every run of a
  * conversation (docs/sessions.md), oldest run first, then those of its runs
- * as they happen, whichever process runs them (read from the store), until
- * the client leaves. Ids are `<task_id>:<seq>`; a reconnecting client's
- * Last-Event-ID resumes after that event.
+ * as they are stored, whichever run of this server or worker of its store
+ * runs them, until the client leaves. Ids are `<task_id>:<seq>`; a
+ * reconnecting client's Last-Event-ID resumes after that event.
  */
 export async function streamSession(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, sessionId: string): Promise<void> {
   if (!/^[\w.:-]{1,128}$/.test(sessionId)) throw new HttpError(400, "a session id is 1-128 characters of letters, digits, '_', '-', '.', ':'");
   const after = lastRunEventId(req.headers["last-event-id"]);
   const stream = new EventStream(res, { "x-session-id": sessionId }, ctx.maxClientBuffer, "run");
-  /** Per run: the last seq sent; runs whose run.finished was sent while they were finished are left alone. */
+  const gone = new AbortController();
+  /** The session's runs, oldest first; per run the last seq sent (MAX_SAFE_INTEGER: all the client had). */
+  const runs: string[] = [];
   const sent = new Map<string, number>();
-  const done = new Set<string>();
-  let first = true;
-  const tick = async (): Promise<boolean> => {
-    const runs = (await ctx.store.listRuns({ session: sessionId, limit: 1000 })).reverse();
-    if (first && after) {
-      // What the client had: every run before its last one, and that one up to its last event.
-      const at = runs.findIndex((r) => r.task_id === after.task_id);
-      runs.slice(0, Math.max(at, 0)).forEach((r) => sent.set(r.task_id, Number.MAX_SAFE_INTEGER));
-      if (at >= 0) sent.set(after.task_id, after.seq);
-    }
-    first = false;
-    for (const run of runs) {
-      if (run.finished_at === undefined) done.delete(run.task_id);
-      else if (done.has(run.task_id)) continue;
-      const last = sent.get(run.task_id) ?? 0;
-      if (last === Number.MAX_SAFE_INTEGER) continue;
-      for (const event of await ctx.store.eventsOfTask(run.task_id, last)) {
-        if (!(await stream.sendPaced(event))) return false;
-        sent.set(run.task_id, event.seq);
-        if (event.type === "run.finished" && run.finished_at !== undefined) done.add(run.task_id);
+  /** Runs heard of since they were last read; runs heard of that may be new to the session; runs of other sessions. */
+  const pending = new Set<string>();
+  const unknown = new Set<string>();
+  const foreign = new Set<string>();
+  let relist = true;
+  let wake = (): void => {};
+  stream.onClose(() => {
+    gone.abort();
+    wake();
+  });
+  let watch: Watch | undefined;
+  try {
+    // Listening before the first read: a commit after it is heard, one before it is read.
+    watch = await ctx.store.watch("*", (task) => {
+      if (task === "*") {
+        relist = true;
+        for (const run of runs) pending.add(run);
+      } else if (sent.has(task)) pending.add(task);
+      else if (!foreign.has(task)) {
+        unknown.add(task);
+        relist = true;
       }
+      wake();
+    });
+    for (let first = true; stream.open; first = false) {
+      if (relist) {
+        relist = false;
+        const heard = [...unknown];
+        unknown.clear();
+        const listed = (await ctx.store.listRuns({ session: sessionId, limit: 1000 })).reverse().map((r) => r.task_id);
+        for (const task of listed) {
+          if (sent.has(task)) continue;
+          runs.push(task);
+          sent.set(task, 0);
+          pending.add(task);
+        }
+        // A run's first commit holds its run.started, so a run heard of and not listed is another session's.
+        for (const task of heard) if (!sent.has(task)) foreign.add(task);
+        if (first && after) {
+          // What the client had: every run before its last one, and that one up to its last event.
+          const at = runs.indexOf(after.task_id);
+          runs.slice(0, Math.max(at, 0)).forEach((task) => sent.set(task, Number.MAX_SAFE_INTEGER));
+          if (at >= 0) sent.set(after.task_id, after.seq);
+        }
+      }
+      for (const task of runs) {
+        if (!pending.delete(task) || sent.get(task) === Number.MAX_SAFE_INTEGER) continue;
+        for await (const { event } of follow(ctx.store, task, sent.get(task) ?? 0, { more: () => false, signal: gone.signal })) {
+          if (!(await stream.sendPaced(event))) return;
+          sent.set(task, event.seq);
+        }
+      }
+      if (pending.size === 0 && !relist && stream.open) await new Promise<void>((resolve) => (wake = resolve));
     }
-    return stream.open;
-  };
-  let timer: NodeJS.Timeout | undefined;
-  stream.onClose(() => clearTimeout(timer));
-  const loop = async (): Promise<void> => {
-    try {
-      if (!(await tick())) return;
-    } catch {
-      stream.end();
-      return;
-    }
-    if (stream.open) timer = setTimeout(() => void loop(), SESSION_POLL_MS);
-  };
-  await loop();
+  } catch {
+    stream.end();
+  } finally {
+    watch?.close();
+  }
 }
 
 /** `GET /v1/runs/:task_id`: the run's summary and every event. */
@@ -304,50 +341,4 @@ function parseBudget(body: unknown): Budget | undefined {
     out[key] = value;
   }
   return out as Budget;
-}
-
-/** An SSE response as a follower of a run executed elsewhere. */
-function follower(stream: EventStream) {
-  return { send: (event: RunEvent) => stream.sendPaced(event), end: () => stream.end(), onClose: (fn: () => void) => stream.onClose(fn) };
-}
-
-/**
- * Forward a live run's events to a stream: first those already past, at the
- * pace the client reads; then each new one as it happens (a client that
- * falls too far behind those is dropped: src/server/sse.ts). Ends after
- * run.finished; stops following when the client leaves.
- */
-function pipe(run: LiveRun, after: number, stream: EventStream): void {
-  void (async () => {
-    let last = after;
-    for (let backlog = run.events.filter((e) => e.seq > last); backlog.length > 0; backlog = run.events.filter((e) => e.seq > last)) {
-      for (const event of backlog) {
-        if (!(await stream.sendPaced(event))) return;
-        last = event.seq;
-      }
-    }
-    // Caught up, in this same tick: nothing can slip in between the backlog and the live events.
-    follow(run, last, stream);
-  })();
-}
-
-function follow(run: LiveRun, after: number, stream: EventStream): void {
-  if (run.finished) {
-    stream.end();
-    return;
-  }
-  let unfollow = (): void => {};
-  let done = false;
-  const onEvent = (event: RunEvent): void => {
-    if (done) return;
-    stream.send(event);
-    if (event.type === "run.finished") {
-      done = true;
-      unfollow();
-      stream.end();
-    }
-  };
-  unfollow = run.follow(after, onEvent);
-  if (done) unfollow();
-  else stream.onClose(() => unfollow());
 }

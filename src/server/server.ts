@@ -8,7 +8,6 @@ import { resolveTraceDir } from "../engine/trace-dir.js";
 import { redactString } from "../redact.js";
 import { sqliteStore } from "../store/sqlite/store.js";
 import type { Store } from "../store/store.js";
-import { RunFollowers } from "../queue/follow.js";
 import { RunQueue } from "../queue/run-queue.js";
 import { RunMetrics } from "../telemetry/metrics.js";
 import { Gate, isLoopback, newToken, presentedToken, tokenCookie } from "./auth.js";
@@ -92,13 +91,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let queued: ApiContext["queued"];
   if (options.store?.database) {
     const queue = await RunQueue.open(options.store, [options.team.name]);
-    queued = { queue, followers: await RunFollowers.open(options.store, queue).catch(async (err: unknown) => {
+    // Listening from the start: a server that cannot hear the store's notifications does not start.
+    const listening = await options.store.runs.watch("*", () => {}).catch(async (err: unknown) => {
       await queue.close();
       throw err;
-    }) };
+    });
+    queued = { queue, listening };
   }
   const closeStores = async () => {
-    await queued?.followers.close();
+    queued?.listening.close();
     await queued?.queue.close();
     await embedded?.close();
   };
@@ -199,7 +200,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   async function isReady(): Promise<boolean> {
-    if (queued && !queued.followers.up) return false;
+    if (queued && !queued.listening.up) return false;
     if (!options.store) return true;
     return options.store.ping().then(
       () => true,

@@ -91,4 +91,20 @@ export interface RunStore {
   /** The task id `given` names: itself when stored, else the one stored run's id it begins or ends. Throws NOT_FOUND otherwise. */
   resolveTaskId(given: string): Promise<string>;
   close(): Promise<void>;
+  // follow
+  /**
+   * Hear of events stored for `taskId` (for any run with `"*"`): `onStored`
+   * gets the run's id after each commit that wrote some, or `taskId` itself
+   * when notifications may have been missed (a reconnection). Resolves once
+   * listening, so a read after it misses nothing. Read through `follow`
+   * (src/store/follow.ts), which is how every stream reaches events.
+   */
+  watch(taskId: string, onStored: (taskId: string) => void): Promise<Watch>;
+}
+
+/** A `RunStore.watch` in place. */
+export interface Watch {
+  /** Whether notifications arrive now (PostgreSQL: the LISTEN connection is up). */
+  readonly up: boolean;
+  close(): void;
 }

@@ -3,14 +3,15 @@
  * and answers as the embedded SQLite store (src/store/sqlite/trace-store.ts), in the
  * `runtime` schema. Each `appendMany` is one transaction that also notifies
  * `runtime_events` with the task ids it wrote, so every server following a
- * run hears of its new events (src/queue/live-events.ts).
+ * run hears of its new events (`watch`, read through src/store/follow.ts).
  */
 import type pg from "pg";
 import { takeEventJson } from "../../events/bus.js";
 import type { RunEvent } from "../../events/types.js";
-import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary } from "../runs.js";
+import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary, Watch } from "../runs.js";
 import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
+import { ChannelListener } from "./listener.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
 export const EVENTS_CHANNEL = "runtime_events";
@@ -18,6 +19,10 @@ export const EVENTS_CHANNEL = "runtime_events";
 
 export class PostgresRunStore implements RunStore {
   readonly location: string;
+  /** The LISTEN connection on EVENTS_CHANNEL, opened by the first `watch`. */
+  private listener: Promise<ChannelListener> | undefined;
+  /** Who watches which run (`"*"`: every run). */
+  private readonly watchers = new Map<string, Set<(taskId: string) => void>>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -177,8 +182,53 @@ export class PostgresRunStore implements RunStore {
     );
   }
 
-  /** The pool is the Store's (src/store/store.ts), which closes it. */
-  async close(): Promise<void> {}
+  /** The pool is the Store's (src/store/store.ts), which closes it; the LISTEN connection is this one's. */
+  async close(): Promise<void> {
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.then((l) => l.close(), () => {});
+  }
+
+  async watch(taskId: string, onStored: (taskId: string) => void): Promise<Watch> {
+    let set = this.watchers.get(taskId);
+    if (!set) this.watchers.set(taskId, (set = new Set()));
+    set.add(onStored);
+    const close = () => {
+      set.delete(onStored);
+      if (set.size === 0 && this.watchers.get(taskId) === set) this.watchers.delete(taskId);
+    };
+    try {
+      const listener = await (this.listener ??= this.listen());
+      return { get up() { return listener.up; }, close };
+    } catch (err) {
+      close();
+      throw storeError(this.url, "cannot listen for events", err);
+    }
+  }
+
+  private async listen(): Promise<ChannelListener> {
+    const listener = new ChannelListener(this.url);
+    const tell = (task: string, as = task) => {
+      for (const fn of this.watchers.get(task) ?? []) fn(as);
+    };
+    listener.on(EVENTS_CHANNEL, (payload) => {
+      const task = payload.slice(0, payload.lastIndexOf(" "));
+      tell(task);
+      tell("*", task);
+    });
+    // Notifications may have been lost with the connection: every watcher reads again.
+    listener.onReconnect(() => {
+      for (const task of [...this.watchers.keys()]) tell(task);
+    });
+    try {
+      await listener.start();
+    } catch (err) {
+      this.listener = undefined;
+      await listener.close();
+      throw err;
+    }
+    return listener;
+  }
 
   private async query<T extends pg.QueryResultRow>(what: string, text: string, values: unknown[]): Promise<T[]> {
     try {

@@ -22,11 +22,12 @@ export async function openPostgresStore(url: string, options: { maxConnections?:
   const planTool = new PlanTool(new PostgresPlanStore(pool, url));
   const conversations = new PostgresConversations(pool, url);
   let closed: Promise<void> | undefined;
+  const runs = new PostgresRunStore(pool, url);
   return {
     kind: "postgres",
     location: safeUrl(url),
     database: { pool, url },
-    runs: new PostgresRunStore(pool, url),
+    runs,
     planTool: () => planTool,
     todoSessions: () => new PostgresTodoSessions(pool, url),
     conversations: () => conversations,
@@ -37,6 +38,6 @@ export async function openPostgresStore(url: string, options: { maxConnections?:
         throw storeError(url, "the store does not answer", err);
       }
     },
-    close: () => (closed ??= pool.end()),
+    close: () => (closed ??= runs.close().then(() => pool.end())),
   };
 }

@@ -1,9 +1,11 @@
 /**
  * The embedded TraceStore as the RunStore port (src/store/runs.ts): its
  * writes complete before they return, so the engine's hot path pays no
- * promise for them; reads answer as promises, as PostgreSQL's do.
+ * promise for them; reads answer as promises, as PostgreSQL's do. Its
+ * commits are heard in this process (stored.ts).
  */
 import type { RunStore } from "../runs.js";
+import { watchFile } from "./stored.js";
 import type { TraceStore } from "./trace-store.js";
 
 /** `trace` as a RunStore; closing the RunStore closes `trace` when `owned`. */
@@ -20,6 +22,7 @@ export function sqliteRunStore(trace: TraceStore, options: { owned?: boolean } =
     run: async (taskId) => trace.run(taskId),
     listRuns: async (query = {}) => trace.listRuns(query),
     resolveTaskId: async (given) => trace.resolveTaskId(given),
+    watch: async (taskId, onStored) => watchFile(trace.file, taskId, onStored),
     close: async () => {
       if (options.owned) trace.close();
     },

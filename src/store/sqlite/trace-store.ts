@@ -14,6 +14,7 @@ import { takeEventJson } from "../../events/bus.js";
 import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
 import type { AppendBatch, ApprovalRecord, JournalEntry, RunQuery, RunSummary } from "../runs.js";
 import { migrate } from "./schema.js";
+import { stored } from "./stored.js";
 import { TRACE_DB_FILE, TRACE_SCHEMA } from "./trace-schema.js";
 
 export { TRACE_DB_FILE, TRACE_SCHEMA_VERSION } from "./trace-schema.js";
@@ -75,12 +76,17 @@ export class TraceStore {
     this.reopenRun = db.prepare("UPDATE runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = ?");
     this.insertRunAgent = db.prepare("INSERT OR IGNORE INTO run_agents (agent_id, task_id, started_at) VALUES (@agent_id, @task_id, @ts)");
     this.insertRunSession = db.prepare("INSERT OR IGNORE INTO run_sessions (session_id, task_id, started_at) VALUES (@session_id, @task_id, @ts)");
-    this.appendAllTx = db.transaction((batches: readonly AppendBatch[]) => {
+    const appendAllTx = db.transaction((batches: readonly AppendBatch[]) => {
       for (const [events, journal] of batches) {
         this.writeEvents(events);
         for (const e of journal) this.upsertJournal.run(e.task_id, e.key, e.kind, e.ts, e.json);
       }
     });
+    // Committed: whoever follows these runs in this process reads them now (src/store/follow.ts).
+    this.appendAllTx = (batches) => {
+      appendAllTx(batches);
+      stored(file, batches);
+    };
     // Bound so it can be handed to `EventBus.subscribe` as it is.
     this.append = this.append.bind(this);
   }

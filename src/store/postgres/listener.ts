@@ -1,7 +1,9 @@
 /**
  * One connection that LISTENs to PostgreSQL channels for a process
  * (docs/scale-out.md#live-events): new runs for workers (`runtime_runs`),
- * new events of runs for servers (`runtime_events`). It reconnects after a
+ * new events of runs for whoever follows them (`runtime_events`, src/store/follow.ts).
+ * It lives with the store because following a run is the store's; the
+ * queue's workers use it too. It reconnects after a
  * lost connection, with a growing pause, and calls `onReconnect` so that
  * whoever listens catches up on what it may have missed meanwhile.
  */
