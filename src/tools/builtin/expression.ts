@@ -17,19 +17,10 @@ import { RuntimeError } from "../../errors.js";
 /** Brackets, function calls, signs and powers nest at most this deep: far past real use, far below the stack. */
 export const MAX_DEPTH = 100;
 
-export const CONSTANTS: ReadonlyMap<string, number> = new Map([
-  ["pi", Math.PI],
-  ["PI", Math.PI],
-  ["e", Math.E],
-  ["E", Math.E],
-  ["tau", 2 * Math.PI],
-]);
+export const CONSTANTS: ReadonlyMap<string, number> = new Map([["pi", Math.PI], ["PI", Math.PI], ["e", Math.E], ["E", Math.E], ["tau", 2 * Math.PI]]);
 
-interface MathFunction {
-  apply: (...args: number[]) => number;
-  min: number;
-  max: number;
-}
+/** A function and how many arguments it takes. */
+type MathFunction = { apply: (...args: number[]) => number; min: number; max: number };
 const fn = (apply: (...args: number[]) => number, min: number, max = min): MathFunction => ({ apply, min, max });
 
 /** Floored, as in mathematics (`-8 % 3` is 1); `x mod 0` is x. */
@@ -57,33 +48,16 @@ function toDecimals(name: string, whole: (x: number) => number) {
 const halfAwayFromZero = (x: number) => Math.sign(x) * Math.round(Math.abs(x));
 
 export const FUNCTIONS: ReadonlyMap<string, MathFunction> = new Map([
-  ["sqrt", fn(Math.sqrt, 1)],
-  ["cbrt", fn(Math.cbrt, 1)],
-  ["abs", fn(Math.abs, 1)],
-  ["sign", fn(Math.sign, 1)],
-  ["round", fn(toDecimals("round", halfAwayFromZero), 1, 2)],
-  ["floor", fn(toDecimals("floor", Math.floor), 1, 2)],
-  ["ceil", fn(toDecimals("ceil", Math.ceil), 1, 2)],
-  ["fix", fn(toDecimals("fix", Math.trunc), 1, 2)],
-  ["min", fn(Math.min, 1, Infinity)],
-  ["max", fn(Math.max, 1, Infinity)],
-  ["pow", fn(Math.pow, 2)],
-  ["mod", fn(mod, 2)],
-  ["hypot", fn(Math.hypot, 1, Infinity)],
-  ["exp", fn(Math.exp, 1)],
+  ["sqrt", fn(Math.sqrt, 1)], ["cbrt", fn(Math.cbrt, 1)], ["abs", fn(Math.abs, 1)], ["sign", fn(Math.sign, 1)],
+  ["round", fn(toDecimals("round", halfAwayFromZero), 1, 2)], ["floor", fn(toDecimals("floor", Math.floor), 1, 2)],
+  ["ceil", fn(toDecimals("ceil", Math.ceil), 1, 2)], ["fix", fn(toDecimals("fix", Math.trunc), 1, 2)],
+  ["min", fn(Math.min, 1, Infinity)], ["max", fn(Math.max, 1, Infinity)], ["pow", fn(Math.pow, 2)], ["mod", fn(mod, 2)],
+  ["hypot", fn(Math.hypot, 1, Infinity)], ["exp", fn(Math.exp, 1)],
   ["log", fn((x, base) => (base === undefined ? Math.log(x) : Math.log(x) / Math.log(base)), 1, 2)],
-  ["log10", fn(Math.log10, 1)],
-  ["log2", fn(Math.log2, 1)],
-  ["sin", fn(Math.sin, 1)],
-  ["cos", fn(Math.cos, 1)],
-  ["tan", fn(Math.tan, 1)],
-  ["asin", fn(Math.asin, 1)],
-  ["acos", fn(Math.acos, 1)],
-  ["atan", fn(Math.atan, 1)],
-  ["atan2", fn(Math.atan2, 2)],
-  ["sinh", fn(Math.sinh, 1)],
-  ["cosh", fn(Math.cosh, 1)],
-  ["tanh", fn(Math.tanh, 1)],
+  ["log10", fn(Math.log10, 1)], ["log2", fn(Math.log2, 1)],
+  ["sin", fn(Math.sin, 1)], ["cos", fn(Math.cos, 1)], ["tan", fn(Math.tan, 1)],
+  ["asin", fn(Math.asin, 1)], ["acos", fn(Math.acos, 1)], ["atan", fn(Math.atan, 1)], ["atan2", fn(Math.atan2, 2)],
+  ["sinh", fn(Math.sinh, 1)], ["cosh", fn(Math.cosh, 1)], ["tanh", fn(Math.tanh, 1)],
 ]);
 
 const BINARY: Record<string, (a: number, b: number) => number> = {
@@ -105,12 +79,8 @@ export function quote(text: string): string {
 /** A number as results are given, to 14 significant digits. */
 const format = (x: number) => String(Number(x.toPrecision(14)));
 
-interface Token {
-  kind: "number" | "name" | "op" | "end";
-  text: string;
-  /** Offset in the expression. */
-  at: number;
-}
+/** `at`: the offset in the expression. Characters outside the grammar are "op" tokens too. */
+type Token = { kind: "number" | "name" | "op" | "end"; text: string; at: number };
 
 const NUMBER = /(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?/y;
 const NAME = /[A-Za-z_]\w*/y;
@@ -163,7 +133,7 @@ export function evaluate(expression: string): number {
   let i = 0;
   let depth = 0;
   const peek = () => tokens[i]!;
-  const is = (text: string) => peek().kind !== "number" && peek().text === text;
+  const is = (op: string) => peek().kind === "op" && peek().text === op;
   const unexpected = (token: Token) =>
     syntax(token.kind === "end" ? "value expected" : token.text === ";" ? "several expressions not allowed" : `unexpected ${JSON.stringify(token.text)}`, token.at);
 
