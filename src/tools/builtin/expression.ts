@@ -15,9 +15,9 @@
 import { RuntimeError } from "../../errors.js";
 
 /** Brackets, function calls, signs and powers nest at most this deep: far past real use, far below the stack. */
-export const MAX_DEPTH = 100;
+const MAX_DEPTH = 100;
 
-export const CONSTANTS: ReadonlyMap<string, number> = new Map([["pi", Math.PI], ["PI", Math.PI], ["e", Math.E], ["E", Math.E], ["tau", 2 * Math.PI]]);
+const CONSTANTS: ReadonlyMap<string, number> = new Map([["pi", Math.PI], ["PI", Math.PI], ["e", Math.E], ["E", Math.E], ["tau", 2 * Math.PI]]);
 
 /** A function and how many arguments it takes. */
 type MathFunction = { apply: (...args: number[]) => number; min: number; max: number };
@@ -47,7 +47,7 @@ function toDecimals(name: string, whole: (x: number) => number) {
 }
 const halfAwayFromZero = (x: number) => Math.sign(x) * Math.round(Math.abs(x));
 
-export const FUNCTIONS: ReadonlyMap<string, MathFunction> = new Map([
+const FUNCTIONS: ReadonlyMap<string, MathFunction> = new Map([
   ["sqrt", fn(Math.sqrt, 1)], ["cbrt", fn(Math.cbrt, 1)], ["abs", fn(Math.abs, 1)], ["sign", fn(Math.sign, 1)],
   ["round", fn(toDecimals("round", halfAwayFromZero), 1, 2)], ["floor", fn(toDecimals("floor", Math.floor), 1, 2)],
   ["ceil", fn(toDecimals("ceil", Math.ceil), 1, 2)], ["fix", fn(toDecimals("fix", Math.trunc), 1, 2)],
@@ -72,7 +72,7 @@ const BINARY: Record<string, (a: number, b: number) => number> = {
 const fail = (message: string) => new RuntimeError("TOOL_FAILED", message);
 
 /** Some text of the expression in a message: quoted, on one line, at most 60 characters. */
-export function quote(text: string): string {
+function quote(text: string): string {
   return JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text);
 }
 
