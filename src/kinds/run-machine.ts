@@ -3,7 +3,10 @@
  * xstate's own actor, created with the step's state reporter, started, and
  * awaited to its output. The machine comes with its implementations already
  * bound to the step (`machine.provide({ actors, actions })`); nothing of the
- * run goes in its input or context.
+ * run goes in its input or context. xstate's actor was chosen over an
+ * interpreter on xstate's pure functions by measurement: it is the cheaper of
+ * the two (docs/design/kinds.md#why-the-runner-is-xstates-actor-and-what-it-costs,
+ * bench/runner-cost.mjs).
  */
 import { type AnyStateMachine, createActor, type EventFrom, type InputFrom, type OutputFrom, toPromise } from "xstate";
 import type { AgentContext, StateReportOptions } from "./types.js";
