@@ -1,6 +1,8 @@
 /**
- * A real PostgreSQL for the tests: `initdb` into a temporary directory, a
- * server on a free loopback port (and a socket in the same directory), one
+ * A real PostgreSQL for the tests and the benchmarks (test/support/postgres.ts
+ * and bench/scale-out.mjs import it; plain JS so node runs it without a TS
+ * loader): `initdb` into a temporary directory, a server on a free loopback
+ * port (and a socket in the same directory), one
  * fresh database per call of `createDatabase`. Stopped with `pg_ctl stop`.
  * As root (CI), the cluster runs as the `postgres` user the package creates.
  * A machine without PostgreSQL fails here naming what is missing: `scripts/test.sh`
