@@ -31,7 +31,7 @@ import { runTeam } from "../dist/engine/run-team.js";
 import { createStore } from "../dist/store/create.js";
 import { RunQueue } from "../dist/queue/run-queue.js";
 import { benchTeamYaml, loadLine, startChatServer } from "./lib/bench-team.mjs";
-import { startPostgres } from "./lib/postgres.mjs";
+import { startPostgres } from "../scripts/lib/postgres.mjs";
 import { fixed, median, printTable } from "./lib/stats.mjs";
 
 const { values } = parseArgs({

@@ -4,7 +4,7 @@
  * other. Each cycle found is printed as the path round it.
  */
 import { describe, expect, it } from "vitest";
-import { cycles, imports, readGraph } from "./import-graph.js";
+import { cycles, imports, readGraph } from "../support/import-graph.js";
 
 describe("reading imports", () => {
   it("reads every import, and marks the ones tsc erases as type-only", () => {

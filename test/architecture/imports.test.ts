@@ -3,12 +3,12 @@
  * to an inner one (LAYERS below). Value imports count, the ones tsc keeps in
  * the compiled JS (dynamic `import("...")` included); type-only ones do not.
  * No cycle, type-only imports included: test/architecture/cycles.test.ts.
- * The graph is read by test/architecture/import-graph.ts.
+ * The graph is read by test/support/import-graph.ts.
  */
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { cycles, readGraph, rel, resolveSpecifier, SRC, valueImports } from "./import-graph.js";
+import { cycles, readGraph, rel, resolveSpecifier, SRC, valueImports } from "../support/import-graph.js";
 
 // ---------------------------------------------------------------------------
 // The rule. A layer is a folder of src/ (or a file at its top). Each row says

@@ -45,7 +45,7 @@ async function scriptsLoadedByCli(args: string[]): Promise<{ stdout: string; scr
     const file = join(dir, "scripts.txt");
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ["--import", `${ROOT}test/architecture/list-scripts.mjs`, `${ROOT}bin/runtime.js`, ...args],
+      ["--import", `${ROOT}test/support/list-scripts.mjs`, `${ROOT}bin/runtime.js`, ...args],
       { cwd: ROOT, env: { ...process.env, LIST_SCRIPTS_FILE: file, RUNTIME_TRACE_DIR: join(dir, "traces") } },
     );
     return { stdout, scripts: readFileSync(file, "utf8").split("\n") };

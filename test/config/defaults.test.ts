@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { agentModel, builtinParameters, codeToolLimits, entryAgent, flowReplanner } from "../../src/config/defaults.js";
 import { loadTeamFromString } from "../../src/config/load.js";
 import { tempDir } from "../support/team.js";
-import { BASE } from "./bad-cases.js";
+import { BASE } from "../support/bad-team-files.js";
 
 type Node = Record<string, unknown>;
 const schema = JSON.parse(readFileSync("schemas/team.schema.json", "utf8")) as Node;

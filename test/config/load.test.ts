@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { loadTeam, loadTeamFromString } from "../../src/config/load.js";
 import { ConfigError } from "../../src/errors.js";
 import { tempDir, writeTeam } from "../support/team.js";
-import { BAD_CASES, BASE } from "./bad-cases.js";
+import { BAD_CASES, BASE } from "../support/bad-team-files.js";
 
 async function problems(text: string, file: string, env: Record<string, string> = {}): Promise<string[]> {
   try {
@@ -289,6 +289,6 @@ describe("BAD_CASES fixtures", () => {
   it("are all different files", () => {
     const texts = BAD_CASES.map((c) => (typeof c.text === "string" ? c.text : c.text.toString("hex")));
     expect(new Set(texts).size).toBe(texts.length);
-    expect(readFileSync(new URL("./bad-cases.ts", import.meta.url), "utf8")).toContain("one bad team file per kind of mistake".replace("one", "One"));
+    expect(readFileSync(new URL("../support/bad-team-files.ts", import.meta.url), "utf8")).toContain("one bad team file per kind of mistake".replace("one", "One"));
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { generateRawTeamTypes } from "./raw-team-generator.js";
+import { generateRawTeamTypes } from "../../scripts/generate-raw-team.js";
 
 const schema = JSON.parse(readFileSync("schemas/team.schema.json", "utf8")) as Record<string, unknown>;
 

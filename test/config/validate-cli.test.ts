@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runCli, type CliResult } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
-import { BAD_CASES, BASE } from "./bad-cases.js";
+import { BAD_CASES, BASE } from "../support/bad-team-files.js";
 
 /** Problems of one file in `runtime validate` stderr, without the `FILE:` prefix. */
 function problemsOf(stderr: string, file: string): string[] {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { EventBus, eventJson } from "../../src/events/bus.js";
 import type { EventScope, RunEvent, RunEventBody } from "../../src/events/types.js";
 import { redact } from "../../src/redact.js";
-import { circleReactRun, steppingClock } from "../trace/fixtures.js";
+import { circleReactRun, steppingClock } from "../support/trace-events.js";
 
 /**
  * An event is masked from its parts when a sink listens as it is emitted

@@ -17,7 +17,7 @@ import { stepsOf } from "../../src/events/projection.js";
 import { FrameWriter } from "../../src/events/live/writer.js";
 import type { EventScope, RunEvent, RunEventBody } from "../../src/events/types.js";
 import { tempDir } from "../support/team.js";
-import { circleReactRun, steppingClock, todo } from "../trace/fixtures.js";
+import { circleReactRun, steppingClock, todo } from "../support/trace-events.js";
 
 const CIRCLE = "What are the area and circumference of a circle with radius 5 meters?";
 const EXAMPLES: Record<string, string> = {

@@ -21,7 +21,7 @@ import { renderRunTree } from "../../src/trace/tree.js";
 import { runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { circleReactRun, steppingClock, todoRun } from "../trace/fixtures.js";
+import { circleReactRun, steppingClock, todoRun } from "../support/trace-events.js";
 
 const CIRCLE = "What are the area and circumference of a circle with radius 5 meters?";
 const EXAMPLES: Record<string, string> = {

@@ -3,7 +3,7 @@ import { EventBus } from "../../src/events/bus.js";
 import { ndjsonSink } from "../../src/events/ndjson-sink.js";
 import { terminalSink } from "../../src/events/terminal-sink.js";
 import type { EventScope, RunEvent } from "../../src/events/types.js";
-import { circleReactRun, steppingClock, todo } from "../trace/fixtures.js";
+import { circleReactRun, steppingClock, todo } from "../support/trace-events.js";
 
 /** Collects what a sink writes. */
 function collector(columns?: number) {

@@ -13,7 +13,7 @@ import { batchedTraceSink } from "../../src/engine/trace-stores.js";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore } from "../../src/store/sqlite/trace-store.js";
-import { circleReactRun, steppingClock } from "../trace/fixtures.js";
+import { circleReactRun, steppingClock } from "../support/trace-events.js";
 
 const dirs: string[] = [];
 const stores: TraceStore[] = [];

@@ -8,8 +8,8 @@ import { PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
 import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { PlanStore } from "../../src/store/sqlite/plan-store.js";
 import type { TaskStatus } from "../../src/plan/types.js";
-import { child, compilePlanTool } from "./compile.js";
-import { SAFETY_WORKFLOW, wideWorkflow } from "./fixtures.js";
+import { child, compilePlanTool } from "../support/compile-plan-tool.js";
+import { SAFETY_WORKFLOW, wideWorkflow } from "../support/workflows.js";
 
 const run = promisify(execFile);
 

@@ -6,7 +6,7 @@ import { newPlanId, PlanTool, type TaskStatusEvent } from "../../src/plan/plan-t
 import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { canTransition } from "../../src/plan/transitions.js";
 import { TASK_STATUSES, type TaskStatus } from "../../src/plan/types.js";
-import { SAFETY_WORKFLOW } from "./fixtures.js";
+import { SAFETY_WORKFLOW } from "../support/workflows.js";
 
 let tool: PlanTool;
 let events: TaskStatusEvent[];

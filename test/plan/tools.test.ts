@@ -5,7 +5,7 @@ import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { createPlanTools, PLAN_TOOL_NAMES } from "../../src/plan/tools.js";
 import { createToolBox } from "../../src/tools/toolbox.js";
 import type { ToolOutcome } from "../../src/tools/types.js";
-import { SAFETY_WORKFLOW } from "./fixtures.js";
+import { SAFETY_WORKFLOW } from "../support/workflows.js";
 
 let planTool: PlanTool;
 let events: (RunEventBody & EventScope)[];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { describeOpenTasks, renderPlanList, renderPlanTree } from "../../src/plan/tree.js";
-import { SAFETY_WORKFLOW } from "./fixtures.js";
+import { SAFETY_WORKFLOW } from "../support/workflows.js";
 
 describe("plan tree", () => {
   it("draws steps and tasks with statuses, optional marks and indented multi-line summaries", async () => {

@@ -4,7 +4,7 @@ import type { RunEvent } from "../../src/events/types.js";
 import type { RunSummary } from "../../src/store/runs.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, writeTeam } from "../support/team.js";
-import { CIRCLE_QUESTION, eventually, postRun, readSse, serveTeam, type Sse } from "./support.js";
+import { CIRCLE_QUESTION, eventually, postRun, readSse, serveTeam, type Sse } from "../support/runtime-server.js";
 
 const SECRET = "sk-test-SECRET-serve-8d1e4f7a2b";
 const closers: { close(): Promise<void> }[] = [];

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/events/types.js";
-import { CIRCLE_QUESTION, approvalTeam, parseSse, postRun, serveTeam } from "./support.js";
+import { CIRCLE_QUESTION, approvalTeam, parseSse, postRun, serveTeam } from "../support/runtime-server.js";
 
 const closers: { close(): Promise<void> }[] = [];
 afterEach(async () => {

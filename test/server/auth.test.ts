@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { BIN, runCli, ROOT } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
 import { modelTeam, reactReply, tempDir } from "../support/team.js";
-import { authedFetch } from "./support.js";
+import { authedFetch } from "../support/runtime-server.js";
 
 const closers: { close(): Promise<void> }[] = [];
 afterEach(async () => {

@@ -9,7 +9,7 @@ import { loadTeam } from "../../src/config/load.js";
 import { startServer, type RunningServer } from "../../src/server/server.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { authedFetch, parseSse, readSse } from "./support.js";
+import { authedFetch, parseSse, readSse } from "../support/runtime-server.js";
 
 const closers: { close(): Promise<void> }[] = [];
 const sockets: Socket[] = [];

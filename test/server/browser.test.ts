@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent, RunEventBody, TodoItem } from "../../src/events/types.js";
 import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { requireComponent } from "../support/components.js";
-import { CIRCLE_QUESTION, approvalTeam, serveTeam } from "./support.js";
+import { CIRCLE_QUESTION, approvalTeam, serveTeam } from "../support/runtime-server.js";
 
 // A real headless Chromium (installed by scripts/test.sh; playwright-core downloads nothing).
 // Missing, the tests fail saying so (test/support/components.ts): never skipped.

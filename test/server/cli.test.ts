@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { authedFetch, CIRCLE_QUESTION, postRun, readSse } from "./support.js";
+import { authedFetch, CIRCLE_QUESTION, postRun, readSse } from "../support/runtime-server.js";
 
 // Spawns the built CLI: run `npm run build` first (npm test does).
 const holders: Server[] = [];

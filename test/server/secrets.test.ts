@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { echoEnvTeam } from "../support/team.js";
-import { postRun, serveTeam } from "./support.js";
+import { postRun, serveTeam } from "../support/runtime-server.js";
 
 const TOKEN = "opaque9Value-Of-The-SSE-Token";
 const closers: { close(): Promise<void> }[] = [];

@@ -4,7 +4,7 @@
  * `GET /v1/sessions/:id/events` with `<task_id>:<seq>` ids and Last-Event-ID.
  */
 import { afterEach, expect, it } from "vitest";
-import { CIRCLE_QUESTION, postRun, readSse, serveTeam, type Sse } from "./support.js";
+import { CIRCLE_QUESTION, postRun, readSse, serveTeam, type Sse } from "../support/runtime-server.js";
 
 const closing: { close(): Promise<void> }[] = [];
 afterEach(async () => {

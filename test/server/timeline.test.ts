@@ -17,7 +17,7 @@ import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { ROOT, runCli } from "../support/cli.js";
 import { requireComponent } from "../support/components.js";
 import { tempDir, writeTeam } from "../support/team.js";
-import { readSse, serveTeam, type Sse } from "./support.js";
+import { readSse, serveTeam, type Sse } from "../support/runtime-server.js";
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
 

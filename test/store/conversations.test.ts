@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Turn } from "../../src/store/conversations.js";
-import { adapters } from "./adapters.js";
+import { adapters } from "../support/store-adapters.js";
 
 const turn = (n: number): Turn => ({ task_id: `task-${n}`, input: `question ${n}`, answer: `answer ${n}`, ts: `2025-03-01T10:00:0${n % 10}.000Z` });
 

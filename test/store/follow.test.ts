@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { RunEvent, RunEventBody } from "../../src/events/types.js";
 import { createStore } from "../../src/store/create.js";
 import { follow, type Followed } from "../../src/store/follow.js";
-import { adapters } from "./adapters.js";
+import { adapters } from "../support/store-adapters.js";
 
 const USAGE = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
 

@@ -9,8 +9,8 @@ import { describe, expect, it } from "vitest";
 import { parseStructure } from "../../src/plan/structure.js";
 import type { PlanTemplate } from "../../src/plan/types.js";
 import type { PlanStorage } from "../../src/store/plans.js";
-import { SAFETY_WORKFLOW, wideWorkflow } from "../plan/fixtures.js";
-import { adapters } from "./adapters.js";
+import { SAFETY_WORKFLOW, wideWorkflow } from "../support/workflows.js";
+import { adapters } from "../support/store-adapters.js";
 
 function template(structure: unknown): PlanTemplate {
   const parsed = parseStructure(structure);

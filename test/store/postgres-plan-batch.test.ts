@@ -7,7 +7,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatusEvent } from "../../src/plan/plan-tool.js";
 import { createStore } from "../../src/store/create.js";
-import { SAFETY_WORKFLOW, wideWorkflow } from "../plan/fixtures.js";
+import { SAFETY_WORKFLOW, wideWorkflow } from "../support/workflows.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 
 let postgres: TestPostgres;

@@ -9,8 +9,8 @@ import { describe, expect, it } from "vitest";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent, RunEventBody } from "../../src/events/types.js";
 import type { JournalEntry, RunQuery, RunStore } from "../../src/store/runs.js";
-import { circleReactRun, steppingClock, todoRun } from "../trace/fixtures.js";
-import { adapters } from "./adapters.js";
+import { circleReactRun, steppingClock, todoRun } from "../support/trace-events.js";
+import { adapters } from "../support/store-adapters.js";
 
 const USAGE = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
 const OUTCOMES = ["answer", "error", "paused", "running"] as const;

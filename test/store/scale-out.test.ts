@@ -15,8 +15,8 @@ import { BIN, ROOT } from "../support/cli.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { authedFetch, parseSse, readSse, type Sse } from "../server/support.js";
-import { wideWorkflow } from "../plan/fixtures.js";
+import { authedFetch, parseSse, readSse, type Sse } from "../support/runtime-server.js";
+import { wideWorkflow } from "../support/workflows.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 

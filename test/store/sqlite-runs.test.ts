@@ -8,7 +8,7 @@ import { afterEach, beforeAll, describe, expect, test } from "vitest";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TRACE_DB_FILE, TraceStore } from "../../src/store/sqlite/trace-store.js";
-import { circleReactRun, steppingClock, todoRun } from "../trace/fixtures.js";
+import { circleReactRun, steppingClock, todoRun } from "../support/trace-events.js";
 
 const CHILD = fileURLToPath(new URL("./writer-child.mjs", import.meta.url));
 const dirs: string[] = [];

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { TodoSessionState } from "../../src/store/todo-sessions.js";
-import { adapters } from "./adapters.js";
+import { adapters } from "../support/store-adapters.js";
 
 const NOW = new Date("2025-03-01T10:00:00.000Z");
 const item = (index: number, status: "pending" | "in_progress" | "completed") => ({ index, content: `item ${index}`, status, tool_calls_count: 0, successes: 0, recent_failures: 0 });

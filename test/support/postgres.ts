@@ -1,8 +1,9 @@
 /**
  * A real PostgreSQL for the tests (and the benchmarks, which share the one
- * implementation: bench/lib/postgres.mjs): `initdb` into a temporary
- * directory, a server on a free loopback port, one fresh database per
- * `createDatabase`, stopped with `pg_ctl stop`. A machine without
- * PostgreSQL fails naming what is missing: `scripts/test.sh` installs it.
+ * implementation: scripts/lib/postgres.mjs, plain JS so bench/ runs it with
+ * node alone): `initdb` into a temporary directory, a server on a free
+ * loopback port, one fresh database per `createDatabase`, stopped with
+ * `pg_ctl stop`. A machine without PostgreSQL fails naming what is missing:
+ * `scripts/test.sh` installs it.
  */
-export { startPostgres, type TestPostgres } from "../../bench/lib/postgres.mjs";
+export { startPostgres, type TestPostgres } from "../../scripts/lib/postgres.mjs";

@@ -9,10 +9,10 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { BIN, ROOT, runCli } from "../support/cli.js";
-import { postRun } from "../server/support.js";
+import { postRun } from "../support/runtime-server.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { answer, badRequest, queryOf, roleOf } from "../flows/helpers.js";
+import { answer, badRequest, queryOf, roleOf } from "../support/flows.js";
 
 const API_KEY = "sk-otel-test-9f8e7d6c5b4a39281706";
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { calculate, calculatorTool } from "../../src/tools/builtin/calculator.js";
 import { terminateTool } from "../../src/tools/builtin/terminate.js";
-import { call, makeBox } from "./helpers.js";
+import { call, makeBox } from "../support/tools.js";
 
 describe("calculator", () => {
   it.each([

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { commandTool } from "../../src/tools/command.js";
-import { call, fixtureCommand, isAlive, makeBox, sleep, leftoverPids } from "./helpers.js";
+import { call, fixtureCommand, isAlive, makeBox, sleep, leftoverPids } from "../support/tools.js";
 
 const LOOKUP = join(dirname(fileURLToPath(import.meta.url)), "../../teams/tools/lookup.mjs");
 const leftovers = leftoverPids();

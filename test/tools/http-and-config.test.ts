@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HttpToolConfig } from "../../src/config/types.js";
 import { httpTool } from "../../src/tools/http.js";
-import { call, makeBox } from "./helpers.js";
+import { call, makeBox } from "../support/tools.js";
 
 let server: Server;
 let base = "";

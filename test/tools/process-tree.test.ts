@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { commandTool } from "../../src/tools/command.js";
 import { CALL_MARKER_VAR, killMarked } from "../../src/tools/process-tree.js";
 import { missingComponent } from "../support/components.js";
-import { call, fixtureCommand, isAlive, makeBox, sleep, leftoverPids } from "./helpers.js";
+import { call, fixtureCommand, isAlive, makeBox, sleep, leftoverPids } from "../support/tools.js";
 
 /** What setsid-sleeper.mjs records about itself. */
 interface Sleeper {

@@ -15,9 +15,9 @@ import { defineTool } from "../../src/index.js";
 import { closePlanTool, openPlanTool } from "../../src/store/sqlite/store.js";
 import { McpServers } from "../../src/tools/mcp/servers.js";
 import type { Tool } from "../../src/tools/types.js";
-import { startHttpMcpServer, type HttpMcpServer } from "../mcp/support.js";
+import { startHttpMcpServer, type HttpMcpServer } from "../support/mcp-servers.js";
 import { tempDir, writeTeam } from "../support/team.js";
-import { call, FIXTURES, makeBox } from "./helpers.js";
+import { call, FIXTURES, makeBox } from "../support/tools.js";
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

@@ -4,7 +4,7 @@ import { terminateTool } from "../../src/tools/builtin/terminate.js";
 import { createToolBox } from "../../src/tools/toolbox.js";
 import { argsValidator } from "../../src/tools/validate-args.js";
 import type { Tool } from "../../src/tools/types.js";
-import { call, makeBox, SCOPE, sleep } from "./helpers.js";
+import { call, makeBox, SCOPE, sleep } from "../support/tools.js";
 
 /** A read tool with an object schema, 1 s to run and 1,000 bytes of output, changed by `fields`. */
 function tool(name: string, execute: Tool["execute"], fields: Partial<Tool> = {}): Tool {

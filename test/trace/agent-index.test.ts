@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { TRACE_DB_FILE, TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
-import { CIRCLE_QUESTION, postRun, serveTeam } from "../server/support.js";
+import { CIRCLE_QUESTION, postRun, serveTeam } from "../support/runtime-server.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {

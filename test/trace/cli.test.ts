@@ -6,7 +6,7 @@ import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { runCli } from "../support/cli.js";
-import { circleReactRun, steppingClock, todoRun } from "./fixtures.js";
+import { circleReactRun, steppingClock, todoRun } from "../support/trace-events.js";
 
 let dir: string;
 let circle: RunEvent[];

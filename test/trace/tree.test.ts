@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import type { RunSummary } from "../../src/store/runs.js";
 import { formatRunList, renderRunTree, renderTraceEvents } from "../../src/trace/tree.js";
-import { circleReactRun, todoRun } from "./fixtures.js";
+import { circleReactRun, todoRun } from "../support/trace-events.js";
 
 describe("renderRunTree", () => {
   test("a react run: steps, recursions, llm and tool calls, nested agent, answer", () => {

@@ -1,0 +1,52 @@
+/**
+ * The chat stream says which plan steps are done (seed 004): a react model
+ * that plans again marks the steps it finished with [x], and its answer
+ * finishes the plan; `plan.updated.finished` counts them.
+ */
+import { afterEach, expect, it } from "vitest";
+import { loadTeam } from "../../../src/config/load.js";
+import { runTeam } from "../../../src/engine/run-team.js";
+import { planProgress } from "../../../src/kinds/react/run.js";
+import { startOpenAIServer, type OpenAIServer, type Reply } from "../../support/openai-server.js";
+import { reactReply, tempDir, writeTeam } from "../../support/team.js";
+
+const servers: OpenAIServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+it("reports finished steps as the model marks them, and all of them at the answer", async () => {
+  const replies: Reply[] = [
+    { content: reactReply("PLAN", { plan: "1. Compute the area.\n2. Compute the circumference.\n3. Answer." }) },
+    { content: null, tool_calls: [{ name: "calculator", arguments: { expression: "round(pi * 25, 2)" } }] },
+    { content: reactReply("PLAN", { plan: "1. [x] Compute the area.\n2. Compute the circumference.\n3. Answer." }) },
+    { content: null, tool_calls: [{ name: "calculator", arguments: { expression: "round(2 * pi * 5, 2)" } }] },
+    { content: reactReply("ANSWER", { answer: "78.54 m² and 31.42 m" }) },
+  ];
+  const server = await startOpenAIServer({ replies });
+  servers.push(server);
+  const file = writeTeam(`version: 1
+name: progress
+models:
+  default: { provider: openai, model: m, base_url: "${server.url}", api_key: sk-progress-0123456789, max_retries: 0 }
+agents:
+  solver: { kind: react, tools: [calculator] }
+`);
+  const run = runTeam(await loadTeam(file), { input: "circle of radius 5", traceDir: tempDir() });
+  const plans = [];
+  for await (const e of run.events) if (e.type === "plan.created" || e.type === "plan.updated") plans.push(e);
+  expect((await run.result).answer).toBe("78.54 m² and 31.42 m");
+  const steps = ["Compute the area.", "Compute the circumference.", "Answer."];
+  expect(plans.map((p) => [p.type, p.steps, p.type === "plan.updated" ? p.finished : undefined])).toEqual([
+    ["plan.created", steps, undefined],
+    ["plan.updated", steps, 1],
+    ["plan.updated", steps, 3],
+  ]);
+});
+
+it("counts done marks from the first step only, in the forms models write them", () => {
+  expect(planProgress("1. [x] a\n2. ✓ b\n3. c")).toEqual({ steps: ["a", "b", "c"], finished: 2 });
+  expect(planProgress("1. [done] a\n2. b\n3. [x] c")).toEqual({ steps: ["a", "b", "c"], finished: 1 });
+  expect(planProgress("- (done) a\n- [X] b")).toEqual({ steps: ["a", "b"], finished: 2 });
+  expect(planProgress("1. a\n2. b")).toEqual({ steps: ["a", "b"], finished: 0 });
+});
