@@ -22,7 +22,7 @@ const HOT = [
   "engine/model-call.ts",
   "engine/journal.ts",
   "engine/state-reporter.ts",
-  "engine/trace-stores.ts",
+  "store/committer.ts",
   "tools/toolbox.ts",
   "kinds/react/machine.ts",
   "kinds/react/run.ts",
