@@ -175,7 +175,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     let traceError: string | undefined;
     if (options.trace !== false) {
       try {
-        const opened = (writer = stores.runs.writer((seq) => bus.stored(seq)));
+        const opened = stores.runs.writer((seq) => bus.stored(seq));
+        writer = opened;
         // The one write path: events and journal entries go through the run's writer, committed by the store
         // (docs/design/journal.md#when-it-is-written).
         bus.subscribe((event) => opened.append([event]));

@@ -69,7 +69,8 @@ export class Committer {
         for (const event of events) queue.events.push(event);
         for (const entry of journal) queue.entries.set(entry.key, entry);
         this.queued.add(queue);
-        queue.round = (this.next ??= newRound()).done;
+        this.next ??= newRound();
+        queue.round = this.next.done;
         this.turn ??= setImmediate(() => {
           this.turn = undefined;
           this.committedNow = false;
@@ -126,7 +127,10 @@ export class Committer {
       return batch;
     });
     const written = this.tryWrite(writers, batches);
-    if (!written) return round.settle();
+    if (!written) {
+      round.settle();
+      return;
+    }
     this.busy = true;
     const done = () => {
       this.busy = false;
