@@ -296,6 +296,10 @@ const teamFile = join(dir, "team.yaml");
 writeFileSync(teamFile, benchTeamYaml(server.url, "bench-react-loop", { stream: STREAM }));
 const team = await loadTeam(teamFile);
 const traceDir = join(dir, "traces");
+// Held open for the whole run, as the CLI and the server hold theirs: every run shares it (src/store/sqlite/store.ts).
+const { sqliteStore } = await import("../dist/store/sqlite/store.js");
+const held = sqliteStore(traceDir);
+await held.ping();
 
 const variants = [
   { name: "baseline (openai loop)", task: (n, tag) => baselineTask(server.url, n, tag) },
@@ -470,6 +474,7 @@ try {
   console.log(`\n${loadLine()}`);
   console.log(`react-loop finished in ${fixed((performance.now() - started) / 1000, 1)} s`);
 } finally {
+  await held.close();
   server.stop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -31,17 +31,13 @@ export interface ReportOptions {
 export type BaseOptions = Pick<RunOptions, "traceDir" | "store" | "signal" | "sinks" | "approver">;
 
 export async function runAndReport(command: string, opts: ReportOptions, team: ResolvedTeam, begin: (base: BaseOptions) => TeamRun | Promise<TeamRun>): Promise<number> {
-  const [{ ndjsonSink }, { resolveTraceDir }, { acquireTraceStore, releaseTraceStore }] = await Promise.all([
-    import("../events/ndjson-sink.js"),
-    import("../engine/trace-dir.js"),
-    import("../engine/trace-stores.js"),
-  ]);
+  const [{ ndjsonSink }, { resolveTraceDir }] = await Promise.all([import("../events/ndjson-sink.js"), import("../engine/trace-dir.js")]);
   // A trace directory that cannot hold the store is a usage mistake: say so before anything runs.
-  // The store stays open for the run, which shares it. A run given a store writes nothing there.
+  // The store is held open for the run, which shares it (src/store/sqlite/store.ts). A run given a store writes nothing there.
   const traceDir = resolveTraceDir(opts.traceDir);
-  const embedded = opts.store === undefined;
+  const embedded = opts.store ? undefined : (await import("../store/sqlite/store.js")).sqliteStore(traceDir);
   try {
-    if (embedded) acquireTraceStore(traceDir);
+    await embedded?.ping();
   } catch (err) {
     process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
     return EXIT.USAGE;
@@ -51,7 +47,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
   try {
     telemetry = await startTelemetryIfAsked(opts.otel, command);
   } catch (err) {
-    if (embedded) releaseTraceStore(traceDir);
+    await embedded?.close();
     process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
     return EXIT.USAGE;
   }
@@ -92,7 +88,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
     await telemetry?.shutdown();
     return EXIT.RUN_ERROR;
   } finally {
-    if (embedded) releaseTraceStore(traceDir);
+    await embedded?.close();
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
     progress?.close({ interrupted: result?.interrupted === true });

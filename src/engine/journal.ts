@@ -18,14 +18,7 @@ import { redactWithJson } from "../redact.js";
 import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../models/types.js";
 import type { Replay, RunRecord } from "./replay.js";
 import type { ToolOutcome } from "../tools/types.js";
-import type { JournalEntry } from "../store/runs.js";
-
-/** Where entries are committed: the trace store, or nowhere when tracing is off. */
-export interface JournalSink {
-  write(entry: JournalEntry): void;
-  /** Commit what was written (and the events so far) now; an asynchronous store returns when it is durable. */
-  commit(): void | Promise<void>;
-}
+import type { JournalEntry, RunWriter } from "../store/runs.js";
 
 /** A run's journal. Writes never throw into the run: a failing store is reported once. */
 export class Journal {
@@ -33,7 +26,8 @@ export class Journal {
 
   constructor(
     private readonly task_id: string,
-    private readonly sink: JournalSink | undefined,
+    /** The run's writer, shared with its events (docs/design/journal.md#when-it-is-written); none when tracing is off. */
+    private readonly sink: RunWriter | undefined,
     private readonly secrets: readonly string[],
     private readonly now: () => Date,
     /** The stored run this one goes over again (resume, replay). */
@@ -58,11 +52,12 @@ export class Journal {
   }
 
   /**
-   * Make everything written so far durable. The engine calls it right before
-   * the run acts outside the process: a model request, a tool's body.
+   * Settles once everything written so far (and the run's events) is
+   * durable. The engine awaits it right before the run acts outside the
+   * process: a model request, a write tool's body.
    */
   commit(): void | Promise<void> {
-    return this.sink?.commit();
+    return this.sink?.durable();
   }
 
   modelReply(key: string, reply: ChatResponse, request: RequestFingerprint | undefined): void {
@@ -81,7 +76,7 @@ export class Journal {
     if (!this.sink) return;
     try {
       const { json } = redactWithJson(value, this.secrets);
-      this.sink.write({ task_id: this.task_id, key, kind, ts: this.now().toISOString(), json });
+      this.sink.append([], [{ task_id: this.task_id, key, kind, ts: this.now().toISOString(), json }]);
     } catch (err) {
       if (!this.warned) process.emitWarning(`journal of ${this.task_id}: ${err instanceof Error ? err.message : String(err)}`, "JournalWarning");
       this.warned = true;

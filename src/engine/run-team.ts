@@ -2,7 +2,7 @@ import { newId as newTimeOrderedId } from "../ids.js";
 import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { describeError } from "../errors.js";
 import { redactString } from "../redact.js";
-import { EventBus, type EventSink } from "../events/bus.js";
+import { EventBus, type EventSink, type ReadBack } from "../events/bus.js";
 import { addUsage } from "../events/projection.js";
 import { ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
@@ -10,17 +10,15 @@ import { McpServers } from "../tools/mcp/servers.js";
 import type { ChatClient } from "../models/types.js";
 import type { Tool } from "../tools/types.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
-import { Journal, type JournalSink } from "./journal.js";
+import { Journal } from "./journal.js";
 import { providedTools } from "./resolve-tools.js";
 import { teamSecrets } from "./secrets.js";
 import { resolveTraceDir } from "./trace-dir.js";
-import { acquireTraceStore, batchedTraceSink, commitPerTurn, groupAppend, releaseTraceStore } from "./trace-stores.js";
 import { Account } from "./budget.js";
 import { Approvals, type Approver, type Decision } from "./approvals.js";
 import type { Replay } from "./replay.js";
 import type { Store } from "../store/store.js";
-import type { RunStore } from "../store/runs.js";
-import { sqliteStore } from "../store/sqlite/store.js";
+import type { RunWriter } from "../store/runs.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -140,37 +138,9 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   bus.tap((e) => {
     if (e.type === "llm.response") usage = addUsage(usage, e.usage);
   });
-  let traceError: string | undefined;
-  let storeHeld = false;
-  let flushTrace: () => void | Promise<void> = () => {};
-  let journalSink: JournalSink | undefined;
-  let store: Pick<RunStore, "appendMany" | "decide" | "location"> | undefined;
-  if (options.trace !== false) {
-    try {
-      if (options.store) store = options.store.runs;
-      else {
-        const embedded = acquireTraceStore(trace_dir);
-        storeHeld = true;
-        store = { location: embedded.file, appendMany: groupAppend(trace_dir), decide: (t, r) => embedded.decide(t, r) };
-        // What the store has written leaves memory; a late reader of `events` reads it back (reopening the store if it closed since).
-        bus.spillTo(async (afterSeq) => {
-          const reader = acquireTraceStore(trace_dir);
-          try {
-            return reader.eventsOfTask(task_id, afterSeq);
-          } finally {
-            releaseTraceStore(trace_dir);
-          }
-        });
-      }
-      const trace = batchedTraceSink(store, (seq) => bus.stored(seq));
-      bus.subscribe(trace.sink);
-      flushTrace = trace.commit;
-      // Steps that run at once (plan_solver's solvers) share the write-ahead commits they ask for in one turn.
-      if (options.journal !== false) journalSink = { write: trace.journal, commit: commitPerTurn(trace.commit) };
-    } catch (err) {
-      traceError = `cannot open the trace store in ${options.store?.location ?? trace_dir}: ${describeError(err)}`;
-    }
-  }
+  let writer: RunWriter | undefined;
+  /** The embedded store this run opened for itself (a run given none), closed at its end. */
+  let embedded: Store | undefined;
   for (const sink of options.sinks ?? []) bus.subscribe(sink);
   const provided = providedTools(team, options.tools ?? []);
 
@@ -185,44 +155,73 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   const makeClient = options.createClient ?? createChatClient;
   const budget = options.budget ?? team.budget;
   const session_id = options.sessionId ?? newId();
-  const journal = new Journal(task_id, journalSink, secrets, now, continued?.replay);
   const inSession = continued ? continued.replay.run?.in_session === true : options.sessionId !== undefined;
-  if (!continued) journal.run({ input: options.input, agent: agentName, session_id, ...(team.file ? { team_file: team.file } : {}), ...(inSession ? { in_session: true } : {}) });
-  const decide =
-    continued?.decide ??
-    ((key: string, decision: Decision) => {
-      const stored = store?.decide(task_id, { key, ...decision, ts: now().toISOString() });
-      if (stored) void stored.catch((err: unknown) => process.emitWarning(`cannot record a decision of run ${task_id}: ${describeError(err)}`, "TraceStoreWarning"));
-    });
-  const shared: RunShared = {
-    team,
-    bus,
-    journal,
-    task_id,
-    session_id,
-    inSession,
-    trace_dir,
-    stores: options.store ?? sqliteStore(trace_dir),
-    client(config) {
-      let client = clients.get(config.name);
-      if (!client) {
-        client = makeClient(config);
-        clients.set(config.name, client);
-      }
-      return client;
-    },
-    toolCache: new Map(),
-    providedTools: typeof provided === "string" ? new Map() : provided,
-    mcp,
-    unavailableModels: new Set(),
-    accounts: budget ? [new Account("the team", budget)] : [],
-    approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
-    inflight: new Set(),
-    newId,
-    now,
-  };
-
   const result = (async (): Promise<RunResult> => {
+    let stores = options.store;
+    let readBack: ReadBack | undefined;
+    // The embedded store is loaded only for a run given none: a run on PostgreSQL loads nothing of SQLite.
+    if (!stores) {
+      const { sqliteStore } = await import("../store/sqlite/store.js");
+      stores = embedded = sqliteStore(trace_dir);
+      // What the store has written leaves memory; a late reader of `events` reads it back (through a handle of its own: the run's closes at its end).
+      readBack = async (afterSeq) => {
+        const reader = sqliteStore(trace_dir);
+        try {
+          return await reader.runs.eventsOfTask(task_id, afterSeq);
+        } finally {
+          await reader.close();
+        }
+      };
+    }
+    let traceError: string | undefined;
+    if (options.trace !== false) {
+      try {
+        const opened = stores.runs.writer((seq) => bus.stored(seq));
+        writer = opened;
+        // The one write path: events and journal entries go through the run's writer, committed by the store
+        // (docs/design/journal.md#when-it-is-written).
+        bus.subscribe((event) => opened.append([event]));
+        if (readBack) bus.spillTo(readBack);
+      } catch (err) {
+        traceError = `cannot open the trace store in ${options.store?.location ?? trace_dir}: ${describeError(err)}`;
+      }
+    }
+    const journal = new Journal(task_id, options.journal !== false ? writer : undefined, secrets, now, continued?.replay);
+    if (!continued) journal.run({ input: options.input, agent: agentName, session_id, ...(team.file ? { team_file: team.file } : {}), ...(inSession ? { in_session: true } : {}) });
+    const runs = writer && stores.runs;
+    const decide =
+      continued?.decide ??
+      ((key: string, decision: Decision) => {
+        const stored = runs?.decide(task_id, { key, ...decision, ts: now().toISOString() });
+        if (stored) void stored.catch((err: unknown) => process.emitWarning(`cannot record a decision of run ${task_id}: ${describeError(err)}`, "TraceStoreWarning"));
+      });
+    const shared: RunShared = {
+      team,
+      bus,
+      journal,
+      task_id,
+      session_id,
+      inSession,
+      trace_dir,
+      stores,
+      client(config) {
+        let client = clients.get(config.name);
+        if (!client) {
+          client = makeClient(config);
+          clients.set(config.name, client);
+        }
+        return client;
+      },
+      toolCache: new Map(),
+      providedTools: typeof provided === "string" ? new Map() : provided,
+      mcp,
+      unavailableModels: new Set(),
+      accounts: budget ? [new Account("the team", budget)] : [],
+      approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
+      inflight: new Set(),
+      newId,
+      now,
+    };
     const scope = { agent_id: agentName };
     if (resuming) bus.emit({ type: "run.resumed", input: options.input, after_seq: continued?.afterSeq ?? 0 }, scope);
     else bus.emit({ type: "run.started", input: options.input, ...(inSession ? { session_id } : {}) }, scope);
@@ -268,8 +267,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     };
   })().finally(async () => {
     await mcp.close();
-    await flushTrace();
-    if (storeHeld) releaseTraceStore(trace_dir);
+    await writer?.close();
+    await embedded?.close();
   });
 
   return { task_id, events: { [Symbol.asyncIterator]: () => bus.events() }, result };

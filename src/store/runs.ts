@@ -100,6 +100,13 @@ export interface RunStore {
    * (src/store/follow.ts), which is how every stream reaches events.
    */
   watch(taskId: string, onStored: (taskId: string) => void): Promise<Watch>;
+  // writer
+  /**
+   * The one writer of a run's events and journal entries, with group commit
+   * inside the adapter (docs/design/journal.md#when-it-is-written).
+   * `stored` hears the last `seq` of each batch of events once it is durable.
+   */
+  writer(stored?: (seq: number) => void): RunWriter;
 }
 
 /** A `RunStore.watch` in place. */
@@ -107,4 +114,19 @@ export interface Watch {
   /** Whether notifications arrive now (PostgreSQL: the LISTEN connection is up). */
   readonly up: boolean;
   close(): void;
+}
+
+/**
+ * How the engine writes a run: `append` queues, the adapter commits (SQLite:
+ * what arrives in one turn of the event loop, every run's, in one
+ * transaction; PostgreSQL: one transaction after the other, in order), and
+ * `durable()` settles once everything appended so far is committed. The
+ * engine awaits it at its write-ahead points. A failing write is a process
+ * warning (`TraceStoreWarning`), never an exception: no call here throws or rejects.
+ */
+export interface RunWriter {
+  append(events: readonly RunEvent[], journal?: readonly JournalEntry[]): void;
+  durable(): Promise<void>;
+  /** Everything appended is durable, and the writer is done. */
+  close(): Promise<void>;
 }

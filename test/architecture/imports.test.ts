@@ -92,7 +92,7 @@ describe("src/ import graph", () => {
     expect([...new Set(violations)], "imports that break the layering").toEqual([]);
   });
 
-  it("store/ names nothing of kinds/ or trace/, not even a type; the PostgreSQL adapter reaches nothing of SQLite", () => {
+  it("store/ names nothing of kinds/ or trace/, not even a type; the PostgreSQL adapter, and a run given it, load nothing of SQLite", () => {
     const named = graph.modules
       .filter((m) => m.startsWith("store/"))
       .flatMap((m) => [...readFileSync(join(SRC, m), "utf8").matchAll(/from\s+"([^"]+)"|import\("([^"]+)"\)/g)].map((x) => ({ m, spec: x[1] ?? x[2] ?? "" })))
@@ -100,24 +100,35 @@ describe("src/ import graph", () => {
       .map(({ m, spec }) => `src/${m} → ${spec}`);
     expect(named).toEqual([]);
     // Every module a PostgreSQL store loads (value imports, followed), and the packages they load.
-    const seen = new Set<string>();
-    const packages = new Set<string>();
-    const queue = graph.modules.filter((m) => m.startsWith("store/postgres/"));
-    expect(queue.length).toBeGreaterThan(0);
-    while (queue.length > 0) {
-      const m = queue.pop() as string;
-      if (seen.has(m)) continue;
-      seen.add(m);
-      for (const spec of valueImports(readFileSync(join(SRC, m), "utf8"))) {
-        if (!spec.startsWith(".")) packages.add(spec);
-        else {
-          const target = resolveSpecifier(join(SRC, m), spec);
-          if (target !== "missing" && target !== "outside") queue.push(rel(target));
-        }
-      }
-    }
-    expect([...seen].filter((m) => m.startsWith("store/sqlite/"))).toEqual([]);
-    expect(packages.has("better-sqlite3")).toBe(false);
-    expect(packages.has("pg")).toBe(true);
+    const store = loadedBy(graph.modules.filter((m) => m.startsWith("store/postgres/")), {});
+    expect(store.modules.length).toBeGreaterThan(0);
+    expect(store.modules.filter((m) => m.startsWith("store/sqlite/"))).toEqual([]);
+    expect(store.packages.has("better-sqlite3")).toBe(false);
+    expect(store.packages.has("pg")).toBe(true);
+    // And the engine's path of a run given that store: runTeam loads the embedded store only for a run given none (import()).
+    const run = loadedBy(["engine/run-team.ts"], { loaded: true });
+    expect(run.modules).toContain("engine/agent-step.ts");
+    expect(run.modules.filter((m) => m.startsWith("store/sqlite/"))).toEqual([]);
+    expect(run.packages.has("better-sqlite3")).toBe(false);
   });
 });
+
+/** The modules `roots` load, followed through their value imports (with `loaded`, not through `import()`), and the packages among them. */
+function loadedBy(roots: string[], options: { loaded?: boolean }): { modules: string[]; packages: Set<string> } {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const queue = [...roots];
+  while (queue.length > 0) {
+    const m = queue.pop() as string;
+    if (seen.has(m)) continue;
+    seen.add(m);
+    for (const spec of valueImports(readFileSync(join(SRC, m), "utf8"), m, options)) {
+      if (!spec.startsWith(".")) packages.add(spec);
+      else {
+        const target = resolveSpecifier(join(SRC, m), spec);
+        if (target !== "missing" && target !== "outside") queue.push(rel(target));
+      }
+    }
+  }
+  return { modules: [...seen], packages };
+}

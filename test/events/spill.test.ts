@@ -9,10 +9,10 @@ import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
-import { batchedTraceSink } from "../../src/engine/trace-stores.js";
 import { EventBus } from "../../src/events/bus.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { TraceStore } from "../../src/store/sqlite/trace-store.js";
+import { sqliteRunStore } from "../../src/store/sqlite/run-store.js";
 import { circleReactRun, steppingClock } from "../support/trace-events.js";
 
 const dirs: string[] = [];
@@ -107,15 +107,15 @@ describe("events leave memory once stored", () => {
     const onWarning = (w: Error) => warnings.push(w.message);
     process.on("warning", onWarning);
     try {
-      const trace = batchedTraceSink({ location: dir, appendMany: (e, j) => store.appendMany(e, j) }, (seq) => said.push(seq));
-      trace.sink(event(1));
-      await trace.commit();
+      const writer = sqliteRunStore(store).writer((seq) => said.push(seq));
+      writer.append([event(1)]);
+      await writer.durable();
       // Another writer stores seq 2 meanwhile: the batch that brings it again fails.
       store.append(event(2));
-      trace.sink(event(2));
-      await trace.commit();
-      trace.sink(event(3));
-      await trace.commit();
+      writer.append([event(2)]);
+      await writer.durable();
+      writer.append([event(3)]);
+      await writer.durable();
       await new Promise((r) => setImmediate(r));
     } finally {
       process.off("warning", onWarning);

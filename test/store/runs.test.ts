@@ -152,6 +152,41 @@ describe.each(adapters())("runs on $name", (adapter) => {
     expect(await runs.eventsOfTask("task-a")).toEqual(a);
   });
 
+  it("a run's writer: what it appends is durable when durable() settles, in order, across turns; a failing write is one warning, never a rejection", async () => {
+    const { runs } = await adapter.open();
+    const a = circleReactRun("task-a");
+    const stored: number[] = [];
+    const writer = runs.writer((seq) => stored.push(seq));
+    writer.append(a.slice(0, 3), [entry("0/t0", "{}", "tool.started")]);
+    writer.append(a.slice(3, 5), [entry("0/t0", '{"ok":1}')]);
+    await writer.durable();
+    expect(await runs.eventsOfTask("task-a")).toEqual(a.slice(0, 5));
+    expect((await runs.journalOf("task-j")).map((e) => [e.key, e.json])).toEqual([["0/t0", '{"ok":1}']]);
+    // Appended over several turns, without asking: committed at the ends of those turns, in order.
+    for (let i = 5; i < a.length; i++) {
+      writer.append([a[i]!]);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await writer.durable();
+    expect(await runs.eventsOfTask("task-a")).toEqual(a);
+    expect(stored.at(-1)).toBe(a.length);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      const again = runs.writer((seq) => stored.push(seq));
+      again.append([a[0]!]);
+      await expect(again.close()).resolves.toBeUndefined();
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^TraceStoreWarning: trace store /);
+    expect(stored.at(-1)).toBe(a.length);
+    await writer.close();
+  });
+
   it("the journal: in binary key order, an entry written again replaces the one before, in one append too", async () => {
     const { runs } = await adapter.open();
     const keys = ["run", "solver#1", "solver#1/t1", "solver#10", "solver#1/m1", "B#1", "a#1"];

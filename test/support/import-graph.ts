@@ -29,6 +29,8 @@ interface Import {
   specifier: string;
   /** Erased by tsc: `import type`, `export type`, every specifier `type X`, `typeof import("m")`, `import("m").T`. */
   typeOnly: boolean;
+  /** An `import()` call: loaded when the call runs, not with the module. */
+  dynamic?: boolean;
 }
 
 /** Every import of a source, as TypeScript's own parser reads it: static, re-exports, dynamic `import()` and import types. */
@@ -48,7 +50,7 @@ export function imports(fileName: string, source: string): Import[] {
       found.push({ specifier: node.moduleSpecifier.text, typeOnly: node.isTypeOnly || everyNameIsType });
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const [argument] = node.arguments;
-      if (argument && ts.isStringLiteralLike(argument)) found.push({ specifier: argument.text, typeOnly: false });
+      if (argument && ts.isStringLiteralLike(argument)) found.push({ specifier: argument.text, typeOnly: false, dynamic: true });
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
       found.push({ specifier: node.argument.literal.text, typeOnly: true });
     }
@@ -58,10 +60,13 @@ export function imports(fileName: string, source: string): Import[] {
   return found;
 }
 
-/** The specifiers of a source's value imports, the ones tsc keeps in the compiled JS. */
-export function valueImports(source: string, fileName = "module.ts"): string[] {
+/**
+ * The specifiers of a source's value imports, the ones tsc keeps in the
+ * compiled JS; with `loaded`, only those loaded with the module (not its `import()`s).
+ */
+export function valueImports(source: string, fileName = "module.ts", options: { loaded?: boolean } = {}): string[] {
   return imports(fileName, source)
-    .filter((i) => !i.typeOnly)
+    .filter((i) => !i.typeOnly && !(options.loaded && i.dynamic))
     .map((i) => i.specifier);
 }
 

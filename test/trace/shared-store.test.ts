@@ -4,19 +4,28 @@ import { describe, expect, it, vi } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
 import { journalAtRequests } from "../support/journal-reader.js";
-import { acquireTraceStore, groupAppend, openTraceStores, releaseTraceStore } from "../../src/engine/trace-stores.js";
 import type { RunEvent } from "../../src/events/types.js";
+import { sqliteStore } from "../../src/store/sqlite/store.js";
 import { TraceStore } from "../../src/store/sqlite/trace-store.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/team.js";
 
 describe("the trace store shared by the runs of a process", () => {
-  it("stays open between sequential runs (no close and reopen per run) and keeps every run", async () => {
+  it("stays open between sequential runs while a handle holds it (no close and reopen per run) and keeps every run", async () => {
     const dir = tempDir();
     const team = await loadTeam("teams/circle-react.yaml");
-    const first = await runTeam(team, { input: "radius 5", traceDir: dir }).result;
-    expect(openTraceStores()).toContain(dir);
-    const second = await runTeam(team, { input: "radius 5 again", traceDir: dir }).result;
+    const held = sqliteStore(dir);
+    await held.ping();
+    const open = vi.spyOn(TraceStore, "open");
+    let first, second;
+    try {
+      first = await runTeam(team, { input: "radius 5", traceDir: dir }).result;
+      second = await runTeam(team, { input: "radius 5 again", traceDir: dir }).result;
+      expect(open).not.toHaveBeenCalled();
+    } finally {
+      open.mockRestore();
+      await held.close();
+    }
     expect([first.result_type, second.result_type]).toEqual(["answer", "answer"]);
     const list = await runCli(["trace", "--trace-dir", dir, "--json"]);
     expect(list.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { task_id: string }).task_id).sort()).toEqual(
@@ -100,34 +109,52 @@ describe("the trace store shared by the runs of a process", () => {
     expect(first[3]!.commits - first[0]!.commits).toBeLessThanOrEqual(1);
   });
 
-  it("a batch that cannot be written fails alone: the others of its transaction are kept; a run alone commits at once", async () => {
+  it("a batch that cannot be written fails alone (a warning): the others of its transaction are kept; a writer alone commits at once", async () => {
     const dir = tempDir();
-    // Two users, as two runs going on at once: batches wait for the end of the turn.
-    acquireTraceStore(dir);
-    acquireTraceStore(dir);
+    const handle = sqliteStore(dir);
+    const runs = handle.runs;
     const event = (task_id: string, seq: number): RunEvent =>
       ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id, agent_id: "a" }) as RunEvent;
     const reader = () => TraceStore.open(dir, { create: false });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on("warning", onWarning);
+    const appendAll = vi.spyOn(TraceStore.prototype, "appendAll");
     try {
-      const append = groupAppend(dir);
-      await append([event("first", 1)], []);
-      // One turn: a good batch, a batch repeating a stored seq, another good one.
-      const settled = await Promise.allSettled([append([event("good", 1)], []), append([event("first", 1)], []), append([event("also-good", 1)], [])]);
-      expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
-      expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
-      // One user left: its batch is committed before append returns, and a bad one throws there.
-      releaseTraceStore(dir);
-      expect(append([event("solo", 1)], [])).toBeUndefined();
+      // Writers open at once, as runs going on at once: their batches wait for the end of the turn, in one transaction.
+      const [first, good, again, alsoGood] = [runs.writer(), runs.writer(), runs.writer(), runs.writer()];
+      first.append([event("first", 1)]);
+      await first.close();
+      const stored: number[] = [];
+      const told = runs.writer((seq) => stored.push(seq));
+      good.append([event("good", 1)]);
+      again.append([event("first", 1)]);
+      alsoGood.append([event("also-good", 1)]);
+      told.append([event("told", 1)]);
+      await Promise.all([good.durable(), again.durable(), alsoGood.durable(), told.durable()]);
+      // Tried together (4 batches), then each alone.
+      expect(appendAll.mock.calls.map(([b]) => b.length)).toEqual([1, 4, 1, 1, 1, 1]);
+      expect(stored).toEqual([1]);
+      expect(warnings.join("\n")).toMatch(/UNIQUE/);
+      expect(warnings).toHaveLength(1);
+      await Promise.all([good.close(), again.close(), alsoGood.close(), told.close()]);
+      // A writer alone: its batch is committed when durable() is asked, not a turn later.
+      const solo = runs.writer();
+      solo.append([event("solo", 1)]);
+      const durable = solo.durable();
       const store = reader();
       expect(store.lastSeq("solo")).toBe(1);
       store.close();
-      expect(() => append([event("solo", 1)], [])).toThrow(/UNIQUE/);
+      await durable;
+      await solo.close();
     } finally {
-      releaseTraceStore(dir);
+      appendAll.mockRestore();
+      process.off("warning", onWarning);
+      await handle.close();
     }
     const store = reader();
     try {
-      expect(store.listRuns().map((r) => r.task_id).sort()).toEqual(["also-good", "first", "good", "solo"]);
+      expect(store.listRuns().map((r) => r.task_id).sort()).toEqual(["also-good", "first", "good", "solo", "told"]);
     } finally {
       store.close();
     }

@@ -30,22 +30,23 @@ async function serveMcp(file: string, opts: McpOptions): Promise<number> {
     process.stderr.write(`runtime mcp: ${message}\n`);
     return code;
   };
-  const [{ StdioServerTransport }, { teamMcpServer }, { resolveTraceDir }, { acquireTraceStore, releaseTraceStore }, { readFile }] =
-    await Promise.all([
-      import("@modelcontextprotocol/sdk/server/stdio.js"),
-      import("../../server/mcp-server.js"),
-      import("../../engine/trace-dir.js"),
-      import("../../engine/trace-stores.js"),
-      import("node:fs/promises"),
-    ]);
+  const [{ StdioServerTransport }, { teamMcpServer }, { resolveTraceDir }, { sqliteStore }, { readFile }] = await Promise.all([
+    import("@modelcontextprotocol/sdk/server/stdio.js"),
+    import("../../server/mcp-server.js"),
+    import("../../engine/trace-dir.js"),
+    import("../../store/sqlite/store.js"),
+    import("node:fs/promises"),
+  ]);
   const team = await loadTeamOrReport(file, "mcp");
   if (!team) return EXIT.USAGE;
   if (opts.agent !== undefined && !team.agents[opts.agent]) {
     return fail(`unknown agent '${opts.agent}' (agents: ${Object.keys(team.agents).join(", ")})`, EXIT.USAGE);
   }
   const traceDir = resolveTraceDir(opts.traceDir);
+  // Held open while the server runs: its runs share it (src/store/sqlite/store.ts).
+  const embedded = sqliteStore(traceDir);
   try {
-    acquireTraceStore(traceDir);
+    await embedded.ping();
   } catch (err) {
     return fail(describeError(err), EXIT.USAGE);
   }
@@ -66,6 +67,6 @@ async function serveMcp(file: string, opts: McpOptions): Promise<number> {
   process.stderr.write(`runtime mcp: serving ${team.name} (${opts.agent ?? Object.keys(team.agents).join(", ")}) on stdio\n`);
   await closed;
   await idle();
-  releaseTraceStore(traceDir);
+  await embedded.close();
   return EXIT.OK;
 }

@@ -3,12 +3,14 @@
  * and answers as the embedded SQLite store (src/store/sqlite/trace-store.ts), in the
  * `runtime` schema. Each `appendMany` is one transaction that also notifies
  * `runtime_events` with the task ids it wrote, so every server following a
- * run hears of its new events (`watch`, read through src/store/follow.ts).
+ * run hears of its new events (`watch`, read through src/store/follow.ts). A run writes
+ * through `writer()` (src/store/committer.ts).
  */
 import type pg from "pg";
 import { takeEventJson } from "../../events/bus.js";
 import type { RunEvent } from "../../events/types.js";
-import type { ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary, Watch } from "../runs.js";
+import { Committer } from "../committer.js";
+import type { AppendBatch, ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary, RunWriter, Watch } from "../runs.js";
 import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
 import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 import { ChannelListener } from "./listener.js";
@@ -228,6 +230,16 @@ export class PostgresRunStore implements RunStore {
       throw err;
     }
     return listener;
+  }
+
+  /**
+   * A committer per run: its transactions one after the other, in order,
+   * each through `appendMany`, so that a view of this store that fences
+   * `appendMany` (a worker's lease, src/queue/worker.ts) fences them all.
+   */
+  writer(stored?: (seq: number) => void): RunWriter {
+    const append = (batches: readonly AppendBatch[]) => this.appendMany(batches.flatMap(([events]) => events), batches.flatMap(([, journal]) => journal));
+    return new Committer(this.location, append).writer(stored);
   }
 
   private async query<T extends pg.QueryResultRow>(what: string, text: string, values: unknown[]): Promise<T[]> {

@@ -5,6 +5,7 @@
  */
 import { join, resolve } from "node:path";
 import { PlanTool, type PlanToolOptions } from "../../plan/plan-tool.js";
+import type { RunStore } from "../runs.js";
 import type { Store } from "../store.js";
 import { SqliteConversations } from "./conversations.js";
 import { PlanStore } from "./plan-store.js";
@@ -13,34 +14,59 @@ import { SqliteTodoSessions } from "./todo-sessions.js";
 import { TraceStore, makeDirectory } from "./trace-store.js";
 
 /**
+ * The trace databases open in this process, by directory, and how many
+ * store handles hold each: the runs of a process share one connection and
+ * its committer (group commit across runs), and the last handle to close
+ * closes the file. Whoever makes a handle keeps it: the CLI for its run, the
+ * server for its life, a run given no store for itself. Opening and closing
+ * the file per run cost ~11 ms (2.1 ms CPU, the close checkpointing the
+ * WAL) where a run sharing a held one paid ~1.2 ms (0.8 ms CPU).
+ */
+const databases = new Map<string, { trace: TraceStore; runs: RunStore; holders: number }>();
+
+/**
  * The store of the trace directory `dir`. Making it opens nothing: the run
- * store opens `traces.db` on first use (`ping` opens it, to report a
- * directory that cannot hold it), and closing it closes that file.
+ * store opens `traces.db` (or shares it while another handle holds it) on
+ * first use (`ping` opens it, to report a directory that cannot hold it),
+ * and closing the handle lets it go.
  */
 export function sqliteStore(dir: string): Store {
   const location = resolve(dir);
-  let trace: TraceStore | undefined;
-  let runs: Store["runs"] | undefined;
-  const open = (): Store["runs"] => {
-    if (!runs) {
-      trace = TraceStore.open(location);
-      runs = sqliteRunStore(trace);
+  let held: RunStore | undefined;
+  const hold = (): RunStore => {
+    if (!held) {
+      let entry = databases.get(location);
+      if (!entry) {
+        const trace = TraceStore.open(location);
+        entry = { trace, runs: sqliteRunStore(trace), holders: 0 };
+        databases.set(location, entry);
+      }
+      entry.holders++;
+      held = entry.runs;
     }
-    return runs;
+    return held;
   };
   return {
     kind: "sqlite",
     location,
     get runs() {
-      return open();
+      return hold();
     },
     planTool: () => openPlanTool(location),
     todoSessions: () => new SqliteTodoSessions(location),
     conversations: () => new SqliteConversations(location),
     ping: async () => {
-      open();
+      hold();
     },
-    close: async () => trace?.close(),
+    close: async () => {
+      if (!held) return;
+      held = undefined;
+      const entry = databases.get(location);
+      if (!entry || --entry.holders > 0) return;
+      databases.delete(location);
+      await entry.runs.close();
+      entry.trace.close();
+    },
   };
 }
 

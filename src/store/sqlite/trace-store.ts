@@ -2,7 +2,7 @@
  * The embedded run store: every event, journal entry and decision of every
  * run in SQLite (`<traceDir>/traces.db`, its schema in trace-schema.ts).
  * Its calls complete before they return (`sqliteRunStore` wraps it as the
- * RunStore port); the engine's group commit (src/engine/trace-stores.ts)
+ * RunStore port); the committer of its writers (src/store/committer.ts)
  * writes through `appendAll`.
  */
 import { existsSync, mkdirSync, statSync } from "node:fs";
@@ -135,7 +135,7 @@ export class TraceStore {
     this.appendAllTx([[events, journal]]);
   }
 
-  /** Several batches (of several runs) in one transaction: all of them or none (src/engine/trace-stores.ts). */
+  /** Several batches (of several runs) in one transaction: all of them or none (src/store/committer.ts). */
   appendAll(batches: readonly AppendBatch[]): void {
     if (batches.length > 0) this.appendAllTx(batches);
   }
