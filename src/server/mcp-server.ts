@@ -64,14 +64,14 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
         });
         runs.add(run.result);
         const result = await run.result.finally(() => runs.delete(run.result));
-        const text = result.result_type === "answer" ? (result.answer ?? "") : `run failed: ${result.error ?? "unknown error"}`;
+        const text = result.result_type === "answer" ? (result.answer ?? "") : `run failed: ${result.error?.message ?? "unknown error"}`;
         return {
           content: [{ type: "text", text }],
           structuredContent: {
             task_id: result.task_id,
             result_type: result.result_type,
             ...(result.answer !== undefined ? { answer: result.answer } : {}),
-            ...(result.error !== undefined ? { error: result.error } : {}),
+            ...(result.error !== undefined ? { error: result.error.message, error_code: result.error.code } : {}),
           },
           ...(result.result_type === "error" ? { isError: true } : {}),
         };
