@@ -1,4 +1,4 @@
-import { describeError } from "../errors.js";
+import { describeError, unreachable } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import type { RunEvent } from "../events/types.js";
 import type { AppendBatch, JournalEntry, RunStore } from "../store/runs.js";
@@ -71,7 +71,7 @@ export function releaseTraceStore(dir: string): void {
  */
 export function groupAppend(dir: string): (events: readonly RunEvent[], journal: readonly JournalEntry[]) => void | Promise<void> {
   const entry = stores.get(dir);
-  if (!entry) throw new Error(`trace store of ${dir} is not acquired`);
+  if (!entry) unreachable(`trace store of ${dir} is not acquired`);
   return (events, journal) => entry.group.append([events, journal]);
 }
 

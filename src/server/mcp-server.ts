@@ -10,6 +10,7 @@ import { z } from "zod";
 import type { ResolvedTeam } from "../config/types.js";
 import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
 import type { RunEvent } from "../events/types.js";
+import { RuntimeError } from "../errors.js";
 
 export interface TeamMcpServerOptions {
   /** Serve only this agent. @default every agent of the team */
@@ -29,7 +30,7 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
   const agents = options.agent !== undefined ? [options.agent] : Object.keys(team.agents);
   for (const name of agents) {
     const agent = team.agents[name];
-    if (!agent) throw new Error(`unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
+    if (!agent) throw new RuntimeError("NOT_FOUND", `unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
     server.registerTool(
       name,
       {

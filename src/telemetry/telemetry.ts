@@ -8,6 +8,7 @@ import type { TracerProvider } from "@opentelemetry/api";
 import type { ResolvedTeam } from "../config/types.js";
 import type { EventSink } from "../events/bus.js";
 import { redactString } from "../redact.js";
+import { RuntimeError } from "../errors.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -112,10 +113,10 @@ function tracesUrl(endpoint: string | undefined, env: Env): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`the OTLP endpoint ${redactString(url)} is not a URL (expected http://host:4318 or https://...)`);
+    throw new RuntimeError("USAGE", `the OTLP endpoint ${redactString(url)} is not a URL (expected http://host:4318 or https://...)`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    throw new Error(`the OTLP endpoint ${redactString(url)} is not an http or https URL (spans are sent over OTLP/HTTP)`);
+    throw new RuntimeError("USAGE", `the OTLP endpoint ${redactString(url)} is not an http or https URL (spans are sent over OTLP/HTTP)`);
   }
   return url;
 }

@@ -10,7 +10,7 @@ import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
 import type { Action } from "../structured.js";
 import { outcomeOf } from "../result.js";
-import { codeOf, prefixed, type RunError } from "../../errors.js";
+import { codeOf, prefixed, type RunError, unreachable } from "../../errors.js";
 
 /** What `fail` is given on a branch its guard rules out. */
 const NO_ERROR: RunError = { code: "INTERNAL", message: "" };
@@ -42,7 +42,7 @@ export type FlowOutput = Pick<AgentResult, "result_type" | "answer" | "error">;
 
 type Executed = Outcome<string>;
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`plan_and_solve_flow machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`plan_and_solve_flow machine: ${what} was not provided`);
 
 const numbered = (steps: string[]) => steps.map((step, i) => `${i + 1}. ${step}`).join("\n");
 

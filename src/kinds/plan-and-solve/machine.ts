@@ -2,13 +2,13 @@ import { assign, fromPromise, setup } from "xstate";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import { WRITE_TOOLS } from "./todo-tools.js";
 import type { Outcome } from "../types.js";
-import { codeOf, type RunError } from "../../errors.js";
+import { codeOf, type RunError, unreachable } from "../../errors.js";
 import type { PlanAndSolveContext, PlanAndSolveInput, Step, Verdict } from "./types.js";
 
 export type * from "./types.js";
 
 const ID = "plan_and_solve";
-const notProvided = (what: string) => () => Promise.reject(new Error(`plan_and_solve machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`plan_and_solve machine: ${what} was not provided`);
 const at = (path: string) => `#${ID}.${path}`;
 
 /** The calls still to handle: a fresh reply's, else the queue. */

@@ -19,7 +19,7 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
 import { outcomeOf } from "../result.js";
-import { prefixed, type RunError } from "../../errors.js";
+import { prefixed, type RunError, unreachable } from "../../errors.js";
 
 /** What a phase produced, or why it could not (`interrupted` when the step's signal fired). */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: RunError };
@@ -54,7 +54,7 @@ export function joinedOutputs(drafts: SolverOutcome[]): string {
 /** What `fail` is given on a branch its guard rules out. */
 const NO_ERROR: RunError = { code: "INTERNAL", message: "" };
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`plan_solver machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`plan_solver machine: ${what} was not provided`);
 
 export const planSolverMachine = setup({
   types: {

@@ -3,7 +3,7 @@ import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
 import { outcomeOf, type Outcome } from "../result.js";
 import { terminated } from "../terminate.js";
-import { codeOf, type RunError } from "../../errors.js";
+import { codeOf, type RunError, unreachable } from "../../errors.js";
 import type { ReactAction } from "./protocol.js";
 import type { RecursionRecord } from "./state.js";
 
@@ -36,7 +36,7 @@ export interface ReactContext extends ReactInput {
   error?: RunError;
 }
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`react machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`react machine: ${what} was not provided`);
 
 /**
  * INPUT's bookkeeping: the next recursion, with a fresh trace_id from the

@@ -58,7 +58,7 @@ interface SopContext extends SopInput {
   error?: RunError;
 }
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`sop machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`sop machine: ${what} was not provided`);
 
 type PlanRead = { plan: PlanInstance };
 
