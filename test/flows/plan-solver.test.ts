@@ -128,7 +128,7 @@ describe("plan_solver", () => {
     const { result } = await runAll(team, { input: "?", traceDir: traceDir() });
     expect(result).toMatchObject({
       result_type: "error",
-      error: "planner 'planner' gave no valid Plan, even after one repair: no JSON object found in the answer",
+      error: { code: "PARSE_FAILED", message: "planner 'planner' gave no valid Plan, even after one repair: no JSON object found in the answer" },
     });
     expect(requestsOf("planner")).toHaveLength(2);
     expect(requestsOf("solver")).toHaveLength(0);
