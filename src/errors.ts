@@ -32,7 +32,7 @@ export type ErrorCode =
   | "INTERNAL";
 
 /** Every code, in the order of the union: what docs and tests compare against. */
-export const ERROR_CODES: readonly ErrorCode[] = [
+export const ERROR_CODES = [
   "CONFIG_INVALID",
   "USAGE",
   "MODEL_UNAVAILABLE",
@@ -50,7 +50,11 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   "STORE",
   "GAVE_UP",
   "INTERNAL",
-];
+] as const satisfies readonly ErrorCode[];
+
+// A code added to the union and not to ERROR_CODES fails to compile here.
+const everyCodeListed: Exclude<ErrorCode, (typeof ERROR_CODES)[number]> extends never ? true : never = true;
+void everyCodeListed;
 
 /** How a step or a run failed: its code, and a message for people. */
 export interface RunError {

@@ -60,8 +60,10 @@ describe("errors in src/", () => {
         const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
         const names: string[] = [];
         const visit = (node: ts.Node): void => {
-          const heritage = ts.isClassDeclaration(node) ? node.heritageClauses?.flatMap((h) => h.types.map((t) => t.expression.getText(source))) : undefined;
-          if (heritage?.includes("Error")) names.push(`${relative(SRC, file)}: ${node.name?.text}`);
+          if (ts.isClassDeclaration(node)) {
+            const heritage = node.heritageClauses?.flatMap((h) => h.types.map((t) => t.expression.getText(source))) ?? [];
+            if (heritage.includes("Error")) names.push(`${relative(SRC, file)}: ${node.name?.text ?? "(anonymous)"}`);
+          }
           ts.forEachChild(node, visit);
         };
         visit(source);

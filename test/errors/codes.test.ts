@@ -4,12 +4,13 @@
  * (src/errors.ts, docs/cli.md#exit-status). Real parts: the built CLI,
  * the project's OpenAI-compatible test server, an MCP server process.
  */
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ERROR_CODES, type ErrorCode } from "../../src/errors.js";
 import { exitStatusOf } from "../../src/cli/exit.js";
 import { loadTeam, runTeam, type RunEvent } from "../../src/index.js";
-import { runCli } from "../support/cli.js";
+import { ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 import { NOTES_SERVER, newTag, processesWith } from "../mcp/support.js";
@@ -104,5 +105,12 @@ describe("error codes end to end", () => {
   it("the exit status is decided by the code alone: 2 for wrong input, 3 paused, 130 aborted, 1 for any other", () => {
     const expected: Partial<Record<ErrorCode, number>> = { CONFIG_INVALID: 2, USAGE: 2, PAUSED: 3, ABORTED: 130 };
     for (const code of ERROR_CODES) expect(exitStatusOf(code), code).toBe(expected[code] ?? 1);
+  });
+
+  it("docs/events.md lists every code of ErrorCode, and no other", () => {
+    const text = readFileSync(join(ROOT, "docs/events.md"), "utf8");
+    const table = text.slice(text.indexOf("## Error codes"));
+    const listed = [...table.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
+    expect(listed).toEqual([...ERROR_CODES]);
   });
 });
