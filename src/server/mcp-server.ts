@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { ResolvedTeam } from "../config/types.js";
 import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
 import type { RunEvent } from "../events/types.js";
-import { RuntimeError } from "../errors.js";
+import { ERROR_CODES, RuntimeError } from "../errors.js";
 
 export interface TeamMcpServerOptions {
   /** Serve only this agent. @default every agent of the team */
@@ -42,6 +42,7 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
           result_type: z.enum(["answer", "error"]),
           answer: z.string().optional(),
           error: z.string().optional(),
+          error_code: z.enum(ERROR_CODES).optional().describe("Why the run failed, as a code (docs/events.md#error-codes)."),
         },
         annotations: { openWorldHint: true },
       },
