@@ -243,7 +243,9 @@ export const planAndSolveMachine = setup({
                 guard: "answerFailed",
                 target: at("FAILED"),
                 // An answer that keeps failing its checks is a reply the run cannot use.
-                actions: assign(({ event }) => (event.output.kind === "rejected" ? { error: { code: "MODEL_BAD_REPLY" as const, message: event.output.error } } : {})),
+                actions: assign(({ event }) =>
+                  event.output.kind === "rejected" ? { error: { code: "MODEL_BAD_REPLY" as const, message: event.output.error } } : {},
+                ),
               },
               // Verification failed: back to SOLVING with the problems (docs/plan-and-solve.md#verifying).
               { guard: "answerRejected", target: at("SOLVING.CheckNextTask"), reenter: true },
