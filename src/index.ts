@@ -11,7 +11,7 @@ export type { Tool, ToolContext, ToolEffect, ToolOutcome } from "./tools/types.j
 export { defineTool, type ToolDefinition, type CodeToolContext } from "./tools/code-tool.js";
 export type { AgentContext, AgentResult, AgentRunner, ToolBox } from "./kinds/types.js";
 export { startTelemetry, telemetryRequested, type Telemetry, type TelemetryOptions } from "./telemetry/telemetry.js";
-export { RuntimeError, ConfigError, type ConfigProblem, type ErrorCode } from "./errors.js";
+export { RuntimeError, ConfigError, ERROR_CODES, type ConfigProblem, type ErrorCode, type RunError } from "./errors.js";
 export { machineToMermaid } from "./graph/mermaid.js";
 export { createStore, type StoreOptions } from "./store/create.js";
 export type { Store } from "./store/store.js";

@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
-import { describeError } from "../errors.js";
-import { EXIT, type SetExit } from "./exit.js";
+import { codeOf, describeError } from "../errors.js";
+import { EXIT, exitStatusOf, type SetExit } from "./exit.js";
 
 type Register = (program: InstanceType<typeof Command>, setExit: SetExit) => void;
 
@@ -75,7 +75,7 @@ export async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }
     process.stderr.write(`runtime: ${describeError(err)}\n`);
-    return EXIT.RUN_ERROR;
+    return exitStatusOf(codeOf(err));
   }
   return status;
 }

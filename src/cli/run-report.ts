@@ -12,7 +12,7 @@ import type { Approver } from "../engine/approvals.js";
 import type { RunOptions, RunResult, TeamRun } from "../engine/run-team.js";
 import type { Store } from "../store/store.js";
 import { describeError } from "../errors.js";
-import { EXIT } from "./exit.js";
+import { EXIT, exitStatusOf } from "./exit.js";
 import { startTelemetryIfAsked } from "./telemetry.js";
 
 export interface ReportOptions {
@@ -91,7 +91,7 @@ export async function runAndReport(command: string, opts: ReportOptions, team: R
     await embedded?.close();
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
-    progress?.close({ interrupted: result?.interrupted === true });
+    progress?.close({ interrupted: result?.error?.code === "ABORTED" });
   }
 
   const status = report(command, opts, result, ndjson);
@@ -137,9 +137,9 @@ function viewConfig(team: ResolvedTeam): Pick<LiveSinkOptions, "budget" | "price
 /** The answer on stdout, or what happened on stderr; the exit status. */
 function report(command: string, opts: ReportOptions, result: RunResult, ndjson: boolean): number {
   const dir = opts.traceDir !== undefined ? ` --trace-dir ${opts.traceDir}` : "";
-  if (result.interrupted) {
+  if (result.error?.code === "ABORTED") {
     process.stderr.write(`runtime ${command}: interrupted; trace kept (runtime trace ${result.task_id}; runtime resume ${result.task_id}${dir} to go on)\n`);
-    return EXIT.INTERRUPTED;
+    return exitStatusOf(result.error.code);
   }
   if (result.result_type === "answer") {
     if (!ndjson) process.stdout.write(`${result.answer ?? ""}\n`);
@@ -155,9 +155,9 @@ function report(command: string, opts: ReportOptions, result: RunResult, ndjson:
     return EXIT.PAUSED;
   }
   // One line, whatever an engine put into its error.
-  const error = (result.error ?? "unknown error").replace(/\s*\n\s*/g, " ");
+  const error = (result.error?.message ?? "unknown error").replace(/\s*\n\s*/g, " ");
   process.stderr.write(`runtime ${command}: run failed: ${error} (runtime trace ${result.task_id}; runtime resume ${result.task_id}${dir} to try again)\n`);
-  return EXIT.RUN_ERROR;
+  return exitStatusOf(result.error?.code ?? "INTERNAL");
 }
 
 /** Asks on the terminal, one call at a time. */

@@ -8,6 +8,7 @@ import type { AgentConfig, McpToolConfig, ModelConfig, ResolvedTeam, ToolConfig,
 import type { References } from "./references.js";
 import type { RawAgent, RawMcpServer, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
 import { agentModel, builtinParameters, commandCwd, entryAgent, flowReplanner, streamIdleTimeout } from "./defaults.js";
+import { unreachable } from "../errors.js";
 
 /** The ResolvedTeam of a team that passed the schema and the reference checks. */
 export function resolveTeam(team: RawTeam, file: string, dir: string, refs: References): ResolvedTeam {
@@ -188,6 +189,6 @@ function mapValues<T, U>(record: Record<string, T>, f: (key: string, value: T) =
 
 /** A value the schema or the reference checks guarantee; its absence is a bug here, not a problem of the file. */
 function checked<T>(value: T | undefined, what: string): T {
-  if (value === undefined) throw new Error(`internal error resolving the team: ${what}, yet it passed the checks`);
+  if (value === undefined) unreachable(`resolving the team: ${what}, yet it passed the checks`);
   return value;
 }

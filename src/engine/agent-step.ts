@@ -4,7 +4,7 @@
  * `agent.finished`. Agents called by agents are child steps of their caller.
  */
 import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
-import { describeError } from "../errors.js";
+import { RuntimeError, runErrorOf, type ErrorCode } from "../errors.js";
 import { recursionScopes, type EventBus } from "../events/bus.js";
 import { addUsage } from "../events/projection.js";
 import { ZERO_USAGE, type EventScope, type RunEventBody, type Usage } from "../events/types.js";
@@ -84,7 +84,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   const step_id = replay?.stepId(keys.key) ?? run.newId();
   const scope: EventScope = { agent_id: name, step_id, ...(parent ? { parent_step_id: parent.step_id } : {}) };
   const depth = (parent?.depth ?? -1) + 1;
-  if (!agent) return failed(`unknown agent '${name}'`);
+  if (!agent) return failed("NOT_FOUND", `unknown agent '${name}'`);
   run.journal.stepStarted(keys.key, step_id, name);
   // While a resumed step goes over what it did before, its events are in the store already.
   const out = (body: RunEventBody, at: EventScope): void => {
@@ -93,13 +93,14 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
 
   out({ type: "agent.started", kind: agent.kind, input }, scope);
   const finish = (result: AgentResult): AgentResult => {
-    out({ type: "agent.finished", ...result }, scope);
+    const { error, ...rest } = result;
+    out({ type: "agent.finished", ...rest, ...(error ? { error: error.message, error_code: error.code } : {}) }, scope);
     return result;
   };
   // Dispatch is the one place a kind is looked at; the runner gets its own config type.
   const runner = KINDS[agent.kind]?.run as AgentRunner | undefined;
-  if (!runner) return finish(failed(`agent kind '${agent.kind}' is not available in this build`));
-  if (depth > MAX_DEPTH) return finish(failed(`agents nested deeper than ${MAX_DEPTH} levels`));
+  if (!runner) return finish(failed("CONFIG_INVALID", `agent kind '${agent.kind}' is not available in this build`));
+  if (depth > MAX_DEPTH) return finish(failed("CONFIG_INVALID", `agents nested deeper than ${MAX_DEPTH} levels`));
 
   // The step's usage is the engine's count, not its kind's: its own model replies and its
   // children's steps (agents it called, as a tool or otherwise).
@@ -121,7 +122,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     while (children.size > 0) await Promise.allSettled([...children]);
     // A step whose own budget stopped a call ends with that error, whatever its kind made of it.
     const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
-    const ended = own !== undefined ? { result_type: "error" as const, error: own } : outcome;
+    const ended: Outcome = own !== undefined ? { result_type: "error", error: { code: "BUDGET", message: own } } : outcome;
     return finish({
       result_type: ended.result_type,
       ...(ended.answer !== undefined ? { answer: ended.answer } : {}),
@@ -133,7 +134,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   const emit: AgentContext["emit"] = (body, extra) => out(body, scopes(extra?.trace_id));
   const client = (modelName = agent.model): ChatClient => {
     const config = run.team.models[modelName];
-    if (!config) throw new Error(`unknown model '${modelName}'`);
+    if (!config) throw new RuntimeError("NOT_FOUND", `unknown model '${modelName}'`);
     return run.client(config);
   };
   const accounts = accountsFor(parent?.accounts ?? run.accounts, name, agent.budget);
@@ -230,7 +231,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     await prepareTools(run.team, agent, run.toolCache, run.mcp, signal);
     return await settled(await runner(ctx, input));
   } catch (err) {
-    return settled(failed(`agent ${name} failed: ${describeError(err)}`));
+    return settled({ result_type: "error", error: runErrorOf(err, `agent ${name} failed`) });
   }
 }
 
@@ -249,6 +250,6 @@ function toolJournal(journal: Journal, keys: StepKeys): ToolJournal {
   };
 }
 
-function failed(error: string): AgentResult {
-  return { result_type: "error", error, usage: ZERO_USAGE };
+function failed(code: ErrorCode, message: string): AgentResult {
+  return { result_type: "error", error: { code, message }, usage: ZERO_USAGE };
 }

@@ -1,6 +1,7 @@
 import type { AgentConfig } from "../config/types.js";
 import type { Tool } from "../tools/types.js";
 import type { AgentResult } from "../kinds/types.js";
+import { prefixed, toRuntimeError } from "../errors.js";
 
 /** Run a named agent as a child of the calling step, under the given signal. */
 export type CallAgentFromTool = (name: string, query: string, signal: AbortSignal) => Promise<AgentResult>;
@@ -31,7 +32,7 @@ export function agentAsTool(agent: AgentConfig, call: CallAgentFromTool): Tool {
     max_output_bytes: 262_144,
     async execute(args, ctx) {
       const result = await call(agent.name, String(args.query), ctx.signal);
-      if (result.result_type === "error") throw new Error(`agent ${agent.name} failed: ${result.error ?? "unknown error"}`);
+      if (result.result_type === "error") throw toRuntimeError(prefixed(`agent ${agent.name} failed: `, result.error));
       return result.answer ?? "";
     },
   };

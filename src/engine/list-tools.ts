@@ -11,6 +11,7 @@ import type { Tool } from "../tools/types.js";
 import { argsValidator } from "../tools/validate-args.js";
 import { prepareTools } from "./resolve-tools.js";
 import { entryOf, rowOf, type BuildEnv } from "./tool-registry.js";
+import { unreachable } from "../errors.js";
 
 /** One tool an agent's model would see. */
 export interface ListedTool {
@@ -44,7 +45,7 @@ export async function listAgentTools(
     mcp: new McpServers(),
     signal: options.signal ?? new AbortController().signal,
     planTool: () => openPlanTool(options.trace_dir),
-    callAgent: () => Promise.reject(new Error("only listed")),
+    callAgent: async () => unreachable("a tool built only to be listed was called"),
   };
   const out: AgentTools[] = [];
   try {

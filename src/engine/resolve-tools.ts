@@ -9,6 +9,7 @@ import type { AgentConfig, ResolvedTeam } from "../config/types.js";
 import type { McpServers } from "../tools/mcp/servers.js";
 import type { Tool } from "../tools/types.js";
 import { entryOf, offeredNames, rowOf, type BuildEnv, type PrepareEnv, type ToolEntry } from "./tool-registry.js";
+import { RuntimeError, unreachable } from "../errors.js";
 
 export interface ToolResolution extends BuildEnv {
   agent: AgentConfig;
@@ -45,7 +46,7 @@ export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache
       const other = offeredBy.get(tool);
       if (other !== undefined) {
         const what = (e: ToolEntry | string) => (typeof e === "string" ? `"${e}"` : e.row === "mcp" ? `MCP server "${e.name}"` : `"${e.name}"`);
-        throw new Error(`agent ${agent.name} lists two tools named "${tool}": ${what(other)} and ${what(entry ?? name)}; keep one, or narrow an MCP server with mcp.tools`);
+        throw new RuntimeError("CONFIG_INVALID", `agent ${agent.name} lists two tools named "${tool}": ${what(other)} and ${what(entry ?? name)}; keep one, or narrow an MCP server with mcp.tools`);
       }
       offeredBy.set(tool, entry ?? name);
     }
@@ -60,7 +61,7 @@ export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache
  */
 export function resolveTools(r: ToolResolution): ResolvedTools {
   for (const tool of r.bound) {
-    if (!isKindToolName(tool.name)) throw new Error(`internal error: an agent kind bound "${tool.name}", which the tool registry does not list as a kind's tool`);
+    if (!isKindToolName(tool.name)) unreachable(`an agent kind bound "${tool.name}", which the tool registry does not list as a kind's tool`);
   }
   const bound = new Map(r.bound.map((t) => [t.name, t]));
   const entry = (name: string) => entryOf(name, r.team, r.given, bound);

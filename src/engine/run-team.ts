@@ -1,6 +1,6 @@
 import { newId as newTimeOrderedId } from "../ids.js";
 import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
-import { describeError } from "../errors.js";
+import { INTERRUPTED, describeError, type RunError } from "../errors.js";
 import { redactString } from "../redact.js";
 import { EventBus, type EventSink, type ReadBack } from "../events/bus.js";
 import { addUsage } from "../events/projection.js";
@@ -75,7 +75,8 @@ export interface RunResult {
   /** `paused`: the run waits for the approvals listed (docs/durable-runs.md). */
   result_type: "answer" | "error" | "paused";
   answer?: string;
-  error?: string;
+  /** Why the run failed: a code of the closed union (src/errors.ts) and a message. */
+  error?: RunError;
   approvals?: PendingApproval[];
   /** Set when the run was cancelled through `signal`. */
   interrupted?: boolean;
@@ -228,11 +229,11 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     const signal = options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal;
     let outcome: RunResult;
     if (traceError) {
-      outcome = { task_id, result_type: "error", error: traceError, usage };
+      outcome = { task_id, result_type: "error", error: { code: "STORE", message: traceError }, usage };
     } else if (typeof provided === "string") {
-      outcome = { task_id, result_type: "error", error: provided, usage };
+      outcome = { task_id, result_type: "error", error: { code: "CONFIG_INVALID", message: provided }, usage };
     } else if (!team.agents[agentName]) {
-      outcome = { task_id, result_type: "error", error: `unknown agent '${agentName}'`, usage };
+      outcome = { task_id, result_type: "error", error: { code: "NOT_FOUND", message: `unknown agent '${agentName}'` }, usage };
     } else {
       const step = await runAgentStep(shared, agentName, options.input, signal);
       while (shared.inflight.size > 0) await Promise.allSettled([...shared.inflight]);
@@ -241,14 +242,15 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       outcome = { task_id, ...step, usage };
       // The team's budget stopped a call somewhere: the run ends with that error, even if a caller recovered.
       const spent = shared.accounts[0]?.exhausted;
-      if (spent !== undefined) outcome = { task_id, result_type: "error", error: spent, usage };
+      if (spent !== undefined) outcome = { task_id, result_type: "error", error: { code: "BUDGET", message: spent }, usage };
       if (shared.approvals.paused) outcome = { task_id, result_type: "paused", approvals: shared.approvals.pending, usage };
-      if (serverLost !== undefined) outcome = { task_id, result_type: "error", error: serverLost, usage };
-      else if (options.signal?.aborted) outcome = { task_id, result_type: "error", error: "interrupted", interrupted: true, usage };
+      if (serverLost !== undefined) outcome = { task_id, result_type: "error", error: { code: "TOOL_FAILED", message: serverLost }, usage };
+      else if (options.signal?.aborted) outcome = { task_id, result_type: "error", error: INTERRUPTED, interrupted: true, usage };
     }
     // Replies a resume reused are not reported again, but they were spent.
     if (resuming && continued) usage = addUsage(usage, continued.replay.usage);
-    const { task_id: _id, interrupted: _i, ...finished } = outcome;
+    const { task_id: _id, interrupted: _i, error, ...rest } = outcome;
+    const finished = { ...rest, ...(error ? { error: error.message, error_code: error.code } : {}) };
     // The result is read back from the masked event, so an answer or error never carries a secret either.
     const statement = shared.accounts[0]?.statement();
     const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage, ...(statement ? { budget: statement } : {}) }, scope));
@@ -260,7 +262,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       task_id,
       result_type: masked.result_type,
       ...(masked.answer !== undefined ? { answer: masked.answer } : {}),
-      ...(masked.error !== undefined ? { error: masked.error } : {}),
+      ...(error ? { error: { code: error.code, message: masked.error ?? error.message } } : {}),
       ...(outcome.approvals ? { approvals: outcome.approvals } : {}),
       ...(outcome.interrupted ? { interrupted: true } : {}),
       usage,

@@ -20,7 +20,7 @@ import {
   type TeamNames,
 } from "../config/tool-names.js";
 import type { AgentConfig, BuiltinToolConfig, CommandToolConfig, HttpToolConfig, McpToolConfig, ModuleToolConfig, ResolvedTeam, ToolConfig } from "../config/types.js";
-import { RuntimeError } from "../errors.js";
+import { RuntimeError, unreachable } from "../errors.js";
 import type { PlanTool } from "../plan/plan-tool.js";
 import { withDeclaredLimits } from "../tools/declared.js";
 import type { McpServers } from "../tools/mcp/servers.js";
@@ -82,7 +82,7 @@ function lazyCode<T>(what: string, load: () => Promise<T>): { load(): Promise<vo
       module ??= await load();
     },
     get: () => {
-      if (module === undefined) throw new Error(`internal error: the code of the ${what} was not loaded before use`);
+      if (module === undefined) unreachable(`the code of the ${what} was not loaded before use`);
       return module;
     },
   };
@@ -114,7 +114,7 @@ function planMethod(name: string): BuiltinCode {
         tools = new Map(code.plan.get().createPlanTools(env.planTool()).map((t) => [t.name, t]));
         planTools.set(env, tools);
       }
-      return tools.get(name) ?? internal(`the Plan Tool has no method "${name}"`);
+      return tools.get(name) ?? unreachable(`the Plan Tool has no method "${name}"`);
     },
   };
 }
@@ -153,7 +153,7 @@ const ROWS: { [R in ToolEntry["row"]]: Row<Extract<ToolEntry, { row: R }>> } = {
     prepare: async (e, env) => {
       if (!env.cache.has(e.name)) env.cache.set(e.name, moduleTool(e.config, await loadToolModule(e.config.module)));
     },
-    build: (e, env) => [env.cache.get(e.name) ?? internal(`the module of tool "${e.name}" was not loaded before use`)],
+    build: (e, env) => [env.cache.get(e.name) ?? unreachable(`the module of tool "${e.name}" was not loaded before use`)],
     source: () => "module",
   },
   mcp: {
@@ -161,7 +161,7 @@ const ROWS: { [R in ToolEntry["row"]]: Row<Extract<ToolEntry, { row: R }>> } = {
     prepare: async (e, env) => {
       await env.mcp.tools(e.config, env.signal);
     },
-    build: (e, env) => env.mcp.listed(e.name) ?? internal(`the MCP server "${e.name}" was not started before its tools were asked for`),
+    build: (e, env) => env.mcp.listed(e.name) ?? unreachable(`the MCP server "${e.name}" was not started before its tools were asked for`),
     names: (e, env) => (env.mcp.listed(e.name) ?? []).map((t) => t.name),
     source: (e) => `mcp ${e.name}`,
   },
@@ -261,8 +261,4 @@ function cached(cache: Map<string, Tool>, key: string, build: () => Tool): Tool 
     cache.set(key, tool);
   }
   return tool;
-}
-
-function internal(what: string): never {
-  throw new Error(`internal error: ${what}`);
 }

@@ -1,5 +1,6 @@
 import { redactWithJson } from "../redact.js";
 import type { EventScope, RunEvent, RunEventBody } from "./types.js";
+import { unreachable } from "../errors.js";
 
 /** A consumer of events. Sinks are called synchronously, in order, for every event. */
 export type EventSink = (event: RunEvent) => void;
@@ -115,7 +116,7 @@ export class EventBus {
   }
 
   emit(body: RunEventBody, scope: EventScope): RunEvent {
-    if (this.closed) throw new Error(`event ${body.type} emitted after the task's bus closed`);
+    if (this.closed) unreachable(`event ${body.type} emitted after the task's bus closed`);
     // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).
     const listening = this.sinks.length > 0 || this.reading > 0;
     // One plain copy of the body, read once: masked and serialised alone when someone listens,

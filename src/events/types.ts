@@ -4,6 +4,8 @@
  * second, parallel set of events.
  */
 
+import type { ErrorCode } from "../errors.js";
+
 /** Token accounting, summed over every model call of a run. */
 export interface Usage {
   prompt_tokens: number;
@@ -52,7 +54,15 @@ export type RunEventBody =
       session_id?: string;
     }
   | { type: "agent.started"; kind: string; input: string }
-  | { type: "agent.finished"; result_type: "answer" | "error"; answer?: string; error?: string; usage: Usage }
+  | {
+      type: "agent.finished";
+      result_type: "answer" | "error";
+      answer?: string;
+      error?: string;
+      /** The error's code (src/errors.ts); absent in traces of versions before it was added. */
+      error_code?: ErrorCode;
+      usage: Usage;
+    }
   | {
       type: "state.changed";
       machine: string;
@@ -154,6 +164,8 @@ export type RunEventBody =
       result_type: "answer" | "error" | "paused";
       answer?: string;
       error?: string;
+      /** The error's code (src/errors.ts, docs/events.md); absent in traces of versions before it was added. */
+      error_code?: ErrorCode;
       approvals?: PendingApproval[];
       usage: Usage;
       /** Spent against the team's budget, when it has one (docs/budgets.md). */

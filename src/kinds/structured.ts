@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import { lazily } from "../lazy.js";
+import { INTERRUPTED, prefixed, type RunError } from "../errors.js";
 import type { JsonSchema } from "../config/types.js";
 import { addUsage } from "../events/projection.js";
 import type { Usage } from "../events/types.js";
@@ -126,7 +127,7 @@ function branchNames(parentSchema: unknown): string {
 }
 
 /** A structured answer obtained from an agent, with the usage it cost. */
-export type Asked<T> = { ok: true; value: T; usage: Usage } | { ok: false; error: string; usage: Usage };
+export type Asked<T> = { ok: true; value: T; usage: Usage } | { ok: false; error: RunError; usage: Usage };
 
 /**
  * Ask agent `agent` for an answer matching `schema`: the query plus the
@@ -143,19 +144,19 @@ export async function askStructured<T>(
   const title = typeof schema.title === "string" ? schema.title : "answer";
   const first = await ctx.callAgent(agent, withFormatInstructions(query, schema), { expects: schema });
   let usage = first.usage;
-  if (first.result_type === "error") return { ok: false, error: `${role} '${agent}' failed: ${first.error ?? "unknown error"}`, usage };
+  if (first.result_type === "error") return { ok: false, error: prefixed(`${role} '${agent}' failed: `, first.error), usage };
   const parsed = parseStructured<T>(first.answer ?? "", schema);
   if (parsed.ok) return { ok: true, value: parsed.value, usage };
-  if (ctx.signal.aborted) return { ok: false, error: "interrupted", usage };
+  if (ctx.signal.aborted) return { ok: false, error: INTERRUPTED, usage };
 
   const repair = await ctx.callAgent(agent, repairQuery(query, first.answer ?? "", parsed.errors, schema), { expects: schema });
   usage = addUsage(usage, repair.usage);
   if (repair.result_type === "error") {
-    return { ok: false, error: `${role} '${agent}' failed while repairing its ${title}: ${repair.error ?? "unknown error"}`, usage };
+    return { ok: false, error: prefixed(`${role} '${agent}' failed while repairing its ${title}: `, repair.error), usage };
   }
   const repaired = parseStructured<T>(repair.answer ?? "", schema);
   if (repaired.ok) return { ok: true, value: repaired.value, usage };
-  return { ok: false, error: `${role} '${agent}' gave no valid ${title}, even after one repair: ${repaired.errors}`, usage };
+  return { ok: false, error: { code: "PARSE_FAILED", message: `${role} '${agent}' gave no valid ${title}, even after one repair: ${repaired.errors}` }, usage };
 }
 
 /** The repair round-trip: the agent starts afresh, so the query carries everything. */

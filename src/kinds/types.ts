@@ -12,6 +12,8 @@ import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../mod
 import type { Tool, ToolBox } from "../tools/types.js";
 import type { RunStores } from "../store/store.js";
 
+import type { RunError } from "../errors.js";
+
 export type { RunStores };
 
 export type { ToolBox } from "../tools/types.js";
@@ -20,7 +22,7 @@ export type { ToolBox } from "../tools/types.js";
 export interface AgentResult {
   result_type: "answer" | "error";
   answer?: string;
-  error?: string;
+  error?: RunError;
   usage: Usage;
 }
 

@@ -13,6 +13,7 @@
  * decodes what the server compressed anyway, and hands the client a
  * standard `Response`.
  */
+import { RuntimeError } from "../errors.js";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import * as zlib from "node:zlib";
@@ -38,7 +39,11 @@ function modelDispatcher(): Dispatcher {
 }
 
 /** A reply whose status is no HTTP status (600-999: some bot walls answer 999), which a `Response` cannot carry. */
-export class NoHttpStatus extends Error {}
+export class NoHttpStatus extends RuntimeError {
+  constructor(message: string) {
+    super("MODEL_UNAVAILABLE", message);
+  }
+}
 
 /** Whether `err` (or what it wraps) is a reply over the cap: the same reply would be as large again. */
 export function isTooLarge(err: unknown): boolean {

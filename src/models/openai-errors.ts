@@ -9,12 +9,12 @@ import { isCutShort, isTooLarge, MAX_REPLY_BYTES, NoHttpStatus } from "./model-f
 import type { OpenAIModelConfig } from "../config/types.js";
 
 /** A stream that broke off mid-way (undici's bare "terminated"): retried like a dropped connection. */
-export class StreamBroke extends Error {
+export class StreamBroke extends RuntimeError {
   constructor(
     original: unknown,
     readonly request_id?: string | null,
   ) {
-    super(String((original as Error)?.message ?? original), { cause: original });
+    super("MODEL_UNAVAILABLE", String((original as Error)?.message ?? original), { cause: original });
   }
 }
 

@@ -12,6 +12,7 @@ import type { PlanStorage, TaskUpdate, UpdateOutcome } from "../store/plans.js";
 import { isValidPlanId, parseStructure } from "./structure.js";
 import { TASK_STATUSES } from "./types.js";
 import type { PlanInstance, PlanRules, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";
+import { RuntimeError } from "../errors.js";
 
 /** The `task.status` event body a change produces. */
 export type TaskStatusEvent = Extract<RunEventBody, { type: "task.status" }>;
@@ -135,7 +136,7 @@ export class PlanTool {
         }
         if (outcomes) {
           if (outcomes.length !== batch.length) {
-            throw new Error(`the plan store answered ${outcomes.length} outcomes for ${batch.length} updates`);
+            throw new RuntimeError("STORE", `the plan store answered ${outcomes.length} outcomes for ${batch.length} updates`);
           }
           batch.forEach((u, i) => this.settle(plan_id, u, outcomes[i]!));
           return;

@@ -13,6 +13,7 @@ import { TASK_STATUSES, type TaskStatus } from "./types.js";
 
 /** The spec's method names: what an agent's allow-list names to get each tool (listed once, with the other built-ins). */
 import { PLAN_TOOL_NAMES, type PlanToolName } from "../config/tool-names.js";
+import { RuntimeError } from "../errors.js";
 
 export { PLAN_TOOL_NAMES, type PlanToolName };
 
@@ -55,7 +56,7 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
   const planOf = (args: Args, ctx: ToolContext): string => {
     if (typeof args.plan_id === "string") return args.plan_id;
     const bound = planTool.boundPlan(ctx.scope);
-    if (!bound) throw new Error("plan_id is required: no sop plan is bound to this agent");
+    if (!bound) throw new RuntimeError("TOOL_REFUSED", "plan_id is required: no sop plan is bound to this agent");
     return bound;
   };
   const emitTo = (ctx: ToolContext): CallOptions => ({ emit: (body) => ctx.emit(body) });
@@ -71,7 +72,7 @@ export function createPlanTools(planTool: PlanTool): Tool[] {
   };
   /** A list of tasks, refused for an unknown plan: an empty list would read as "nothing left to do". */
   const listOf = async (planId: string, ctx: ToolContext, list: () => Promise<unknown>): Promise<unknown> => {
-    if ((await planTool.get_plan_status(planId)) === null) throw new Error(unknownPlan(planId, ctx));
+    if ((await planTool.get_plan_status(planId)) === null) throw new RuntimeError("NOT_FOUND", unknownPlan(planId, ctx));
     return list();
   };
 

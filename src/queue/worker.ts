@@ -13,7 +13,7 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import type { ResolvedTeam } from "../config/types.js";
-import { RuntimeError, describeError } from "../errors.js";
+import { RuntimeError, codeOf, describeError, type ErrorCode } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import { resumeRun } from "../engine/resume.js";
 import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
@@ -79,6 +79,19 @@ function fenced(store: Store, holds: () => boolean): Store {
   return view;
 }
 
+/** Attempts a run gets when its store keeps failing (retried below). */
+export const MAX_ATTEMPTS = 3;
+
+/**
+ * Whether a run that failed with `code` goes back to the queue rather than
+ * ending: only a failure of the store (STORE), which a later attempt, here
+ * or on another worker, may not meet; its journal lets it resume. Any other
+ * code is the run's own end. Decided on the code alone (docs/scale-out.md#workers).
+ */
+export function retried(code: ErrorCode | undefined, attempts: number): boolean {
+  return code === "STORE" && attempts < MAX_ATTEMPTS;
+}
+
 export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const { store } = options;
   if (!store.database) throw new RuntimeError("USAGE", `a worker needs a PostgreSQL store (--store postgres://...), not ${store.location}`);
@@ -139,6 +152,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     };
     entry.done = (async () => {
       let result: RunResult | undefined;
+      // Why the run failed to start, when it did not.
+      let failure: ErrorCode | undefined;
       try {
         if (!team) throw new RuntimeError("USAGE", `this worker has no team named ${request.team}`);
         const runOptions: RunOptions = {
@@ -164,6 +179,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         run ??= runTeam(team, runOptions);
         result = await run.result;
       } catch (err) {
+        failure = codeOf(err);
         log(`run ${request.task_id} failed to start: ${describeError(err)}`);
       } finally {
         clearInterval(heartbeat);
@@ -173,6 +189,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         if (entry.handedBack) {
           await queue.release(request.task_id, id);
           log(`handed run ${request.task_id} back to the queue`);
+        } else if (retried(result?.error?.code ?? failure, attempts)) {
+          await queue.release(request.task_id, id);
+          log(`run ${request.task_id} failed on its store (attempt ${attempts}): queued again, to resume from its journal`);
         } else {
           await queue.finish(request.task_id, id, result?.result_type ?? "error");
           log(`run ${request.task_id} ${result?.result_type ?? "error"}`);

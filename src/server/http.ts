@@ -1,17 +1,35 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { codeOf, RuntimeError, type ErrorCode } from "../errors.js";
 
-/** A request the server refuses; `status` and a one-line `message` become the JSON error body. */
-export class HttpError extends Error {
+/**
+ * A request the server refuses, with the status it answers; `message` becomes
+ * the JSON error body. Its code: NOT_FOUND for a 404, USAGE (the request is
+ * refused as it is) for any other.
+ */
+export class HttpError extends RuntimeError {
   constructor(
     readonly status: number,
     message: string,
     /** Extra response headers, e.g. `allow` on a 405. */
     readonly headers: Readonly<Record<string, string>> = {},
   ) {
-    super(message);
+    super(status === 404 ? "NOT_FOUND" : "USAGE", message);
     this.name = "HttpError";
   }
 }
+
+/** The HTTP status of a failed request: an HttpError's own, else from the error's code alone. */
+export function httpStatusOf(err: unknown): number {
+  return err instanceof HttpError ? err.status : STATUS_OF_CODE[codeOf(err)] ?? 500;
+}
+
+const STATUS_OF_CODE: Partial<Record<ErrorCode, number>> = {
+  CONFIG_INVALID: 400,
+  USAGE: 400,
+  NOT_FOUND: 404,
+  // The database is away: worth a retry later, unlike a bug.
+  STORE: 503,
+};
 
 /** Security headers every response carries. */
 export const BASE_HEADERS: Readonly<Record<string, string>> = Object.freeze({

@@ -10,6 +10,7 @@ import { z } from "zod";
 import type { ResolvedTeam } from "../config/types.js";
 import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
 import type { RunEvent } from "../events/types.js";
+import { ERROR_CODES, RuntimeError } from "../errors.js";
 
 export interface TeamMcpServerOptions {
   /** Serve only this agent. @default every agent of the team */
@@ -29,7 +30,7 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
   const agents = options.agent !== undefined ? [options.agent] : Object.keys(team.agents);
   for (const name of agents) {
     const agent = team.agents[name];
-    if (!agent) throw new Error(`unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
+    if (!agent) throw new RuntimeError("NOT_FOUND", `unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
     server.registerTool(
       name,
       {
@@ -41,6 +42,7 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
           result_type: z.enum(["answer", "error"]),
           answer: z.string().optional(),
           error: z.string().optional(),
+          error_code: z.enum(ERROR_CODES).optional().describe("Why the run failed, as a code (docs/events.md#error-codes)."),
         },
         annotations: { openWorldHint: true },
       },
@@ -64,14 +66,14 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
         });
         runs.add(run.result);
         const result = await run.result.finally(() => runs.delete(run.result));
-        const text = result.result_type === "answer" ? (result.answer ?? "") : `run failed: ${result.error ?? "unknown error"}`;
+        const text = result.result_type === "answer" ? (result.answer ?? "") : `run failed: ${result.error?.message ?? "unknown error"}`;
         return {
           content: [{ type: "text", text }],
           structuredContent: {
             task_id: result.task_id,
             result_type: result.result_type,
             ...(result.answer !== undefined ? { answer: result.answer } : {}),
-            ...(result.error !== undefined ? { error: result.error } : {}),
+            ...(result.error !== undefined ? { error: result.error.message, error_code: result.error.code } : {}),
           },
           ...(result.result_type === "error" ? { isError: true } : {}),
         };

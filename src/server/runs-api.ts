@@ -4,7 +4,6 @@ import type { RunEvent } from "../events/types.js";
 import type { Budget } from "../config/types.js";
 import { newId } from "../ids.js";
 import { decideApprovals as decide } from "../engine/resume.js";
-import { RuntimeError } from "../errors.js";
 import { follow, type FollowOptions } from "../store/follow.js";
 import { RUN_STATUSES, type RunStore, type Watch } from "../store/runs.js";
 import { whileQueued } from "../queue/follow.js";
@@ -293,13 +292,8 @@ export async function decideApprovals(ctx: ApiContext, req: IncomingMessage, res
   // The whole id, as on every route: the CLI's shortened ids (TraceStore.taskIdsMatching) are for people typing.
   if ((await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
   const call = (approval_id ?? call_id) as string | undefined;
-  let decided;
-  try {
-    decided = await decide(ctx.store, taskId, { decision, ...(call !== undefined ? { call } : {}), ...(typeof reason === "string" && reason ? { reason } : {}) });
-  } catch (err) {
-    if (err instanceof RuntimeError && err.code === "NOT_FOUND") throw new HttpError(404, err.message);
-    throw err;
-  }
+  // A NOT_FOUND thrown here answers 404, as any error's code decides (httpStatusOf).
+  const decided = await decide(ctx.store, taskId, { decision, ...(call !== undefined ? { call } : {}), ...(typeof reason === "string" && reason ? { reason } : {}) });
   const resumed = decided.waiting.length === 0;
   if (resumed) await resumeLive(ctx, decided.task_id, undefined);
   sendJson(res, 202, { task_id: decided.task_id, decided: decided.decided, waiting: decided.waiting, resumed });
@@ -317,12 +311,7 @@ async function resumeLive(ctx: ApiContext, taskId: string, budget: Budget | unde
   if (ctx.live.size >= ctx.maxLiveRuns) {
     throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
   }
-  try {
-    await ctx.live.resume(ctx.team, { taskId, traceDir: ctx.traceDir, ...(budget ? { budget: { ...ctx.team.budget, ...budget } } : {}) });
-  } catch (err) {
-    if (err instanceof RuntimeError && err.code === "NOT_FOUND") throw new HttpError(404, err.message);
-    throw err;
-  }
+  await ctx.live.resume(ctx.team, { taskId, traceDir: ctx.traceDir, ...(budget ? { budget: { ...ctx.team.budget, ...budget } } : {}) });
 }
 
 const BUDGET_KEYS = new Set(["max_tokens", "max_model_calls", "max_tool_calls", "max_seconds", "max_cost_usd"]);

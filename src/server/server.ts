@@ -11,7 +11,7 @@ import type { Store } from "../store/store.js";
 import { RunQueue } from "../queue/run-queue.js";
 import { RunMetrics } from "../telemetry/metrics.js";
 import { Gate, isLoopback, newToken, presentedToken, tokenCookie } from "./auth.js";
-import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";
+import { BASE_HEADERS, HttpError, httpStatusOf, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
 import { MAX_CLIENT_BUFFER } from "./sse.js";
@@ -122,7 +122,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return;
       }
       if (err instanceof HttpError) sendError(res, err.status, err.message, err.headers);
-      else sendError(res, 500, redactString(describeError(err), secrets));
+      else sendError(res, httpStatusOf(err), redactString(describeError(err), secrets));
     });
   };
   const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createServer(onRequest);

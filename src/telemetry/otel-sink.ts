@@ -76,7 +76,8 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
     if (capture && e.answer !== undefined) {
       span.setAttribute("gen_ai.output.messages", json([{ role: "assistant", parts: [textPart(e.answer)], finish_reason: "stop" }]));
     }
-    if (e.result_type === "error") fail(span, e.error);
+    // The step's error code is its well-known type (docs/events.md#error-codes); traces of earlier versions have none.
+    if (e.result_type === "error") fail(span, e.error, e.error_code);
     end(step.id);
   }
 
@@ -188,10 +189,10 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
   };
 }
 
-function fail(span: Span, error: string | undefined): void {
+function fail(span: Span, error: string | undefined, type?: string): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: error ?? "failed" });
-  // The semantic conventions' value for an error without a well-known type.
-  span.setAttribute("error.type", "_OTHER");
+  // `_OTHER`: the semantic conventions' value for an error without a well-known type.
+  span.setAttribute("error.type", type ?? "_OTHER");
 }
 
 function usage(u: Usage): Attributes {

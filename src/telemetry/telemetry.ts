@@ -6,6 +6,7 @@
  */
 import type { TracerProvider } from "@opentelemetry/api";
 import { redactString } from "../redact.js";
+import { RuntimeError } from "../errors.js";
 import type { ResolvedOtelOptions, Telemetry } from "./types.js";
 
 export type { Telemetry };
@@ -89,10 +90,10 @@ function tracesUrl(endpoint: string | undefined, env: Env): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`the OTLP endpoint ${redactString(url)} is not a URL (expected http://host:4318 or https://...)`);
+    throw new RuntimeError("USAGE", `the OTLP endpoint ${redactString(url)} is not a URL (expected http://host:4318 or https://...)`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    throw new Error(`the OTLP endpoint ${redactString(url)} is not an http or https URL (spans are sent over OTLP/HTTP)`);
+    throw new RuntimeError("USAGE", `the OTLP endpoint ${redactString(url)} is not an http or https URL (spans are sent over OTLP/HTTP)`);
   }
   return url;
 }

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { loadTeam } from "../config/load.js";
 import type { ModelConfig, ResolvedTeam } from "../config/types.js";
 import { runTeam } from "../engine/run-team.js";
-import { ConfigError, describeError, type ConfigProblem } from "../errors.js";
+import { ConfigError, describeError, type ConfigProblem, unreachable } from "../errors.js";
 import type { RunEvent } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import { recordingClient, type RecordedReply } from "../models/recorder.js";
@@ -162,7 +162,7 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
 function scriptOf(file: PreparedFile, c: TestCase): LoadedScript {
   if (c.replies.kind === "recording") {
     const script = file.recordings.get(c.replies.file);
-    if (!script) throw new Error(`recording ${c.replies.file} was not loaded`);
+    if (!script) unreachable(`recording ${c.replies.file} was not loaded`);
     return script;
   }
   const replies = c.replies.replies;

@@ -4,6 +4,7 @@ import type { CommandToolConfig } from "../config/types.js";
 import { declaredTool } from "./declared.js";
 import { callProcesses } from "./process-tree.js";
 import type { Tool } from "./types.js";
+import { RuntimeError } from "../errors.js";
 
 /** How much of stderr is kept for error messages. */
 const STDERR_KEEP_BYTES = 4096;
@@ -24,8 +25,8 @@ export function commandTool(config: CommandToolConfig): Tool {
 
 function runCommand(config: CommandToolConfig, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
   const [program, ...rest] = config.command;
-  if (program === undefined) return Promise.reject(new Error(`command tool "${config.name}" has an empty command`));
-  if (signal.aborted) return Promise.reject(new Error("aborted"));
+  if (program === undefined) return Promise.reject(new RuntimeError("CONFIG_INVALID", `command tool "${config.name}" has an empty command`));
+  if (signal.aborted) return Promise.reject(new RuntimeError("ABORTED", "aborted"));
   const executable = program.startsWith(".") ? resolvePath(config.cwd, program) : program;
   const env: Record<string, string> = {};
   if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
@@ -53,15 +54,15 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
       failure ??= err;
       killTree();
     };
-    const onAbort = (): void => fail(new Error("aborted"));
-    const timer = setTimeout(() => fail(new Error(`timed out after ${config.timeout_ms} ms`)), config.timeout_ms);
+    const onAbort = (): void => fail(new RuntimeError("ABORTED", "aborted"));
+    const timer = setTimeout(() => fail(new RuntimeError("TOOL_TIMEOUT", `timed out after ${config.timeout_ms} ms`)), config.timeout_ms);
     signal.addEventListener("abort", onAbort, { once: true });
 
     child.stdout.on("data", (chunk: Buffer) => {
       if (failure) return;
       stdoutBytes += chunk.length;
       if (stdoutBytes > config.max_output_bytes) {
-        fail(new Error(`output exceeded ${config.max_output_bytes} bytes; the command was stopped`));
+        fail(new RuntimeError("TOOL_FAILED", `output exceeded ${config.max_output_bytes} bytes; the command was stopped`));
         child.stdout.destroy();
         return;
       }
@@ -84,13 +85,13 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
     };
     child.on("error", (err) => {
       cleanUp();
-      reject(failure ?? new Error(`cannot start ${JSON.stringify(program)}: ${err.message}`));
+      reject(failure ?? new RuntimeError("TOOL_FAILED", `cannot start ${JSON.stringify(program)}: ${err.message}`));
     });
     child.on("close", (code, sig) => {
       cleanUp();
       if (failure) return reject(failure);
       const out = Buffer.concat(stdout).toString("utf8");
-      if (code !== 0) return reject(new Error(exitMessage(code, sig, stderr.toString("utf8"), out)));
+      if (code !== 0) return reject(new RuntimeError("TOOL_FAILED", exitMessage(code, sig, stderr.toString("utf8"), out)));
       resolve(parseOutput(out));
     });
   });

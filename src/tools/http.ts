@@ -5,6 +5,7 @@ import { BlockList, isIP } from "node:net";
 import type { HttpToolConfig } from "../config/types.js";
 import { declaredTool } from "./declared.js";
 import type { Tool } from "./types.js";
+import { RuntimeError } from "../errors.js";
 
 /**
  * A tool backed by an HTTP endpoint: POST sends the JSON arguments as the
@@ -45,21 +46,22 @@ async function request(config: HttpToolConfig, args: Record<string, unknown>, si
       try {
         response = await send(url, config, headers, body, controller.signal);
       } catch (err) {
-        if (signal.aborted) throw new Error("aborted");
-        if (controller.signal.aborted) throw new Error(`timed out after ${config.timeout_ms} ms`);
-        if (err instanceof Refused || err instanceof CapExceeded) throw err;
+        if (signal.aborted) throw new RuntimeError("ABORTED", "aborted");
+        if (controller.signal.aborted) throw new RuntimeError("TOOL_TIMEOUT", `timed out after ${config.timeout_ms} ms`);
+        // Refusals and the size cap are this tool's own errors, already worded.
+        if (err instanceof RuntimeError) throw err;
         const cause = err instanceof Error ? `: ${err.message}` : "";
-        throw new Error(`request to ${url.origin}${url.pathname} failed${cause}`);
+        throw new RuntimeError("TOOL_FAILED", `request to ${url.origin}${url.pathname} failed${cause}`);
       }
       if (response.status >= 300 && response.status < 400 && response.location !== undefined) {
         const next = new URL(response.location, url);
-        if (next.origin !== url.origin) throw new Refused(`redirected to another origin (${next.origin}): not followed, so the tool's headers stay with ${url.origin}`);
-        if (hop >= MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects`);
+        if (next.origin !== url.origin) throw refused(`redirected to another origin (${next.origin}): not followed, so the tool's headers stay with ${url.origin}`);
+        if (hop >= MAX_REDIRECTS) throw new RuntimeError("TOOL_FAILED", `more than ${MAX_REDIRECTS} redirects`);
         url = next;
         continue;
       }
       if (response.status < 200 || response.status >= 300) {
-        throw new Error(`HTTP ${response.status} ${response.statusText}: ${response.text.slice(0, 300).replace(/\s+/g, " ")}`);
+        throw new RuntimeError("TOOL_FAILED", `HTTP ${response.status} ${response.statusText}: ${response.text.slice(0, 300).replace(/\s+/g, " ")}`);
       }
       try {
         return JSON.parse(response.text) as unknown;
@@ -85,7 +87,7 @@ function send(
     const literal = url.hostname.replace(/^\[|\]$/g, "");
     if (isIP(literal)) {
       const refusal = refusalOf(literal, config.allow_private);
-      if (refusal) return reject(new Refused(refusal));
+      if (refusal) return reject(refused(refusal));
     }
     const options: RequestOptions = {
       method: config.method,
@@ -100,7 +102,7 @@ function send(
         total += chunk.byteLength;
         if (total > config.max_output_bytes) {
           res.destroy();
-          reject(new CapExceeded(`response exceeded ${config.max_output_bytes} bytes`));
+          reject(new RuntimeError("TOOL_FAILED", `response exceeded ${config.max_output_bytes} bytes`));
           return;
         }
         chunks.push(chunk);
@@ -115,7 +117,7 @@ function send(
       );
       res.on("error", reject);
     });
-    req.on("error", (err) => reject(err instanceof Refused ? err : (err as NodeJS.ErrnoException).cause instanceof Refused ? (err as { cause: Refused }).cause : err));
+    req.on("error", (err) => reject(isRefusal(err) ? err : isRefusal((err as NodeJS.ErrnoException).cause) ? (err as { cause: unknown }).cause : err));
     req.end(body);
   });
 }
@@ -145,15 +147,21 @@ function guardedLookup(allowPrivate: boolean): NonNullable<RequestOptions["looku
       const list = addresses as LookupAddress[];
       for (const a of list) {
         const refusal = refusalOf(a.address, allowPrivate);
-        if (refusal) return callback(new Refused(`${hostname}: ${refusal}`), "");
+        if (refusal) return callback(refused(`${hostname}: ${refusal}`), "");
       }
       if ((options as { all?: boolean }).all) return callback(null, list);
       const first = list[0];
-      if (!first) return callback(new Error(`${hostname}: no address`), "");
+      if (!first) return callback(new RuntimeError("TOOL_FAILED", `${hostname}: no address`), "");
       callback(null, first.address, first.family);
     });
   }) as NonNullable<RequestOptions["lookup"]>;
 }
 
-class CapExceeded extends Error {}
-class Refused extends Error {}
+/** An address or a redirect the tool will not go to. */
+function refused(message: string): RuntimeError {
+  return new RuntimeError("TOOL_REFUSED", message);
+}
+
+function isRefusal(err: unknown): boolean {
+  return err instanceof RuntimeError && err.code === "TOOL_REFUSED";
+}

@@ -262,7 +262,7 @@ function execute(
       clearTimeout(timer);
       options.signal.removeEventListener("abort", onAbort);
       if (abortReason !== undefined) {
-        abortedWith = new Error(abortReason);
+        abortedWith = new RuntimeError(abortReason === "aborted" ? "ABORTED" : "TOOL_TIMEOUT", abortReason);
         controller?.abort(abortedWith);
       }
       resolve(settled);

@@ -29,7 +29,7 @@ async function scriptsLoadedBy(team: string, input: string): Promise<{ answer: s
     const scripts = [];
     session.on("Debugger.scriptParsed", (m) => scripts.push(m.params.url));
     await session.post("Debugger.enable");
-    process.stdout.write(JSON.stringify({ answer: result.answer ?? result.error, scripts }));
+    process.stdout.write(JSON.stringify({ answer: result.answer ?? result.error?.message, scripts }));
     process.exit(0);
   `;
   const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", program], { cwd: ROOT, maxBuffer: 16 << 20 });

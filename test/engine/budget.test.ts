@@ -70,7 +70,7 @@ ${model(server.url, ", price: { input_per_mtok: 1, output_per_mtok: 10 }")}agent
     const before = server.chatRequests.length;
     const capped = await runTeam(await loadTeam(costly), { input: "go", traceDir: tempDir() }).result;
     expect(capped.result_type).toBe("error");
-    expect(capped.error).toMatch(/budget reached: the team's max_cost_usd is 0\.005 and \$0\.0060 spent/);
+    expect(capped.error?.message).toMatch(/budget reached: the team's max_cost_usd is 0\.005 and \$0\.0060 spent/);
     expect(server.chatRequests.length - before).toBe(3); // boss 1, helper 2: the third call reached $0.006
   });
 
@@ -94,6 +94,6 @@ ${model(server.url)}agents:
     const result = await runTeam(await loadTeam(team), { input: "go", traceDir: tempDir(), sinks: [(e) => events.push(e)] }).result;
     expect(events.filter((e) => e.type === "tool.started")).toHaveLength(2);
     expect(result.result_type).toBe("error");
-    expect(result.error).toMatch(/budget reached: the team's max_tool_calls is 2 and 2 tool calls made/);
+    expect(result.error?.message).toMatch(/budget reached: the team's max_tool_calls is 2 and 2 tool calls made/);
   });
 });

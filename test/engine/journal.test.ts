@@ -25,7 +25,7 @@ async function runWithReader(name: string) {
   const reader = journalAtRequests(traceDir, (journal, seen) => requests.push({ events: seen.length, committed: new Map(journal.map((e) => [e.key, e.kind])) }));
   const run = runTeam(team, { input: QUESTION, traceDir, ...reader.options });
   const result = await run.result;
-  if (result.result_type !== "answer") throw new Error(String(result.error));
+  if (result.result_type !== "answer") throw new Error(String(result.error?.message));
   const journal = reader.journal(run.task_id);
   reader.close();
   return { result, journal, seen: reader.seen, requests };

@@ -145,7 +145,7 @@ for (const kind of Object.keys(KINDS) as AgentKind[]) {
         ],
       });
       const result = await handle.result;
-      expect(result).toMatchObject({ result_type: "error", error: "interrupted", interrupted: true });
+      expect(result).toMatchObject({ result_type: "error", error: { code: "ABORTED", message: "interrupted" }, interrupted: true });
       expect(events.filter((e) => e.type === "llm.response")).toHaveLength(0);
       expect(events.at(-1)).toMatchObject({ type: "run.finished", result_type: "error" });
     });
@@ -154,7 +154,9 @@ for (const kind of Object.keys(KINDS) as AgentKind[]) {
       const team = await load();
       const { result, events } = await run(team, question, { budget: { max_model_calls: 1 } });
       expect(result.result_type).toBe("error");
-      expect(result.error).toMatch(/^budget reached: the team's max_model_calls is 1/);
+      expect(result.error?.message).toMatch(/^budget reached: the team's max_model_calls is 1/);
+      expect(result.error?.code).toBe("BUDGET");
+      expect(events.at(-1)).toMatchObject({ type: "run.finished", error_code: "BUDGET" });
       expect(events.filter((e) => e.type === "llm.response")).toHaveLength(1);
     });
 

@@ -65,7 +65,7 @@ describe("review edges", () => {
     servers.push(server);
     const file = modelTeam("cut", server.url, "  solver: { kind: plan_and_solve, max_iteration: 1, tools: [calculator] }\n");
     const result = await runTeam(await loadTeam(file), { input: "2+2?", traceDir: tempDir("cut-") }).result;
-    expect(result.answer ?? result.error).not.toBe("The answer is 4");
+    expect(result.answer ?? result.error?.message).not.toBe("The answer is 4");
     expect(JSON.stringify(server.chatRequests.at(-1)?.body)).toContain("cut off at the token limit");
   });
 });

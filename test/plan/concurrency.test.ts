@@ -152,7 +152,7 @@ describe("group commit", () => {
     await tool.create_plan_from_structure("p", wideWorkflow(3));
     const short = await Promise.allSettled([1, 2, 3].map((i) => tool.update_task_status("p", `t${i}`, "inprogress")));
     expect(short.map((r) => (r.status === "rejected" ? String(r.reason) : "fulfilled"))).toEqual(
-      Array.from({ length: 3 }, () => "Error: the plan store answered 2 outcomes for 3 updates"),
+      Array.from({ length: 3 }, () => "RuntimeError: the plan store answered 2 outcomes for 3 updates"),
     );
     // Without updateTaskStatuses, one transaction each: a throw fails its own call, the others stand.
     const single = new PlanStore(":memory:");

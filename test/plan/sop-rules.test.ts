@@ -110,7 +110,7 @@ describe("the sop kind enforces the workflow on a careless strategist", () => {
     );
     const { result, events, plan } = await run(team(server.url));
 
-    expect(result.result_type, result.error).toBe("answer");
+    expect(result.result_type, result.error?.message).toBe("answer");
     expect(plan?.status).toBe("completed");
     expect(plan?.steps.flatMap((s) => s.tasks.map((t) => `${t.task_id}:${t.status}:${t.result_summary}`))).toEqual([
       "t1:completed:valve rated for 12 bar",
@@ -152,7 +152,7 @@ describe("the sop kind enforces the workflow on a careless strategist", () => {
       seen,
     );
     const { result, plan } = await run(team(server.url, "free"));
-    expect(result.result_type, result.error).toBe("answer");
+    expect(result.result_type, result.error?.message).toBe("answer");
     expect(plan?.status).toBe("completed");
     expect(seen.map((r) => r.ok)).toEqual([true, false, true, true, true, true]);
     expect(seen[1]?.error).toMatch(/^refused: task t3 "Verdict" is assigned to reviewer/);

@@ -168,7 +168,7 @@ describe("sop runs through the real openai client and the test server", () => {
     });
     const dir = traceDir();
     const { result, events } = await run(serverTeam(server.url), "Do the two tasks", dir);
-    expect(result.result_type, result.error).toBe("answer");
+    expect(result.result_type, result.error?.message).toBe("answer");
     expect(result.answer).toContain("All done.");
     expect(result.answer).toContain("[completed] t1 First → worker");
     expect(result.answer).toContain("↳ t1 done on retry");
@@ -200,7 +200,7 @@ describe("sop runs through the real openai client and the test server", () => {
     });
     const dir = traceDir();
     const { result, events } = await run(serverTeam(server.url), "Do the two tasks", dir);
-    expect(result.result_type, result.error).toBe("answer");
+    expect(result.result_type, result.error?.message).toBe("answer");
     expect(result.answer).toContain("[skipped] t1 First → worker");
     // Skipping without a new summary keeps the last one, so the report still says why.
     expect(result.answer).toContain("↳ worker failed twice; skipping");
@@ -225,7 +225,7 @@ describe("sop runs through the real openai client and the test server", () => {
     const dir = traceDir();
     const { result } = await run(serverTeam(server.url), "Do the two tasks", dir);
     expect(result.result_type).toBe("error");
-    const [first, ...rest] = (result.error ?? "").split("\n");
+    const [first, ...rest] = (result.error?.message ?? "").split("\n");
     expect(first).toMatch(/^plan W-\S+ ended in error: task t1 \(disk full\) failed$/);
     expect(rest.join("\n")).toContain("[error] t2 Second → worker (optional)");
     expect(rest.join("\n")).toContain("I could not finish t1.");
@@ -245,12 +245,12 @@ describe("sop runs through the real openai client and the test server", () => {
     const dir = traceDir();
     const { result, events } = await run(serverTeam(server.url), "Do the two tasks", dir);
     expect(result.result_type).toBe("error");
-    expect(result.error?.split("\n")[0]).toMatch(/^strategist strategist answered 3 times while plan W-\S+ was still running; open tasks: t1 \(inprogress\), t2 \(ready\)$/);
+    expect(result.error?.message.split("\n")[0]).toMatch(/^strategist strategist answered 3 times while plan W-\S+ was still running; open tasks: t1 \(inprogress\), t2 \(ready\)$/);
     expect(events.filter((e) => e.type === "agent.started" && e.agent_id === "strategist")).toHaveLength(3);
     expect(inputs[0]).not.toContain("Still open");
     expect(inputs.at(-1)).toContain("Still open: t1 (inprogress), t2 (ready)");
     // Without plan_id, the tool worked on the run's own plan.
-    expect(result.error).toContain("[inprogress] t1 First → worker");
+    expect(result.error?.message).toContain("[inprogress] t1 First → worker");
   });
 
   it.each([
@@ -264,7 +264,7 @@ describe("sop runs through the real openai client and the test server", () => {
     const dir = traceDir();
     const result = await runTeam(team, { input: "Do the two tasks", traceDir: dir }).result;
     expect(result.result_type).toBe("error");
-    expect(result.error).toMatch(message);
+    expect(result.error?.message).toMatch(message);
     expect(server.chatRequests).toHaveLength(0);
     expect(await openPlanTool(dir).list_plans()).toEqual([]);
   });
@@ -285,7 +285,7 @@ describe("sop runs through the real openai client and the test server", () => {
     // Stopped at the abort, not when the reply came a minute later: a bound that only catches a hang.
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(result.result_type).toBe("error");
-    expect(result.error?.split("\n")[0]).toBe("interrupted");
+    expect(result.error?.message.split("\n")[0]).toBe("interrupted");
     const [plan] = await openPlanTool(dir).list_plans();
     expect(plan).toMatchObject({ status: "running", tasks_done: 0 });
     expect((await openPlanTool(dir).get_task(plan?.plan_id ?? "", "t1"))?.status).toBe("inprogress");

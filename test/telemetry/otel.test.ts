@@ -231,6 +231,8 @@ describe("OpenTelemetry spans of a run", () => {
     expect(failedChat.status?.message).toMatch(/checker model quota exceeded/);
     expect(failedChat.attributes["error.type"]).toBe("_OTHER");
     expect(checker[0]!.status?.code).toBe(2);
+    // A step's error carries its code as its type.
+    expect(checker[0]!.attributes["error.type"]).toBe("MODEL_UNAVAILABLE");
     expect(checkerTool[0]!.status?.code).toBe(2);
     expect(root.status?.code ?? 0).toBe(0);
 

@@ -184,9 +184,9 @@ describe("module tools", () => {
       const file = team(server.url, "  add: { module: ./add.mjs }\n", "add", { "add.mjs": source });
       const { result, events } = await run(file);
       expect(result.result_type).toBe("error");
-      expect(result.error).toMatch(/^agent solver failed: /);
-      expect(result.error).toMatch(message);
-      expect(result.error).not.toContain("\n");
+      expect(result.error?.message).toMatch(/^agent solver failed: /);
+      expect(result.error?.message).toMatch(message);
+      expect(result.error?.message).not.toContain("\n");
       expect(events.some((e) => e.type === "llm.request")).toBe(false);
     }
   });
@@ -290,7 +290,7 @@ describe("runTeam(team, { tools }) with defineTool()", () => {
     await expect(loadTeam(file)).rejects.toThrow(/\/agents\/solver\/tools\/0 unknown tool 'lookup'/);
     // Told of it by name, the team loads; the run without the tool ends with one clear error.
     const { result } = await run(file, { loadTools: ["lookup"] });
-    expect(result).toMatchObject({ result_type: "error", error: `agent solver lists tool "lookup", which neither the team file nor runTeam's tools provide` });
+    expect(result).toMatchObject({ result_type: "error", error: { message: `agent solver lists tool "lookup", which neither the team file nor runTeam's tools provide` } });
     expect(server.chatRequests).toHaveLength(0);
   });
 
@@ -301,12 +301,12 @@ describe("runTeam(team, { tools }) with defineTool()", () => {
     const params = { type: "object" };
     for (const [name, taken] of [["calc", "a tool of the team file"], ["solver", "an agent of the team"], ["terminate", "a built-in tool"]] as const) {
       const { result } = await run(file, { tools: [defineTool({ name, description: "", parameters: params, execute })] });
-      expect(result.error).toBe(`runTeam: tool "${name}" has the name of ${taken}: rename it`);
+      expect(result.error?.message).toBe(`runTeam: tool "${name}" has the name of ${taken}: rename it`);
     }
     const twice = [defineTool({ name: "x", description: "", parameters: params, execute }), defineTool({ name: "x", description: "", parameters: params, execute })];
-    expect((await run(file, { tools: twice })).result.error).toBe(`runTeam: tool "x" has the name of another tool given to runTeam: rename it`);
+    expect((await run(file, { tools: twice })).result.error?.message).toBe(`runTeam: tool "x" has the name of another tool given to runTeam: rename it`);
     const raw = { name: "raw", execute } as unknown as ReturnType<typeof defineTool>;
-    expect((await run(file, { tools: [raw] })).result.error).toBe("runTeam: tools[0] is not a tool (make it with defineTool())");
+    expect((await run(file, { tools: [raw] })).result.error?.message).toBe("runTeam: tools[0] is not a tool (make it with defineTool())");
 
     const bad: Array<[Record<string, unknown>, string]> = [
       [{ name: "has space", description: "", parameters: params, execute }, 'tool "has space": name must use letters'],

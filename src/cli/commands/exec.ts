@@ -2,7 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
-import { describeError } from "../../errors.js";
+import { describeError, RuntimeError } from "../../errors.js";
 import { loadTeamOrReport } from "../load-team.js";
 import type { RecordedReply } from "../../models/recorder.js";
 import { EXIT, type SetExit } from "../exit.js";
@@ -116,7 +116,7 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
 
 async function readInput(words: string[], inputFile?: string): Promise<string> {
   if (inputFile === undefined) return words.join(" ");
-  if (words.length) throw new Error("give the input either as arguments or with --input-file, not both");
+  if (words.length) throw new RuntimeError("USAGE", "give the input either as arguments or with --input-file, not both");
   if (inputFile === "-") {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -127,6 +127,6 @@ async function readInput(words: string[], inputFile?: string): Promise<string> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : describeError(err);
-    throw new Error(`cannot read --input-file ${inputFile}: ${why}`);
+    throw new RuntimeError("USAGE", `cannot read --input-file ${inputFile}: ${why}`);
   }
 }

@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { RuntimeError, describeError } from "../../errors.js";
+import { RuntimeError, codeOf, describeError } from "../../errors.js";
 import type { PlanTool } from "../../plan/plan-tool.js";
 import type { PlanInstance } from "../../plan/types.js";
-import { EXIT, type SetExit } from "../exit.js";
+import { exitStatusOf, type SetExit } from "../exit.js";
 
 interface PlanOptions {
   traceDir?: string;
@@ -53,7 +53,7 @@ async function report(name: string, setExit: SetExit, work: () => Promise<string
     process.stdout.write(`${await work()}\n`);
   } catch (err) {
     process.stderr.write(`runtime plan ${name}: ${describeError(err)}\n`);
-    setExit(err instanceof RuntimeError && err.code === "USAGE" ? EXIT.USAGE : EXIT.RUN_ERROR);
+    setExit(exitStatusOf(codeOf(err)));
   }
 }
 

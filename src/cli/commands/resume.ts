@@ -79,10 +79,10 @@ function parseBudget(pairs: string[]): Budget {
   const budget: Budget = {};
   for (const pair of pairs) {
     const [key, value] = pair.split("=", 2);
-    if (!(BUDGET_KEYS as readonly string[]).includes(key ?? "")) throw new Error(`--budget ${pair}: the limits are ${BUDGET_KEYS.join(", ")}`);
+    if (!(BUDGET_KEYS as readonly string[]).includes(key ?? "")) throw new RuntimeError("USAGE", `--budget ${pair}: the limits are ${BUDGET_KEYS.join(", ")}`);
     const n = Number(value);
-    if (!(n > 0) || !Number.isFinite(n)) throw new Error(`--budget ${pair}: give a positive number`);
-    if (key !== "max_cost_usd" && !Number.isInteger(n)) throw new Error(`--budget ${pair}: give a whole number`);
+    if (!(n > 0) || !Number.isFinite(n)) throw new RuntimeError("USAGE", `--budget ${pair}: give a positive number`);
+    if (key !== "max_cost_usd" && !Number.isInteger(n)) throw new RuntimeError("USAGE", `--budget ${pair}: give a whole number`);
     budget[key as (typeof BUDGET_KEYS)[number]] = n;
   }
   return budget;

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
-import { RuntimeError, describeError } from "../../errors.js";
+import { RuntimeError, codeOf, describeError } from "../../errors.js";
 import type { RunEvent } from "../../events/types.js";
 import type { RunSummary } from "../../store/runs.js";
-import { EXIT, type SetExit } from "../exit.js";
+import { exitStatusOf, type SetExit } from "../exit.js";
 import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
 import type { RunStore } from "../../store/runs.js";
 
@@ -38,9 +38,8 @@ export function registerTrace(program: Command, setExit: SetExit): void {
         const out = await traceCommand(taskId, options);
         process.stdout.write(out);
       } catch (err) {
-        const usage = err instanceof RuntimeError && err.code === "USAGE";
         process.stderr.write(`runtime trace: ${describeError(err)}\n`);
-        setExit(usage ? EXIT.USAGE : EXIT.RUN_ERROR);
+        setExit(exitStatusOf(codeOf(err)));
       }
     });
 }

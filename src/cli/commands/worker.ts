@@ -1,10 +1,10 @@
 import type { Command } from "commander";
-import { RuntimeError, describeError } from "../../errors.js";
+import { codeOf, describeError } from "../../errors.js";
 import type { ResolvedTeam } from "../../config/types.js";
 import { isLoopback, newToken } from "../../server/auth.js";
 import { loadTeamOrReport } from "../load-team.js";
 import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
-import { EXIT, type SetExit } from "../exit.js";
+import { EXIT, exitStatusOf, type SetExit } from "../exit.js";
 import { untilStopped } from "../signals.js";
 
 interface WorkerOptions {
@@ -87,7 +87,7 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
     worker = await startWorker({ store, teams, concurrency, leaseMs, log });
   } catch (err) {
     await store.close();
-    return fail(describeError(err), err instanceof RuntimeError && err.code === "USAGE" ? EXIT.USAGE : EXIT.RUN_ERROR);
+    return fail(describeError(err), exitStatusOf(codeOf(err)));
   }
   const running = worker;
   let ops;

@@ -10,9 +10,13 @@ import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
 import type { Action } from "../structured.js";
 import { outcomeOf } from "../result.js";
+import { codeOf, prefixed, type RunError, unreachable } from "../../errors.js";
+
+/** What `fail` is given on a branch its guard rules out. */
+const NO_ERROR: RunError = { code: "INTERNAL", message: "" };
 
 /** What a service produced, or why it could not; `fatal` failures (interruption) are never passed on. */
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: string; fatal?: boolean };
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: RunError; fatal?: boolean };
 
 export interface FlowInput {
   enable_replanner: boolean;
@@ -31,14 +35,14 @@ interface FlowContext extends FlowInput {
   finished: string[];
   round: number;
   answer?: string;
-  error?: string;
+  error?: RunError;
 }
 
 export type FlowOutput = Pick<AgentResult, "result_type" | "answer" | "error">;
 
 type Executed = Outcome<string>;
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`plan_and_solve_flow machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`plan_and_solve_flow machine: ${what} was not provided`);
 
 const numbered = (steps: string[]) => steps.map((step, i) => `${i + 1}. ${step}`).join("\n");
 
@@ -81,13 +85,13 @@ export const planAndSolveFlowMachine = setup({
       const step = context.steps[0] ?? "";
       const line = outcome.ok
         ? `task:${step}, execute task result:${outcome.value}`
-        : `task:${step}, execute task failed:${outcome.error}`;
+        : `task:${step}, execute task failed:${outcome.error.message}`;
       return { past_steps: `${context.past_steps}\n${line}`, finished: [...context.finished, step] };
     }),
     advance: assign(({ context }) => ({ steps: context.steps.slice(1) })),
     nextRound: assign(({ context }) => ({ round: context.round + 1 })),
     answer: assign((_, answer: string) => ({ answer })),
-    fail: assign((_, error: string) => ({ error })),
+    fail: assign((_, error: RunError) => ({ error })),
   },
 }).createMachine({
   id: "plan_and_solve_flow",
@@ -113,9 +117,9 @@ export const planAndSolveFlowMachine = setup({
             target: "EXECUTE",
             actions: [{ type: "adoptPlan", params: ({ event }) => (event.output.ok ? event.output.value : []) }, { type: "planCreated", params: ({ context }) => ({ steps: context.steps }) }],
           },
-          { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) } },
+          { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? NO_ERROR : event.output.error) } },
         ],
-        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `planning failed: ${String(event.error)}` } },
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => thrown("planning failed: ", event.error) } },
       },
     },
     EXECUTE: {
@@ -154,7 +158,7 @@ export const planAndSolveFlowMachine = setup({
             actions: [{ type: "record", params: ({ event }) => event.output }, "advance", { type: "planUpdated", params: ({ context }) => progress(context) }],
           },
         ],
-        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `execution failed: ${String(event.error)}` } },
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => thrown("execution failed: ", event.error) } },
       },
     },
     REPLAN: {
@@ -165,7 +169,7 @@ export const planAndSolveFlowMachine = setup({
           {
             guard: { type: "failed", params: ({ event }) => ({ outcome: event.output }) },
             target: "FAILED",
-            actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) },
+            actions: { type: "fail", params: ({ event }) => (event.output.ok ? NO_ERROR : event.output.error) },
           },
           {
             guard: { type: "answered", params: ({ event }) => ({ outcome: event.output }) },
@@ -185,7 +189,7 @@ export const planAndSolveFlowMachine = setup({
             actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, { type: "planUpdated", params: ({ context }) => progress(context) }],
           },
         ],
-        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `replanning failed: ${String(event.error)}` } },
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => thrown("replanning failed: ", event.error) } },
       },
     },
     SUMMARY: {
@@ -198,9 +202,9 @@ export const planAndSolveFlowMachine = setup({
             target: "DONE",
             actions: { type: "answer", params: ({ event }) => (event.output.ok ? event.output.value : "") },
           },
-          { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) } },
+          { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? NO_ERROR : event.output.error) } },
         ],
-        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => `summary failed: ${String(event.error)}` } },
+        onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => thrown("summary failed: ", event.error) } },
       },
     },
     DONE: { type: "final" },
@@ -209,10 +213,15 @@ export const planAndSolveFlowMachine = setup({
   output: ({ context }) => outcomeOf(context),
 });
 
-function stepFailure(context: FlowContext, outcome: Executed): string {
-  if (outcome.ok) return "";
+function stepFailure(context: FlowContext, outcome: Executed): RunError {
+  if (outcome.ok) return NO_ERROR;
   if (outcome.fatal) return outcome.error;
-  return `step ${context.finished.length + 1} ("${context.steps[0] ?? ""}") failed: ${outcome.error}`;
+  return prefixed(`step ${context.finished.length + 1} ("${context.steps[0] ?? ""}") failed: `, outcome.error);
+}
+
+/** A service that threw (a bug, or a RuntimeError it let through): its code kept. */
+function thrown(context: string, err: unknown): RunError {
+  return { code: codeOf(err), message: `${context}${String(err)}` };
 }
 
 function newSteps(outcome: Outcome<Action["action"]>): string[] {

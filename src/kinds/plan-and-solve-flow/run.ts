@@ -12,14 +12,12 @@
 import { fromPromise } from "xstate";
 import type { PlanAndSolveFlowConfig } from "../../config/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
-import { describeError } from "../../errors.js";
+import { INTERRUPTED, prefixed, runErrorOf } from "../../errors.js";
 import type { ChatMessage } from "../../models/types.js";
 import type { AgentContext, AgentRunner } from "../types.js";
 import { type Outcome, planAndSolveFlowMachine } from "./machine.js";
 import { runMachine } from "../run-machine.js";
 import { type Action, askStructured, loadSchema, type Plan } from "../structured.js";
-
-const INTERRUPTED = "interrupted";
 
 /** Seed 001's executor framing of one step. */
 export function executorQuery(step: string, past_steps: string): string {
@@ -81,7 +79,7 @@ function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolv
     async execute(step: string, past_steps: string): Promise<Outcome<string>> {
       const result = await ctx.callAgent(config.executor, executorQuery(step, past_steps));
       if (ctx.signal.aborted) return interrupted();
-      if (result.result_type === "error") return { ok: false, error: `executor '${config.executor}': ${result.error ?? "unknown error"}` };
+      if (result.result_type === "error") return { ok: false, error: prefixed(`executor '${config.executor}': `, result.error) };
       return { ok: true, value: result.answer ?? "" };
     },
 
@@ -101,12 +99,12 @@ function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolv
           // Sent back once, as every kind does with a reply cut off at the token limit.
           const again = [...messages, { role: "assistant" as const, content: reply.content }, { role: "user" as const, content: CUT_OFF_ERROR }];
           ({ reply } = await ctx.callModel({ messages: again }));
-          if (isCutOff(reply)) return { ok: false, error: `fallback summary failed: ${CUT_OFF_ERROR.split(";")[0]}, twice` };
+          if (isCutOff(reply)) return { ok: false, error: { code: "MODEL_BAD_REPLY", message: `fallback summary failed: ${CUT_OFF_ERROR.split(";")[0]}, twice` } };
         }
         return { ok: true, value: reply.content ?? "" };
       } catch (err) {
         if (ctx.signal.aborted) return interrupted();
-        return { ok: false, error: `fallback summary failed: ${describeError(err)}` };
+        return { ok: false, error: runErrorOf(err, "fallback summary failed") };
       }
     },
 

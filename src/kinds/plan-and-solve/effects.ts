@@ -13,6 +13,7 @@ import type { TodoLoopContext } from "./todo-context.js";
 import { describeOpen, TODO_TOOL_NAMES } from "./todo-tools.js";
 import type { RecordedResult } from "./answer-checks.js";
 import { verifyAnswer } from "./verifier.js";
+import { unreachable } from "../../errors.js";
 
 export interface EffectsDeps {
   ctx: AgentContext<PlanAndSolveAgentConfig>;
@@ -102,7 +103,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       );
     }
     const [outcome] = await toolbox.run([call], { trace_id });
-    if (!outcome) throw new Error(`the tool box returned no outcome for ${call.name}`);
+    if (!outcome) unreachable(`the tool box returned no outcome for ${call.name}`);
     if (outcome.ok && call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name)) {
       recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result });
     }

@@ -2,12 +2,13 @@ import { assign, fromPromise, setup } from "xstate";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import { WRITE_TOOLS } from "./todo-tools.js";
 import type { Outcome } from "../types.js";
+import { codeOf, type RunError, unreachable } from "../../errors.js";
 import type { PlanAndSolveContext, PlanAndSolveInput, Step, Verdict } from "./types.js";
 
 export type * from "./types.js";
 
 const ID = "plan_and_solve";
-const notProvided = (what: string) => () => Promise.reject(new Error(`plan_and_solve machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`plan_and_solve machine: ${what} was not provided`);
 const at = (path: string) => `#${ID}.${path}`;
 
 /** The calls still to handle: a fresh reply's, else the queue. */
@@ -120,7 +121,10 @@ export const planAndSolveMachine = setup({
     },
   },
   actions: {
-    fail: assign(({ event }) => ({ error: errorText((event as { error?: unknown }).error) })),
+    fail: assign(({ event }) => {
+      const err = (event as { error?: unknown }).error;
+      return { error: { code: codeOf(err), message: errorText(err) } };
+    }),
     take: assign(({ context, event }) => {
       const [current, ...queue] = pending(context, event);
       return { current, queue, outcome: undefined, text: undefined };
@@ -238,7 +242,10 @@ export const planAndSolveMachine = setup({
               {
                 guard: "answerFailed",
                 target: at("FAILED"),
-                actions: assign(({ event }) => (event.output.kind === "rejected" ? { error: event.output.error } : {})),
+                // An answer that keeps failing its checks is a reply the run cannot use.
+                actions: assign(({ event }) =>
+                  event.output.kind === "rejected" ? { error: { code: "MODEL_BAD_REPLY" as const, message: event.output.error } } : {},
+                ),
               },
               // Verification failed: back to SOLVING with the problems (docs/plan-and-solve.md#verifying).
               { guard: "answerRejected", target: at("SOLVING.CheckNextTask"), reenter: true },
@@ -276,15 +283,16 @@ export const planAndSolveMachine = setup({
   },
   output: ({ context }) => {
     const failed = context.error !== undefined || context.status === "failure" || context.answer === undefined;
-    const error = context.error ?? (context.status === "failure" ? context.answer : undefined) ?? "the model gave no answer";
+    const error: RunError = context.error ??
+      (context.status === "failure" ? { code: "GAVE_UP", message: context.answer ?? "" } : { code: "MODEL_BAD_REPLY", message: "the model gave no answer" });
     return failed ? { result_type: "error", error } : { result_type: "answer", answer: context.answer };
   },
 });
 
-function limitMessage(context: PlanAndSolveContext, summary?: string): string {
+function limitMessage(context: PlanAndSolveContext, summary?: string): RunError {
   const message = `reached max_iteration (${context.max_iteration}) before the plan was finished`;
   const one = summary?.replace(/\s+/g, " ").trim();
-  return one ? `${message}. Summary so far: ${one.slice(0, 500)}` : message;
+  return { code: "MAX_ITERATION", message: one ? `${message}. Summary so far: ${one.slice(0, 500)}` : message };
 }
 
 function errorText(err: unknown): string {

@@ -1,6 +1,7 @@
 import type { RunEventBody, TodoItem, TodoStatus } from "../../events/types.js";
 import type { TodoSessions, TodoSessionState, TrackedItem } from "../../store/todo-sessions.js";
 import { checkTransition, isTerminal } from "./task-machine.js";
+import { RuntimeError, unreachable } from "../../errors.js";
 
 /** What a new list is written from: `write_todos` arguments. */
 export interface TodoDraft {
@@ -23,9 +24,6 @@ export interface TodoLoopOptions {
   /** Failed tool calls in a row after which the active item is blocked (the agent's `todo_block_after`). */
   block_after: number;
 }
-
-/** Why a manual update was refused, in words the model can act on. */
-export class TodoRefusal extends Error {}
 
 const MARK: Record<TodoStatus, string> = {
   pending: "[ ]",
@@ -57,7 +55,7 @@ export class TodoLoopContext {
     this.blockAfter = options.block_after;
     const loaded = options.initial === undefined ? options.store?.load(options.session_id) : undefined;
     // An asynchronous store (PostgreSQL) is read by the caller, which passes the list as `initial`.
-    if (loaded instanceof Promise) throw new Error("a todo list from an asynchronous store must be given as `initial`");
+    if (loaded instanceof Promise) unreachable("a todo list from an asynchronous store must be given as `initial`");
     this.state = options.initial ?? loaded ?? { version: 0, items: [] };
   }
 
@@ -101,19 +99,19 @@ export class TodoLoopContext {
     return this.items;
   }
 
-  /** A manual status change (update_todo_item); throws TodoRefusal when the task machine forbids it. */
+  /** A manual status change (update_todo_item); throws TOOL_REFUSED, in words the model can act on, when the task machine forbids it. */
   update(index: number, status: TodoStatus, notes?: string): TodoItem {
     const item = this.state.items[index - 1];
     if (!item) {
       const size = this.state.items.length;
-      throw new TodoRefusal(
+      throw new RuntimeError("TOOL_REFUSED", 
         size === 0
           ? `There is no item ${index}: the todo list is empty; create it with write_todos first.`
           : `There is no item ${index}: the list has items 1 to ${size}.`,
       );
     }
     const check = checkTransition(item.status, status);
-    if (!check.ok) throw new TodoRefusal(`Cannot mark item ${index} ${status}: ${check.reason}.`);
+    if (!check.ok) throw new RuntimeError("TOOL_REFUSED", `Cannot mark item ${index} ${status}: ${check.reason}.`);
     const notesChanged = notes !== undefined && notes !== item.notes;
     if (!check.changed && !notesChanged) return publicItem(item);
     const wasDone = this.allTerminal();

@@ -1,3 +1,4 @@
+import type { RunError } from "../../errors.js";
 import type { TodoItem } from "../../events/types.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
@@ -70,7 +71,7 @@ export interface PlanAndSolveContext extends PlanAndSolveInput {
   plan_invalid: boolean;
   answer?: string;
   status?: "success" | "failure";
-  error?: string;
+  error?: RunError;
 }
 
 /** What an invoked actor hands back: a model reply or a tool outcome. */

@@ -19,12 +19,13 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { AgentResult } from "../types.js";
 import { outcomeOf } from "../result.js";
+import { prefixed, type RunError, unreachable } from "../../errors.js";
 
 /** What a phase produced, or why it could not (`interrupted` when the step's signal fired). */
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: string };
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: RunError };
 
 /** What one solver run produced: the seed's draft. */
-export type SolverOutcome = { task: string; ok: true; output: string } | { task: string; ok: false; error: string };
+export type SolverOutcome = { task: string; ok: true; output: string } | { task: string; ok: false; error: RunError };
 
 export interface PlanSolverInput {
   /** The user's request, the objective every agent of the pipeline is told. */
@@ -42,15 +43,18 @@ interface PlanSolverContext extends PlanSolverInput {
   tasks: string[];
   drafts: SolverOutcome[];
   answer?: string;
-  error?: string;
+  error?: RunError;
 }
 
 /** Without an aggregator, the answer is the solvers' outputs joined in plan order. */
 export function joinedOutputs(drafts: SolverOutcome[]): string {
-  return drafts.map((d, i) => `${i + 1}. ${d.task}\n${d.ok ? d.output : `FAILED: ${d.error}`}`).join("\n\n");
+  return drafts.map((d, i) => `${i + 1}. ${d.task}\n${d.ok ? d.output : `FAILED: ${d.error.message}`}`).join("\n\n");
 }
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`plan_solver machine: ${what} was not provided`));
+/** What `fail` is given on a branch its guard rules out. */
+const NO_ERROR: RunError = { code: "INTERNAL", message: "" };
+
+const notProvided = (what: string) => async () => unreachable(`plan_solver machine: ${what} was not provided`);
 
 export const planSolverMachine = setup({
   types: {
@@ -77,7 +81,7 @@ export const planSolverMachine = setup({
     adoptPlan: assign((_, tasks: string[]) => ({ tasks })),
     keepDrafts: assign((_, drafts: SolverOutcome[]) => ({ drafts })),
     answer: assign((_, answer: string) => ({ answer })),
-    fail: assign((_, error: string) => ({ error })),
+    fail: assign((_, error: RunError) => ({ error })),
   },
 }).createMachine({
   id: "plan_solver",
@@ -94,7 +98,7 @@ export const planSolverMachine = setup({
           {
             guard: { type: "failed", params: ({ event }) => ({ outcome: event.output }) },
             target: "FAILED",
-            actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) },
+            actions: { type: "fail", params: ({ event }) => (event.output.ok ? NO_ERROR : event.output.error) },
           },
           {
             target: "SOLVE",
@@ -114,7 +118,7 @@ export const planSolverMachine = setup({
           {
             guard: { type: "failed", params: ({ event }) => ({ outcome: event.output }) },
             target: "FAILED",
-            actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) },
+            actions: { type: "fail", params: ({ event }) => (event.output.ok ? NO_ERROR : event.output.error) },
           },
           {
             guard: "hasAggregator",
@@ -136,7 +140,7 @@ export const planSolverMachine = setup({
           {
             guard: { type: "failed", params: ({ event }) => ({ outcome: event.output }) },
             target: "FAILED",
-            actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) },
+            actions: { type: "fail", params: ({ event }) => (event.output.ok ? NO_ERROR : event.output.error) },
           },
           {
             target: "DONE",
@@ -161,7 +165,8 @@ export const planSolverMachine = setup({
   output: ({ context }) => outcomeOf(context),
 });
 
-function allFailedError({ drafts, solver }: PlanSolverContext): string {
+/** Every solver failed: the first one's code, since it is the one the message names. */
+function allFailedError({ drafts, solver }: PlanSolverContext): RunError {
   const first = drafts.find((d) => !d.ok);
-  return `all ${drafts.length} runs of solver '${solver}' failed${first && !first.ok ? `; the first: ${first.error}` : ""}`;
+  return prefixed(`all ${drafts.length} runs of solver '${solver}' failed; the first: `, first && !first.ok ? first.error : undefined);
 }

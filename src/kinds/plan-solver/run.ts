@@ -16,8 +16,8 @@ import { mapLimited } from "./concurrency.js";
 import { type Outcome, planSolverMachine, type SolverOutcome } from "./machine.js";
 import { askStructured, loadSchema, type Plan } from "../structured.js";
 import { runMachine } from "../run-machine.js";
+import { INTERRUPTED, prefixed } from "../../errors.js";
 
-const INTERRUPTED = "interrupted";
 
 /** What a solver is asked: the objective and the whole plan for context, then its one task. */
 export function solverQuery(input: string, tasks: string[], index: number): string {
@@ -36,7 +36,7 @@ export function aggregatorQuery(input: string, outcomes: SolverOutcome[]): strin
   const sections = outcomes.map((o, i) =>
     o.ok
       ? `### Task ${i + 1}: ${o.task}\nStatus: completed\nResult:\n${o.output}`
-      : `### Task ${i + 1}: ${o.task}\nStatus: FAILED\nError: ${o.error}`,
+      : `### Task ${i + 1}: ${o.task}\nStatus: FAILED\nError: ${o.error.message}`,
   );
   return [
     `The overall objective is:\n${input}`,
@@ -84,7 +84,7 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
       }
       return result.result_type === "answer"
         ? { task, ok: true, output: result.answer ?? "" }
-        : { task, ok: false, error: result.error ?? "unknown error" };
+        : { task, ok: false, error: prefixed("", result.error) };
     });
     if (ctx.signal.aborted) return interrupted();
     return { ok: true, value: drafts };
@@ -95,7 +95,7 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
     const aggregated = await ctx.callAgent(aggregator, aggregatorQuery(objective, drafts));
     if (ctx.signal.aborted) return interrupted();
     if (aggregated.result_type === "error") {
-      return { ok: false, error: `aggregator '${aggregator}' failed: ${aggregated.error ?? "unknown error"}` };
+      return { ok: false, error: prefixed(`aggregator '${aggregator}' failed: `, aggregated.error) };
     }
     return { ok: true, value: aggregated.answer ?? "" };
   };

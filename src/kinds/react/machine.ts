@@ -3,6 +3,7 @@ import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
 import { outcomeOf, type Outcome } from "../result.js";
 import { terminated } from "../terminate.js";
+import { codeOf, type RunError, unreachable } from "../../errors.js";
 import type { ReactAction } from "./protocol.js";
 import type { RecursionRecord } from "./state.js";
 
@@ -32,10 +33,10 @@ export interface ReactContext extends ReactInput {
   action?: ReactAction;
   result_type?: "answer" | "error";
   answer?: string;
-  error?: string;
+  error?: RunError;
 }
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`react machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`react machine: ${what} was not provided`);
 
 /**
  * INPUT's bookkeeping: the next recursion, with a fresh trace_id from the
@@ -119,7 +120,7 @@ export const reactMachine = setup({
               target: "EXIT",
               actions: assign(({ context }) => ({
                 result_type: "error" as const,
-                error: `reached max_iteration (${context.max_iteration}) without an answer`,
+                error: { code: "MAX_ITERATION" as const, message: `reached max_iteration (${context.max_iteration}) without an answer` },
               })),
             },
             { target: "CALL_LLM" },
@@ -143,7 +144,7 @@ export const reactMachine = setup({
                   target: "#react.RECURSION.EXIT",
                   actions: assign(({ event }) => ({
                     result_type: "error" as const,
-                    error: event.error instanceof Error ? event.error.message : String(event.error),
+                    error: { code: codeOf(event.error), message: event.error instanceof Error ? event.error.message : String(event.error) },
                   })),
                 },
               },
@@ -181,7 +182,7 @@ export const reactMachine = setup({
                     const end = terminated(event.output);
                     if (!end) return { history };
                     return end.status === "failure"
-                      ? { history, result_type: "error" as const, error: end.answer }
+                      ? { history, result_type: "error" as const, error: { code: "GAVE_UP" as const, message: end.answer } }
                       : { history, result_type: "answer" as const, answer: end.answer };
                   }),
                 },

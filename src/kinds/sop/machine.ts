@@ -25,6 +25,7 @@ import type { PlanInstance } from "../../plan/types.js";
 import type { AgentResult } from "../types.js";
 import { failureReport, planErrorReason, report } from "./report.js";
 import { outcomeOf } from "../result.js";
+import { unreachable, type RunError } from "../../errors.js";
 
 /** The strategist's first round plus the reminders it may get when it answers too early. */
 export const MAX_STRATEGIST_ROUNDS = 3;
@@ -32,7 +33,7 @@ export const MAX_STRATEGIST_ROUNDS = 3;
 /** How one strategist round ended. */
 export type Round =
   | { outcome: "answered"; answer: string }
-  | { outcome: "failed"; error: string }
+  | { outcome: "failed"; error: RunError }
   /** The step's signal fired, before the round or during it. */
   | { outcome: "interrupted" };
 
@@ -51,13 +52,13 @@ interface SopContext extends SopInput {
   plan?: PlanInstance;
   /** The last answer of the strategist: the report's summary. */
   strategistAnswer: string;
-  strategistError?: string;
+  strategistError?: RunError;
   interrupted: boolean;
   answer?: string;
-  error?: string;
+  error?: RunError;
 }
 
-const notProvided = (what: string) => () => Promise.reject(new Error(`sop machine: ${what} was not provided`));
+const notProvided = (what: string) => async () => unreachable(`sop machine: ${what} was not provided`);
 
 type PlanRead = { plan: PlanInstance };
 
@@ -69,7 +70,7 @@ export const sopMachine = setup({
   },
   actors: {
     /** Instantiate the workflow as this run's plan; `error` says why it could not. */
-    createPlan: fromPromise<{ ok: true } | { ok: false; error: string }>(notProvided("createPlan")),
+    createPlan: fromPromise<{ ok: true } | { ok: false; error: RunError }>(notProvided("createPlan")),
     readPlan: fromPromise<PlanInstance>(notProvided("readPlan")),
     /** One strategist round on the plan as last read; `round` 2 and later remind it of the open tasks. */
     drive: fromPromise<Round, { plan: PlanInstance; round: number }>(notProvided("drive")),
@@ -98,7 +99,7 @@ export const sopMachine = setup({
       }
     }),
     answer: assign((_, answer: string) => ({ answer })),
-    fail: assign((_, error: string) => ({ error })),
+    fail: assign((_, error: RunError) => ({ error })),
   },
 }).createMachine({
   id: "sop",
@@ -114,7 +115,7 @@ export const sopMachine = setup({
           {
             guard: { type: "refused", params: ({ event }) => ({ ok: event.output.ok }) },
             target: "FAILED",
-            actions: { type: "fail", params: ({ event }) => (event.output.ok ? "" : event.output.error) },
+            actions: { type: "fail", params: ({ event }) => (event.output.ok ? { code: "INTERNAL", message: "" } : event.output.error) },
           },
           { target: "CHECK_PLAN", actions: "announcePlan" },
         ],
@@ -127,7 +128,7 @@ export const sopMachine = setup({
           {
             guard: "interrupted",
             target: "FAILED",
-            actions: { type: "fail", params: ({ event }) => failureReport("interrupted", event.output) },
+            actions: { type: "fail", params: ({ event }) => ({ code: "ABORTED", message: failureReport("interrupted", event.output) }) },
           },
           {
             guard: { type: "planCompleted", params: ({ event }) => ({ plan: event.output }) },
@@ -139,8 +140,10 @@ export const sopMachine = setup({
             target: "FAILED",
             actions: {
               type: "fail",
-              params: ({ context, event }) =>
-                failureReport(`strategist ${context.strategist} failed: ${context.strategistError ?? ""}`, event.output),
+              params: ({ context, event }) => ({
+                code: context.strategistError?.code ?? "INTERNAL",
+                message: failureReport(`strategist ${context.strategist} failed: ${context.strategistError?.message ?? ""}`, event.output),
+              }),
             },
           },
           {
@@ -148,7 +151,11 @@ export const sopMachine = setup({
             target: "FAILED",
             actions: {
               type: "fail",
-              params: ({ context, event }) => failureReport(planErrorReason(event.output), event.output, context.strategistAnswer),
+              // The agents marked a required task as failed: the run ends as the failure they reported.
+              params: ({ context, event }) => ({
+                code: "GAVE_UP",
+                message: failureReport(planErrorReason(event.output), event.output, context.strategistAnswer),
+              }),
             },
           },
           {
@@ -160,7 +167,10 @@ export const sopMachine = setup({
             target: "FAILED",
             actions: {
               type: "fail",
-              params: ({ context, event }) => failureReport(stillRunning(context, event.output), event.output, context.strategistAnswer),
+              params: ({ context, event }) => ({
+                code: "MAX_ITERATION",
+                message: failureReport(stillRunning(context, event.output), event.output, context.strategistAnswer),
+              }),
             },
           },
         ],
@@ -185,6 +195,6 @@ function stillRunning({ strategist }: SopContext, plan: PlanInstance): string {
 
 /** DRIVE is entered from CHECK_PLAN only, which keeps the plan it read. */
 function planOf({ plan }: SopContext): PlanInstance {
-  if (!plan) throw new Error("sop machine: DRIVE entered before any CHECK_PLAN");
+  if (!plan) unreachable("sop machine: DRIVE entered before any CHECK_PLAN");
   return plan;
 }

@@ -26,6 +26,7 @@
 import type { Workflow } from "../../config/types.js";
 import type { PlanTool } from "../../plan/plan-tool.js";
 import type { PlanInstance, PlanRules, TaskInfo } from "../../plan/types.js";
+import { RuntimeError } from "../../errors.js";
 
 const SETTLED = new Set(["completed", "skipped", "error"]);
 
@@ -54,7 +55,7 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
   };
   const read = async (): Promise<PlanInstance> => {
     const plan = await planTool.get_plan_structure(plan_id);
-    if (!plan) throw new Error(`plan ${plan_id} is gone`);
+    if (!plan) throw new RuntimeError("NOT_FOUND", `plan ${plan_id} is gone`);
     return plan;
   };
 
@@ -72,7 +73,7 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
               : change.status === "completed" && task.status === "inprogress"
                 ? workRefusal(task, change.caller, startedAt.get(task.task_id), worked)
                 : undefined;
-          if (refusal) throw new Error(refusal);
+          if (refusal) throw new RuntimeError("TOOL_REFUSED", refusal);
         }
         const outcome = await apply();
         if (outcome.ok) {
@@ -87,7 +88,7 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
         // A replay runs in a scratch store where the plan was never created: nothing to judge against.
         const plan = await planTool.get_plan_structure(plan_id);
         const refusal = plan && sawAll(plan) ? roleRefusal(plan, agent) : undefined;
-        if (refusal) throw new Error(refusal);
+        if (refusal) throw new RuntimeError("TOOL_REFUSED", refusal);
       });
       const result = await call();
       worked.push({ agent, endedAt: ++clock });

@@ -7,7 +7,7 @@
  */
 import { fromPromise } from "xstate";
 import type { AgentConfig, SopAgentConfig, Workflow } from "../../config/types.js";
-import { RuntimeError } from "../../errors.js";
+import { RuntimeError, prefixed, type RunError } from "../../errors.js";
 import { newPlanId, type PlanTool } from "../../plan/plan-tool.js";
 import { describeOpenTasks } from "../../plan/tree.js";
 import type { PlanInstance } from "../../plan/types.js";
@@ -75,7 +75,7 @@ function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
     const result = await ctx.callAgent(strategist, strategistInput(workflow, plan, request, round > 1));
     if (ctx.signal.aborted) return { outcome: "interrupted" };
     return result.result_type === "error"
-      ? { outcome: "failed", error: result.error ?? "unknown error" }
+      ? { outcome: "failed", error: prefixed("", result.error) }
       : { outcome: "answered", answer: result.answer ?? "" };
   };
 
@@ -88,7 +88,7 @@ function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
           const created = await planTool.createPlan(planId, structure, { emit: (body) => ctx.emit(body), run_task_id: ctx.task_id });
           return created.ok
             ? { ok: true as const }
-            : { ok: false as const, error: `cannot create plan from workflow '${workflow.id}': ${created.error}` };
+            : { ok: false as const, error: { code: "CONFIG_INVALID", message: `cannot create plan from workflow '${workflow.id}': ${created.error}` } as RunError };
         }),
       ),
       readPlan: fromPromise(() => ctx.remember("plan", () => readPlan(planTool, planId))),
@@ -123,7 +123,7 @@ async function readPlan(planTool: PlanTool, planId: string): Promise<PlanInstanc
   return plan;
 }
 
-/** A run that failed before it had a plan. */
-function failure(error: string): Outcome {
-  return { result_type: "error", error };
+/** A run that failed before it had a plan: the team file names what cannot be run. */
+function failure(message: string): Outcome {
+  return { result_type: "error", error: { code: "CONFIG_INVALID", message } };
 }

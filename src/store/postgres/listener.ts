@@ -8,6 +8,7 @@
  * whoever listens catches up on what it may have missed meanwhile.
  */
 import pg from "pg";
+import { unreachable } from "../../errors.js";
 
 type Handler = (payload: string) => void;
 
@@ -90,6 +91,6 @@ export class ChannelListener {
 }
 
 function ident(channel: string): string {
-  if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`not a channel name: ${channel}`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(channel)) unreachable(`not a channel name: ${channel}`);
   return channel;
 }

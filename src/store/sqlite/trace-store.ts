@@ -161,7 +161,7 @@ export class TraceStore {
       const event = events[i]!;
       // As the trigger holds batches to: a run's events in seq order, each once (the append is undone).
       if (!(event.seq > lastSeq)) {
-        throw new Error(`UNIQUE constraint failed: event_batches.first_seq (seq ${event.seq} of run ${first.task_id} after ${lastSeq} in one append)`);
+        throw new RuntimeError("STORE", `UNIQUE constraint failed: event_batches.first_seq (seq ${event.seq} of run ${first.task_id} after ${lastSeq} in one append)`);
       }
       json += `,${takeEventJson(event)}`;
       lastSeq = event.seq;

@@ -1,6 +1,7 @@
 import type { KnowledgeConfig } from "../../config/types.js";
 import { openLibrary } from "../knowledge/library.js";
 import type { Tool } from "../types.js";
+import { RuntimeError } from "../../errors.js";
 
 /** Most passages one lookup may ask for. */
 export const MAX_TOP_K = 10;
@@ -30,7 +31,7 @@ export function knowledgeLookupTool(config: KnowledgeConfig | undefined): Tool {
     max_output_bytes: 65536,
     execute: async (args) => {
       // references.ts refuses a team that lists the tool without knowledge; a library caller may still build one.
-      if (!config) throw new Error("this team has no knowledge: add knowledge: {paths: [...]} to the team file");
+      if (!config) throw new RuntimeError("CONFIG_INVALID", "this team has no knowledge: add knowledge: {paths: [...]} to the team file");
       const query = String(args.query);
       const library = await openLibrary(config);
       const passages = library.search(query, typeof args.top_k === "number" ? args.top_k : config.top_k);

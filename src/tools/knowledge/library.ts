@@ -9,7 +9,7 @@ import { extname, isAbsolute, join, relative } from "node:path";
 import type MiniSearch from "minisearch";
 import type { KnowledgeConfig } from "../../config/types.js";
 import { MAX_KNOWLEDGE_FILE_BYTES } from "../../config/references.js";
-import { describeError } from "../../errors.js";
+import { describeError, RuntimeError } from "../../errors.js";
 import { passagesOf, type Passage } from "./passages.js";
 
 /** Files a folder may give; others are not read. */
@@ -112,14 +112,14 @@ async function listFiles(config: KnowledgeConfig, skipped: Library["skipped"], n
     try {
       real = await realpath(path);
     } catch (err) {
-      throw new Error(`knowledge path ${name(path)}: ${describeError(err)}`);
+      throw new RuntimeError("CONFIG_INVALID", `knowledge path ${name(path)}: ${describeError(err)}`);
     }
     if (folder !== undefined && real !== folder && !inside(real, folder)) {
       if (fromFolder) {
         skipped.push({ source: name(path), reason: "outside the team file's folder" });
         return;
       }
-      throw new Error(`knowledge path ${name(path)} is outside the team file's folder`);
+      throw new RuntimeError("CONFIG_INVALID", `knowledge path ${name(path)} is outside the team file's folder`);
     }
     const info = await stat(real);
     if (info.isDirectory()) {

@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult, Tool as McpToolSpec } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolConfig } from "../../config/types.js";
-import { describeError } from "../../errors.js";
+import { describeError, RuntimeError } from "../../errors.js";
 import { ServerProcessTransport } from "./stdio-transport.js";
 
 /** How the runtime introduces itself to servers. */
@@ -74,20 +74,20 @@ export class McpConnection {
         : deadline.aborted
           ? `no answer within ${config.connect_timeout_ms} ms (connect_timeout_ms)`
           : (ended ?? startError(err));
-      throw new Error(`MCP server "${config.name}" did not start: ${why}`);
+      throw new RuntimeError("TOOL_FAILED", `MCP server "${config.name}" did not start: ${why}`);
     }
   }
 
   /** Call tool `name` of the server; its result as the server sent it. */
   async call(name: string, args: Record<string, unknown>, signal: AbortSignal, timeout_ms: number): Promise<CallToolResult> {
-    if (this.lostMessage) throw new Error(this.lostMessage);
+    if (this.lostMessage) throw new RuntimeError("TOOL_FAILED", this.lostMessage);
     try {
       // The ToolBox's own timeout (the same figure) ends the call first and says so; this one is the SDK's, which must not be shorter.
       const result = await this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeout_ms + 1000 });
       return result as CallToolResult;
     } catch (err) {
-      if (this.lostMessage) throw new Error(this.lostMessage);
-      throw new Error(`MCP server "${this.config.name}": ${describeError(err).replace(/^MCP error -?\d+: /, "")}`);
+      if (this.lostMessage) throw new RuntimeError("TOOL_FAILED", this.lostMessage);
+      throw new RuntimeError("TOOL_FAILED", `MCP server "${this.config.name}": ${describeError(err).replace(/^MCP error -?\d+: /, "")}`);
     }
   }
 
@@ -121,7 +121,7 @@ function offered(config: McpToolConfig, listed: McpToolSpec[]): McpToolSpec[] {
   const missing = config.tools.filter((name) => !byName.has(name));
   if (missing.length > 0) {
     const names = listed.map((t) => t.name);
-    throw new Error(`it lists no tool named ${missing.map((n) => `"${n}"`).join(", ")} (mcp.tools); it lists: ${names.join(", ") || "nothing"}`);
+    throw new RuntimeError("CONFIG_INVALID", `it lists no tool named ${missing.map((n) => `"${n}"`).join(", ")} (mcp.tools); it lists: ${names.join(", ") || "nothing"}`);
   }
   return config.tools.flatMap((name) => byName.get(name) ?? []);
 }

@@ -2,6 +2,7 @@ import type { McpToolConfig } from "../../config/types.js";
 import type { Tool } from "../types.js";
 import type { McpConnection } from "./connection.js";
 import { mcpTool } from "./tool.js";
+import { RuntimeError } from "../../errors.js";
 
 /**
  * The MCP client (its SDK and zod, ~130 modules) loads with a run's first MCP
@@ -38,7 +39,7 @@ export class McpServers {
   async tools(config: McpToolConfig, signal: AbortSignal): Promise<Tool[]> {
     let start = this.started.get(config.name);
     if (!start) {
-      if (this.closed) throw new Error(`MCP server "${config.name}": the run has ended`);
+      if (this.closed) throw new RuntimeError("ABORTED", `MCP server "${config.name}": the run has ended`);
       const closing = (this.closing ??= new AbortController()).signal;
       start = connections().then(({ McpConnection }) => McpConnection.open(config, closing, this.onLost)).then((connection) => {
         this.ready.set(config.name, connection.tools.map((spec) => mcpTool(config, spec, connection)));
@@ -75,9 +76,9 @@ export class McpServers {
 
 /** `promise`, or a rejection with `message` as soon as `signal` fires. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, message: string): Promise<T> {
-  if (signal.aborted) return Promise.reject(new Error(message));
+  if (signal.aborted) return Promise.reject(new RuntimeError("ABORTED", message));
   return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(new Error(message));
+    const onAbort = (): void => reject(new RuntimeError("ABORTED", message));
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(
       (value) => {
@@ -86,7 +87,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, message: stri
       },
       (err: unknown) => {
         signal.removeEventListener("abort", onAbort);
-        reject(err instanceof Error ? err : new Error(String(err)));
+        reject(err instanceof Error ? err : new RuntimeError("TOOL_FAILED", String(err)));
       },
     );
   });

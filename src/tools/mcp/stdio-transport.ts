@@ -6,6 +6,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpStdioServer } from "../../config/types.js";
 import { callProcesses, type CallProcesses } from "../process-tree.js";
+import { RuntimeError } from "../../errors.js";
 
 /** How much of the server's stderr is kept for error messages. */
 const STDERR_KEEP_BYTES = 4096;
@@ -45,7 +46,7 @@ export class ServerProcessTransport implements Transport {
 
   start(): Promise<void> {
     const [program, ...args] = this.server.command;
-    if (program === undefined) return Promise.reject(new Error("the command is empty"));
+    if (program === undefined) return Promise.reject(new RuntimeError("CONFIG_INVALID", "the command is empty"));
     // After the server's env: its configuration cannot take the marker away.
     const env = { ...getDefaultEnvironment(), ...this.server.env, ...this.processes.env };
     const executable = program.startsWith(".") ? resolvePath(this.server.cwd, program) : program;
@@ -58,8 +59,8 @@ export class ServerProcessTransport implements Transport {
       });
       child.once("error", (err: NodeJS.ErrnoException) => {
         const why = err.code === "ENOENT" ? `program not found: ${program}` : err.message;
-        reject(new Error(why));
-        this.onerror?.(new Error(why));
+        reject(new RuntimeError("TOOL_FAILED", why));
+        this.onerror?.(new RuntimeError("TOOL_FAILED", why));
       });
       child.stdout.on("data", (chunk: Buffer) => {
         try {
@@ -102,7 +103,7 @@ export class ServerProcessTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
-    if (!stdin || !stdin.writable || this.exit) return Promise.reject(new Error("the server is not running"));
+    if (!stdin || !stdin.writable || this.exit) return Promise.reject(new RuntimeError("TOOL_FAILED", "the server is not running"));
     return new Promise((resolve) => {
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once("drain", resolve);
@@ -153,7 +154,7 @@ export class ServerProcessTransport implements Transport {
 }
 
 function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
+  return err instanceof Error ? err : new RuntimeError("TOOL_FAILED", String(err));
 }
 
 function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {

@@ -2,6 +2,7 @@ import type { CallToolResult, Tool as McpToolSpec } from "@modelcontextprotocol/
 import type { JsonSchema, McpToolConfig } from "../../config/types.js";
 import type { Tool } from "../types.js";
 import type { McpConnection } from "./connection.js";
+import { RuntimeError } from "../../errors.js";
 
 /**
  * One tool of an MCP server as a runtime Tool: the server's name,
@@ -44,7 +45,7 @@ function inputSchema(schema: McpToolSpec["inputSchema"]): JsonSchema {
  */
 export function resultForModel(result: CallToolResult): unknown {
   const text = result.content.map(describePart).filter((t) => t !== "").join("\n");
-  if (result.isError) throw new Error(text.replace(/\s*\n\s*/g, " ") || "the tool reported an error without a message");
+  if (result.isError) throw new RuntimeError("TOOL_FAILED", text.replace(/\s*\n\s*/g, " ") || "the tool reported an error without a message");
   if (result.structuredContent !== undefined) return result.structuredContent;
   return text;
 }

@@ -87,7 +87,7 @@ describe("agents as tools", () => {
     });
     // Cancelled, not waited out (the helper's reply was a minute away).
     expect(Date.now() - started).toBeLessThan(20_000);
-    expect(result).toMatchObject({ result_type: "error", error: "interrupted", interrupted: true });
+    expect(result).toMatchObject({ result_type: "error", error: { code: "ABORTED", message: "interrupted" }, interrupted: true });
 
     const finished = ofType(events, "agent.finished");
     const helperDone = finished.find((e) => e.agent_id === "helper");

@@ -83,7 +83,7 @@ describe("plan_solver states (seed 000 §8–9)", () => {
     const team = makeTeam(url, solverFlow({ aggregator: undefined }), ["planner", "solver"]);
     const { result, events } = await runAll(team, { input: "two things", traceDir: traceDir() });
 
-    expect(result.error).toMatch(/^all 2 runs of solver 'solver' failed; the first: /);
+    expect(result.error?.message).toMatch(/^all 2 runs of solver 'solver' failed; the first: /);
     expect(walk(events, "plan_solver")).toEqual(["INIT", "PLAN", "SOLVE", "JOIN", "FAILED"]);
   });
 
@@ -164,7 +164,7 @@ workflows:
     const url = await serve(byAgent({ strategist: (n) => strategist[n] ?? done("?"), worker: () => done("t1 result") }));
     const { result, events } = await runSop(url);
 
-    expect(result.result_type, result.error).toBe("answer");
+    expect(result.result_type, result.error?.message).toBe("answer");
     expect(result.answer).toMatch(/^All done\.\n\nplan W-/);
     expect(walk(events, "sop")).toEqual(["INIT", "CREATE_PLAN", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DONE"]);
     expect(timeline(events.filter((e) => e.type !== "agent.started" || e.agent_id === "strategist"), "sop", "review")).toEqual([
@@ -176,7 +176,7 @@ workflows:
     const url = await serve(byAgent({ strategist: () => done("Done, I think.") }));
     const { result, events } = await runSop(url);
 
-    expect(result.error?.split("\n")[0]).toMatch(/^strategist strategist answered 3 times while plan W-\S+ was still running/);
+    expect(result.error?.message.split("\n")[0]).toMatch(/^strategist strategist answered 3 times while plan W-\S+ was still running/);
     expect(walk(events, "sop")).toEqual([
       "INIT", "CREATE_PLAN", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "FAILED",
     ]);

@@ -152,7 +152,7 @@ describe("plan_and_solve_flow", () => {
     const { result, events } = await runAll(makeTeam(url, flowAgent(), ["planner", "executor"]), { input: "Area?", traceDir: traceDir() });
 
     expect(result.result_type).toBe("error");
-    expect(result.error).toBe(
+    expect(result.error?.message).toBe(
       "planner 'planner' gave no valid Plan, even after one repair: the JSON does not match the schema: /steps must NOT have fewer than 1 items",
     );
     const planner = requestsOf("planner").map(queryOf);
@@ -160,7 +160,7 @@ describe("plan_and_solve_flow", () => {
     expect(planner[1]).toContain("must have required property 'steps'");
     expect(planner[1]).toContain("must NOT have additional properties ('plan')");
     expect(requestsOf("executor")).toHaveLength(0);
-    expect(ofType(events, "run.finished")[0]).toMatchObject({ result_type: "error", error: result.error });
+    expect(ofType(events, "run.finished")[0]).toMatchObject({ result_type: "error", error: result.error?.message, error_code: result.error?.code });
   });
 
   it("sends an ambiguous Action back to the replanner once for repair", async () => {
@@ -237,7 +237,7 @@ describe("plan_and_solve_flow", () => {
     });
     const { result } = await runAll(makeTeam(url, flowAgent(), ["planner", "executor"]), { input: "go", traceDir: traceDir() });
     expect(result.result_type).toBe("error");
-    expect(result.error).toMatch(/^step 2 \("b"\) failed: executor 'executor': .*the executor broke/);
+    expect(result.error?.message).toMatch(/^step 2 \("b"\) failed: executor 'executor': .*the executor broke/);
     expect(requestsOf("executor")).toHaveLength(2);
   });
 
@@ -268,7 +268,7 @@ describe("plan_and_solve_flow", () => {
     });
     // Stopped at the abort, not when the executor's reply came a minute later.
     expect(Date.now() - started).toBeLessThan(20_000);
-    expect(result).toMatchObject({ result_type: "error", error: "interrupted", interrupted: true });
+    expect(result).toMatchObject({ result_type: "error", error: { code: "ABORTED", message: "interrupted" }, interrupted: true });
     expect(requestsOf("executor")).toHaveLength(1);
     const flowStates = ofType(events, "state.changed").filter((e) => e.machine === "plan_and_solve_flow");
     expect(flowStates.at(-1)?.to).toBe("FAILED");

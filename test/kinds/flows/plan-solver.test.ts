@@ -128,7 +128,7 @@ describe("plan_solver", () => {
     const { result } = await runAll(team, { input: "?", traceDir: traceDir() });
     expect(result).toMatchObject({
       result_type: "error",
-      error: "planner 'planner' gave no valid Plan, even after one repair: no JSON object found in the answer",
+      error: { code: "PARSE_FAILED", message: "planner 'planner' gave no valid Plan, even after one repair: no JSON object found in the answer" },
     });
     expect(requestsOf("planner")).toHaveLength(2);
     expect(requestsOf("solver")).toHaveLength(0);
@@ -154,7 +154,7 @@ describe("plan_solver", () => {
 
     // The solvers in flight were cancelled, not waited out (their replies were a minute away).
     expect(Date.now() - started).toBeLessThan(20_000);
-    expect(result).toMatchObject({ result_type: "error", error: "interrupted", interrupted: true });
+    expect(result).toMatchObject({ result_type: "error", error: { code: "ABORTED", message: "interrupted" }, interrupted: true });
     expect(requestsOf("solver")).toHaveLength(4);
     expect(requestsOf("aggregator")).toHaveLength(0);
     const solverEnds = ofType(events, "agent.finished").filter((e) => e.agent_id === "solver");

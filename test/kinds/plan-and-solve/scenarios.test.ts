@@ -206,7 +206,8 @@ describe("plan_and_solve: ending the run", () => {
     const file = planTeam(s.url, "    max_iteration: 3");
     const { events, result } = await runPlan(file, "q", { traceDir, sessionId: "chat-42" });
     expect(result.result_type).toBe("error");
-    expect(result.error).toMatch(/^reached max_iteration \(3\) before the plan was finished\. Summary so far: The area is 78\.54/);
+    expect(result.error?.code).toBe("MAX_ITERATION");
+    expect(result.error?.message).toMatch(/^reached max_iteration \(3\) before the plan was finished\. Summary so far: The area is 78\.54/);
     expect(topLevel(events)).toEqual(["IDLE", "PLANNING", "SOLVING", "FinalSummary", "FAILED"]);
     expect(events.filter((e) => e.type === "recursion.started")).toHaveLength(3);
     const bodies = s.chatRequests.map((r) => r.body);
@@ -320,8 +321,8 @@ describe("plan_and_solve: ending the run", () => {
     ]);
     const { events, result } = await runPlan(planTeam(s.url), "q");
     expect(result.result_type).toBe("error");
-    expect(result.error).toMatch(/upstream exploded|500/);
-    expect(result.error).not.toContain("\n");
+    expect(result.error?.message).toMatch(/upstream exploded|500/);
+    expect(result.error?.message).not.toContain("\n");
     expect(topLevel(events).at(-1)).toBe("FAILED");
     expect(events.some((e) => e.type === "llm.error")).toBe(true);
     expectWellFormed(s.chatRequests.map((r) => r.body));

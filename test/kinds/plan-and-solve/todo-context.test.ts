@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { RunEventBody } from "../../../src/events/types.js";
 import { checkTransition } from "../../../src/kinds/plan-and-solve/task-machine.js";
 import { SqliteTodoSessions as SessionStore } from "../../../src/store/sqlite/todo-sessions.js";
-import { TodoLoopContext, TodoRefusal } from "../../../src/kinds/plan-and-solve/todo-context.js";
+import { TodoLoopContext } from "../../../src/kinds/plan-and-solve/todo-context.js";
+import { RuntimeError } from "../../../src/errors.js";
 import { reviewPlan, todoTools } from "../../../src/kinds/plan-and-solve/todo-tools.js";
 
 const dirs: string[] = [];
@@ -130,7 +131,8 @@ describe("TodoLoopContext", () => {
     const { todos } = context();
     expect(() => todos.update(1, "completed")).toThrow(/todo list is empty/);
     todos.replace([{ content: "Look up formulas" }]);
-    expect(() => todos.update(1, "completed")).toThrow(TodoRefusal);
+    expect(() => todos.update(1, "completed")).toThrow(RuntimeError);
+    expect(() => todos.update(1, "completed")).toThrow(expect.objectContaining({ code: "TOOL_REFUSED" }));
     expect(() => todos.update(1, "completed")).toThrow(/still pending: mark it in_progress/);
     expect(() => todos.update(3, "in_progress")).toThrow(/items 1 to 1/);
   });

@@ -77,8 +77,9 @@ describe("VERIFYING checks the answer against the recorded results", () => {
     servers.push(server);
     const { result, events } = await runPlan(planTeam(server.url, "    max_verify_rounds: 1\n"), QUESTION);
     expect(result.result_type).toBe("error");
-    expect(result.error).toMatch(/^the answer failed verification \(checks\) 2 times: the answer says 100, but no tool result supports it/);
-    expect(result.error).toContain("Last answer: The area is 100 m².");
+    expect(result.error?.code).toBe("MODEL_BAD_REPLY");
+    expect(result.error?.message).toMatch(/^the answer failed verification \(checks\) 2 times: the answer says 100, but no tool result supports it/);
+    expect(result.error?.message).toContain("Last answer: The area is 100 m².");
     expect(verified(events).map((e) => e.verdict)).toEqual(["fail", "fail"]);
     expect(walked(events, "plan_and_solve").at(-1)).toBe("FAILED");
   });

@@ -165,7 +165,7 @@ describe("react agent through the openai client and the test server", () => {
     const path = team(server.url, "", '    prompt: "You are {{agent_name}}. State: {{current_stat}}"');
     const result = await runTeam(await loadTeam(path), { input: "q", traceDir: tempDir() }).result;
     expect(result.result_type).toBe("error");
-    expect(result.error).toBe(
+    expect(result.error?.message).toBe(
       'the prompt of agent solver names "current_stat", which a react prompt does not have; ' +
         "its variables: agent_name, description, tool_names, iteration, max_iteration, plan, current_state",
     );
@@ -195,7 +195,9 @@ describe("react agent through the openai client and the test server", () => {
     const run = runTeam(await loadTeam(path), { input: "q", traceDir: tempDir() });
     const [events, result] = await Promise.all([collect(run), run.result]);
     expect(result.result_type).toBe("error");
-    expect(result.error).toMatch(/max_iteration \(4\)/);
+    expect(result.error?.message).toMatch(/max_iteration \(4\)/);
+    expect(result.error?.code).toBe("MAX_ITERATION");
+    expect(events.at(-1)).toMatchObject({ type: "run.finished", error_code: "MAX_ITERATION" });
     expect(server.requests).toHaveLength(4);
     expect(events.filter((e) => e.type === "plan.created")).toHaveLength(1);
     expect(events.filter((e) => e.type === "plan.updated")).toHaveLength(3);

@@ -149,7 +149,8 @@ describe("a react agent with MCP tools", () => {
     const started = Date.now();
     const { events, result } = await run(s.file);
     const message = 'MCP server "notes" exited with code 3 (stderr: notes server: crashing on purpose)';
-    expect(result).toMatchObject({ result_type: "error", error: message });
+    expect(result).toMatchObject({ result_type: "error", error: { code: "TOOL_FAILED", message } });
+    expect(events.at(-1)).toMatchObject({ type: "run.finished", error: message, error_code: "TOOL_FAILED" });
     expect(Date.now() - started).toBeLessThan(10_000);
     // No model call after the server died.
     expect(s.model.chatRequests).toHaveLength(1);
@@ -162,7 +163,10 @@ describe("a react agent with MCP tools", () => {
     const { result } = await run(s.file);
     expect(result).toMatchObject({
       result_type: "error",
-      error: 'agent solver failed: MCP server "notes" did not start: exited with code 3 (stderr: notes server: cannot open the notes database with token [REDACTED])',
+      error: {
+        code: "TOOL_FAILED",
+        message: 'agent solver failed: MCP server "notes" did not start: exited with code 3 (stderr: notes server: cannot open the notes database with token [REDACTED])',
+      },
     });
     expect(s.model.chatRequests).toHaveLength(0);
   });
@@ -219,7 +223,10 @@ describe("a react agent with MCP tools", () => {
     const { result } = await run(s.file);
     expect(result).toMatchObject({
       result_type: "error",
-      error: 'agent solver failed: agent solver lists two tools named "whoami": MCP server "notes" and MCP server "again"; keep one, or narrow an MCP server with mcp.tools',
+      error: {
+        code: "CONFIG_INVALID",
+        message: 'agent solver failed: agent solver lists two tools named "whoami": MCP server "notes" and MCP server "again"; keep one, or narrow an MCP server with mcp.tools',
+      },
     });
     expect(s.model.chatRequests).toHaveLength(0);
     expect(processesWith(s.tag)).toEqual([]);
