@@ -21,7 +21,7 @@ export interface RawTeam {
   tools: Record<string, RawTool>;
   /** Agents by name. The name is the agent_id in events and traces; an agent named in another agent's `tools` is called like a tool ({query} in, its answer out). */
   agents: Record<string, RawAgent>;
-  /** SOP templates by id: the structure_data a `sop` agent instantiates as a plan in the Plan Tool (seed 003). @default {} */
+  /** SOP templates by id: the structure_data a `sop` agent instantiates as a plan in the Plan Tool (docs/design/plan-tool-design.md). @default {} */
   workflows: Record<string, RawWorkflow>;
   /** What one run of the team may spend in all, across every agent it runs. */
   budget?: RawBudget;
@@ -231,12 +231,12 @@ export interface RawMcpHttpServer extends RawMcpServerBase {
 /** An agent. `kind` selects the engine and its own keys. */
 export type RawAgent = RawReactAgent | RawPlanAndSolveAgent | RawPlanAndSolveFlowAgent | RawPlanSolverAgent | RawSopAgent;
 
-/** The engine: react (seed 004), plan_and_solve (seeds 000, 002), plan_and_solve_flow (seed 001), plan_solver (seed 000 §8-9), sop (seed 003). */
+/** The engine: react (docs/design/react-design.md), plan_and_solve (docs/design/plan-and-solve-design.md, docs/design/todo-list-design.md), plan_and_solve_flow (docs/design/plan-and-solve-flow-design.md), plan_solver (docs/design/plan-solver-design.md), sop (docs/design/plan-tool-design.md). */
 export type RawAgentKind = "react" | "plan_and_solve" | "plan_and_solve_flow" | "plan_solver" | "sop";
 
 /** Keys every agent has. */
 export interface RawAgentBase {
-  /** The engine: react (seed 004), plan_and_solve (seeds 000, 002), plan_and_solve_flow (seed 001), plan_solver (seed 000 §8-9), sop (seed 003). */
+  /** The engine: react (docs/design/react-design.md), plan_and_solve (docs/design/plan-and-solve-design.md, docs/design/todo-list-design.md), plan_and_solve_flow (docs/design/plan-and-solve-flow-design.md), plan_solver (docs/design/plan-solver-design.md), sop (docs/design/plan-tool-design.md). */
   kind?: RawAgentKind;
   /** What the agent does; shown to a model that may call this agent as a tool. @default "" */
   description: string;
@@ -284,12 +284,12 @@ export interface RawBudget {
   max_cost_usd?: number;
 }
 
-/** A recursive ReAct agent (seed 004). */
+/** A recursive ReAct agent (docs/design/react-design.md). */
 export interface RawReactAgent extends RawAgentBase {
   kind: "react";
 }
 
-/** A Plan-and-Solve agent with a todo list (seeds 000 and 002). */
+/** A Plan-and-Solve agent with a todo list (docs/design/plan-and-solve-design.md, docs/design/todo-list-design.md). */
 export interface RawPlanAndSolveAgent extends RawAgentBase {
   kind: "plan_and_solve";
   /** Successful tool calls after which the active todo item is marked completed automatically. @default 3 */
@@ -304,7 +304,7 @@ export interface RawPlanAndSolveAgent extends RawAgentBase {
   max_verify_rounds: number;
 }
 
-/** A PlanAndSolve flow (seed 001): a planner agent plans, an executor agent runs each step, an optional replanner answers or replans. */
+/** A PlanAndSolve flow (docs/design/plan-and-solve-flow-design.md): a planner agent plans, an executor agent runs each step, an optional replanner answers or replans. */
 export interface RawPlanAndSolveFlowAgent extends RawAgentBase {
   kind: "plan_and_solve_flow";
   /** The agent that answers with a Plan {"steps": [...]}. */
@@ -321,7 +321,7 @@ export interface RawPlanAndSolveFlowAgent extends RawAgentBase {
   pre_plan_steps?: string[];
 }
 
-/** A Plan → N Solvers → Aggregator pipeline (seed 000 §8-9). */
+/** A Plan → N Solvers → Aggregator pipeline (docs/design/plan-solver-design.md). */
 export interface RawPlanSolverAgent extends RawAgentBase {
   kind: "plan_solver";
   /** The agent that answers with a Plan {"steps": [...]}. */
@@ -334,7 +334,7 @@ export interface RawPlanSolverAgent extends RawAgentBase {
   concurrency: number;
 }
 
-/** An SOP run (seed 003): the workflow is instantiated as a plan in the Plan Tool, the strategist drives it, each task goes to its assignee. */
+/** An SOP run (docs/design/plan-tool-design.md): the workflow is instantiated as a plan in the Plan Tool, the strategist drives it, each task goes to its assignee. */
 export interface RawSopAgent extends RawAgentBase {
   kind: "sop";
   /** Id of a workflow under `workflows`. */

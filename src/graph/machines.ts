@@ -11,8 +11,8 @@ import { planTaskMachine } from "./plan-task-machine.js";
 export const MACHINES: Record<string, { machine: AnyStateMachine; title: string }> = {
   // Kinds load their code on first use; drawing them all needs them all.
   ...Object.fromEntries(await Promise.all(Object.values(KINDS).map(async (k) => [k.kind, { machine: (await k.load()).machine, title: k.title }]))),
-  task: { machine: taskMachine, title: "Todo task states (seed 000 diagram 2, BLOCKED from seed 002)" },
-  plan_tool: { machine: planTaskMachine, title: "Plan Tool task status transitions (seed 003)" },
+  task: { machine: taskMachine, title: "Todo task states (docs/design/plan-and-solve-design.md diagram 2, BLOCKED from docs/design/todo-list-design.md)" },
+  plan_tool: { machine: planTaskMachine, title: "Plan Tool task status transitions (docs/design/plan-tool-design.md)" },
 };
 
 /** The machine that runs an agent of each kind: the kind's own name. */

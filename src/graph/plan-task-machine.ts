@@ -3,7 +3,7 @@ import { TRANSITIONS } from "../plan/transitions.js";
 import type { TaskStatus } from "../plan/types.js";
 
 /**
- * The Plan Tool's task lifecycle (seed 003) as a machine built from the very
+ * The Plan Tool's task lifecycle (docs/design/plan-tool-design.md) as a machine built from the very
  * transition table `update_task_status` enforces, so the drawing is the rule.
  * Events are named after the target status (`to_inprogress`, ...).
  */

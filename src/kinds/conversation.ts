@@ -1,5 +1,5 @@
 /**
- * Memory across turns (docs/sessions.md; seed 000 diagram 6, seed 002's
+ * Memory across turns (docs/sessions.md; docs/design/plan-and-solve-design.md diagram 6, the todo-list design's
  * Session): a run in a named session sees the session's earlier requests
  * and answers, bounded. The newest turns are given whole up to a budget of
  * characters; older ones are folded into a summary the agent's model writes

@@ -1,5 +1,5 @@
 /**
- * Structured output for the flows (seed 001's PydanticOutputParser): format
+ * Structured output for the flows (the PlanAndSolve flow design's PydanticOutputParser): format
  * instructions generated from a JSON Schema, the tolerant JSON parser of
  * `parse/json.ts`, and ajv validation with readable errors that can go back to
  * the model for repair.
@@ -76,7 +76,7 @@ export function formatInstructions(schema: JsonSchema): string {
   ].join("\n");
 }
 
-/** `query` followed by the format instructions of `schema`, as seed 001's `parser.format(query)`. */
+/** `query` followed by the format instructions of `schema`, as the PlanAndSolve flow design's `parser.format(query)`. */
 export function withFormatInstructions(query: string, schema: JsonSchema): string {
   return `${query}\n\n${formatInstructions(schema)}`;
 }

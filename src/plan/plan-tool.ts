@@ -1,5 +1,5 @@
 /**
- * The Plan Tool (seed 003 v1.2): a passive, durable state manager for
+ * The Plan Tool (docs/design/plan-tool-design.md): a passive, durable state manager for
  * top-level plans instantiated from a team's `workflows`. It drives nothing;
  * agents read and update it. Method names and return contracts are the
  * spec's: false or null for unknown plans and tasks, false for an existing

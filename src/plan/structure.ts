@@ -1,5 +1,5 @@
 /**
- * structure_data (seed 003 §4): the shape of a `workflows` entry. Validated
+ * structure_data (docs/design/plan-tool-design.md): the shape of a `workflows` entry. Validated
  * with ajv before a plan is created; invalid data creates nothing.
  */
 import type { ValidateFunction } from "ajv";

@@ -1,5 +1,5 @@
 /**
- * The Plan Tool's data (seed 003 §3): a plan instantiated from a `workflows`
+ * The Plan Tool's data (docs/design/plan-tool-design.md): a plan instantiated from a `workflows`
  * template, its steps, and its tasks. These are the shapes the API returns.
  */
 import type { PlanTaskStatus } from "../events/types.js";
@@ -97,7 +97,7 @@ export interface TaskChange {
 
 /**
  * Rules the driver of a plan (the `sop` kind, src/kinds/sop/rules.ts) applies
- * to the agents working on it. The Plan Tool applies none itself (seed 003:
+ * to the agents working on it. The Plan Tool applies none itself (docs/design/plan-tool-design.md:
  * it stays a passive store); its tools only hand the bound step's calls to
  * these guards, whose refusal (a thrown Error) becomes the call's error.
  */

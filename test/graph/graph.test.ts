@@ -4,7 +4,7 @@ import { machineToMermaid } from "../../src/graph/mermaid.js";
 import { runCli } from "../support/cli.js";
 
 describe("runtime graph", () => {
-  it("draws the react machine with the state names of seed 004", async () => {
+  it("draws the react machine with the state names of docs/design/react-design.md", async () => {
     const r = await runCli(["graph", "--machine", "react"]);
     expect(r.code).toBe(0);
     expect(r.stdout.startsWith("stateDiagram-v2\n")).toBe(true);

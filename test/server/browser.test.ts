@@ -168,7 +168,7 @@ describe("the page of runtime serve in Chromium", () => {
     await page.close();
   });
 
-  it("applies a todo delta only when its version is newer than the last one applied (seed 002)", async () => {
+  it("applies a todo delta only when its version is newer than the last one applied (docs/design/todo-list-design.md)", async () => {
     const server = await serveTeam("teams/circle-plan.yaml");
     closers.push(server);
     // A stored run whose stale delta (version 2) arrives after version 3.

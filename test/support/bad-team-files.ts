@@ -55,7 +55,7 @@ export const BAD_CASES: BadCase[] = [
     name: "missing-required",
     text: `version: 1\nname: t\nmodels:\n  offline: { provider: scripted, script: ./script.yaml }\nagents:\n  solver:\n    tools: [calculator]\n`,
     expect: [
-      "6:3 /agents/solver missing required key 'kind' (the engine: react (seed 004), plan_and_solve (seeds 000, 002), plan_and_solve_flow (seed 001), plan_solver (seed 000 §8-9), sop (seed 003))",
+      "6:3 /agents/solver missing required key 'kind' (the engine: react (docs/design/react-design.md), plan_and_solve (docs/design/plan-and-solve-design.md, docs/design/todo-list-design.md), plan_and_solve_flow (docs/design/plan-and-solve-flow-design.md), plan_solver (docs/design/plan-solver-design.md), sop (docs/design/plan-tool-design.md))",
     ],
   },
   {

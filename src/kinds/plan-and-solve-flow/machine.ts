@@ -1,5 +1,5 @@
 /**
- * The PlanAndSolve flow of seed 001 (`PlanAndSolve._execute`) as a machine:
+ * The PlanAndSolve flow of docs/design/plan-and-solve-flow-design.md (`PlanAndSolve._execute`) as a machine:
  * INIT → PLAN (unless pre_plan_steps) → EXECUTE one step → REPLAN (with a
  * replanner) or the next step → … → SUMMARY when the rounds run out → DONE.
  * The machine holds the loop; the model and agent calls are invoked actors
@@ -27,9 +27,9 @@ export interface FlowInput {
 interface FlowContext extends FlowInput {
   /** The plan still to execute; `steps[0]` is the current step. */
   steps: string[];
-  /** The numbered plan shown to the replanner and the summary (seed's `plan_str`). */
+  /** The numbered plan shown to the replanner and the summary (the design's `plan_str`). */
   plan_str: string;
-  /** The seed's `past_steps` text: one `task:…, execute task result:…` line per step. */
+  /** The design's `past_steps` text: one `task:…, execute task result:…` line per step. */
   past_steps: string;
   /** Steps executed so far, in order. */
   finished: string[];
@@ -55,7 +55,7 @@ export const planAndSolveFlowMachine = setup({
   actors: {
     /** Ask the planner for a Plan (with one repair round-trip). */
     plan: fromPromise<Outcome<string[]>>(notProvided("plan")),
-    /** Run the executor on one step with the seed's framing. */
+    /** Run the executor on one step with the design's framing. */
     execute: fromPromise<Executed, { step: string; past_steps: string }>(notProvided("execute")),
     /** Ask the replanner for an Action. */
     replan: fromPromise<Outcome<Action["action"]>, { plan_str: string; past_steps: string }>(notProvided("replan")),

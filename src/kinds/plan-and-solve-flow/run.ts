@@ -1,5 +1,5 @@
 /**
- * Agent kind `plan_and_solve_flow` (seed 001): a planner agent writes a Plan,
+ * Agent kind `plan_and_solve_flow` (docs/design/plan-and-solve-flow-design.md): a planner agent writes a Plan,
  * an executor agent runs it step by step, an optional replanner answers with
  * an Action (a new Plan or the final Response), and the flow's own model
  * summarises when `max_replan_rounds` run out. The loop lives in
@@ -19,7 +19,7 @@ import { type Outcome, planAndSolveFlowMachine } from "./machine.js";
 import { runMachine } from "../run-machine.js";
 import { type Action, askStructured, loadSchema, type Plan } from "../structured.js";
 
-/** Seed 001's executor framing of one step. */
+/** The PlanAndSolve flow design's executor framing of one step. */
 export function executorQuery(step: string, past_steps: string): string {
   return [
     `We have finished the following steps: ${past_steps}`,
@@ -28,7 +28,7 @@ export function executorQuery(step: string, past_steps: string): string {
   ].join("\n");
 }
 
-/** Seed 001's replanning query (the Action format instructions are appended). */
+/** The PlanAndSolve flow design's replanning query (the Action format instructions are appended). */
 export function replannerQuery(input: string, plan_str: string, past_steps: string): string {
   return `The target of user is:
 ${input}
@@ -44,7 +44,7 @@ Otherwise, please update the plan. The plan should only contain the steps to be 
 include the past steps or any other information.`;
 }
 
-/** Seed 001's fallback: the flow's own model answers from the plan and the steps done. */
+/** The PlanAndSolve flow design's fallback: the flow's own model answers from the plan and the steps done. */
 export function summaryMessages(input: string, plan_str: string, past_steps: string): ChatMessage[] {
   return [
     { role: "system", content: "Please answer user questions based on the given plan." },

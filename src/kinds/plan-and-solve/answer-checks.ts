@@ -1,5 +1,5 @@
 /**
- * The cheap, deterministic check of VERIFYING (seed 000 diagram 1,
+ * The cheap, deterministic check of VERIFYING (docs/design/plan-and-solve-design.md diagram 1,
  * "Verify Calculations"; docs/plan-and-solve.md#verifying): a number in the
  * answer that nothing recorded supports, and that sits near a number a tool
  * computed, is taken to contradict it ("100 m²" after the calculator said

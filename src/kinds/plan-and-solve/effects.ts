@@ -87,7 +87,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       todo_block_after: d.thresholds.block_after,
     });
 
-  /** The round whose work calls were refused for want of a plan: the one reminder (seed 000: PLANNING comes first). */
+  /** The round whose work calls were refused for want of a plan: the one reminder (docs/design/plan-and-solve-design.md: PLANNING comes first). */
   let planReminder: string | undefined;
   const writeTool = toolbox.specs.find((t) => t.name === "write_todos" || t.name === "create_todo_list")?.name;
 
@@ -157,7 +157,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
         return { kind: "retry" };
       }
       if (!call) {
-        // Seed 000 diagram 5: a reply without tool calls ends the run only when
+        // docs/design/plan-and-solve-design.md diagram 5: a reply without tool calls ends the run only when
         // the work is done. Models often narrate ("I will now compute ...")
         // mid-plan; one reminder sends them back to work.
         if (open.length > 0 && may_refuse) {

@@ -62,11 +62,11 @@ const modelRound = {
 };
 
 /**
- * The Plan-and-Solve lifecycle of seed 000 diagram 1, state for state:
+ * The Plan-and-Solve lifecycle of docs/design/plan-and-solve-design.md diagram 1, state for state:
  * IDLE → PLANNING{AnalyzeProblem, CreatePlan, ValidatePlan, StorePlan} →
  * SOLVING{CheckNextTask, MarkInProgress, ExecuteTool, RecordResult,
  * MarkCompleted} → VERIFYING{CheckResults, ValidateAnswer, FormatResponse} →
- * FINISHED, plus FinalSummary (seed 000 diagram 6) and FAILED for a run that
+ * FINISHED, plus FinalSummary (docs/design/plan-and-solve-design.md diagram 6) and FAILED for a run that
  * ends in error. The model's tool calls drive every transition.
  */
 export const planAndSolveMachine = setup({

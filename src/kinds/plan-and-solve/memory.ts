@@ -2,7 +2,7 @@ import type { ChatMessage, ChatResponse, ToolCallRequest } from "../../models/ty
 import type { ToolOutcome } from "../../tools/types.js";
 
 /**
- * The transcript of one plan_and_solve step (seed 000 diagram 6): the user's
+ * The transcript of one plan_and_solve step (docs/design/plan-and-solve-design.md diagram 6): the user's
  * message, then assistant messages (with their `tool_calls`) each followed by
  * one tool message per call, in call order. The system prompt is not stored:
  * it is rendered afresh each round and placed first by `request`.

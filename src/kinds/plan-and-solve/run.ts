@@ -16,7 +16,7 @@ import type { AgentConfig, ResolvedTeam } from "../../config/types.js";
 import type { ToolNames } from "./todo-tools.js";
 
 /**
- * Run a `plan_and_solve` agent (seeds 000 and 002): plan with a todo list,
+ * Run a `plan_and_solve` agent (docs/design/plan-and-solve-design.md, docs/design/todo-list-design.md): plan with a todo list,
  * work it item by item, verify, terminate. The list lives in the session
  * (`<trace_dir>/sessions.db`), so a follow-up run in the same session
  * continues it; an agent called by another agent has a list of its own. Each request is `[system, user, assistant, tool, ...]` with

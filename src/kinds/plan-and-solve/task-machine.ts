@@ -1,7 +1,7 @@
 import { setup, transition } from "xstate";
 import type { TodoStatus } from "../../events/types.js";
 
-/** Events that move one todo item between the states of seed 000 diagram 2. */
+/** Events that move one todo item between the states of docs/design/plan-and-solve-design.md diagram 2. */
 export type TaskEvent =
   | { type: "START" }
   | { type: "COMPLETE" }
@@ -11,7 +11,7 @@ export type TaskEvent =
   | { type: "SKIP" };
 
 /**
- * One todo item's life, seed 000 diagram 2 plus BLOCKED from seed 002.
+ * One todo item's life, docs/design/plan-and-solve-design.md diagram 2 plus BLOCKED from docs/design/todo-list-design.md.
  * Beyond the diagram: BLOCKED behaves like FAILED (retry or skip), and any
  * open item may be skipped, because dropping a task that turned out to be
  * unnecessary is a legitimate decision (and closing open items on an early

@@ -35,7 +35,7 @@ const MARK: Record<TodoStatus, string> = {
 };
 
 /**
- * The todo list of one session while an agent loop runs (seed 002). Tool
+ * The todo list of one session while an agent loop runs (docs/design/todo-list-design.md). Tool
  * calls are attributed to the active item (the in_progress one, else the
  * first pending one, which starts): after `complete_after` successes it is
  * completed, after `block_after` failures in a row it is blocked. Manual

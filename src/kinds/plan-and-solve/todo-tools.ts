@@ -31,7 +31,7 @@ export interface PlanReview {
 
 /**
  * The todo tools bound to one run's TodoLoopContext. `create_todo_list` is
- * the seed 002 name of `write_todos`. Refusals are thrown, so the tool layer
+ * the name docs/design/todo-list-design.md gives `write_todos`. Refusals are thrown, so the tool layer
  * hands them to the model as the call's error.
  */
 export function todoTools(

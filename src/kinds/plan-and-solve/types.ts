@@ -42,7 +42,7 @@ export interface PlanAndSolveEffects {
    * without ever trapping the run. See docs/plan-and-solve.md.
    */
   verify(input: { call?: ToolCallRequest; text?: string; may_refuse: boolean; can_retry: boolean }): Promise<Verdict>;
-  /** The final summary step (seed 000 diagram 6): one extra model call without tools. */
+  /** The final summary step (docs/design/plan-and-solve-design.md diagram 6): one extra model call without tools. */
   summarize(reason: SummaryReason): Promise<{ text?: string }>;
   /**
    * Answer any call left unanswered; with `close_items`, mark open items

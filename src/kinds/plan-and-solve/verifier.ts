@@ -1,5 +1,5 @@
 /**
- * VERIFYING.ValidateAnswer (seed 000 diagram 1: CheckResults "Review
+ * VERIFYING.ValidateAnswer (docs/design/plan-and-solve-design.md diagram 1: CheckResults "Review
  * Outputs", ValidateAnswer "Verify Calculations"; docs/plan-and-solve.md#verifying):
  * a proposed final answer is checked against what the run recorded before it
  * is accepted. `checks`: the deterministic number check (answer-checks.ts).

@@ -1,6 +1,6 @@
 /**
- * The Plan-Solver pipeline of seed 000 §8–9 (`create_plan_solver`) as a
- * machine. Its states take the seed's nodes:
+ * The Plan-Solver pipeline of docs/design/plan-solver-design.md (`create_plan_solver`) as a
+ * machine. Its states take the design's nodes:
  *
  * - PLAN: the Planner (`PlanAgent.run`) writes the task list.
  * - SOLVE: FanOut → SolverAgent #1…#N → Drafts, one invoked actor running a
@@ -8,7 +8,7 @@
  * - AGGREGATE: the Aggregator, run once after every solver (`aggregate(context,
  *   solver_results)`). The seed makes it optional; without one, JOIN (transient)
  *   joins the drafts in plan order, and fails only when no solver succeeded.
- * - DONE: the seed's Final; FAILED: a step the pipeline cannot get past
+ * - DONE: the design's Final; FAILED: a step the pipeline cannot get past
  *   (no plan, an aggregator error, every solver failed, an interruption).
  *
  * The actors' implementations come from the runner through `provide`
@@ -24,7 +24,7 @@ import { prefixed, type RunError, unreachable } from "../../errors.js";
 /** What a phase produced, or why it could not (`interrupted` when the step's signal fired). */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: RunError };
 
-/** What one solver run produced: the seed's draft. */
+/** What one solver run produced: the design's draft. */
 export type SolverOutcome = { task: string; ok: true; output: string } | { task: string; ok: false; error: RunError };
 
 export interface PlanSolverInput {

@@ -1,5 +1,5 @@
 /**
- * Agent kind `plan_solver` (seed 000 §8–9, `create_plan_solver`): the planner
+ * Agent kind `plan_solver` (docs/design/plan-solver-design.md, `create_plan_solver`): the planner
  * writes a Plan, one solver run per task with at most `concurrency` in
  * flight, then the aggregator once with every solver's output in plan order.
  * A failing solver does not stop the others; the aggregator is told which

@@ -1,7 +1,7 @@
 import { lazyKind } from "../lazy-kind.js";
 
-/** `react` (seed 004): the recursive ReAct agent. */
-export const reactKind = lazyKind("react", "Recursive ReAct agent (seed 004)", async () => {
+/** `react` (docs/design/react-design.md): the recursive ReAct agent. */
+export const reactKind = lazyKind("react", "Recursive ReAct agent (docs/design/react-design.md)", async () => {
   const [{ reactMachine }, { runReact }] = await Promise.all([import("./machine.js"), import("./run.js")]);
   return { machine: reactMachine, run: runReact };
 });

@@ -54,7 +54,7 @@ export function openRecursion(newId: () => string) {
 }
 
 /**
- * The recursive ReAct agent of seed 004, state for state:
+ * The recursive ReAct agent of docs/design/react-design.md, state for state:
  * INIT → RECURSION{INPUT → REACH_MAX_ITERATION → CALL_LLM{OBSERVE → THOUGHT →
  * ACTION_TYPE → CALL_TOOL | RE_PLAN | ANSWER}} → RESULT_TYPE → RECURSION or done.
  */

@@ -3,7 +3,7 @@ import type { ResponseFormat, ToolCallRequest } from "../../models/types.js";
 import { parseJsonTolerant } from "../../parse/json.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 
-/** The action types of seed 004. */
+/** The action types of docs/design/react-design.md. */
 export type ActionType = "CALL_TOOL" | "PLAN" | "REMEND" | "ANSWER";
 
 /** One model reply, understood. `INVALID` replies go back to the model to repair (REMEND). */

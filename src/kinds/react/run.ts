@@ -11,7 +11,7 @@ import { requestWithHistory } from "../conversation.js";
 import { runMachine } from "../run-machine.js";
 
 /**
- * Run a `react` agent (seed 004). Each request holds exactly `[0]` the user's
+ * Run a `react` agent (docs/design/react-design.md). Each request holds exactly `[0]` the user's
  * request, `[1]` one system prompt with `{{current_state}}` rendered afresh,
  * `[2..n]` one assistant message per finished recursion.
  */
@@ -110,7 +110,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
     start: { type: "RUN" },
     traceId: (context) => (context as { trace_id: string }).trace_id,
   });
-  // The answer ends the plan: every step of it is finished (seed 004: the chat stream says which steps are done).
+  // The answer ends the plan: every step of it is finished (docs/design/react-design.md: the chat stream says which steps are done).
   if (planned && output.result_type === "answer" && lastPlan.length > 0) ctx.emit({ type: "plan.updated", steps: lastPlan, finished: lastPlan.length });
   return output;
 };
@@ -123,7 +123,7 @@ export function planSteps(plan: string): string[] {
 /** A done mark at the start of a step: `[x]`, `[done]`, `✓`, `✔`, `(done)`. */
 const DONE_MARK = /^(?:\[(?:x|X|done)\]|✓|✔|\(done\))\s*/;
 
-/** A plan's steps and how many of them are done: those marked done, counted from the first (seed 004's "steps eliminated"). */
+/** A plan's steps and how many of them are done: those marked done, counted from the first (the ReAct design's "steps eliminated"). */
 export function planProgress(plan: string): { steps: string[]; finished: number } {
   const lines = plan
     .split("\n")

@@ -1,9 +1,9 @@
 /**
- * A `sop` run (seed 003) as a machine. The Plan Tool is passive, so the run
- * is a loop around it, with the seed's operations as its states:
+ * A `sop` run (docs/design/plan-tool-design.md) as a machine. The Plan Tool is passive, so the run
+ * is a loop around it, with the design's operations as its states:
  *
  * - CREATE_PLAN: `create_plan_from_structure` from the team's workflow.
- * - DRIVE: one round of the driving agent (the seed's `Strategist`), which
+ * - DRIVE: one round of the driving agent (the design's `Strategist`), which
  *   works the plan through the plan tools and the assignee agents.
  * - CHECK_PLAN: `get_plan_structure`, then the plan's status decides (seed §2:
  *   `running`, `completed`, `error`): completed → DONE; error → FAILED;

@@ -1,5 +1,5 @@
 /**
- * The workflow's rules, enforced on the strategist (seed 003 §1 and §7's open
+ * The workflow's rules, enforced on the strategist (docs/design/plan-tool-design.md's open
  * question on order; docs/plan-tool.md#rules-of-a-sop-run). The Plan Tool stays
  * a passive store: a `sop` run binds these rules with its plan, and the plan
  * tools and the assignee agents (as tools) hand them the strategist's calls.

@@ -1,5 +1,5 @@
 /**
- * The `sop` agent kind (seed 003): instantiate a plan from the team's
+ * The `sop` agent kind (docs/design/plan-tool-design.md): instantiate a plan from the team's
  * `workflow`, let the `strategist` agent drive it through the Plan Tool
  * tools and the assignee agents, and answer with a report of every task.
  * The loop lives in `sopMachine`; this file checks that the strategist can

@@ -31,7 +31,7 @@ function resetView() {
     state: "",
     finished: false,
     plan: { steps: [], finished: 0 },
-    // Plan Tool (seed 003): the latest plan's id and status, and each of its tasks' status, from task.status events.
+    // Plan Tool (docs/design/plan-tool-design.md): the latest plan's id and status, and each of its tasks' status, from task.status events.
     planTool: { id: "", status: "", tasks: new Map() },
     // The todo session shown: the latest one a todo event named (its list is the projection's, stale versions dropped).
     todoSession: "",

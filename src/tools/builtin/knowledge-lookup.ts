@@ -17,7 +17,7 @@ const PARAMETERS = Object.freeze({
 });
 
 /**
- * The `knowledge_lookup` built-in (seed 000 diagram 7): full-text search
+ * The `knowledge_lookup` built-in (docs/design/plan-and-solve-design.md diagram 7): full-text search
  * (BM25+) over the team's own documents, answering the best passages with
  * their file and lines. The index is built on the first call.
  */

@@ -1,6 +1,6 @@
 /**
- * The `state.changed` events of the `plan_solver` (seed 000 §8–9) and `sop`
- * (seed 003) machines, on teams run through the real `openai` client and the
+ * The `state.changed` events of the `plan_solver` (docs/design/plan-solver-design.md) and `sop`
+ * (docs/design/plan-tool-design.md) machines, on teams run through the real `openai` client and the
  * test server: every state in order (`via` expanded), each before the work
  * it starts.
  */
@@ -43,7 +43,7 @@ function timeline(events: RunEvent[], machine: string, self: string): string[] {
   });
 }
 
-describe("plan_solver states (seed 000 §8–9)", () => {
+describe("plan_solver states (docs/design/plan-solver-design.md)", () => {
   const plan = (n: number) => answer(JSON.stringify({ steps: Array.from({ length: n }, (_, i) => `task ${i + 1}`) }));
 
   it("walks PLAN → SOLVE → AGGREGATE → DONE, each state before the agents it runs", async () => {
@@ -97,7 +97,7 @@ describe("plan_solver states (seed 000 §8–9)", () => {
   });
 });
 
-describe("sop states (seed 003)", () => {
+describe("sop states (docs/design/plan-tool-design.md)", () => {
   /** A sop team on the test server: `worker` does t1; t2 is optional. */
   function sopTeam(url: string): string {
     return writeTeam(`version: 1

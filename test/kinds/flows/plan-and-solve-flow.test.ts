@@ -35,7 +35,7 @@ function requestsOf(role: string): ChatBody[] {
 const executeEcho = (body: ChatBody) => answer(`done(${/The current step to execute is:(.*)/.exec(queryOf(body))?.[1] ?? "?"})`);
 
 describe("plan_and_solve_flow", () => {
-  it("runs a 3-step plan: the executor exactly 3 times, with the seed's framing", async () => {
+  it("runs a 3-step plan: the executor exactly 3 times, with the design's framing", async () => {
     const { url } = await serve({
       planner: () => answer('```json\n{"steps": ["find the radius", "compute the area", "round it"]}\n```'),
       executor: executeEcho,
@@ -190,7 +190,7 @@ describe("plan_and_solve_flow", () => {
     const { result, events } = await runAll(team, { input: "Keep going", traceDir: traceDir() });
 
     expect(result).toMatchObject({ result_type: "answer", answer: "Summary: everything done." });
-    // Seed 001 loops `range(max_replan_rounds + 1)`: the first plan plus two replanned rounds.
+    // docs/design/plan-and-solve-flow-design.md loops `range(max_replan_rounds + 1)`: the first plan plus two replanned rounds.
     expect(requestsOf("executor")).toHaveLength(3);
     expect(requestsOf("replanner")).toHaveLength(3);
     const summary = requestsOf("model");

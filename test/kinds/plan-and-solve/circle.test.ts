@@ -30,7 +30,7 @@ function computed(body: ChatBody, id: string): number {
   return (JSON.parse(toolResult(body, id) ?? "{}") as { result: number }).result;
 }
 
-describe("plan_and_solve: the circle question (seed 000 diagram 7)", () => {
+describe("plan_and_solve: the circle question (docs/design/plan-and-solve-design.md diagram 7)", () => {
   it("plans 4 tasks, looks up, computes twice with the real calculator and terminates", async () => {
     const server = await startOpenAIServer({
       respond(body, index) {
@@ -75,7 +75,7 @@ describe("plan_and_solve: the circle question (seed 000 diagram 7)", () => {
     expect(result.answer).toContain("78.54");
     expect(result.answer).toContain("31.42");
     expect(topLevel(events)).toEqual(["IDLE", "PLANNING", "SOLVING", "VERIFYING", "FINISHED"]);
-    // Substates of the seed diagram, in the order the calls drove them.
+    // Substates of the design's diagram, in the order the calls drove them.
     const to = walked(events);
     expect(to.slice(0, 6)).toEqual([
       "IDLE",

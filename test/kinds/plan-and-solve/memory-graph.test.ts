@@ -36,7 +36,7 @@ describe("Memory", () => {
 });
 
 describe("machines as Mermaid", () => {
-  it("draws the lifecycle with the state names of seed 000 diagram 1", () => {
+  it("draws the lifecycle with the state names of docs/design/plan-and-solve-design.md diagram 1", () => {
     const text = machineToMermaid(planAndSolveMachine, "plan_and_solve");
     for (const name of [
       "IDLE",
@@ -61,7 +61,7 @@ describe("machines as Mermaid", () => {
     }
   });
 
-  it("draws the task machine of seed 000 diagram 2 with BLOCKED", () => {
+  it("draws the task machine of docs/design/plan-and-solve-design.md diagram 2 with BLOCKED", () => {
     const text = machineToMermaid(taskMachine, "task");
     expect(text).toContain("PENDING --> IN_PROGRESS");
     expect(text).toContain("FAILED --> IN_PROGRESS");

@@ -1,5 +1,5 @@
 /**
- * The chat stream says which plan steps are done (seed 004): a react model
+ * The chat stream says which plan steps are done (docs/design/react-design.md): a react model
  * that plans again marks the steps it finished with [x], and its answer
  * finishes the plan; `plan.updated.finished` counts them.
  */

@@ -91,7 +91,7 @@ describe("react agent through the openai client and the test server", () => {
       if (e.type === "recursion.started") current = e.trace_id;
       if (e.type === "state.changed" || e.type.startsWith("llm.") || e.type.startsWith("tool.")) expect(e.trace_id).toBe(current);
     }
-    // The state changes walk seed 004's states one by one, each before what it causes.
+    // The state changes walk the ReAct design's states one by one, each before what it causes.
     const flow = events
       .filter((e) => ["state.changed", "llm.request", "tool.started"].includes(e.type))
       .flatMap((e) => (e.type === "state.changed" ? [...(e.via ?? []), e.to].map((st) => st.split(".").at(-1)) : [e.type]));
