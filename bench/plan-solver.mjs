@@ -94,7 +94,9 @@ const url = server.url;
 const dir = mkdtempSync(join(tmpdir(), "bench-plan-solver-"));
 try {
   for (let i = 0; i < WARM; i++) await measure(url, dir, Math.max(...LEVELS));
-  console.log(`plan_solver: ${TASKS} tasks, solver replies delayed ${DELAY} ms, trace store ${TRACE ? "on" : "off"}, median of ${RUNS} runs per level after ${WARM} to warm up\n`);
+  console.log(
+    `plan_solver: ${TASKS} tasks, solver replies delayed ${DELAY} ms, trace store ${TRACE ? "on" : "off"}, median of ${RUNS} runs per level after ${WARM} to warm up\n`,
+  );
   console.log("concurrency  solver phase   ideal    speed-up  ideal speed-up  ratio to ideal   whole run   client alone");
   let baseline;
   let last;

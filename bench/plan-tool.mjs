@@ -72,7 +72,9 @@ try {
   }
   console.log("  (concurrent: the updates issued together share transactions, up to 256 a commit: docs/plan-tool.md#concurrency-and-durability)");
   const met = (value, aim) => `${Math.round(value).toLocaleString("en-US")} (aim ≥ ${aim.toLocaleString("en-US")}: ${value >= aim ? "met" : "NOT met"})`;
-  console.log(`  best: in memory ${met(Math.max(memory.sequential.median, memory.concurrent.median), 50_000)}; durable ${met(Math.max(durable.sequential.median, durable.concurrent.median), 20_000)}`);
+  console.log(
+    `  best: in memory ${met(Math.max(memory.sequential.median, memory.concurrent.median), 50_000)}; durable ${met(Math.max(durable.sequential.median, durable.concurrent.median), 20_000)}`,
+  );
   console.log(`  one at a time: in memory ${met(memory.sequential.median, 50_000)}; durable ${met(durable.sequential.median, 20_000)}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -84,7 +84,15 @@ const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 3));
 const MEMORY_CONCURRENCY = Number(values["memory-concurrency"] ?? (QUICK ? 200 : 500));
 const LATENCY = Number(values.latency);
 const WARMUP = Number(values.warmup ?? (QUICK ? 150 : 400));
-for (const [name, value, least] of [["--tasks", TASKS, 1], ["--steps", STEPS, 1], ["--concurrency", CONCURRENCY, 1], ["--rounds", ROUNDS, 1], ["--memory-concurrency", MEMORY_CONCURRENCY, 1], ["--warmup", WARMUP, 0], ["--latency", LATENCY, 0]]) {
+for (const [name, value, least] of [
+  ["--tasks", TASKS, 1],
+  ["--steps", STEPS, 1],
+  ["--concurrency", CONCURRENCY, 1],
+  ["--rounds", ROUNDS, 1],
+  ["--memory-concurrency", MEMORY_CONCURRENCY, 1],
+  ["--warmup", WARMUP, 0],
+  ["--latency", LATENCY, 0],
+]) {
   if (!Number.isInteger(value) || value < least) {
     console.error(`react-loop: ${name} takes a whole number of at least ${least} (got ${value})`);
     process.exit(2);
@@ -99,13 +107,11 @@ const { calculate } = await dist("tools/builtin/calculator.js");
 
 // ---------------------------------------------------------------- server
 
-
 // ---------------------------------------------------------------- the two loops
 
 /** What both loops must answer for an N-step task: the server quotes the last calculator result. */
 const expectedAnswer = async (steps) => (steps > 1 ? `last=${await calculate(`round(pi * ${steps - 1}^2, 2)`)}` : "last=none");
 const taskInput = (steps, tag) => `Compute the areas of circles of radius 1, 2, 3... steps=${steps}${tag ? ` tag=${tag}` : ""}`;
-
 
 /** One task through the library (imported when first used, so a baseline-only process never loads it). */
 async function runtimeTask(team, traceDir, trace, steps, tag) {
@@ -117,8 +123,7 @@ async function runtimeTask(team, traceDir, trace, steps, tag) {
   }
 }
 
-const BASELINE_SYSTEM =
-  "You solve arithmetic problems with the calculator tool, one call per step, then answer with the JSON protocol.";
+const BASELINE_SYSTEM = "You solve arithmetic problems with the calculator tool, one call per step, then answer with the JSON protocol.";
 const BASELINE_TOOLS = [
   {
     type: "function",
@@ -242,8 +247,24 @@ async function concurrent(variants, count = ROUNDS) {
 async function memoryOf(variant, server, teamFile, traceDir) {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [fileURLToPath(import.meta.url), "--memory-child", variant, "--url", server.url, "--team", teamFile, "--trace-dir", traceDir,
-      "--steps", String(STEPS), "--memory-concurrency", String(MEMORY_CONCURRENCY), "--dist", DIST, ...(STREAM ? ["--stream"] : [])],
+    [
+      fileURLToPath(import.meta.url),
+      "--memory-child",
+      variant,
+      "--url",
+      server.url,
+      "--team",
+      teamFile,
+      "--trace-dir",
+      traceDir,
+      "--steps",
+      String(STEPS),
+      "--memory-concurrency",
+      String(MEMORY_CONCURRENCY),
+      "--dist",
+      DIST,
+      ...(STREAM ? ["--stream"] : []),
+    ],
     { encoding: "utf8", maxBuffer: 1 << 20 },
   );
   return JSON.parse(stdout);
@@ -355,13 +376,7 @@ try {
       ["variant", "ms/task", "ms/step", "overhead ms/step", "ratio"],
       variants.map(({ name }) => {
         const wall = median(seq[name].wall);
-        return [
-          name,
-          fixed(wall),
-          fixed(wall / STEPS, 3),
-          name === BASE ? "-" : fixed((wall - baseWall) / STEPS, 3),
-          fixed(wall / baseWall) + "×",
-        ];
+        return [name, fixed(wall), fixed(wall / STEPS, 3), name === BASE ? "-" : fixed((wall - baseWall) / STEPS, 3), fixed(wall / baseWall) + "×"];
       }),
     );
     console.log(`\n2. CPU per task (this process, user+system; median of ${TASKS})`);
@@ -386,7 +401,14 @@ try {
       const ratio = baseTps / tps(name);
       const cpuRatio = cpuPerTask(name) / cpuPerTask(BASE);
       const within = ratio <= AIM && cpuRatio <= AIM;
-      return [name, fixed(tps(name), 1), fixed(ratio) + "×", fixed(cpuPerTask(name)), fixed(cpuRatio) + "×", name === BASE || reference ? "-" : within ? "yes" : "NO"];
+      return [
+        name,
+        fixed(tps(name), 1),
+        fixed(ratio) + "×",
+        fixed(cpuPerTask(name)),
+        fixed(cpuRatio) + "×",
+        name === BASE || reference ? "-" : within ? "yes" : "NO",
+      ];
     }),
   );
 
@@ -427,13 +449,7 @@ try {
       console.log(`\n   ${n} recursions: request bytes (runtime | baseline transcript for reference)`);
       printTable(
         ["request", "runtime bytes", "+Δ", "baseline bytes", "+Δ"],
-        shown.map((i) => [
-          `#${i + 1}`,
-          rt.bytes[i],
-          i ? rt.inc[i - 1] : "-",
-          base.bytes[i] ?? "-",
-          i && base.inc[i - 1] !== undefined ? base.inc[i - 1] : "-",
-        ]),
+        shown.map((i) => [`#${i + 1}`, rt.bytes[i], i ? rt.inc[i - 1] : "-", base.bytes[i] ?? "-", i && base.inc[i - 1] !== undefined ? base.inc[i - 1] : "-"]),
       );
     }
     console.log();
@@ -465,8 +481,17 @@ try {
     console.log(`\n6. Trace store: ${events.length} events per ${STEPS}-step task; TraceStore.append on them, ${appends.count} appends`);
     printTable(
       ["mean ms", "median ms", "p99 ms", "max ms", "share of time in slowest 1%", "est. ms/task", "est. ms/step"],
-      [[fixed(appends.mean, 3), fixed(appends.median, 3), fixed(appends.p99), fixed(appends.max, 1),
-        `${fixed(appends.topShare * 100, 0)}%`, fixed(appends.mean * events.length), fixed((appends.mean * events.length) / STEPS, 3)]],
+      [
+        [
+          fixed(appends.mean, 3),
+          fixed(appends.median, 3),
+          fixed(appends.p99),
+          fixed(appends.max, 1),
+          `${fixed(appends.topShare * 100, 0)}%`,
+          fixed(appends.mean * events.length),
+          fixed((appends.mean * events.length) / STEPS, 3),
+        ],
+      ],
     );
     console.log("   (each append is its own committed transaction; the slow tail is mostly SQLite's WAL auto-checkpoint, which fsyncs inside an append)");
   }
@@ -508,7 +533,6 @@ function traceAppends(storeDir, events, count) {
     topShare: top.reduce((a, b) => a + b, 0) / total,
   };
 }
-
 
 function mean(values) {
   return values.reduce((a, b) => a + b, 0) / values.length;

@@ -90,7 +90,9 @@ const variants = [
   ["pure functions, one machine", () => onPureFunctions(shared)],
 ];
 
-console.log(`runner-cost: react machine, ${RECURSIONS} recursions a run, ${AT_ONCE} runs at once, ${RUNS} runs a variant, ${PASSES} pass(es) after a warm-up; ${loadLine()}`);
+console.log(
+  `runner-cost: react machine, ${RECURSIONS} recursions a run, ${AT_ONCE} runs at once, ${RUNS} runs a variant, ${PASSES} pass(es) after a warm-up; ${loadLine()}`,
+);
 const results = new Map(variants.map(([name]) => [name, []]));
 for (let pass = 0; pass <= PASSES; pass++) {
   for (const [name, runOne] of variants) {

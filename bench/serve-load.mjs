@@ -94,15 +94,16 @@ for (const [name, n] of Object.entries({ runs: RUNS, followers: FOLLOWERS, total
 }
 
 // Whatever happens, the process does not outlive both phases' hard stops by much.
-const watchdog = setTimeout(() => {
-  console.error("serve-load: watchdog: still running long after the hard stops; exiting");
-  process.exit(1);
-}, (2 * MAX_SECONDS + 60) * 1000);
+const watchdog = setTimeout(
+  () => {
+    console.error("serve-load: watchdog: still running long after the hard stops; exiting");
+    process.exit(1);
+  },
+  (2 * MAX_SECONDS + 60) * 1000,
+);
 watchdog.unref();
 
 // ---------------------------------------------------------------- the model
-
-
 
 const EXPECTED = STEPS > 1 ? `last=${await calculate(`round(pi * ${STEPS - 1}^2, 2)`)}` : "last=none";
 const taskInput = (i) => `Compute the areas of circles of radius 1, 2, 3... steps=${STEPS} run=${i}`;
@@ -158,7 +159,19 @@ async function memorySampler() {
 function sseStream(server, active, { method, path, body, onTaskId }) {
   return new Promise((resolve) => {
     const sentAt = Date.now();
-    const out = { status: 0, events: 0, finished: null, gaps: 0, latencies: [], catchUp: [], live: [], headersMs: NaN, fresh: false, error: undefined, cut: false };
+    const out = {
+      status: 0,
+      events: 0,
+      finished: null,
+      gaps: 0,
+      latencies: [],
+      catchUp: [],
+      live: [],
+      headersMs: NaN,
+      fresh: false,
+      error: undefined,
+      cut: false,
+    };
     const headers = { authorization: `Bearer ${server.token}`, accept: "text/event-stream" };
     if (body !== undefined) {
       headers["content-type"] = "application/json";
@@ -342,7 +355,6 @@ function latencyRow(name, streams, samples) {
   ];
 }
 
-
 const mb = (bytes) => fixed(bytes / MB, 1);
 
 // ---------------------------------------------------------------- main
@@ -384,9 +396,14 @@ try {
   let memory = await memorySampler();
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
-  const served = await drive(RUNS, TOTAL, (i) => serverRun(server, active, i), () => {
-    for (const req of [...active]) req.cut();
-  });
+  const served = await drive(
+    RUNS,
+    TOTAL,
+    (i) => serverRun(server, active, i),
+    () => {
+      for (const req of [...active]) req.cut();
+    },
+  );
   const servedPeak = await memory.stop();
   loopDelay.disable();
 
@@ -428,7 +445,10 @@ try {
   for (const r of [...served.results, ...library.results]) for (const f of r.failures) reasons.set(f, (reasons.get(f) ?? 0) + 1);
   if (reasons.size) {
     console.log("\n   failures by cause (streams)");
-    printTable(["cause", "count"], [...reasons].sort((a, b) => b[1] - a[1]));
+    printTable(
+      ["cause", "count"],
+      [...reasons].sort((a, b) => b[1] - a[1]),
+    );
   } else {
     console.log("   failures: none (no non-200, no 429, no stream without run.finished, no seq gap)");
   }
@@ -441,14 +461,44 @@ try {
   printTable(
     ["stream", "streams", "events", "p50", "p95", "p99", "max"],
     [
-      latencyRow("run's own stream (POST /v1/runs)", owns.length, owns.flatMap((s) => s.latencies)),
-      latencyRow("followers, all events", follows.length, follows.flatMap((s) => s.latencies)),
-      latencyRow("followers, live events", liveFollowers.length, follows.flatMap((s) => s.live)),
-      latencyRow("followers, catch-up", follows.filter((f) => f.catchUp.length).length, follows.flatMap((s) => s.catchUp)),
+      latencyRow(
+        "run's own stream (POST /v1/runs)",
+        owns.length,
+        owns.flatMap((s) => s.latencies),
+      ),
+      latencyRow(
+        "followers, all events",
+        follows.length,
+        follows.flatMap((s) => s.latencies),
+      ),
+      latencyRow(
+        "followers, live events",
+        liveFollowers.length,
+        follows.flatMap((s) => s.live),
+      ),
+      latencyRow(
+        "followers, catch-up",
+        follows.filter((f) => f.catchUp.length).length,
+        follows.flatMap((s) => s.catchUp),
+      ),
       latencyRow("request to response headers, POST", owns.length, owns.map((s) => s.headersMs).filter(Number.isFinite)),
       latencyRow("request to response headers, followers", follows.length, follows.map((s) => s.headersMs).filter(Number.isFinite)),
-      latencyRow("  of which on a reused connection", follows.filter((s) => !s.fresh).length, follows.filter((s) => !s.fresh).map((s) => s.headersMs).filter(Number.isFinite)),
-      latencyRow("  of which on a new connection", follows.filter((s) => s.fresh).length, follows.filter((s) => s.fresh).map((s) => s.headersMs).filter(Number.isFinite)),
+      latencyRow(
+        "  of which on a reused connection",
+        follows.filter((s) => !s.fresh).length,
+        follows
+          .filter((s) => !s.fresh)
+          .map((s) => s.headersMs)
+          .filter(Number.isFinite),
+      ),
+      latencyRow(
+        "  of which on a new connection",
+        follows.filter((s) => s.fresh).length,
+        follows
+          .filter((s) => s.fresh)
+          .map((s) => s.headersMs)
+          .filter(Number.isFinite),
+      ),
     ],
   );
   const ms = (ns) => fixed(ns / 1e6, 0);
@@ -466,8 +516,22 @@ try {
     [
       ["at start", mb(startRss), "-", "-", "-", "-"],
       ["baseline, after warm-up, before load", mb(baselineRss), "-", "-", mb(baselineHeap), "-"],
-      [`runtime serve load`, "-", mb(servedPeak.rss), mb(servedPeak.rss - baselineRss), mb(servedPeak.heapUsed), `${servedPeak.rssSamples} / ${servedPeak.heapSamples}`],
-      [`runTeam load (after the serve load)`, "-", mb(libraryPeak.rss), mb(libraryPeak.rss - baselineRss), mb(libraryPeak.heapUsed), `${libraryPeak.rssSamples} / ${libraryPeak.heapSamples}`],
+      [
+        `runtime serve load`,
+        "-",
+        mb(servedPeak.rss),
+        mb(servedPeak.rss - baselineRss),
+        mb(servedPeak.heapUsed),
+        `${servedPeak.rssSamples} / ${servedPeak.heapSamples}`,
+      ],
+      [
+        `runTeam load (after the serve load)`,
+        "-",
+        mb(libraryPeak.rss),
+        mb(libraryPeak.rss - baselineRss),
+        mb(libraryPeak.heapUsed),
+        `${libraryPeak.rssSamples} / ${libraryPeak.heapSamples}`,
+      ],
     ],
   );
 

@@ -45,7 +45,11 @@ function commands(root, label) {
   return [
     {
       name: at("library import"),
-      argv: ["--input-type=module", "-e", `const t = performance.now(); await import(${JSON.stringify(index)}); process.stdout.write(String(performance.now() - t));`],
+      argv: [
+        "--input-type=module",
+        "-e",
+        `const t = performance.now(); await import(${JSON.stringify(index)}); process.stdout.write(String(performance.now() - t));`,
+      ],
       inner: true,
       target: { ms: 250, text: "< 250 ms (in process)" },
     },

@@ -12,9 +12,35 @@ type Node = Record<string, unknown>;
 
 /** The kinds of nodes this generator knows how to type. */
 const KNOWN_KEYWORDS = new Set([
-  "$schema", "$id", "$defs", "$ref", "title", "description", "examples", "default", "type", "const", "enum",
-  "properties", "required", "additionalProperties", "unevaluatedProperties", "propertyNames", "items",
-  "allOf", "anyOf", "if", "then", "minProperties", "minItems", "uniqueItems", "minLength", "pattern", "minimum", "exclusiveMinimum", "maximum",
+  "$schema",
+  "$id",
+  "$defs",
+  "$ref",
+  "title",
+  "description",
+  "examples",
+  "default",
+  "type",
+  "const",
+  "enum",
+  "properties",
+  "required",
+  "additionalProperties",
+  "unevaluatedProperties",
+  "propertyNames",
+  "items",
+  "allOf",
+  "anyOf",
+  "if",
+  "then",
+  "minProperties",
+  "minItems",
+  "uniqueItems",
+  "minLength",
+  "pattern",
+  "minimum",
+  "exclusiveMinimum",
+  "maximum",
 ]);
 
 /** The source of src/config/raw-team.ts for `schema`. */

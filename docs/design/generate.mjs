@@ -45,7 +45,9 @@ const problems = [];
 const drawn = new Set();
 let stale = 0;
 
-for (const name of readdirSync(machinesDir).filter((f) => f.endsWith(".md")).sort()) {
+for (const name of readdirSync(machinesDir)
+  .filter((f) => f.endsWith(".md"))
+  .sort()) {
   const path = join(machinesDir, name);
   const text = readFileSync(path, "utf8");
   const next = text.replace(BLOCK, (block, machine) => {

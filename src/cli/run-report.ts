@@ -30,7 +30,12 @@ export interface ReportOptions {
 /** What every run the CLI starts is given. */
 export type BaseOptions = Pick<RunOptions, "traceDir" | "store" | "signal" | "sinks" | "approver">;
 
-export async function runAndReport(command: string, opts: ReportOptions, team: ResolvedTeam, begin: (base: BaseOptions) => TeamRun | Promise<TeamRun>): Promise<number> {
+export async function runAndReport(
+  command: string,
+  opts: ReportOptions,
+  team: ResolvedTeam,
+  begin: (base: BaseOptions) => TeamRun | Promise<TeamRun>,
+): Promise<number> {
   const [{ ndjsonSink }, { resolveTraceDir }] = await Promise.all([import("../events/ndjson-sink.js"), import("../engine/trace-dir.js")]);
   // A trace directory that cannot hold the store is a usage mistake: say so before anything runs.
   // The store is held open for the run, which shares it (src/store/sqlite/store.ts). A run given a store writes nothing there.
@@ -146,7 +151,9 @@ function report(command: string, opts: ReportOptions, result: RunResult, ndjson:
     return EXIT.OK;
   }
   if (result.result_type === "paused") {
-    const calls = (result.approvals ?? []).map((a) => `${a.tool} (call ${a.call_id}, approval ${a.approval_id}${a.in_doubt ? ", in doubt: it may have run before the run stopped" : ""})`);
+    const calls = (result.approvals ?? []).map(
+      (a) => `${a.tool} (call ${a.call_id}, approval ${a.approval_id}${a.in_doubt ? ", in doubt: it may have run before the run stopped" : ""})`,
+    );
     process.stderr.write(
       `runtime ${command}: paused: waiting for approval of ${calls.join("; ")}\n` +
         `  approve: runtime approve ${result.task_id}${dir}   (or --deny --reason TEXT)\n` +
@@ -177,7 +184,10 @@ function terminalApprover(): Approver {
         rl.close();
       }
     });
-    queue = asked.then(() => undefined, () => undefined);
+    queue = asked.then(
+      () => undefined,
+      () => undefined,
+    );
     return asked;
   };
 }

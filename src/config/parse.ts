@@ -210,7 +210,10 @@ class Walker {
       const result = interpolate(value, this.env);
       for (const name of result.missing) this.unset.push({ pointer, name });
       for (const text of result.malformed ?? []) {
-        this.fail(pointer, `malformed variable reference '${text}': write \${NAME} or \${NAME:-default} (NAME of letters, digits and _), or $\${ for a literal \${`);
+        this.fail(
+          pointer,
+          `malformed variable reference '${text}': write \${NAME} or \${NAME:-default} (NAME of letters, digits and _), or $\${ for a literal \${`,
+        );
       }
       return result.value;
     }

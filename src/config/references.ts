@@ -187,7 +187,10 @@ function checkTool(name: string, tool: RawObject, dir: string, confined: string 
   if (module !== undefined) checkFile(resolve(dir, module), at("module"), "tool module", report, { folder: confined });
   const builtin = str(tool.builtin);
   if (builtin !== undefined && builtin !== name && isBoundToolName(builtin)) {
-    report(at("builtin"), `'${builtin}' is recognised by its name and cannot be renamed: declare it as '${builtin}: {builtin: ${builtin}}' to change its limits`);
+    report(
+      at("builtin"),
+      `'${builtin}' is recognised by its name and cannot be renamed: declare it as '${builtin}: {builtin: ${builtin}}' to change its limits`,
+    );
   } else if (builtin !== undefined && builtin !== name && isBuiltinToolName(name)) {
     report(pointer("tools", name), `'${name}' is the name of a built-in tool; an alias of '${builtin}' needs another name`, "key");
   }
@@ -265,7 +268,10 @@ function checkWorkflow(id: string, workflow: RawObject, agents: ReadonlySet<stri
       }
       const assignee = str(task.assignee);
       if (assignee !== undefined && !agents.has(assignee)) {
-        report(taskAt("assignee"), `unknown assignee '${assignee}'${didYouMean(assignee, agents)}: an assignee must be an agent${declared("agents", [...agents])}`);
+        report(
+          taskAt("assignee"),
+          `unknown assignee '${assignee}'${didYouMean(assignee, agents)}: an assignee must be an agent${declared("agents", [...agents])}`,
+        );
       }
     }
   }

@@ -90,7 +90,11 @@ function follow(schema: SchemaObject): SchemaObject[] {
 }
 
 function descriptionOf(schema: SchemaObject): string {
-  return follow(schema).map((s) => s.description).find((d): d is string => typeof d === "string") ?? "";
+  return (
+    follow(schema)
+      .map((s) => s.description)
+      .find((d): d is string => typeof d === "string") ?? ""
+  );
 }
 
 function defaultOf(schema: SchemaObject): string {

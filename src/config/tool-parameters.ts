@@ -36,7 +36,10 @@ function isEmail(s: string): boolean {
 
 function isHostname(s: string): boolean {
   if (s.length === 0 || s.length > 253) return false;
-  return s.replace(/\.$/, "").split(".").every((label) => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i.test(label));
+  return s
+    .replace(/\.$/, "")
+    .split(".")
+    .every((label) => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i.test(label));
 }
 
 function isUri(s: string): boolean {
@@ -84,10 +87,41 @@ export function createParametersAjv(options: { source?: boolean } = {}): Ajv {
 
 /** Keywords a misspelt one is compared with. */
 const KEYWORDS = [
-  "type", "properties", "required", "additionalProperties", "items", "enum", "const", "description", "title",
-  "default", "examples", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
-  "pattern", "format", "minItems", "maxItems", "uniqueItems", "anyOf", "oneOf", "allOf", "not", "$ref", "$defs",
-  "definitions", "patternProperties", "propertyNames", "minProperties", "maxProperties", "multipleOf", "nullable",
+  "type",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  "enum",
+  "const",
+  "description",
+  "title",
+  "default",
+  "examples",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "minLength",
+  "maxLength",
+  "pattern",
+  "format",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  "anyOf",
+  "oneOf",
+  "allOf",
+  "not",
+  "$ref",
+  "$defs",
+  "definitions",
+  "patternProperties",
+  "propertyNames",
+  "minProperties",
+  "maxProperties",
+  "multipleOf",
+  "nullable",
 ];
 
 /** ajv's compile error as a message that says what is wrong and what is expected. */

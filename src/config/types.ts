@@ -150,7 +150,6 @@ export interface ModuleToolConfig extends SingleToolConfigBase {
   module: string;
 }
 
-
 export type AgentKind = "react" | "plan_and_solve" | "plan_and_solve_flow" | "plan_solver" | "sop";
 
 /** Limits on what a run (or one agent's step) may spend (docs/budgets.md). */
@@ -231,12 +230,7 @@ export interface SopAgentConfig extends AgentConfigBase {
   strategist: string;
 }
 
-export type AgentConfig =
-  | ReactAgentConfig
-  | PlanAndSolveAgentConfig
-  | PlanAndSolveFlowConfig
-  | PlanSolverConfig
-  | SopAgentConfig;
+export type AgentConfig = ReactAgentConfig | PlanAndSolveAgentConfig | PlanAndSolveFlowConfig | PlanSolverConfig | SopAgentConfig;
 
 export interface WorkflowTask {
   task_id: string;

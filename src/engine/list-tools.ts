@@ -35,10 +35,7 @@ export interface AgentTools {
  * The tools of `agents` (every agent of the team by default). Never throws
  * for a server that does not start: that agent's `error` says why.
  */
-export async function listAgentTools(
-  team: ResolvedTeam,
-  options: { agents?: string[]; trace_dir: string; signal?: AbortSignal },
-): Promise<AgentTools[]> {
+export async function listAgentTools(team: ResolvedTeam, options: { agents?: string[]; trace_dir: string; signal?: AbortSignal }): Promise<AgentTools[]> {
   const env: BuildEnv = {
     team,
     cache: new Map<string, Tool>(),

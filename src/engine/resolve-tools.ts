@@ -46,7 +46,10 @@ export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache
       const other = offeredBy.get(tool);
       if (other !== undefined) {
         const what = (e: ToolEntry | string) => (typeof e === "string" ? `"${e}"` : e.row === "mcp" ? `MCP server "${e.name}"` : `"${e.name}"`);
-        throw new RuntimeError("CONFIG_INVALID", `agent ${agent.name} lists two tools named "${tool}": ${what(other)} and ${what(entry ?? name)}; keep one, or narrow an MCP server with mcp.tools`);
+        throw new RuntimeError(
+          "CONFIG_INVALID",
+          `agent ${agent.name} lists two tools named "${tool}": ${what(other)} and ${what(entry ?? name)}; keep one, or narrow an MCP server with mcp.tools`,
+        );
       }
       offeredBy.set(tool, entry ?? name);
     }
@@ -104,7 +107,12 @@ export function providedTools(team: ResolvedTeam, tools: readonly Tool[]): Map<s
 function isTool(value: unknown): value is Tool {
   const t = value as Partial<Tool> | null;
   return (
-    typeof t === "object" && t !== null && typeof t.name === "string" && typeof t.execute === "function" &&
-    typeof t.parameters === "object" && typeof t.timeout_ms === "number" && typeof t.max_output_bytes === "number"
+    typeof t === "object" &&
+    t !== null &&
+    typeof t.name === "string" &&
+    typeof t.execute === "function" &&
+    typeof t.parameters === "object" &&
+    typeof t.timeout_ms === "number" &&
+    typeof t.max_output_bytes === "number"
   );
 }

@@ -56,7 +56,12 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
   const runs = options.store?.runs ?? storedRuns(traceDir);
   const taskId = options.taskId;
   try {
-    const [journal, decisions, afterSeq, summary] = await Promise.all([runs.journalOf(taskId), runs.approvalsOf(taskId), runs.lastSeq(taskId), runs.run(taskId)]);
+    const [journal, decisions, afterSeq, summary] = await Promise.all([
+      runs.journalOf(taskId),
+      runs.approvalsOf(taskId),
+      runs.lastSeq(taskId),
+      runs.run(taskId),
+    ]);
     const record = runRecord(journal, taskId, runs.location);
     if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
     return start(
@@ -140,7 +145,8 @@ export async function decideApprovals(
   const task_id = await store.resolveTaskId(given);
   const { pending, chosen } = chooseApprovals(task_id, await store.eventsOfTask(task_id), options.call);
   const ts = (options.now ?? new Date()).toISOString();
-  for (const a of chosen) await store.decide(task_id, { key: a.approval_id, decision: options.decision, ...(options.reason ? { reason: options.reason } : {}), ts });
+  for (const a of chosen)
+    await store.decide(task_id, { key: a.approval_id, decision: options.decision, ...(options.reason ? { reason: options.reason } : {}), ts });
   const decisions = await store.approvalsOf(task_id);
   return { task_id, decided: chosen, waiting: pending.filter((a) => !decisions.has(a.approval_id)) };
 }
@@ -152,7 +158,10 @@ function chooseApprovals(task_id: string, events: readonly RunEvent[], call: str
   if (pending.length === 0) throw new RuntimeError("NOT_FOUND", `run ${task_id} is not waiting for any approval`);
   const chosen = call === undefined ? pending : pending.filter((a) => a.approval_id === call || a.call_id === call);
   if (chosen.length === 0) {
-    throw new RuntimeError("NOT_FOUND", `run ${task_id} waits for no call ${call} (it waits for: ${pending.map((a) => `${a.approval_id} ${a.tool}`).join(", ")})`);
+    throw new RuntimeError(
+      "NOT_FOUND",
+      `run ${task_id} waits for no call ${call} (it waits for: ${pending.map((a) => `${a.approval_id} ${a.tool}`).join(", ")})`,
+    );
   }
   return { pending, chosen };
 }

@@ -188,13 +188,21 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       }
     }
     const journal = new Journal(task_id, options.journal !== false ? writer : undefined, secrets, now, continued?.replay);
-    if (!continued) journal.run({ input: options.input, agent: agentName, session_id, ...(team.file ? { team_file: team.file } : {}), ...(inSession ? { in_session: true } : {}) });
+    if (!continued)
+      journal.run({
+        input: options.input,
+        agent: agentName,
+        session_id,
+        ...(team.file ? { team_file: team.file } : {}),
+        ...(inSession ? { in_session: true } : {}),
+      });
     const runs = writer && stores.runs;
     const decide =
       continued?.decide ??
       ((key: string, decision: Decision) => {
         const stored = runs?.decide(task_id, { key, ...decision, ts: now().toISOString() });
-        if (stored) void stored.catch((err: unknown) => process.emitWarning(`cannot record a decision of run ${task_id}: ${describeError(err)}`, "TraceStoreWarning"));
+        if (stored)
+          void stored.catch((err: unknown) => process.emitWarning(`cannot record a decision of run ${task_id}: ${describeError(err)}`, "TraceStoreWarning"));
       });
     const shared: RunShared = {
       team,
@@ -257,7 +265,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     bus.close();
     const masked = event.type === "run.finished" ? event : { ...finished, usage };
     // The session's conversation gains this turn (docs/sessions.md); a replay into a scratch store changes nothing.
-    if (inSession && masked.result_type === "answer" && continued?.replay.mode !== "offline") await recordTurn(shared, redactString(options.input, secrets), masked.answer ?? "", now);
+    if (inSession && masked.result_type === "answer" && continued?.replay.mode !== "offline")
+      await recordTurn(shared, redactString(options.input, secrets), masked.answer ?? "", now);
     return {
       task_id,
       result_type: masked.result_type,

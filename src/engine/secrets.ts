@@ -12,10 +12,9 @@ import { isSecretKey } from "../redact.js";
 export function teamSecrets(team: ResolvedTeam, env: NodeJS.ProcessEnv = process.env): string[] {
   const keys = Object.values(team.models).flatMap((m) => (m.provider === "openai" && m.api_key ? [m.api_key] : []));
   const modelHeaders = Object.values(team.models).flatMap((m) => (m.provider === "openai" ? Object.entries(m.headers) : []));
-  const named = [
-    ...modelHeaders,
-    ...Object.values(team.tools).flatMap((t) => Object.entries(toolSecrets(t))),
-  ].flatMap(([name, value]) => (isSecretKey(name) && value ? [value] : []));
+  const named = [...modelHeaders, ...Object.values(team.tools).flatMap((t) => Object.entries(toolSecrets(t)))].flatMap(([name, value]) =>
+    isSecretKey(name) && value ? [value] : [],
+  );
   const fromEnv = env["OPENAI_API_KEY"] ? [env["OPENAI_API_KEY"]] : [];
   return [...new Set([...keys, ...named, ...fromEnv])];
 }

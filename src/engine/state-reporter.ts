@@ -29,7 +29,10 @@ export function stateInspector(machine: AnyStateMachine, emit: Emit, options: St
     if (!pending) return;
     const { from, via, to, trace_id } = pending;
     pending = undefined;
-    emit({ type: "state.changed", machine: name, from, to, ...(via.length ? { via } : {}) }, trace_id !== undefined && trace_id !== "" ? { trace_id } : undefined);
+    emit(
+      { type: "state.changed", machine: name, from, to, ...(via.length ? { via } : {}) },
+      trace_id !== undefined && trace_id !== "" ? { trace_id } : undefined,
+    );
   };
   const step = (to: string, context: unknown): void => {
     const trace_id = options.traceId?.(context);

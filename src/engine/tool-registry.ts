@@ -19,7 +19,16 @@ import {
   type KindToolName,
   type TeamNames,
 } from "../config/tool-names.js";
-import type { AgentConfig, BuiltinToolConfig, CommandToolConfig, HttpToolConfig, McpToolConfig, ModuleToolConfig, ResolvedTeam, ToolConfig } from "../config/types.js";
+import type {
+  AgentConfig,
+  BuiltinToolConfig,
+  CommandToolConfig,
+  HttpToolConfig,
+  McpToolConfig,
+  ModuleToolConfig,
+  ResolvedTeam,
+  ToolConfig,
+} from "../config/types.js";
 import { RuntimeError, unreachable } from "../errors.js";
 import type { PlanTool } from "../plan/plan-tool.js";
 import { withDeclaredLimits } from "../tools/declared.js";
@@ -111,7 +120,12 @@ function planMethod(name: string): BuiltinCode {
     build: (env) => {
       let tools = planTools.get(env);
       if (!tools) {
-        tools = new Map(code.plan.get().createPlanTools(env.planTool()).map((t) => [t.name, t]));
+        tools = new Map(
+          code.plan
+            .get()
+            .createPlanTools(env.planTool())
+            .map((t) => [t.name, t]),
+        );
         planTools.set(env, tools);
       }
       return tools.get(name) ?? unreachable(`the Plan Tool has no method "${name}"`);
@@ -194,7 +208,12 @@ export function offeredNames(entry: ToolEntry, env: PrepareEnv): string[] {
  * unless the team declares a tool of another type under it. Undefined for a
  * name nothing holds (one validation has refused).
  */
-export function entryOf(name: string, team: ResolvedTeam, given: ReadonlyMap<string, Tool>, bound: ReadonlyMap<string, Tool> = new Map()): ToolEntry | undefined {
+export function entryOf(
+  name: string,
+  team: ResolvedTeam,
+  given: ReadonlyMap<string, Tool>,
+  bound: ReadonlyMap<string, Tool> = new Map(),
+): ToolEntry | undefined {
   const declared = Object.hasOwn(team.tools, name) ? team.tools[name] : undefined;
   if (isKindToolName(name) && (bound.has(name) || declared === undefined || declared.type === "builtin")) return { row: "kind", name, tool: bound.get(name) };
   const names: TeamNames = { tool: () => declared !== undefined, code: (n) => given.has(n), agent: (n) => Object.hasOwn(team.agents, n) };

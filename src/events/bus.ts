@@ -176,7 +176,15 @@ export class EventBus {
    * is not JSON as it is. Those are masked whole, by `maskedParts`.
    */
   private maskedBody(plain: RunEventBody): { value: RunEventBody; json: string } | undefined {
-    if ("seq" in plain || "ts" in plain || "task_id" in plain || "agent_id" in plain || "step_id" in plain || "parent_step_id" in plain || "trace_id" in plain) {
+    if (
+      "seq" in plain ||
+      "ts" in plain ||
+      "task_id" in plain ||
+      "agent_id" in plain ||
+      "step_id" in plain ||
+      "parent_step_id" in plain ||
+      "trace_id" in plain
+    ) {
       return undefined;
     }
     if (typeof (plain as { toJSON?: unknown }).toJSON === "function") return undefined;

@@ -113,8 +113,7 @@ export interface Paint {
 
 /** A `Paint` that colours when `color` is true and leaves text alone otherwise. */
 export function painter(color: boolean): Paint {
-  const style = (open: number, close: number) => (text: string) =>
-    color ? `\x1b[${open}m${text}\x1b[${close}m` : text;
+  const style = (open: number, close: number) => (text: string) => (color ? `\x1b[${open}m${text}\x1b[${close}m` : text);
   return {
     red: style(31, 39),
     green: style(32, 39),

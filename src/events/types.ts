@@ -173,7 +173,9 @@ export type RunEventBody =
     };
 
 /** Each limit of a budget with what was spent against it. */
-export type BudgetStatement = Partial<Record<"max_tokens" | "max_model_calls" | "max_tool_calls" | "max_seconds" | "max_cost_usd", { limit: number; spent: number }>>;
+export type BudgetStatement = Partial<
+  Record<"max_tokens" | "max_model_calls" | "max_tool_calls" | "max_seconds" | "max_cost_usd", { limit: number; spent: number }>
+>;
 
 export type ApprovalDecision = "approve" | "deny";
 
@@ -204,4 +206,3 @@ export interface EventScope {
 export type Emit = (body: RunEventBody, scope: EventScope) => void;
 
 export const ZERO_USAGE: Usage = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
-

@@ -13,12 +13,7 @@ export const planTaskMachine = createMachine({
   states: Object.fromEntries(
     (Object.keys(TRANSITIONS) as TaskStatus[]).map((from) => {
       const targets = TRANSITIONS[from];
-      return [
-        from,
-        targets.length === 0
-          ? { type: "final" as const }
-          : { on: Object.fromEntries(targets.map((to) => [`to_${to}`, { target: to }])) },
-      ];
+      return [from, targets.length === 0 ? { type: "final" as const } : { on: Object.fromEntries(targets.map((to) => [`to_${to}`, { target: to }])) }];
     }),
   ),
 });

@@ -11,7 +11,6 @@ import { defaultTemplate } from "../prompts/render.js";
 import type { ConversationState, Turn } from "../store/conversations.js";
 import type { AgentContext } from "./types.js";
 
-
 /** Characters of earlier turns given whole; beyond them, older turns are summarised. */
 export const HISTORY_BUDGET_CHARS = 6_000;
 const SUMMARY_MAX_WORDS = 250;

@@ -5,8 +5,7 @@
  */
 import type { ChatResponse } from "../models/types.js";
 
-export const CUT_OFF_ERROR =
-  "your reply was cut off at the token limit (finish_reason: length) before it was complete; answer again, shorter";
+export const CUT_OFF_ERROR = "your reply was cut off at the token limit (finish_reason: length) before it was complete; answer again, shorter";
 
 export function isCutOff(reply: Pick<ChatResponse, "finish_reason">): boolean {
   return reply.finish_reason === "length";

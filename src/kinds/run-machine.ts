@@ -21,7 +21,12 @@ export interface RunMachineOptions<M extends AnyStateMachine> extends StateRepor
 }
 
 /** Run `machine` (bound to this step) from `input` to its output; rejects when the machine errors (a bug). */
-export function runMachine<M extends AnyStateMachine>(ctx: AgentContext, machine: M, input: InputFrom<M>, options: RunMachineOptions<M> = {}): Promise<OutputFrom<M>> {
+export function runMachine<M extends AnyStateMachine>(
+  ctx: AgentContext,
+  machine: M,
+  input: InputFrom<M>,
+  options: RunMachineOptions<M> = {},
+): Promise<OutputFrom<M>> {
   const actor = createActor(machine, { input, inspect: ctx.inspectStates(machine, options) });
   const output = toPromise(actor);
   actor.start();

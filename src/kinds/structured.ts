@@ -107,10 +107,7 @@ export function formatErrors(errors: ErrorObject[]): string {
   const lines = errors.map((e) => {
     const where = e.instancePath || "/";
     if (e.keyword === "oneOf") return `${where} must be exactly one of ${branchNames(e.parentSchema)}`;
-    const extra =
-      e.keyword === "additionalProperties"
-        ? ` ('${String((e.params as { additionalProperty?: string }).additionalProperty)}')`
-        : "";
+    const extra = e.keyword === "additionalProperties" ? ` ('${String((e.params as { additionalProperty?: string }).additionalProperty)}')` : "";
     return `${where} ${e.message ?? "is invalid"}${extra}`;
   });
   return [...new Set(lines)].join("; ");
@@ -134,13 +131,7 @@ export type Asked<T> = { ok: true; value: T; usage: Usage } | { ok: false; error
  * schema's format instructions; an answer that does not parse or validate
  * goes back ONCE with the errors for repair. `role` names the agent in errors.
  */
-export async function askStructured<T>(
-  ctx: AgentContext,
-  role: string,
-  agent: string,
-  query: string,
-  schema: JsonSchema,
-): Promise<Asked<T>> {
+export async function askStructured<T>(ctx: AgentContext, role: string, agent: string, query: string, schema: JsonSchema): Promise<Asked<T>> {
   const title = typeof schema.title === "string" ? schema.title : "answer";
   const first = await ctx.callAgent(agent, withFormatInstructions(query, schema), { expects: schema });
   let usage = first.usage;

@@ -145,9 +145,11 @@ async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequ
     return readCompletion(data, { model: config.model, request_id, tools }, `is base_url right? (${displayURL(openai.baseURL)})`);
   }
   call.phase("waiting for the reply stream");
-  const { data: stream, request_id, response } = await openai.chat.completions
-    .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: call.signal })
-    .withResponse();
+  const {
+    data: stream,
+    request_id,
+    response,
+  } = await openai.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: call.signal }).withResponse();
   const type = response.headers.get("content-type") ?? "";
   if (!/event-stream/i.test(type)) {
     stream.controller.abort();
@@ -202,7 +204,6 @@ function withoutFormat(request: ChatRequest): ChatRequest {
 function isFormatRefusal(err: unknown): boolean {
   return err instanceof OpenAI.APIError && err.status === 400 && /response_format|json_schema|structured output|guided/i.test(err.message);
 }
-
 
 /**
  * The abort signal and deadline of one attempt: aborts when the caller's

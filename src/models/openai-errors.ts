@@ -56,7 +56,10 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: no response within ${config.timeout_ms} ms from ${url}${tries}`);
   }
   if (isTooLarge(err)) {
-    return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: the reply is larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB (from ${url}); is base_url right?`);
+    return new RuntimeError(
+      "MODEL_BAD_REPLY",
+      `model ${model}: the reply is larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB (from ${url}); is base_url right?`,
+    );
   }
   if (err instanceof StreamBroke) {
     const id = err.request_id ? ` (request id ${err.request_id})` : "";

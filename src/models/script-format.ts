@@ -123,7 +123,9 @@ export function loadScript(file: string): LoadedScript {
   try {
     const bytes = statSync(file).size;
     if (bytes > MAX_SCRIPT_BYTES) {
-      throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `scripted model: the script is ${bytes} bytes; at most ${MAX_SCRIPT_BYTES} are read` }]);
+      throw new ConfigError([
+        { file, line: 1, col: 1, path: "", message: `scripted model: the script is ${bytes} bytes; at most ${MAX_SCRIPT_BYTES} are read` },
+      ]);
     }
     text = readFileSync(file, "utf8");
   } catch (err) {
@@ -187,7 +189,10 @@ export function writeScript(file: string, replies: ScriptReply[]): void {
 }
 
 function toProblem(file: string, e: ErrorObject, locate: (path: (string | number)[]) => { line: number; col: number }): ConfigProblem {
-  const path = e.instancePath.split("/").slice(1).map((p) => (/^\d+$/.test(p) ? Number(p) : p.replace(/~1/g, "/").replace(/~0/g, "~")));
+  const path = e.instancePath
+    .split("/")
+    .slice(1)
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p.replace(/~1/g, "/").replace(/~0/g, "~")));
   let message = `${e.message ?? "is invalid"}`;
   if (e.keyword === "additionalProperties") message = `unknown key "${String(e.params["additionalProperty"])}"`;
   if (e.keyword === "const") message = `must be ${JSON.stringify(e.params["allowedValue"])}`;
@@ -199,9 +204,7 @@ function forbiddenKeys(value: unknown, path: (string | number)[]): (string | num
   if (Array.isArray(value)) return value.flatMap((v, i) => forbiddenKeys(v, [...path, i]));
   if (value === null || typeof value !== "object") return [];
   return Object.keys(value).flatMap((k) =>
-    k === "__proto__" || k === "constructor" || k === "prototype"
-      ? [[...path, k]]
-      : forbiddenKeys((value as Record<string, unknown>)[k], [...path, k]),
+    k === "__proto__" || k === "constructor" || k === "prototype" ? [[...path, k]] : forbiddenKeys((value as Record<string, unknown>)[k], [...path, k]),
   );
 }
 

@@ -36,10 +36,7 @@ export function scriptedClientFrom(script: LoadedScript, config: Pick<ScriptedCl
       // Chosen and marked before any await: concurrent agents never share a reply.
       const index = pick(script, consumed, request);
       if (index === undefined) {
-        throw new RuntimeError(
-          "MODEL_UNAVAILABLE",
-          `scripted model: no reply left for agent ${request.agent_id ?? "(none)"} (script ${script.file})`,
-        );
+        throw new RuntimeError("MODEL_UNAVAILABLE", `scripted model: no reply left for agent ${request.agent_id ?? "(none)"} (script ${script.file})`);
       }
       consumed.add(index);
       const reply = script.replies[index] as ScriptReply;

@@ -53,9 +53,7 @@ export interface ParseJsonOptions extends JsonCandidateOptions {
  * error met (undefined when every candidate parsed, or there was none) and
  * how many candidates were tried (0: nothing in the text looked like JSON).
  */
-export type TolerantJson =
-  | { ok: true; value: unknown }
-  | { ok: false; error: string | undefined; attempted: number };
+export type TolerantJson = { ok: true; value: unknown } | { ok: false; error: string | undefined; attempted: number };
 
 // Defaults in one place: every place JSON may hide is searched, but repairing
 // is a guess about what the model meant, which a caller opts into.

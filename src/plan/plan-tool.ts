@@ -83,24 +83,12 @@ export class PlanTool {
   }
 
   /** Move a task to `status`; false for an unknown plan or task or an invalid transition. */
-  async update_task_status(
-    plan_id: string,
-    task_id: string,
-    status: TaskStatus,
-    result_summary?: string | null,
-    options?: CallOptions,
-  ): Promise<boolean> {
+  async update_task_status(plan_id: string, task_id: string, status: TaskStatus, result_summary?: string | null, options?: CallOptions): Promise<boolean> {
     return (await this.updateTask(plan_id, task_id, status, result_summary, options)).ok;
   }
 
   /** update_task_status, saying why when it refuses. */
-  updateTask(
-    plan_id: string,
-    task_id: string,
-    status: TaskStatus,
-    result_summary?: string | null,
-    options: CallOptions = {},
-  ): Promise<WriteOutcome> {
+  updateTask(plan_id: string, task_id: string, status: TaskStatus, result_summary?: string | null, options: CallOptions = {}): Promise<WriteOutcome> {
     if (!TASK_STATUSES.includes(status)) return Promise.resolve({ ok: false, error: `invalid status ${JSON.stringify(status)}` });
     return new Promise<WriteOutcome>((resolve, reject) => {
       let batch = this.openBatches.get(plan_id);
@@ -250,7 +238,10 @@ export class PlanTool {
  * a random UUID fragment, e.g. `SAFE_SOP_v9-20250101T120000Z-1f3a9c2e`.
  */
 export function newPlanId(workflowId: string, now: Date = new Date(), random: () => string = randomUUID): string {
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
   const prefix = workflowId.replace(/[^A-Za-z0-9_.:-]/g, "_").slice(0, 80) || "plan";
   return `${prefix}-${stamp}-${random().replace(/-/g, "").slice(0, 12)}`;
 }

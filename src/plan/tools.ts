@@ -10,7 +10,6 @@ import type { CallOptions, PlanTool } from "./plan-tool.js";
 import { PLAN_ID_SCHEMA, STRUCTURE_SCHEMA } from "./structure.js";
 import { TASK_STATUSES, type TaskStatus } from "./types.js";
 
-
 /** The spec's method names: what an agent's allow-list names to get each tool (listed once, with the other built-ins). */
 import { PLAN_TOOL_NAMES, type PlanToolName } from "../config/tool-names.js";
 import { RuntimeError } from "../errors.js";

@@ -38,10 +38,7 @@ export function isSettled(status: TaskStatus): boolean {
  * - `running` otherwise. An empty set of tasks is `completed`.
  */
 export function derivePlanStatus(tasks: readonly { status: TaskStatus; optional: boolean }[]): PlanStatus {
-  return planStatusFromCounts(
-    tasks.filter((t) => !isSettled(t.status)).length,
-    tasks.filter((t) => !t.optional && t.status === "error").length,
-  );
+  return planStatusFromCounts(tasks.filter((t) => !isSettled(t.status)).length, tasks.filter((t) => !t.optional && t.status === "error").length);
 }
 
 /** The same rule from two counts, so a store can aggregate them in SQL. */
@@ -53,9 +50,7 @@ export function planStatusFromCounts(unsettled: number, requiredInError: number)
 /** Why a transition is refused, in one line for a model to act on. */
 export function describeRefusal(from: TaskStatus, to: TaskStatus): string {
   const allowed = TRANSITIONS[from];
-  return `invalid transition ${from} → ${to}; from ${from} a task may go to ${
-    allowed.length ? allowed.join(" or ") : "nothing (terminal)"
-  }`;
+  return `invalid transition ${from} → ${to}; from ${from} a task may go to ${allowed.length ? allowed.join(" or ") : "nothing (terminal)"}`;
 }
 
 /** What an update needs of its plan: the status and the two counters it is derived from. */
@@ -83,5 +78,9 @@ export function checkUpdate(
   const unsettled = plan.unsettled + Number(!isSettled(to)) - Number(!isSettled(task.status));
   const failed_required = plan.failed_required + (task.optional ? 0 : Number(to === "error") - Number(task.status === "error"));
   const status = planStatusFromCounts(unsettled, failed_required);
-  return { ok: true, change: { plan_id: planId, task_id: taskId, from: task.status, status: to, plan_status: status }, after: { status, unsettled, failed_required } };
+  return {
+    ok: true,
+    change: { plan_id: planId, task_id: taskId, from: task.status, status: to, plan_status: status },
+    after: { status, unsettled, failed_required },
+  };
 }

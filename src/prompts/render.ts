@@ -73,9 +73,7 @@ function findPartial(node: unknown, depth: number): string | undefined {
   const n = node as { type?: unknown; name?: { original?: unknown } };
   if (n.type === "PartialStatement" || n.type === "PartialBlockStatement") return String(n.name?.original ?? "");
   for (const value of Object.values(node)) {
-    const found = Array.isArray(value)
-      ? value.map((v) => findPartial(v, depth + 1)).find((p) => p !== undefined)
-      : findPartial(value, depth + 1);
+    const found = Array.isArray(value) ? value.map((v) => findPartial(v, depth + 1)).find((p) => p !== undefined) : findPartial(value, depth + 1);
     if (found !== undefined) return found;
   }
   return undefined;

@@ -155,10 +155,10 @@ export class RunQueue {
         const row = rows[0];
         if (!row) return false;
         const request = { ...(JSON.parse(row.request_json) as Omit<RunRequest, "task_id" | "team">), ...(budget ? { budget } : {}) };
-        await client.query(`UPDATE ${S}.run_requests SET state = 'queued', worker_id = NULL, lease_until = NULL, request_json = $2, result_type = NULL WHERE task_id = $1`, [
-          taskId,
-          JSON.stringify(request),
-        ]);
+        await client.query(
+          `UPDATE ${S}.run_requests SET state = 'queued', worker_id = NULL, lease_until = NULL, request_json = $2, result_type = NULL WHERE task_id = $1`,
+          [taskId, JSON.stringify(request)],
+        );
         await this.sendJob(client, taskId, row.team);
         return true;
       }),

@@ -126,18 +126,21 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     const entry: Active = { controller, lost: false, handedBack: false, done: Promise.resolve() };
     active.set(request.task_id, entry);
     let renewed = Date.now();
-    const heartbeat = setInterval(() => {
-      queue.renew(request.task_id, id, leaseMs).then(
-        (held) => {
-          renewed = Date.now();
-          if (!held) loseLease();
-        },
-        () => {
-          // The database is away; past the lease another worker may take the run: stop before that.
-          if (Date.now() - renewed > leaseMs * 0.8) loseLease();
-        },
-      );
-    }, Math.max(50, Math.floor(leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        queue.renew(request.task_id, id, leaseMs).then(
+          (held) => {
+            renewed = Date.now();
+            if (!held) loseLease();
+          },
+          () => {
+            // The database is away; past the lease another worker may take the run: stop before that.
+            if (Date.now() - renewed > leaseMs * 0.8) loseLease();
+          },
+        );
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
     const loseLease = () => {
       if (entry.lost) return;
       entry.lost = true;

@@ -20,7 +20,7 @@ export class HttpError extends RuntimeError {
 
 /** The HTTP status of a failed request: an HttpError's own, else from the error's code alone. */
 export function httpStatusOf(err: unknown): number {
-  return err instanceof HttpError ? err.status : STATUS_OF_CODE[codeOf(err)] ?? 500;
+  return err instanceof HttpError ? err.status : (STATUS_OF_CODE[codeOf(err)] ?? 500);
 }
 
 const STATUS_OF_CODE: Partial<Record<ErrorCode, number>> = {

@@ -60,13 +60,19 @@ export class LiveRuns {
   start(team: ResolvedTeam, options: Omit<RunOptions, "signal" | "sinks">): LiveRun {
     const live = new LiveRun();
     // A run emits its first event before it returns; the sink catches it all the same.
-    return this.track(live, runTeam(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.sink, ...this.runSinks()] }));
+    return this.track(
+      live,
+      runTeam(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.sink, ...this.runSinks()] }),
+    );
   }
 
   /** Continue a stopped run of `team` from its journal (docs/durable-runs.md). */
   async resume(team: ResolvedTeam, options: Omit<ResumeOptions, "signal" | "sinks">): Promise<LiveRun> {
     const live = new LiveRun();
-    return this.track(live, await resumeRun(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.sink, ...this.runSinks()] }));
+    return this.track(
+      live,
+      await resumeRun(team, { ...options, ...(this.store ? { store: this.store } : {}), signal: live.signal, sinks: [live.sink, ...this.runSinks()] }),
+    );
   }
 
   private track(live: LiveRun, run: TeamRun): LiveRun {

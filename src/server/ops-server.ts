@@ -50,7 +50,14 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   });
   const port = await new Promise<number>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
-      reject(new RuntimeError("USAGE", err.code === "EADDRINUSE" ? `port ${options.port} is already in use on ${options.host}` : `cannot listen on ${options.host}:${options.port}: ${err.message}`)),
+      reject(
+        new RuntimeError(
+          "USAGE",
+          err.code === "EADDRINUSE"
+            ? `port ${options.port} is already in use on ${options.host}`
+            : `cannot listen on ${options.host}:${options.port}: ${err.message}`,
+        ),
+      ),
     );
     server.listen(options.port, options.host, () => resolve((server.address() as AddressInfo).port));
   });

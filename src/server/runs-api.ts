@@ -108,7 +108,8 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
 export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
   const after = lastEventId(req.headers["last-event-id"]);
   if (ctx.queued) {
-    if ((await ctx.queued.queue.stateOf(taskId)) === undefined && (await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
+    if ((await ctx.queued.queue.stateOf(taskId)) === undefined && (await ctx.store.lastSeq(taskId)) === 0)
+      throw new HttpError(404, `no run with task_id ${taskId}`);
     void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, whileQueued(ctx.queued.queue, taskId));
     return;
   }
@@ -281,19 +282,25 @@ export async function resumeRunApi(ctx: ApiContext, req: IncomingMessage, res: S
  */
 export async function decideApprovals(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
   const body = await readJsonBody(req, ctx.maxBodyBytes);
-  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, 'the body must be a JSON object such as {"decision": "approve"}');
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    throw new HttpError(400, 'the body must be a JSON object such as {"decision": "approve"}');
   const { decision, approval_id, call_id, reason, ...rest } = body as Record<string, unknown>;
   if (Object.keys(rest).length) throw new HttpError(400, `unknown field(s) ${Object.keys(rest).join(", ")}; expected decision, approval_id, call_id, reason`);
   if (decision !== "approve" && decision !== "deny") throw new HttpError(400, 'decision must be "approve" or "deny"');
   for (const [name, value] of Object.entries({ approval_id, call_id, reason })) {
-    if (value !== undefined && (typeof value !== "string" || value.length > 2000)) throw new HttpError(400, `${name} must be a string of at most 2000 characters`);
+    if (value !== undefined && (typeof value !== "string" || value.length > 2000))
+      throw new HttpError(400, `${name} must be a string of at most 2000 characters`);
   }
   if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on; it is not waiting for an approval`);
   // The whole id, as on every route: the CLI's shortened ids (TraceStore.taskIdsMatching) are for people typing.
   if ((await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
   const call = (approval_id ?? call_id) as string | undefined;
   // A NOT_FOUND thrown here answers 404, as any error's code decides (httpStatusOf).
-  const decided = await decide(ctx.store, taskId, { decision, ...(call !== undefined ? { call } : {}), ...(typeof reason === "string" && reason ? { reason } : {}) });
+  const decided = await decide(ctx.store, taskId, {
+    decision,
+    ...(call !== undefined ? { call } : {}),
+    ...(typeof reason === "string" && reason ? { reason } : {}),
+  });
   const resumed = decided.waiting.length === 0;
   if (resumed) await resumeLive(ctx, decided.task_id, undefined);
   sendJson(res, 202, { task_id: decided.task_id, decided: decided.decided, waiting: decided.waiting, resumed });
@@ -318,7 +325,8 @@ const BUDGET_KEYS = new Set(["max_tokens", "max_model_calls", "max_tool_calls", 
 
 function parseBudget(body: unknown): Budget | undefined {
   if (body === undefined) return undefined;
-  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, 'the body must be a JSON object such as {"budget": {"max_tokens": 50000}}');
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    throw new HttpError(400, 'the body must be a JSON object such as {"budget": {"max_tokens": 50000}}');
   const { budget, ...rest } = body as Record<string, unknown>;
   if (Object.keys(rest).length) throw new HttpError(400, `unknown field(s) ${Object.keys(rest).join(", ")}; expected budget`);
   if (budget === undefined) return undefined;

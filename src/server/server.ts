@@ -92,10 +92,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.store?.database) {
     const queue = await RunQueue.open(options.store, [options.team.name]);
     // Listening from the start: a server that cannot hear the store's notifications does not start.
-    const listening = await options.store.runs.watch("*", () => {}).catch(async (err: unknown) => {
-      await queue.close();
-      throw err;
-    });
+    const listening = await options.store.runs
+      .watch("*", () => {})
+      .catch(async (err: unknown) => {
+        await queue.close();
+        throw err;
+      });
     queued = { queue, listening };
   }
   const closeStores = async () => {
@@ -162,7 +164,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       case "timeline":
       case "projection":
         if (!page) throw new HttpError(404, "the page's files (src/server/page) are missing");
-        sendPageFile(res, route.name === "page" ? page.html : route.name === "script" ? page.script : page[route.name], route.name === "page" ? "text/html" : "text/javascript");
+        sendPageFile(
+          res,
+          route.name === "page" ? page.html : route.name === "script" ? page.script : page[route.name],
+          route.name === "page" ? "text/html" : "text/javascript",
+        );
         return;
       case "team":
         return sendJson(res, 200, teamInfo(ctx.team));
@@ -297,7 +303,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
       const where = `${host}:${port}`;
-      if (err.code === "EADDRINUSE") reject(new RuntimeError("USAGE", `port ${port} is already in use on ${host} (choose another with --port, or --port 0 for a free one)`));
+      if (err.code === "EADDRINUSE")
+        reject(new RuntimeError("USAGE", `port ${port} is already in use on ${host} (choose another with --port, or --port 0 for a free one)`));
       else if (err.code === "EADDRNOTAVAIL") reject(new RuntimeError("USAGE", `cannot listen on ${where}: no such local address`));
       else if (err.code === "EACCES") reject(new RuntimeError("USAGE", `not allowed to listen on ${where}`));
       else reject(new RuntimeError("USAGE", `cannot listen on ${where}: ${err.message}`));

@@ -13,7 +13,10 @@ import { loadPage } from "./page.js";
 
 /** JSON safe inside a <script> element: no `</script`, no `<!--`, no line separators that end a JS string. */
 function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  return JSON.stringify(value)
+    .replace(/</g, "\\u003c")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029");
 }
 
 export function traceHtml(events: readonly RunEvent[]): string {

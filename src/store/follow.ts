@@ -142,7 +142,10 @@ class Tail {
   release(): void {
     if (--this.users > 0) return;
     if (this.byTask.get(this.taskId) === this) this.byTask.delete(this.taskId);
-    this.listening.then((w) => w.close(), () => {});
+    this.listening.then(
+      (w) => w.close(),
+      () => {},
+    );
   }
 
   private wake(): void {

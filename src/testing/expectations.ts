@@ -18,7 +18,8 @@ export interface Difference {
 export function compare(expect: Expectations, seen: Observed): Difference[] {
   const out: Difference[] = [];
   if (seen.result_type !== expect.result) {
-    const why = seen.result_type === "error" ? ` (${oneLine(seen.error ?? "no error text")})` : seen.result_type === "answer" ? ` (${quote(seen.answer ?? "")})` : "";
+    const why =
+      seen.result_type === "error" ? ` (${oneLine(seen.error ?? "no error text")})` : seen.result_type === "answer" ? ` (${quote(seen.answer ?? "")})` : "";
     out.push({ what: "result", expected: expect.result, actual: `${seen.result_type}${why}` });
   }
   if (expect.answer) out.push(...compareText("answer", expect.answer, seen.answer));
@@ -98,12 +99,16 @@ function compareCalls(expected: CallsExpectation, calls: ObservedCall[]): Differ
     if (at === -1) {
       // The nearest miss says which argument differed.
       const near = calls.findIndex((call, j) => !used.has(j) && call.name === matcher.name);
-      const hint = near === -1 ? `not found among: ${list}` : `closest, tool_calls[${near}]: ${callDifferences(matcher, calls[near]!, "").map(format).join("; ")}`;
+      const hint =
+        near === -1 ? `not found among: ${list}` : `closest, tool_calls[${near}]: ${callDifferences(matcher, calls[near]!, "").map(format).join("; ")}`;
       out.push({ what: `tool_calls (expected #${i}, any order)`, expected: describeCall(matcher), actual: hint });
     } else used.add(at);
   }
   if (expected.exact && out.length === 0 && calls.length !== expected.calls.length) {
-    const extra = calls.filter((_, j) => !used.has(j)).map(callName).join(", ");
+    const extra = calls
+      .filter((_, j) => !used.has(j))
+      .map(callName)
+      .join(", ");
     out.push({ what: "tool_calls", expected: `${expected.calls.length} calls, any order`, actual: `${calls.length}, also: ${extra}` });
   }
   return out;
@@ -141,7 +146,8 @@ function compareTodos(expected: NonNullable<Expectations["todos"]>, seen: Observ
   if (todos === undefined) return [{ what: "todos", expected: "a todo list", actual: "the run wrote none" }];
   const out: Difference[] = [];
   const summary = todos.map((t) => `${t.index}:${t.status}`).join(", ");
-  if (expected.count !== undefined && todos.length !== expected.count) out.push({ what: "todos.count", expected: `${expected.count}`, actual: `${todos.length}` });
+  if (expected.count !== undefined && todos.length !== expected.count)
+    out.push({ what: "todos.count", expected: `${expected.count}`, actual: `${todos.length}` });
   if (expected.all !== undefined) {
     const other = todos.filter((t) => t.status !== expected.all);
     if (other.length > 0) out.push({ what: "todos.all", expected: `every item ${expected.all}`, actual: summary });

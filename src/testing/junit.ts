@@ -6,7 +6,10 @@ import { format } from "./expectations.js";
 export function junitXml(results: CaseResult[], totalMs: number): string {
   const files = [...new Set(results.map((r) => r.file))];
   const failures = results.filter((r) => !r.passed).length;
-  const lines = [`<?xml version="1.0" encoding="UTF-8"?>`, `<testsuites name="runtime test" tests="${results.length}" failures="${failures}" errors="0" time="${seconds(totalMs)}">`];
+  const lines = [
+    `<?xml version="1.0" encoding="UTF-8"?>`,
+    `<testsuites name="runtime test" tests="${results.length}" failures="${failures}" errors="0" time="${seconds(totalMs)}">`,
+  ];
   for (const file of files) {
     const cases = results.filter((r) => r.file === file);
     const failed = cases.filter((r) => !r.passed).length;
@@ -20,7 +23,11 @@ export function junitXml(results: CaseResult[], totalMs: number): string {
       }
       const first = r.differences[0];
       const message = first ? format(first) : "failed";
-      lines.push(`${open}>`, `      <failure message="${attr(message)}" type="expectation">${text(r.differences.map(format).join("\n"))}</failure>`, "    </testcase>");
+      lines.push(
+        `${open}>`,
+        `      <failure message="${attr(message)}" type="expectation">${text(r.differences.map(format).join("\n"))}</failure>`,
+        "    </testcase>",
+      );
     }
     lines.push("  </testsuite>");
   }

@@ -35,7 +35,9 @@ export function agentTestReference(): string {
     for (const [key, value] of Object.entries((node.properties ?? {}) as Record<string, Node>)) {
       const resolved = resolve(schema, value);
       const description = String(value.description ?? resolved.description ?? "").replace(/\|/g, "\\|");
-      out.push(`| \`${key}\` | ${typeOf(resolved)} | ${required.has(key) ? "yes" : ""} | ${description}${value.default !== undefined ? ` Default \`${JSON.stringify(value.default)}\`.` : ""} |`);
+      out.push(
+        `| \`${key}\` | ${typeOf(resolved)} | ${required.has(key) ? "yes" : ""} | ${description}${value.default !== undefined ? ` Default \`${JSON.stringify(value.default)}\`.` : ""} |`,
+      );
     }
     out.push("");
   }
@@ -45,14 +47,23 @@ export function agentTestReference(): string {
 function resolve(schema: Node, node: Node): Node {
   const ref = node.$ref;
   if (typeof ref !== "string") return node;
-  return ref.slice(2).split("/").reduce<Node>((n, key) => (n[key] ?? {}) as Node, schema);
+  return ref
+    .slice(2)
+    .split("/")
+    .reduce<Node>((n, key) => (n[key] ?? {}) as Node, schema);
 }
 
 function typeOf(node: Node): string {
   if (Array.isArray(node.enum)) return node.enum.map((v) => `\`${String(v)}\``).join(" \\| ");
   if (node.const !== undefined) return `\`${JSON.stringify(node.const)}\``;
   const type = node.type;
-  const names = (Array.isArray(type) ? type : type === undefined ? [] : [type]).map((t) => (t === "array" && (node.items as Node | undefined)?.$ref ? `list of ${String((node.items as Node).$ref).split("/").pop()}` : String(t)));
+  const names = (Array.isArray(type) ? type : type === undefined ? [] : [type]).map((t) =>
+    t === "array" && (node.items as Node | undefined)?.$ref
+      ? `list of ${String((node.items as Node).$ref)
+          .split("/")
+          .pop()}`
+      : String(t),
+  );
   if (names.length === 0) return node.$ref || node.if ? "matcher or value" : "any";
   return names.join(" \\| ");
 }

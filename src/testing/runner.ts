@@ -94,7 +94,14 @@ async function prepareOne(file: string, record: boolean): Promise<PreparedFile> 
       if (!(err instanceof ConfigError)) throw err;
       // A missing recording is the test file's mistake: say where it names it.
       const missing = err.problems.find((p) => /cannot read the script \(ENOENT\)/.test(p.message));
-      if (missing) problems.push(await problemAt(test.file, `/cases/${i}/recording`, `recording ${c.replies.file} not found (make it with runtime exec --record FILE, or runtime test --record)`));
+      if (missing)
+        problems.push(
+          await problemAt(
+            test.file,
+            `/cases/${i}/recording`,
+            `recording ${c.replies.file} not found (make it with runtime exec --record FILE, or runtime test --record)`,
+          ),
+        );
       else problems.push(...err.problems);
     }
   }
@@ -138,7 +145,12 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
     });
     await run.result;
     if (controller.signal.aborted) {
-      return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: `to end within ${timeoutMs} ms`, actual: "stopped at the time limit" }] };
+      return {
+        ...base,
+        passed: false,
+        ms: elapsed(started),
+        differences: [{ what: "run", expected: `to end within ${timeoutMs} ms`, actual: "stopped at the time limit" }],
+      };
     }
     const seen = observe(events);
     let rewritten: string | undefined;
@@ -148,7 +160,12 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
       rewritten = c.replies.file;
     }
     const differences = compare(c.expect, seen);
-    if (live && !rewritten) differences.push({ what: "recording", expected: `the live run to end with result ${c.expect.result}, to record it`, actual: `${seen.result_type}; ${c.replies.kind === "recording" ? c.replies.file : ""} left as it was` });
+    if (live && !rewritten)
+      differences.push({
+        what: "recording",
+        expected: `the live run to end with result ${c.expect.result}, to record it`,
+        actual: `${seen.result_type}; ${c.replies.kind === "recording" ? c.replies.file : ""} left as it was`,
+      });
     return { ...base, passed: differences.length === 0, ms: elapsed(started), differences, ...(rewritten ? { recorded: rewritten } : {}) };
   } catch (err) {
     return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: "to run", actual: describeError(err) }] };
@@ -167,7 +184,12 @@ function scriptOf(file: PreparedFile, c: TestCase): LoadedScript {
   }
   const replies = c.replies.replies;
   // The regexes were checked when the file was read.
-  return { version: 1, replies, file: `${file.test.file} (case "${c.name}")`, patterns: replies.map((r) => (r.match === undefined ? undefined : new RegExp(r.match))) };
+  return {
+    version: 1,
+    replies,
+    file: `${file.test.file} (case "${c.name}")`,
+    patterns: replies.map((r) => (r.match === undefined ? undefined : new RegExp(r.match))),
+  };
 }
 
 /**

@@ -84,6 +84,14 @@ function toProblem(error: ErrorObject, source: SourceMap): ConfigProblem | undef
 }
 
 function typeName(type: string): string {
-  const names: Record<string, string> = { object: "a mapping", array: "a list", string: "a string", integer: "an integer", number: "a number", boolean: "true or false", null: "nothing" };
+  const names: Record<string, string> = {
+    object: "a mapping",
+    array: "a list",
+    string: "a string",
+    integer: "an integer",
+    number: "a number",
+    boolean: "true or false",
+    null: "nothing",
+  };
   return names[type] ?? type;
 }

@@ -104,7 +104,10 @@ function exitMessage(code: number | null, sig: NodeJS.Signals | null, stderr: st
 }
 
 function lastLines(text: string): string {
-  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
   return lines.slice(-STDERR_LINES).join(" | ").slice(0, 1000);
 }
 

@@ -55,7 +55,8 @@ async function request(config: HttpToolConfig, args: Record<string, unknown>, si
       }
       if (response.status >= 300 && response.status < 400 && response.location !== undefined) {
         const next = new URL(response.location, url);
-        if (next.origin !== url.origin) throw refused(`redirected to another origin (${next.origin}): not followed, so the tool's headers stay with ${url.origin}`);
+        if (next.origin !== url.origin)
+          throw refused(`redirected to another origin (${next.origin}): not followed, so the tool's headers stay with ${url.origin}`);
         if (hop >= MAX_REDIRECTS) throw new RuntimeError("TOOL_FAILED", `more than ${MAX_REDIRECTS} redirects`);
         url = next;
         continue;
@@ -126,16 +127,32 @@ function send(
 const METADATA = new Set(["169.254.169.254", "fd00:ec2::254"]);
 
 const PRIVATE = new BlockList();
-for (const [net, bits] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12], ["192.168.0.0", 16]] as const) {
+for (const [net, bits] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.168.0.0", 16],
+] as const) {
   PRIVATE.addSubnet(net, bits, "ipv4");
 }
-for (const [net, bits] of [["::1", 128], ["::", 128], ["fc00::", 7], ["fe80::", 10], ["::ffff:0:0", 96]] as const) PRIVATE.addSubnet(net, bits, "ipv6");
+for (const [net, bits] of [
+  ["::1", 128],
+  ["::", 128],
+  ["fc00::", 7],
+  ["fe80::", 10],
+  ["::ffff:0:0", 96],
+] as const)
+  PRIVATE.addSubnet(net, bits, "ipv6");
 
 /** Why an address may not be reached, or undefined when it may. */
 function refusalOf(address: string, allowPrivate: boolean): string | undefined {
   const family = isIP(address) === 6 ? "ipv6" : "ipv4";
   if (METADATA.has(address.toLowerCase())) return `refused: ${address} is the cloud metadata address`;
-  if (!allowPrivate && PRIVATE.check(address, family)) return `refused: ${address} is a loopback, private or link-local address (set allow_private: true on the tool to allow it)`;
+  if (!allowPrivate && PRIVATE.check(address, family))
+    return `refused: ${address} is a loopback, private or link-local address (set allow_private: true on the tool to allow it)`;
   return undefined;
 }
 

@@ -168,12 +168,7 @@ async function reuse(
   return outcome;
 }
 
-async function runOne(
-  call: ToolCallRequest,
-  allowed: Map<string, Tool>,
-  scope: EventScope,
-  options: ToolBoxOptions,
-): Promise<ToolOutcome> {
+async function runOne(call: ToolCallRequest, allowed: Map<string, Tool>, scope: EventScope, options: ToolBoxOptions): Promise<ToolOutcome> {
   const parsed = parseToolArguments(call.arguments);
   const args: unknown = parsed.ok ? parsed.value : call.arguments;
   const opened = options.journal?.open(call, args);
@@ -243,13 +238,7 @@ async function run(tool: Tool, args: Record<string, unknown>, call: ToolCallRequ
 }
 
 /** Runs a tool under its timeout and the step's signal; a throw becomes an error result. */
-function execute(
-  tool: Tool,
-  args: Record<string, unknown>,
-  call_id: string,
-  scope: EventScope,
-  options: ToolBoxOptions,
-): Promise<Settled> {
+function execute(tool: Tool, args: Record<string, unknown>, call_id: string, scope: EventScope, options: ToolBoxOptions): Promise<Settled> {
   // The call's own signal, made when the tool first reads it: most builtins never do (an
   // AbortController per call was ~1 % of a react loop's CPU at 50 runs at once, docs/performance.md).
   let controller: AbortController | undefined;
@@ -310,7 +299,10 @@ export function capOutput(result: unknown, maxBytes: number): Settled {
   if (bytes <= maxBytes) return { ok: true, result };
   const source = typeof result === "string" ? result : text;
   // Cutting inside a multi-byte character leaves a replacement character; drop it.
-  const head = Buffer.from(source).subarray(0, maxBytes).toString("utf8").replace(/\uFFFD$/, "");
+  const head = Buffer.from(source)
+    .subarray(0, maxBytes)
+    .toString("utf8")
+    .replace(/\uFFFD$/, "");
   return {
     ok: true,
     result: `${head}\n[output truncated: ${bytes} bytes exceeded the cap of ${maxBytes} bytes]`,

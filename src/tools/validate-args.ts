@@ -6,9 +6,7 @@ import { builtinArgsValidator } from "./builtin/validators.js";
 import { parseJsonTolerant } from "../parse/json.js";
 
 /** The result of reading a model's argument text. */
-export type ParsedArgs =
-  | { ok: true; value: Record<string, unknown> }
-  | { ok: false; error: string };
+export type ParsedArgs = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
 
 /** The result of checking arguments against a tool's schema. */
 export type ArgsCheck = { ok: true } | { ok: false; error: string };

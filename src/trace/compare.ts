@@ -121,8 +121,11 @@ export function diffJournals(a: readonly JournalEntry[], b: readonly JournalEntr
       if (ra && rb && ra.hash !== rb.hash) {
         const i = ra.messages.findIndex((h, n) => rb.messages[n] !== h);
         const which =
-          i < 0 ? (ra.messages.length !== rb.messages.length ? `run B sends ${rb.messages.length} messages, run A ${ra.messages.length}` : "the tools or the answer format differ")
-          : `message ${i} (${roleOf(ra.messages[i] ?? rb.messages[i])}) differs`;
+          i < 0
+            ? ra.messages.length !== rb.messages.length
+              ? `run B sends ${rb.messages.length} messages, run A ${ra.messages.length}`
+              : "the tools or the answer format differ"
+            : `message ${i} (${roleOf(ra.messages[i] ?? rb.messages[i])}) differs`;
         return { at: who, what: `the request of model call ${x.key} differs: ${which}` };
       }
       const field = firstDifference(pick(x.value, ["content", "tool_calls", "finish_reason"]), pick(y.value, ["content", "tool_calls", "finish_reason"]));
@@ -130,7 +133,8 @@ export function diffJournals(a: readonly JournalEntry[], b: readonly JournalEntr
       continue;
     }
     const field = firstDifference(pick(x.value, ["tool", "arguments", "ok", "result", "error"]), pick(y.value, ["tool", "arguments", "ok", "result", "error"]));
-    if (field || x.kind !== y.kind) return { at: who, what: `tool call ${x.key} differs: ${field?.path ?? "one has a result, the other not"}`, expected: field?.a, got: field?.b };
+    if (field || x.kind !== y.kind)
+      return { at: who, what: `tool call ${x.key} differs: ${field?.path ?? "one has a result, the other not"}`, expected: field?.a, got: field?.b };
   }
   const extra = [...rowsB.values()][0];
   if (extra) return { at: `${extra.key} (${agentOf(b, extra.key)})`, what: `run B made a ${describe(extra)} run A did not` };
@@ -168,7 +172,15 @@ function agentOf(entries: readonly JournalEntry[], key: string): string {
 
 function roleOf(fingerprint: string | undefined): string {
   const role = fingerprint?.split(":")[0];
-  return role === "system" ? "the system prompt" : role === "user" ? "the user's message" : role === "assistant" ? "a model turn" : role === "tool" ? "a tool result" : "?";
+  return role === "system"
+    ? "the system prompt"
+    : role === "user"
+      ? "the user's message"
+      : role === "assistant"
+        ? "a model turn"
+        : role === "tool"
+          ? "a tool result"
+          : "?";
 }
 
 function describe(row: Row): string {

@@ -31,12 +31,24 @@ describe("reading imports", () => {
       'import("./then.js").then(() => {});',
     ].join("\n");
     const found = imports("x.ts", source);
-    const named = (typeOnly: boolean) => found.filter((i) => i.typeOnly === typeOnly).map((i) => i.specifier).sort();
+    const named = (typeOnly: boolean) =>
+      found
+        .filter((i) => i.typeOnly === typeOnly)
+        .map((i) => i.specifier)
+        .sort();
     expect(named(false)).toEqual(
       ["./default.js", "./dynamic.js", "./multiline.js", "./namespace.js", "./reexport.js", "./side-effect.js", "./star.js", "./then.js", "./value.js"].sort(),
     );
     expect(named(true)).toEqual(
-      ["./export-type-specifier.js", "./export-type-star.js", "./export-type.js", "./import-type.js", "./type-specifiers.js", "./type.js", "./typeof.js"].sort(),
+      [
+        "./export-type-specifier.js",
+        "./export-type-star.js",
+        "./export-type.js",
+        "./import-type.js",
+        "./type-specifiers.js",
+        "./type.js",
+        "./typeof.js",
+      ].sort(),
     );
   });
 

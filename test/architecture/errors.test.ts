@@ -27,7 +27,12 @@ function bareThrows(file: string): { at: string; inFunction: string | undefined 
   const found: { at: string; inFunction: string | undefined }[] = [];
   const visit = (node: ts.Node, fn: string | undefined): void => {
     const name = ts.isFunctionDeclaration(node) && node.name ? node.name.text : fn;
-    if (ts.isThrowStatement(node) && ts.isNewExpression(node.expression) && ts.isIdentifier(node.expression.expression) && node.expression.expression.text === "Error") {
+    if (
+      ts.isThrowStatement(node) &&
+      ts.isNewExpression(node.expression) &&
+      ts.isIdentifier(node.expression.expression) &&
+      node.expression.expression.text === "Error"
+    ) {
       const { line } = source.getLineAndCharacterOfPosition(node.getStart());
       found.push({ at: `${relative(SRC, file)}:${line + 1}`, inFunction: name });
     }
@@ -47,20 +52,19 @@ describe("errors in src/", () => {
   });
 
   it("no Error subclass but RuntimeError's own family", () => {
-    const subclasses = sources(SRC)
-      .flatMap((file) => {
-        const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
-        const names: string[] = [];
-        const visit = (node: ts.Node): void => {
-          if (ts.isClassDeclaration(node)) {
-            const heritage = node.heritageClauses?.flatMap((h) => h.types.map((t) => t.expression.getText(source))) ?? [];
-            if (heritage.includes("Error")) names.push(`${relative(SRC, file)}: ${node.name?.text ?? "(anonymous)"}`);
-          }
-          ts.forEachChild(node, visit);
-        };
-        visit(source);
-        return names;
-      });
+    const subclasses = sources(SRC).flatMap((file) => {
+      const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+      const names: string[] = [];
+      const visit = (node: ts.Node): void => {
+        if (ts.isClassDeclaration(node)) {
+          const heritage = node.heritageClauses?.flatMap((h) => h.types.map((t) => t.expression.getText(source))) ?? [];
+          if (heritage.includes("Error")) names.push(`${relative(SRC, file)}: ${node.name?.text ?? "(anonymous)"}`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+      return names;
+    });
     expect(subclasses).toEqual(["errors.ts: RuntimeError"]);
   });
 });

@@ -24,7 +24,24 @@ const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts", "ids.t
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
   "index.ts": ANYTHING, // the library entry: re-exports from everywhere
-  cli: ["testing", "server", "queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
+  cli: [
+    "testing",
+    "server",
+    "queue",
+    "store",
+    "telemetry",
+    "engine",
+    "graph",
+    "kinds",
+    "models",
+    "tools",
+    "plan",
+    "prompts",
+    "trace",
+    "events",
+    "config",
+    ...LEAVES,
+  ],
   server: ["queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   queue: ["store", "telemetry", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
   store: ["plan", "events", ...LEAVES], // where runs are kept: one port per domain, SQLite and PostgreSQL adapters
@@ -100,7 +117,10 @@ describe("src/ import graph", () => {
       .map(({ m, spec }) => `src/${m} → ${spec}`);
     expect(named).toEqual([]);
     // Every module a PostgreSQL store loads (value imports, followed), and the packages they load.
-    const store = loadedBy(graph.modules.filter((m) => m.startsWith("store/postgres/")), {});
+    const store = loadedBy(
+      graph.modules.filter((m) => m.startsWith("store/postgres/")),
+      {},
+    );
     expect(store.modules.length).toBeGreaterThan(0);
     expect(store.modules.filter((m) => m.startsWith("store/sqlite/"))).toEqual([]);
     expect(store.packages.has("better-sqlite3")).toBe(false);

@@ -43,11 +43,10 @@ async function scriptsLoadedByCli(args: string[]): Promise<{ stdout: string; scr
   const dir = mkdtempSync(join(tmpdir(), "lazy-"));
   try {
     const file = join(dir, "scripts.txt");
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ["--import", `${ROOT}test/support/list-scripts.mjs`, `${ROOT}bin/runtime.js`, ...args],
-      { cwd: ROOT, env: { ...process.env, LIST_SCRIPTS_FILE: file, RUNTIME_TRACE_DIR: join(dir, "traces") } },
-    );
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", `${ROOT}test/support/list-scripts.mjs`, `${ROOT}bin/runtime.js`, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, LIST_SCRIPTS_FILE: file, RUNTIME_TRACE_DIR: join(dir, "traces") },
+    });
     return { stdout, scripts: readFileSync(file, "utf8").split("\n") };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -85,7 +84,9 @@ describe("lazy loading", () => {
     // The code of tools the team does not list stays out: command and http tools (node:child_process,
     // node:http, node:https, node:dns), the Plan Tool's methods, knowledge_lookup.
     const toolCode = (urls: string[]) =>
-      urls.filter((url) => /\/dist\/(tools\/(command|http|from-config|builtin\/knowledge-lookup)|plan\/tools)\.js$/.test(url)).map((url) => url.replace(/.*\/dist\//, ""));
+      urls
+        .filter((url) => /\/dist\/(tools\/(command|http|from-config|builtin\/knowledge-lookup)|plan\/tools)\.js$/.test(url))
+        .map((url) => url.replace(/.*\/dist\//, ""));
     expect(toolCode(scripts)).toEqual([]);
     // Of the CLI's commands, only exec's module: the others are loaded for --help or a mistyped name.
     expect(scripts.filter((url) => url.includes("/dist/cli/commands/")).map((url) => url.replace(/.*\/dist\//, ""))).toEqual(["cli/commands/exec.js"]);

@@ -68,7 +68,10 @@ describe("runtime exec", () => {
     const traces = tempDir();
     const r = await runCli(["exec", teamFor(server.url), "six times seven", "--events", "ndjson", "--trace-dir", traces]);
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const seqs = events.map((e) => e.seq as number);
     seqs.slice(1).forEach((s, i) => expect(s).toBeGreaterThan(seqs[i]!));
     const recursions = events.filter((e) => e.type === "recursion.started");
@@ -178,7 +181,8 @@ agents:
     expect(r.stdout + r.stderr).not.toContain(token);
     expect(traceBytes(dir)).not.toContain(token);
     // The same rule for an http tool's headers: secret-named ones are masked by value, others are not secrets.
-    const http = writeTeam(`version: 1
+    const http = writeTeam(
+      `version: 1
 name: h
 models:
   m: { provider: scripted, script: ./s.yaml }
@@ -187,7 +191,9 @@ tools:
     http: { url: "https://example.org/x", headers: { X-Api-Key: "opaque9-header-key", Accept: application/json } }
 agents:
   a: { kind: react, tools: [api] }
-`, { "s.yaml": "version: 1\nreplies: []\n" });
+`,
+      { "s.yaml": "version: 1\nreplies: []\n" },
+    );
     expect(teamSecrets(await loadTeam(http))).toEqual(["opaque9-header-key"]);
     // And a model's headers (OpenRouter, Azure gateways): secret-named ones only.
     const model = writeTeam(`version: 1
@@ -231,7 +237,10 @@ agents:
       expect(trace.stdout).toContain("calculator");
       if (signal === "SIGINT") expect(trace.stdout).toMatch(/interrupted/);
       const json = await runCli(["trace", taskId, "--json", "--trace-dir", traces]);
-      const types = json.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { type: string }).type);
+      const types = json.stdout
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { type: string }).type);
       expect(types, JSON.stringify(types)).toContain("tool.finished");
       expect(types.at(-1) === "run.finished").toBe(signal === "SIGINT");
     }

@@ -108,9 +108,7 @@ function frameOf(screen: string[]): string[] | undefined {
 
 /** The checklist's marks on a screen: `✓✓–▶○`. */
 function marksOf(screen: string[]): string {
-  return screen
-    .map((l) => /^ {2}([✓▶○✗–]) /.exec(l)?.[1] ?? "")
-    .join("");
+  return screen.map((l) => /^ {2}([✓▶○✗–]) /.exec(l)?.[1] ?? "").join("");
 }
 
 /** The frame's rows (joined where the terminal wrapped them) within the window; the summary within the width. The answer may wrap. */
@@ -141,12 +139,18 @@ describe("runtime exec in a terminal: the live view", () => {
       if (PROGRESSING.includes(team)) {
         const done = marks.map((m) => [...m].filter((c) => c === "✓").length);
         expect(new Set(done).size, `${team}: the checklist never moved: ${marks.join(" | ")}`).toBeGreaterThan(1);
-        expect(marks.some((m) => m.includes("▶")), `${team}: nothing in progress: ${marks.join(" | ")}`).toBe(true);
+        expect(
+          marks.some((m) => m.includes("▶")),
+          `${team}: nothing in progress: ${marks.join(" | ")}`,
+        ).toBe(true);
       }
 
       // The end: the summary and the answer; no frame left on the screen or in the scrollback.
       const all = term.history();
-      expect(all.filter((l) => HEADER.test(l)), "a frame left behind").toEqual([]);
+      expect(
+        all.filter((l) => HEADER.test(l)),
+        "a frame left behind",
+      ).toEqual([]);
       const summary = all.filter((l) => l.startsWith("✓ answered in "));
       expect(summary).toHaveLength(1);
       expect(summary[0]).toMatch(/^✓ answered in \d+\.\ds · \d+ model calls · \d+ tool calls? · [\d,]+ tokens$/);
@@ -207,7 +211,10 @@ describe("runtime exec in a terminal: the live view", () => {
     const asked = await term.waitFor((s) => s.some((l) => l.startsWith("Approve calculator")));
     await new Promise((r) => setTimeout(r, 300)); // time for a frame that should not come
     const still = term.capture({ joined: true });
-    expect(still.some((l) => HEADER.test(l)), still.join("\n")).toBe(false);
+    expect(
+      still.some((l) => HEADER.test(l)),
+      still.join("\n"),
+    ).toBe(false);
     expect(still).toEqual(asked);
     term.sendKeys("y", "Enter");
     // The two calculator calls of one reply are asked one after the other; the frame waits for both.
@@ -245,7 +252,10 @@ describe("runtime exec in a terminal: the live view", () => {
     expect(term.exitStatus()).toBe(0);
     const costs = screens.flatMap((s) => s.filter((l) => HEADER.test(l))).map((l) => /· [\d,]+\/200,000 tokens · \$(\d+\.\d{4}) of \$5\.00$/.exec(l)?.[1]);
     expect(costs.length).toBeGreaterThan(2);
-    expect(costs.every((c) => c !== undefined), costs.join(" ")).toBe(true);
+    expect(
+      costs.every((c) => c !== undefined),
+      costs.join(" "),
+    ).toBe(true);
     expect(new Set(costs).size, "the cost never moved").toBeGreaterThan(1);
     const summary = term.history().find((l) => l.startsWith("✓ answered in "));
     expect(summary).toMatch(/ · [\d,]+\/200,000 tokens · \$\d+\.\d{4} of \$5\.00$/);
@@ -286,7 +296,10 @@ describe("runtime exec in a terminal: the live view", () => {
     const { screens, term } = await watch(`${exec("unit-convert", EXAMPLES["unit-convert"] ?? "", "--events ndjson")} 2>/dev/null`, 100, 30);
     expect(term.exitStatus()).toBe(0);
     expect(screens.some((s) => frameOf(s))).toBe(false);
-    const events = term.history().filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as { type: string });
+    const events = term
+      .history()
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as { type: string });
     expect(events[0]?.type).toBe("run.started");
     expect(events.at(-1)?.type).toBe("run.finished");
   });

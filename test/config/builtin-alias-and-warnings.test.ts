@@ -19,7 +19,13 @@ describe("a built-in under another name", () => {
   it("an alias of a Plan Tool method validates and runs as that method", async () => {
     const server = await startOpenAIServer({
       replies: [
-        { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "s", name: "plan_status", arguments: { plan_id: "nope" } }, { id: "c", name: "calc", arguments: { expression: "6 * 7" } }] },
+        {
+          content: reactReply("CALL_TOOL", {}),
+          tool_calls: [
+            { id: "s", name: "plan_status", arguments: { plan_id: "nope" } },
+            { id: "c", name: "calc", arguments: { expression: "6 * 7" } },
+          ],
+        },
         { content: reactReply("ANSWER", { answer: "done" }) },
       ],
     });
@@ -49,7 +55,8 @@ agents:
   });
 
   it("refuses renaming a built-in the kinds recognise by name, and an alias that takes a built-in's name", async () => {
-    const file = writeTeam(`version: 1
+    const file = writeTeam(
+      `version: 1
 name: alias-bad
 models:
   default: { provider: scripted, script: ./s.yaml }
@@ -58,7 +65,9 @@ tools:
   calculator: { builtin: get_task }
 agents:
   solver: { kind: react, tools: [finish, calculator] }
-`, { "s.yaml": "version: 1\nreplies: []\n" });
+`,
+      { "s.yaml": "version: 1\nreplies: []\n" },
+    );
     const error = (await loadTeam(file).catch((e: unknown) => e)) as ConfigError;
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.problems.map((p) => `${p.path} ${p.message}`)).toEqual([
@@ -70,14 +79,17 @@ agents:
 
 describe("warnings", () => {
   it("runtime validate warns about a react prompt without {{current_state}}, and still says ok", async () => {
-    const file = writeTeam(`version: 1
+    const file = writeTeam(
+      `version: 1
 name: warn
 models:
   default: { provider: scripted, script: ./s.yaml }
 agents:
   blind: { kind: react, prompt: "You solve things." }
   seeing: { kind: react, prompt: "You solve things. {{current_state}}" }
-`, { "s.yaml": "version: 1\nreplies: []\n" });
+`,
+      { "s.yaml": "version: 1\nreplies: []\n" },
+    );
     const r = await runCli(["validate", file]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`${file}: ok\n`);

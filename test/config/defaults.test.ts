@@ -55,7 +55,9 @@ describe("src/config/defaults.ts", () => {
   it("gives a tool defined in code the limits the schema gives a tool of the team file", () => {
     const defs = schema.$defs as Record<string, { properties: Record<string, Node> }>;
     for (const tool of ["builtinTool", "commandTool", "httpTool", "mcpTool", "moduleTool"]) {
-      expect({ timeout_ms: defs[tool]?.properties.timeout_ms?.default, max_output_bytes: defs[tool]?.properties.max_output_bytes?.default }, tool).toEqual(codeToolLimits());
+      expect({ timeout_ms: defs[tool]?.properties.timeout_ms?.default, max_output_bytes: defs[tool]?.properties.max_output_bytes?.default }, tool).toEqual(
+        codeToolLimits(),
+      );
     }
   });
 

@@ -21,7 +21,8 @@ describe("loadTeam resolves a team completely", () => {
     const dir = tempDir("runtime-config-load-");
     writeFileSync(join(dir, "solver.hbs"), "You solve. {{current_state}}");
     writeFileSync(join(dir, "script.yaml"), "version: 1\nreplies: []\n");
-    const file = writeTeam(`version: 1
+    const file = writeTeam(
+      `version: 1
 name: full
 models:
   default:
@@ -44,7 +45,10 @@ agents:
     system_prompt: ./solver.hbs
     tools: [lookup, calc, planner, write_todos]
   pipeline: { kind: plan_solver, planner: planner, solver: solver }
-`, {}, dir);
+`,
+      {},
+      dir,
+    );
     writeFileSync(join(dir, "lookup.sh"), "#!/bin/sh\n");
     const team = await loadTeam(file, { env: {} });
 
@@ -241,7 +245,16 @@ agents:
 });
 
 describe("hostile input", () => {
-  const hostile = ["alias-bomb", "ten-megabytes", "proto-key", "constructor-key", "deep-flow-nesting", "deep-block-nesting", "binary-garbage", "duplicate-yaml-key"];
+  const hostile = [
+    "alias-bomb",
+    "ten-megabytes",
+    "proto-key",
+    "constructor-key",
+    "deep-flow-nesting",
+    "deep-block-nesting",
+    "binary-garbage",
+    "duplicate-yaml-key",
+  ];
 
   it.each(hostile)("%s is refused fast and pollutes no prototype", async (name) => {
     const c = BAD_CASES.find((b) => b.name === name)!;
@@ -289,6 +302,8 @@ describe("BAD_CASES fixtures", () => {
   it("are all different files", () => {
     const texts = BAD_CASES.map((c) => (typeof c.text === "string" ? c.text : c.text.toString("hex")));
     expect(new Set(texts).size).toBe(texts.length);
-    expect(readFileSync(new URL("../support/bad-team-files.ts", import.meta.url), "utf8")).toContain("one bad team file per kind of mistake".replace("one", "One"));
+    expect(readFileSync(new URL("../support/bad-team-files.ts", import.meta.url), "utf8")).toContain(
+      "one bad team file per kind of mistake".replace("one", "One"),
+    );
   });
 });

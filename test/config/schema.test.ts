@@ -31,7 +31,13 @@ function resolveDescription(prop: Node): string | undefined {
   for (let i = 0; current && i < 8; i++) {
     if (typeof current.description === "string") return current.description;
     const ref: unknown = current.$ref;
-    current = typeof ref === "string" ? (ref.slice(2).split("/").reduce<unknown>((n, k) => (n as Node)[k], schema) as Node) : undefined;
+    current =
+      typeof ref === "string"
+        ? (ref
+            .slice(2)
+            .split("/")
+            .reduce<unknown>((n, k) => (n as Node)[k], schema) as Node)
+        : undefined;
   }
   return undefined;
 }
@@ -70,7 +76,15 @@ describe("schemas/team.schema.json", () => {
   it("docs/team-file.md is up to date with the schema and names every key", () => {
     const doc = readFileSync("docs/team-file.md", "utf8");
     expect(doc).toBe(schemaMarkdown());
-    for (const [path] of propertySchemas(schema).filter(([p]) => !p.includes("/if/") && !p.includes("/anyOf/") && !p.includes("/$defs/tool/") && !p.includes("/$defs/model/") && !p.includes("/$defs/agent/") && !p.includes("/toolParameters/"))) {
+    for (const [path] of propertySchemas(schema).filter(
+      ([p]) =>
+        !p.includes("/if/") &&
+        !p.includes("/anyOf/") &&
+        !p.includes("/$defs/tool/") &&
+        !p.includes("/$defs/model/") &&
+        !p.includes("/$defs/agent/") &&
+        !p.includes("/toolParameters/"),
+    )) {
       const key = path.split("/").pop()!;
       expect(doc, path).toContain(`\`${key}\``);
     }
@@ -135,7 +149,10 @@ describe("the precompiled built-in tools' argument validators", () => {
     const { createParametersAjv } = await import("../../src/config/tool-parameters.js");
     const require = createRequire(import.meta.url);
     const cases: Record<string, [object, unknown[]]> = {
-      calculator: [CALCULATOR_PARAMETERS, [{ expression: "1+1" }, { expression: "" }, { expression: 3 }, {}, { expression: "1", extra: true }, { expression: "x".repeat(2001) }]],
+      calculator: [
+        CALCULATOR_PARAMETERS,
+        [{ expression: "1+1" }, { expression: "" }, { expression: 3 }, {}, { expression: "1", extra: true }, { expression: "x".repeat(2001) }],
+      ],
       terminate: [TERMINATE_PARAMETERS, [{ answer: "done" }, { answer: "no", status: "failure" }, { answer: "x", status: "maybe" }, { status: "success" }, []]],
     };
     const sources = builtinArgsValidatorSources();

@@ -14,7 +14,11 @@ afterEach(async () => {
 
 const agentOf = (body: ChatBody) => /^You are (\w+)/.exec(String(body.messages?.find((m) => m.role === "system")?.content ?? ""))?.[1] ?? "?";
 const answered = (body: ChatBody) => (body.messages ?? []).some((m) => m.role === "assistant");
-const calc = (id: string): Reply => ({ content: reactReply("CALL_TOOL", {}), tool_calls: [{ id, name: "calculator", arguments: { expression: "6*7" } }], usage: { prompt_tokens: 1000, completion_tokens: 100 } });
+const calc = (id: string): Reply => ({
+  content: reactReply("CALL_TOOL", {}),
+  tool_calls: [{ id, name: "calculator", arguments: { expression: "6*7" } }],
+  usage: { prompt_tokens: 1000, completion_tokens: 100 },
+});
 const answer = (text: string): Reply => ({ content: reactReply("ANSWER", { answer: text }), usage: { prompt_tokens: 1000, completion_tokens: 100 } });
 
 async function serve(respond: (body: ChatBody) => Reply) {
@@ -32,7 +36,9 @@ describe("budgets", () => {
     // A model that never answers: it calls the calculator forever.
     let n = 0;
     const server = await serve(() => calc(`c${n++}`));
-    const team = writeTeam(`version: 1\nname: b\nbudget: { max_model_calls: 3 }\n${model(server.url)}agents:\n  solver: { kind: react, tools: [calculator] }\n`);
+    const team = writeTeam(
+      `version: 1\nname: b\nbudget: { max_model_calls: 3 }\n${model(server.url)}agents:\n  solver: { kind: react, tools: [calculator] }\n`,
+    );
     const run = await runCli(["exec", team, "go", "--trace-dir", tempDir()]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/budget reached: the team's max_model_calls is 3 and 3 model calls made/);
@@ -43,7 +49,13 @@ describe("budgets", () => {
     const server = await serve((body) => {
       const agent = agentOf(body);
       if (agent === "helper") return calc(`h${Math.random()}`); // the helper never answers
-      return answered(body) ? answer("done without help") : { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "ask", name: "helper", arguments: { query: "help" } }], usage: { prompt_tokens: 1000, completion_tokens: 100 } };
+      return answered(body)
+        ? answer("done without help")
+        : {
+            content: reactReply("CALL_TOOL", {}),
+            tool_calls: [{ id: "ask", name: "helper", arguments: { query: "help" } }],
+            usage: { prompt_tokens: 1000, completion_tokens: 100 },
+          };
     });
     const team = writeTeam(`version: 1
 name: nested

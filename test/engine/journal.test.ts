@@ -22,7 +22,9 @@ async function runWithReader(name: string) {
   const traceDir = mkdtempSync(join(tmpdir(), "journal-"));
   const team = await loadTeam(teamFile(name));
   const requests: { events: number; committed: Map<string, string> }[] = [];
-  const reader = journalAtRequests(traceDir, (journal, seen) => requests.push({ events: seen.length, committed: new Map(journal.map((e) => [e.key, e.kind])) }));
+  const reader = journalAtRequests(traceDir, (journal, seen) =>
+    requests.push({ events: seen.length, committed: new Map(journal.map((e) => [e.key, e.kind])) }),
+  );
   const run = runTeam(team, { input: QUESTION, traceDir, ...reader.options });
   const result = await run.result;
   if (result.result_type !== "answer") throw new Error(String(result.error?.message));

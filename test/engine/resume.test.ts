@@ -245,9 +245,13 @@ describe("approvals", () => {
         const system = String(body.messages?.find((m) => m.role === "system")?.content ?? "");
         const tools = (body.messages ?? []).filter((m) => m.role === "assistant").length;
         if (system.startsWith("You are boss")) {
-          return tools > 0 ? { content: reactReply("ANSWER", { answer: "boss done" }) } : { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "h1", name: "helper", arguments: { query: "record 7" } }] };
+          return tools > 0
+            ? { content: reactReply("ANSWER", { answer: "boss done" }) }
+            : { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "h1", name: "helper", arguments: { query: "record 7" } }] };
         }
-        return tools > 0 ? { content: reactReply("ANSWER", { answer: "helper done" }) } : { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "x1", name: "record", arguments: { n: 7 } }] };
+        return tools > 0
+          ? { content: reactReply("ANSWER", { answer: "helper done" }) }
+          : { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "x1", name: "record", arguments: { n: 7 } }] };
       },
     });
     servers.push(server);
@@ -331,7 +335,7 @@ describe("runtime replay and diff", () => {
   it("diff points at the first request that differs when a prompt changed", async () => {
     const { file, traceDir } = await recordingTeam();
     expect((await runCli(["exec", file, "record", "--trace-dir", traceDir])).code).toBe(0);
-    const changed = readFileSync(file, "utf8").replace("kind: react", "kind: react\n    prompt: \"You are solver. Record carefully. {{current_state}}\"");
+    const changed = readFileSync(file, "utf8").replace("kind: react", 'kind: react\n    prompt: "You are solver. Record carefully. {{current_state}}"');
     const other = writeTeam(changed, { "record.mjs": readFileSync(join(file, "..", "record.mjs"), "utf8") });
     expect((await runCli(["exec", other, "record", "--trace-dir", traceDir])).code).toBe(0);
     const store = TraceStore.open(traceDir, { create: false });

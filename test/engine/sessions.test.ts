@@ -35,7 +35,11 @@ async function rememberingModel(): Promise<OpenAIServer> {
       const text = userText(body);
       if (text.startsWith("Summarise this conversation")) return { content: `SUMMARY: the user is ${/my name is (\w+)/i.exec(text)?.[1] ?? "unknown"}` };
       const name = /my name is (\w+)/i.exec(text)?.[1] ?? /SUMMARY: the user is (\w+)/.exec(text)?.[1];
-      const answer = /what is my name/i.test(text) ? (name ? `Your name is ${name}.` : "I do not know your name.") : `Noted. ${"x".repeat(Number(/pad=(\d+)/.exec(text)?.[1] ?? 0))}`;
+      const answer = /what is my name/i.test(text)
+        ? name
+          ? `Your name is ${name}.`
+          : "I do not know your name."
+        : `Noted. ${"x".repeat(Number(/pad=(\d+)/.exec(text)?.[1] ?? 0))}`;
       return { content: reactReply("ANSWER", { answer }) };
     },
   });
@@ -109,7 +113,12 @@ describe.each(["sqlite", "postgres"])("sessions on %s", (kind) => {
     // The next run reuses the stored summary: no new summary call for turns already folded.
     const next = model.chatRequests.length;
     await ask(file, "Thanks, pad=10", { store, sessionId: "chat-long" });
-    expect(model.chatRequests.slice(next).map((r) => userText(r.body as ChatBody)).filter((t) => t.startsWith("Summarise"))).toHaveLength(0);
+    expect(
+      model.chatRequests
+        .slice(next)
+        .map((r) => userText(r.body as ChatBody))
+        .filter((t) => t.startsWith("Summarise")),
+    ).toHaveLength(0);
   });
 });
 
@@ -123,7 +132,12 @@ describe("sessions from the command line", () => {
     expect(second.stdout.trim()).toBe("Your name is Alan.");
     await runCli(["exec", file, "What is my name?", "--trace-dir", traces, "--no-progress"]);
     const listed = await runCli(["trace", "--session", "s-1", "--json", "--trace-dir", traces]);
-    expect(listed.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { input: string }).input)).toEqual(["What is my name?", "Hi, my name is Alan."]);
+    expect(
+      listed.stdout
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { input: string }).input),
+    ).toEqual(["What is my name?", "Hi, my name is Alan."]);
     const none = await runCli(["trace", "--session", "nope", "--trace-dir", traces]);
     expect(none.code).toBe(1);
     expect(none.stderr).toContain("no runs in session nope");

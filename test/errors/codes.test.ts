@@ -72,7 +72,12 @@ describe("error codes end to end", () => {
   it("an agent out of max_iteration ends the run with MAX_ITERATION and exit status 1", async () => {
     const server = await model(() => ({ content: reactReply("PLAN", { plan: "1. think again" }) }));
     const { code, finished, stderr } = await exec(team(server.url, "  solver: { kind: react, max_iteration: 2 }\n"));
-    expect(finished).toMatchObject({ type: "run.finished", result_type: "error", error: "reached max_iteration (2) without an answer", error_code: "MAX_ITERATION" });
+    expect(finished).toMatchObject({
+      type: "run.finished",
+      result_type: "error",
+      error: "reached max_iteration (2) without an answer",
+      error_code: "MAX_ITERATION",
+    });
     expect(stderr).toContain("run failed: reached max_iteration (2) without an answer");
     expect(code).toBe(1);
   });

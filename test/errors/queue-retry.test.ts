@@ -32,7 +32,11 @@ afterAll(async () => {
 });
 
 /** Runs `task_id` on a worker whose model client fails with `code` the first `failures` times; its state and attempts after. */
-async function queued(task_id: string, code: "STORE" | "MODEL_UNAVAILABLE", failures: number): Promise<{ state: string | undefined; attempts: number; result_type: string }> {
+async function queued(
+  task_id: string,
+  code: "STORE" | "MODEL_UNAVAILABLE",
+  failures: number,
+): Promise<{ state: string | undefined; attempts: number; result_type: string }> {
   const team = await loadTeam(
     writeTeam(`version: 1
 name: retry

@@ -91,7 +91,16 @@ describe("an event masked from its parts is the event masked whole", () => {
   test("fields left undefined, values JSON cannot hold, an envelope field in the body, a scope object changed between events", async () => {
     const changing: EventScope = { agent_id: "solver", step_id: "s1" };
     const cases: Case[] = [
-      { body: { type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 1, content: undefined } as RunEventBody, scope: changing },
+      {
+        body: {
+          type: "llm.response",
+          model: "m",
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          duration_ms: 1,
+          content: undefined,
+        } as RunEventBody,
+        scope: changing,
+      },
       { body: { type: "tool.finished", tool: "t", call_id: "c", arguments: { n: 10n }, ok: true, duration_ms: 1 } as unknown as RunEventBody, scope: step },
       { body: { type: "recursion.started", iteration: 1, trace_id: "from-the-body" } as RunEventBody, scope: step },
     ];

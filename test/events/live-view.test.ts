@@ -63,7 +63,10 @@ describe("the live view's state over the example teams' runs", () => {
       expect(run.usage.total_tokens, name).toBe(finished?.type === "run.finished" ? finished.usage.total_tokens : -1);
       const agents = stepsOf(run);
       expect(agents.length, name).toBe(events.filter((e) => e.type === "agent.started").length);
-      expect(agents.every((a) => a.ended_at !== undefined && a.status !== "running"), name).toBe(true);
+      expect(
+        agents.every((a) => a.ended_at !== undefined && a.status !== "running"),
+        name,
+      ).toBe(true);
       expect(agentRoots(run).length, name).toBe(1);
     }
   });
@@ -96,7 +99,12 @@ describe("the live view's state over the example teams' runs", () => {
     const todos = progress("circle-plan");
     expect(todos.length).toBeGreaterThan(2);
     expect(todos.some((m) => m.includes("active"))).toBe(true);
-    expect(todos.at(-1)?.split(" ").every((m) => m === "done" || m === "skipped")).toBe(true);
+    expect(
+      todos
+        .at(-1)
+        ?.split(" ")
+        .every((m) => m === "done" || m === "skipped"),
+    ).toBe(true);
     const flow = progress("research-flow");
     expect(flow).toContain("done active pending");
     expect(flow.at(-1)).toBe("done done");
@@ -111,8 +119,14 @@ describe("the live view's state over the example teams' runs", () => {
     bus.emit({ type: "agent.started", kind: "plan_and_solve", input: "x" }, s);
     bus.emit({ type: "todo.updated", session_id: "a", version: 2, todos: [todo(1, "one", "completed"), todo(2, "two", "in_progress")] }, s);
     bus.emit({ type: "todo.item_progress", session_id: "a", version: 1, item: todo(1, "one", "failed") }, s);
-    bus.emit({ type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 1, thought: "first\nthought" }, s);
-    bus.emit({ type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 1, thought: "second  thought" }, s);
+    bus.emit(
+      { type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 1, thought: "first\nthought" },
+      s,
+    );
+    bus.emit(
+      { type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 1, thought: "second  thought" },
+      s,
+    );
     const view = viewOf(out, { priceOf: () => ({ input_per_mtok: 1_000_000, output_per_mtok: 2_000_000 }) });
     expect(marks(view)).toBe("done active");
     expect(view.run.thought).toEqual({ agent_id: "planner", text: "second  thought" });
@@ -163,7 +177,9 @@ describe("renderView", () => {
     expect(text).toMatch(/^ {2}▸ strategist \(react\) .* · ⚙ reviewer /m);
     expect(text).toMatch(/^ {4}✓ analyst \d+\.\ds$/m);
     expect(text).toMatch(/^ {4}▸ reviewer \(react\)/m);
-    expect(text).toContain("plan 3/5\n  ✓ s1/t1 Gather facts → analyst\n  ✓ s1/t2 Identify hazards → analyst\n  – s1/t3 Compare past incidents → analyst\n  ▶ s2/t4 Rate the risk → reviewer\n  ○ s3/t5 Write verdict → reviewer");
+    expect(text).toContain(
+      "plan 3/5\n  ✓ s1/t1 Gather facts → analyst\n  ✓ s1/t2 Identify hazards → analyst\n  – s1/t3 Compare past incidents → analyst\n  ▶ s2/t4 Rate the risk → reviewer\n  ○ s3/t5 Write verdict → reviewer",
+    );
     expect(lines.at(-1)).toBe("› strategist: The reviewer rates the risk from the hazards found.");
   });
 
@@ -180,16 +196,32 @@ describe("renderView", () => {
       emit({ type: "agent.started", kind: "react", input: "x" }, { agent_id: `agent-${i}-数学エージェント`, step_id: `s${i}`, parent_step_id: parent });
       emit({ type: "state.changed", machine: "react", from: "INIT", to: "RECURSION.CALL_LLM.CALL_TOOL" }, { agent_id: `a${i}`, step_id: `s${i}` });
       emit({ type: "tool.started", tool: "calculator", call_id: `c${i}`, arguments: {} }, { agent_id: `a${i}`, step_id: `s${i}` });
-      if (i % 3 === 0 && i > 30) emit({ type: "agent.finished", result_type: i % 2 ? "error" : "answer", usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } }, { agent_id: `a${i}`, step_id: `s${i}` });
+      if (i % 3 === 0 && i > 30)
+        emit(
+          { type: "agent.finished", result_type: i % 2 ? "error" : "answer", usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } },
+          { agent_id: `a${i}`, step_id: `s${i}` },
+        );
     }
-    const todos = Array.from({ length: 200 }, (_, i) => todo(i + 1, `第${i + 1}項 compute the 🌍 area ${"x".repeat(i % 50)}`, i < 120 ? "completed" : i === 120 ? "in_progress" : "pending"));
+    const todos = Array.from({ length: 200 }, (_, i) =>
+      todo(i + 1, `第${i + 1}項 compute the 🌍 area ${"x".repeat(i % 50)}`, i < 120 ? "completed" : i === 120 ? "in_progress" : "pending"),
+    );
     emit({ type: "todo.updated", session_id: "s", version: 1, todos }, { agent_id: "boss", step_id: "s0" });
-    emit({ type: "llm.response", model: "m", usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 }, duration_ms: 1, thought: "考え中 🤔 ".repeat(50) }, { agent_id: "boss", step_id: "s0" });
+    emit(
+      {
+        type: "llm.response",
+        model: "m",
+        usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+        duration_ms: 1,
+        thought: "考え中 🤔 ".repeat(50),
+      },
+      { agent_id: "boss", step_id: "s0" },
+    );
     emit({ type: "llm.notice", model: "m", notice: "fallback", message: "model m failed; n takes over" }, { agent_id: "boss" });
     const view = viewOf(out);
     const now = Date.parse(out.at(-1)?.ts ?? "");
     for (let width = 1; width <= 130; width += 7) {
-      for (let height = 0; height <= 45; height += 3) expectFits(renderView(view, { width, height, now, color: true }), width, height, `flood ${width}x${height}`);
+      for (let height = 0; height <= 45; height += 3)
+        expectFits(renderView(view, { width, height, now, color: true }), width, height, `flood ${width}x${height}`);
     }
     const lines = renderView(view, { width: 80, height: 24, now }).map(plain);
     expect(lines).toHaveLength(24);
@@ -207,7 +239,15 @@ describe("renderView", () => {
     bus.emit({ type: "agent.started", kind: "sop", input: "x" }, { agent_id: "boss", step_id: "s0" });
     bus.emit({ type: "agent.started", kind: "react", input: "x" }, { agent_id: "middle", step_id: "s1", parent_step_id: "s0" });
     bus.emit({ type: "agent.started", kind: "react", input: "x" }, { agent_id: "worker", step_id: "s2", parent_step_id: "s1" });
-    bus.emit({ type: "todo.updated", session_id: "t", version: 1, todos: [todo(1, "first", "completed"), todo(2, "second", "in_progress"), todo(3, "third", "pending")] }, { agent_id: "boss", step_id: "s0" });
+    bus.emit(
+      {
+        type: "todo.updated",
+        session_id: "t",
+        version: 1,
+        todos: [todo(1, "first", "completed"), todo(2, "second", "in_progress"), todo(3, "third", "pending")],
+      },
+      { agent_id: "boss", step_id: "s0" },
+    );
     const view = viewOf(out);
     const now = Date.parse(out.at(-1)?.ts ?? "");
     expect(renderView(view, { width: 80, height: 2, now })[1]).toMatch(/^ {4}▸ worker \(react\)/);

@@ -77,7 +77,10 @@ describe("the projection of the example teams' runs", () => {
         expect(call, `${name} ${e.call_id}`).toMatchObject({ status: e.ok ? "ok" : "error", duration_ms: e.duration_ms, ended_at: e.ts, tool: e.tool });
       }
       // Tokens of the model calls add up to the run's usage.
-      expect(calls.reduce((n, c) => n + (c.kind === "model" ? (c.usage?.total_tokens ?? 0) : 0), 0), name).toBe(tree.usage.total_tokens);
+      expect(
+        calls.reduce((n, c) => n + (c.kind === "model" ? (c.usage?.total_tokens ?? 0) : 0), 0),
+        name,
+      ).toBe(tree.usage.total_tokens);
     }
   });
 
@@ -155,7 +158,15 @@ describe("the projection of hand-made sequences", () => {
     );
     const [failed, answered] = allCalls(tree) as ModelCall[];
     expect(failed).toMatchObject({ model: "main", status: "error", error: "503", duration_ms: 1000, iteration: 1, trace_id: "r1", messages: 2 });
-    expect(answered).toMatchObject({ model: "backup", model_name: "spare", fallback_from: "main", status: "ok", duration_ms: 1500, action: "ANSWER", usage: USAGE });
+    expect(answered).toMatchObject({
+      model: "backup",
+      model_name: "spare",
+      fallback_from: "main",
+      status: "ok",
+      duration_ms: 1500,
+      action: "ANSWER",
+      usage: USAGE,
+    });
     expect(tree.model_calls).toBe(2);
     expect(tree.last_notice).toMatchObject({ kind: "notice", message: "trying backup" });
   });
@@ -239,7 +250,9 @@ describe("one run, the same figures in every view", () => {
     expect(spans.filter((s) => s.name.startsWith("invoke_agent "))).toHaveLength(steps.length);
     expect(spans.filter((s) => s.name.startsWith("chat "))).toHaveLength(models.length);
     expect(spans.filter((s) => s.name.startsWith("execute_tool "))).toHaveLength(tools.length);
-    const spanTokens = spans.filter((s) => s.name.startsWith("chat ")).reduce((n, s) => n + Number(s.attributes["gen_ai.usage.input_tokens"]) + Number(s.attributes["gen_ai.usage.output_tokens"]), 0);
+    const spanTokens = spans
+      .filter((s) => s.name.startsWith("chat "))
+      .reduce((n, s) => n + Number(s.attributes["gen_ai.usage.input_tokens"]) + Number(s.attributes["gen_ai.usage.output_tokens"]), 0);
     expect(spanTokens).toBe(tree.usage.prompt_tokens + tree.usage.completion_tokens);
     // Each tool span is a tool call of the projection.
     for (const span of spans.filter((s) => s.name.startsWith("execute_tool "))) {
@@ -290,7 +303,12 @@ agents:
 `,
       );
       const traceDir = tempDir();
-      const ndjson = (out: string) => out.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as RunEvent);
+      const ndjson = (out: string) =>
+        out
+          .trim()
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as RunEvent);
       const paused = await runCli(["exec", file, "record", "--events", "ndjson", "--trace-dir", traceDir]);
       expect(paused.code, paused.stderr).toBe(3);
       const first = ndjson(paused.stdout);
@@ -309,7 +327,9 @@ agents:
       expect(stepsOf(tree)).toHaveLength(1);
       const record = allCalls(tree).filter((c): c is ToolCall => c.kind === "tool");
       expect(record).toEqual([expect.objectContaining({ tool: "record", status: "ok", result: "ok" })]);
-      const approvals = stepsOf(tree).flatMap((s) => s.children.flatMap((c) => (c.kind === "recursion" ? c.children : [c]))).filter((c) => c.kind === "approval");
+      const approvals = stepsOf(tree)
+        .flatMap((s) => s.children.flatMap((c) => (c.kind === "recursion" ? c.children : [c])))
+        .filter((c) => c.kind === "approval");
       expect(approvals.map((a) => (a.kind === "approval" ? [a.decided, a.decision ?? ""] : []))).toEqual([
         [false, ""],
         [true, "approve"],

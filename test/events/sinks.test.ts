@@ -28,8 +28,14 @@ function todoEvents(): RunEvent[] {
   bus.emit({ type: "todo.updated", session_id: "sess", version: 4, todos: [todo(1, "STALE LIST", "pending")] }, s); // stale: not newer
   bus.emit({ type: "todo.item_progress", session_id: "sess", version: 5, item: todo(2, "Compute area", "skipped") }, s);
   bus.emit({ type: "todo.item_progress", session_id: "other", version: 1, item: todo(1, "Other session item", "blocked") }, s);
-  bus.emit({ type: "todo.completed", session_id: "sess", version: 6, todos: [todo(1, "Look up formula", "completed", 1), todo(2, "Compute area", "skipped")] }, s);
-  bus.emit({ type: "run.finished", result_type: "answer", answer: "78.54", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }, { agent_id: "planner" });
+  bus.emit(
+    { type: "todo.completed", session_id: "sess", version: 6, todos: [todo(1, "Look up formula", "completed", 1), todo(2, "Compute area", "skipped")] },
+    s,
+  );
+  bus.emit(
+    { type: "run.finished", result_type: "answer", answer: "78.54", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } },
+    { agent_id: "planner" },
+  );
   return out;
 }
 
@@ -100,7 +106,16 @@ describe("terminalSink, not a terminal", () => {
     const more = collector();
     const sink2 = terminalSink(more, { color: false });
     const list = (version: number, second: "pending" | "in_progress") =>
-      ({ type: "todo.updated", session_id: "z", version, todos: [todo(1, "A", "completed"), todo(2, "B", second)], seq: version, ts: "2025-01-01T00:00:00Z", task_id: "t", agent_id: "a" }) as RunEvent;
+      ({
+        type: "todo.updated",
+        session_id: "z",
+        version,
+        todos: [todo(1, "A", "completed"), todo(2, "B", second)],
+        seq: version,
+        ts: "2025-01-01T00:00:00Z",
+        task_id: "t",
+        agent_id: "a",
+      }) as RunEvent;
     sink2(list(1, "pending"));
     sink2(list(2, "in_progress"));
     expect(more.text()).toBe("todo v1 · 1/2 done\n  [x] 1. A\n  [ ] 2. B\ntodo v2 · 1/2 done\n  [~] 2. B\n");
@@ -131,7 +146,15 @@ describe("terminalSink, not a terminal", () => {
     bus.subscribe(terminalSink(out, { color: false }));
     bus.emit({ type: "run.started", input: "key sk-abcdefghijklmnop" }, s);
     bus.emit(
-      { type: "tool.finished", tool: "http", call_id: "c", arguments: { api_key: "k-SECRET-1" }, ok: false, error: "401 Bearer tok-SECRET-2 conf-key-123456", duration_ms: 1 },
+      {
+        type: "tool.finished",
+        tool: "http",
+        call_id: "c",
+        arguments: { api_key: "k-SECRET-1" },
+        ok: false,
+        error: "401 Bearer tok-SECRET-2 conf-key-123456",
+        duration_ms: 1,
+      },
       s,
     );
     expect(out.text()).not.toMatch(/SECRET|sk-abcdefghijklmnop|conf-key-123456/);
@@ -152,7 +175,12 @@ describe("terminalSink in colour (a terminal)", () => {
     sink.close();
     sinkPlain.close();
     // Only SGR sequences (colours): no cursor up, no erase, no cursor hide.
-    expect(out.text().match(/\x1b\[[0-9;?]*[A-Za-z]/g)?.every((seq) => seq.endsWith("m"))).toBe(true);
+    expect(
+      out
+        .text()
+        .match(/\x1b\[[0-9;?]*[A-Za-z]/g)
+        ?.every((seq) => seq.endsWith("m")),
+    ).toBe(true);
     expect(out.text().replace(/\x1b\[[0-9;]*m/g, "")).toBe(plain.text());
     // Each chunk is whole lines, written once, in order.
     expect(out.chunks.every((c) => c.endsWith("\n"))).toBe(true);

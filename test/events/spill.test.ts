@@ -101,7 +101,8 @@ describe("events leave memory once stored", () => {
     dirs.push(dir);
     const store = TraceStore.open(dir);
     stores.push(store);
-    const event = (seq: number): RunEvent => ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id: "t", agent_id: "a" }) as RunEvent;
+    const event = (seq: number): RunEvent =>
+      ({ type: "run.started", input: "x", seq, ts: "2026-01-01T00:00:00.000Z", task_id: "t", agent_id: "a" }) as RunEvent;
     const said: number[] = [];
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.message);

@@ -49,21 +49,16 @@ describe("runtime graph", () => {
     const machine = createMachine({
       id: "m",
       initial: "A",
-      states: { A: { on: { GO: "B" } }, B: { initial: "B1", states: { B1: { on: { END: "DONE" } }, DONE: { type: "final" } }, onDone: "C" }, C: { type: "final" } },
+      states: {
+        A: { on: { GO: "B" } },
+        B: { initial: "B1", states: { B1: { on: { END: "DONE" } }, DONE: { type: "final" } }, onDone: "C" },
+        C: { type: "final" },
+      },
     });
     expect(machineToMermaid(machine)).toBe(
-      [
-        "stateDiagram-v2",
-        "  [*] --> A",
-        "  state B {",
-        "    [*] --> B1",
-        "    B1 --> [*] : END",
-        "  }",
-        "  A --> B : GO",
-        "  B --> C",
-        "  C --> [*]",
-        "",
-      ].join("\n"),
+      ["stateDiagram-v2", "  [*] --> A", "  state B {", "    [*] --> B1", "    B1 --> [*] : END", "  }", "  A --> B : GO", "  B --> C", "  C --> [*]", ""].join(
+        "\n",
+      ),
     );
   });
 

@@ -33,7 +33,10 @@ const CASES: { [K in AgentKind]: { team: string; question: string } } = {
   react: { team: "circle-react", question: CIRCLE },
   plan_and_solve: { team: "circle-plan", question: CIRCLE },
   plan_and_solve_flow: { team: "research-flow", question: CIRCLE },
-  plan_solver: { team: "plan-solver", question: "For a circle of radius 5 m, give its diameter, circumference and area, and the volume of a sphere of the same radius." },
+  plan_solver: {
+    team: "plan-solver",
+    question: "For a circle of radius 5 m, give its diameter, circumference and area, and the volume of a sphere of the same radius.",
+  },
   sop: { team: "safety-sop", question: CIRCLE },
 };
 

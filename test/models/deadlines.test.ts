@@ -39,7 +39,6 @@ async function client(options: OpenAIServerOptions, overrides: Partial<OpenAIMod
 
 const request: ChatRequest = { messages: [{ role: "user", content: "hi" }] };
 
-
 /** Resolves with how long `p` took to settle, in ms, and its error. */
 async function timed(p: Promise<unknown>): Promise<{ ms: number; err: RuntimeError }> {
   const started = Date.now();
@@ -50,7 +49,10 @@ async function timed(p: Promise<unknown>): Promise<{ ms: number; err: RuntimeErr
 describe("deadlines", () => {
   for (const stream of [false, true]) {
     it(`ends a ${stream ? "stream" : "body"} that stalls after the headers within timeout_ms`, async () => {
-      const { client: c } = await client({ replies: [{ content: "x".repeat(400), stall_after_chunks: 3 }] }, { stream, timeout_ms: 600, idle_timeout_ms: 5000 });
+      const { client: c } = await client(
+        { replies: [{ content: "x".repeat(400), stall_after_chunks: 3 }] },
+        { stream, timeout_ms: 600, idle_timeout_ms: 5000 },
+      );
       const { ms, err } = await timed(c.chat(request));
       // The message names the limit that fired; the bound only catches a hang.
       expect(ms).toBeGreaterThanOrEqual(550);
@@ -69,7 +71,10 @@ describe("deadlines", () => {
   }
 
   it("ends a stream silent for idle_timeout_ms, saying how far it got", async () => {
-    const { client: c } = await client({ replies: [{ content: "z".repeat(100), stall_after_chunks: 4 }] }, { stream: true, timeout_ms: 10_000, idle_timeout_ms: 300 });
+    const { client: c } = await client(
+      { replies: [{ content: "z".repeat(100), stall_after_chunks: 4 }] },
+      { stream: true, timeout_ms: 10_000, idle_timeout_ms: 300 },
+    );
     const { ms, err } = await timed(c.chat(request));
     expect(ms).toBeLessThan(20_000);
     expect(err.message).toMatch(/^model m: the reply stream stalled: no chunk for 300 ms after \d+ chunk\(s\)$/);
@@ -86,7 +91,10 @@ describe("deadlines", () => {
 
 describe("retry-after", () => {
   it("obeys a short retry-after", async () => {
-    const { server, client: c } = await client({ replies: [{ status: 429, headers: { "retry-after": "0.2" } }, { content: "ok" }] }, { max_retries: 1, timeout_ms: 5000 });
+    const { server, client: c } = await client(
+      { replies: [{ status: 429, headers: { "retry-after": "0.2" } }, { content: "ok" }] },
+      { max_retries: 1, timeout_ms: 5000 },
+    );
     const reply = await c.chat(request);
     expect(reply.content).toBe("ok");
     const [first, second] = server.chatRequests;
@@ -99,7 +107,9 @@ describe("retry-after", () => {
     // At once: the alternative is waiting a day.
     expect(ms).toBeLessThan(20_000);
     expect(server.chatRequests).toHaveLength(1);
-    expect(err.message).toMatch(/^model m: 429 status 429 \(request id req_1\); the server asks to retry after 86400 s, longer than max_retry_wait_ms \(30 s\)$/);
+    expect(err.message).toMatch(
+      /^model m: 429 status 429 \(request id req_1\); the server asks to retry after 86400 s, longer than max_retry_wait_ms \(30 s\)$/,
+    );
   });
 });
 
@@ -123,7 +133,15 @@ describe("replies that are not replies", () => {
   }
 
   it("a connection reset mid-body says so instead of 'terminated', after its retries", async () => {
-    const { server, client: c } = await client({ replies: [{ content: "a".repeat(500), reset_mid_body: true }, { content: "b".repeat(500), reset_mid_body: true }] }, { max_retries: 1, timeout_ms: 5000 });
+    const { server, client: c } = await client(
+      {
+        replies: [
+          { content: "a".repeat(500), reset_mid_body: true },
+          { content: "b".repeat(500), reset_mid_body: true },
+        ],
+      },
+      { max_retries: 1, timeout_ms: 5000 },
+    );
     const err = await failure(c.chat(request));
     expect(server.chatRequests).toHaveLength(2);
     expect(err.message).toBe("model m: the connection closed before the reply was complete after 2 attempts");
@@ -134,7 +152,13 @@ describe("model options", () => {
   it("sends top_p, seed, max_tokens, headers and extra_body; the runtime's own fields win", async () => {
     const { server, client: c } = await client(
       { replies: [{ content: "ok" }] },
-      { top_p: 0.5, seed: 7, max_tokens: 64, headers: { "HTTP-Referer": "https://example.com" }, extra_body: { chat_template_kwargs: { enable_thinking: false }, model: "hijack" } },
+      {
+        top_p: 0.5,
+        seed: 7,
+        max_tokens: 64,
+        headers: { "HTTP-Referer": "https://example.com" },
+        extra_body: { chat_template_kwargs: { enable_thinking: false }, model: "hijack" },
+      },
     );
     await c.chat(request);
     const [sent] = server.chatRequests;

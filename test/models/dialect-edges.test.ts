@@ -16,7 +16,9 @@ afterEach(async () => {
 describe("review edges", () => {
   it("knows DeepSeek-reasoner's refusal of two assistant turns in a row", () => {
     expect(
-      layoutFromRefusal("400 deepseek-reasoner does not support successive user or assistant messages (messages[2] and messages[3] in your input). You should interleave the user/assistant messages in the message sequence."),
+      layoutFromRefusal(
+        "400 deepseek-reasoner does not support successive user or assistant messages (messages[2] and messages[3] in your input). You should interleave the user/assistant messages in the message sequence.",
+      ),
     ).toBe("alternate");
   });
 
@@ -49,10 +51,24 @@ describe("review edges", () => {
     const server = await startOpenAIServer({ dialect: { roles: "alternate" }, respond: () => ({ content: "ok", delay_ms: 50 }) });
     servers.push(server);
     const client = createOpenAIChatClient({
-      name: "default", provider: "openai", model: "m", base_url: server.url, api_key: "sk-x", timeout_ms: 5000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS,
+      name: "default",
+      provider: "openai",
+      model: "m",
+      base_url: server.url,
+      api_key: "sk-x",
+      timeout_ms: 5000,
+      max_retries: 0,
+      stream: false,
+      ...OPENAI_MODEL_DEFAULTS,
     });
     const notices: string[] = [];
-    const request = { messages: [{ role: "user" as const, content: "q" }, { role: "system" as const, content: "s" }], onNotice: (n: { message: string }) => notices.push(n.message) };
+    const request = {
+      messages: [
+        { role: "user" as const, content: "q" },
+        { role: "system" as const, content: "s" },
+      ],
+      onNotice: (n: { message: string }) => notices.push(n.message),
+    };
     const replies = await Promise.all([1, 2, 3].map(() => client.chat(request)));
     expect(replies.map((r) => r.content)).toEqual(["ok", "ok", "ok"]);
     expect(notices).toHaveLength(1);

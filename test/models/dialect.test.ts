@@ -68,7 +68,13 @@ describe("strict chat templates", () => {
       { role: "tool", tool_call_id: "a", content: "4" },
       { role: "user", content: "reminder" },
     ];
-    expect(layOut(after, "alternate").map((m) => `${m.role}:${m.content ?? ""}`)).toEqual(["user:Q", "assistant:", "tool:4", `assistant:${NOTED}`, "user:reminder"]);
+    expect(layOut(after, "alternate").map((m) => `${m.role}:${m.content ?? ""}`)).toEqual([
+      "user:Q",
+      "assistant:",
+      "tool:4",
+      `assistant:${NOTED}`,
+      "user:reminder",
+    ]);
   });
 
   it("leaves tool turns where they are and joins user texts in a row", () => {

@@ -19,8 +19,14 @@ const texts = (body: ChatBody) => {
   const of = (role: string) => (body.messages ?? []).filter((m) => m.role === role).map((m) => String(m.content ?? ""));
   return [...of("system"), ...of("user")];
 };
-const agentOf = (body: ChatBody) => texts(body).map((t) => /^You are (\w+)/.exec(t)?.[1]).find(Boolean) ?? "(none)";
-const planIdOf = (body: ChatBody) => texts(body).map((t) => /Plan: (W-\S+)/.exec(t)?.[1]).find(Boolean) ?? "missing";
+const agentOf = (body: ChatBody) =>
+  texts(body)
+    .map((t) => /^You are (\w+)/.exec(t)?.[1])
+    .find(Boolean) ?? "(none)";
+const planIdOf = (body: ChatBody) =>
+  texts(body)
+    .map((t) => /Plan: (W-\S+)/.exec(t)?.[1])
+    .find(Boolean) ?? "missing";
 const hasToolResult = (body: ChatBody) => (body.messages ?? []).some((m) => m.role === "tool");
 
 const call = (name: string, args: Record<string, unknown>, id: string): Reply => ({

@@ -29,7 +29,18 @@ afterEach(async () => {
 });
 
 function config(baseURL: string, overrides: Partial<OpenAIModelConfig> = {}): OpenAIModelConfig {
-  return { name: "default", provider: "openai", model: "m", base_url: baseURL, api_key: KEY, timeout_ms: 5000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS, ...overrides };
+  return {
+    name: "default",
+    provider: "openai",
+    model: "m",
+    base_url: baseURL,
+    api_key: KEY,
+    timeout_ms: 5000,
+    max_retries: 0,
+    stream: false,
+    ...OPENAI_MODEL_DEFAULTS,
+    ...overrides,
+  };
 }
 
 /** Listens on 127.0.0.1 and closes after the test. */
@@ -67,7 +78,14 @@ async function bareServer(handle: (req: http.IncomingMessage, res: http.ServerRe
 }
 
 const completion = (content: string) =>
-  JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+  JSON.stringify({
+    id: "c1",
+    object: "chat.completion",
+    created: 1,
+    model: "m",
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  });
 
 /** Writes `total` bytes of `chunk`s, minding back-pressure, then ends. */
 function writeMany(res: http.ServerResponse, chunk: Buffer, total: number): void {
@@ -130,7 +148,9 @@ describe("the model client's HTTP", () => {
     ["br", zlib.brotliCompressSync],
   ] as const) {
     it(`reads a reply the server compressed with ${encoding}`, async () => {
-      const bare = await bareServer((_req, res) => res.writeHead(200, { "content-type": "application/json", "content-encoding": encoding }).end(compress(completion("squeezed é"))));
+      const bare = await bareServer((_req, res) =>
+        res.writeHead(200, { "content-type": "application/json", "content-encoding": encoding }).end(compress(completion("squeezed é"))),
+      );
       const reply = await createOpenAIChatClient(config(bare.url)).chat(request);
       expect(reply.content).toBe("squeezed é");
     });
@@ -251,7 +271,9 @@ describe("the model client's HTTP", () => {
   });
 
   it("goes through the proxy the environment names (runtime exec with HTTP_PROXY), and straight to the server with NO_PROXY", async () => {
-    const bare = await bareServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion(reactReply("ANSWER", { answer: "proxied" }))));
+    const bare = await bareServer((_req, res) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(completion(reactReply("ANSWER", { answer: "proxied" }))),
+    );
     const tunnels: string[] = [];
     const proxy = http.createServer((_req, res) => res.writeHead(405).end());
     proxy.on("connect", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
@@ -281,10 +303,13 @@ describe("the model client's HTTP", () => {
   it("speaks HTTPS: runtime exec against a server whose certificate comes from a CA of one's own (NODE_EXTRA_CA_CERTS)", async () => {
     const dir = new URL("../server/fixtures/", import.meta.url);
     const cert = readFileSync(new URL("tls-cert.pem", dir));
-    const bare = await bareServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion(reactReply("ANSWER", { answer: "over TLS" }))), {
-      cert,
-      key: readFileSync(new URL("tls-key.pem", dir)),
-    });
+    const bare = await bareServer(
+      (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion(reactReply("ANSWER", { answer: "over TLS" }))),
+      {
+        cert,
+        key: readFileSync(new URL("tls-key.pem", dir)),
+      },
+    );
     const team = answerTeam(bare.url);
     const ok = await runCli(["exec", team, "hello"], { env: { NODE_EXTRA_CA_CERTS: new URL("tls-cert.pem", dir).pathname } });
     expect(ok.stdout).toContain("over TLS");

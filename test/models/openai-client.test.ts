@@ -40,7 +40,6 @@ const request: ChatRequest = {
   tools: [{ name: "calculator", description: "Evaluates math.", parameters: { type: "object", properties: { expression: { type: "string" } } } }],
 };
 
-
 describe("openai ChatClient", () => {
   it("sends messages, tools and options on the wire, and returns text with usage and request id", async () => {
     const { server, client } = await setup(
@@ -200,7 +199,9 @@ describe("openai ChatClient", () => {
     // Ended by timeout_ms (the message says which limit), not by the minute's delay.
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(err.code).toBe("MODEL_UNAVAILABLE");
-    expect(err.message).toMatch(/^model gpt-4o-mini: no complete reply within 200 ms \(timeout_ms\) from http:\/\/127\.0\.0\.1:\d+\/v1, while waiting for the reply$/);
+    expect(err.message).toMatch(
+      /^model gpt-4o-mini: no complete reply within 200 ms \(timeout_ms\) from http:\/\/127\.0\.0\.1:\d+\/v1, while waiting for the reply$/,
+    );
   });
 
   it("aborts an in-flight request through the signal, and refuses an already aborted one", async () => {
@@ -274,7 +275,10 @@ describe("openai ChatClient", () => {
   describe("environment fallback", () => {
     const saved = { key: process.env["OPENAI_API_KEY"], url: process.env["OPENAI_BASE_URL"] };
     afterEach(() => {
-      for (const [name, value] of [["OPENAI_API_KEY", saved.key], ["OPENAI_BASE_URL", saved.url]] as const) {
+      for (const [name, value] of [
+        ["OPENAI_API_KEY", saved.key],
+        ["OPENAI_BASE_URL", saved.url],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }
@@ -284,13 +288,30 @@ describe("openai ChatClient", () => {
       server = await startOpenAIServer({ apiKey: "sk-from-env", replies: [{ content: "via env" }] });
       process.env["OPENAI_BASE_URL"] = server.url;
       process.env["OPENAI_API_KEY"] = "sk-from-env";
-      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", timeout_ms: 2000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS });
+      const client = createOpenAIChatClient({
+        name: "d",
+        provider: "openai",
+        model: "m",
+        timeout_ms: 2000,
+        max_retries: 0,
+        stream: false,
+        ...OPENAI_MODEL_DEFAULTS,
+      });
       expect((await client.chat(request)).content).toBe("via env");
     });
 
     it("fails clearly when there is no key anywhere", async () => {
       delete process.env["OPENAI_API_KEY"];
-      const client = createOpenAIChatClient({ name: "d", provider: "openai", model: "m", api_key: "", timeout_ms: 2000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS });
+      const client = createOpenAIChatClient({
+        name: "d",
+        provider: "openai",
+        model: "m",
+        api_key: "",
+        timeout_ms: 2000,
+        max_retries: 0,
+        stream: false,
+        ...OPENAI_MODEL_DEFAULTS,
+      });
       const err = await failure(client.chat(request));
       expect(err.code).toBe("MODEL_UNAVAILABLE");
       expect(err.message).toBe("model m: no API key: set api_key in the team file or OPENAI_API_KEY");

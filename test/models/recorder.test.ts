@@ -19,7 +19,13 @@ const KEY = "sk-recorder-secret-42";
 const requests: ChatRequest[] = [
   { agent_id: "solver", messages: [{ role: "user", content: "radius 5" }] },
   { agent_id: "helper", messages: [{ role: "user", content: "lookup" }] },
-  { agent_id: "solver", messages: [{ role: "user", content: "radius 5" }, { role: "assistant", content: "{}" }] },
+  {
+    agent_id: "solver",
+    messages: [
+      { role: "user", content: "radius 5" },
+      { role: "assistant", content: "{}" },
+    ],
+  },
 ];
 
 describe("recorder", () => {
@@ -79,7 +85,17 @@ describe("recorder", () => {
     server = await startOpenAIServer({ replies: [{ status: 400, error: { message: "bad request" } }] });
     const sink: RecordedReply[] = [];
     const recorder = recordingClient(
-      createChatClient({ name: "d", provider: "openai", model: "m", base_url: server.url, api_key: KEY, timeout_ms: 2000, max_retries: 0, stream: false, ...OPENAI_MODEL_DEFAULTS }),
+      createChatClient({
+        name: "d",
+        provider: "openai",
+        model: "m",
+        base_url: server.url,
+        api_key: KEY,
+        timeout_ms: 2000,
+        max_retries: 0,
+        stream: false,
+        ...OPENAI_MODEL_DEFAULTS,
+      }),
       sink,
     );
     await expect(recorder.chat(requests[0] as ChatRequest)).rejects.toThrow("model m: 400 bad request (request id req_1)");

@@ -24,7 +24,6 @@ const ask = (agent_id: string | undefined, ...messages: ChatMessage[]): ChatRequ
   messages: messages.length > 0 ? messages : [user("hello")],
 });
 
-
 describe("scripted ChatClient", () => {
   it("picks the first unconsumed reply for the agent whose match fits the last user message", async () => {
     const c = client(`

@@ -126,9 +126,7 @@ describe("test OpenAI server", () => {
     const controller = new AbortController();
     const started = Date.now();
     setTimeout(() => controller.abort(), 50);
-    await expect(client.chat.completions.create(ask, { signal: controller.signal })).rejects.toBeInstanceOf(
-      OpenAI.APIUserAbortError,
-    );
+    await expect(client.chat.completions.create(ask, { signal: controller.signal })).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
     // Ended by the abort, not by the minute's delay.
     expect(Date.now() - started).toBeLessThan(20_000);
   });

@@ -44,7 +44,7 @@ describe("react's parseReply", () => {
     });
   });
 
-  it("counts a fence or an \"action\" key as attempted JSON", () => {
+  it('counts a fence or an "action" key as attempted JSON', () => {
     expect(parseReply("```json\n```", [])).toMatchObject({
       action_type: "INVALID",
       error: "the reply is not valid JSON (not an object)",

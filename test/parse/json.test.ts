@@ -6,26 +6,19 @@ const candidates = (text: string, options?: Parameters<typeof jsonCandidates>[1]
 describe("jsonCandidates", () => {
   it("yields the whole trimmed text, then fenced blocks, then balanced spans, skipping repeats", () => {
     const text = '  Plan: ```json\n{"a": 1}\n``` or {"b": {"c": 2}}  ';
-    expect(candidates(text)).toEqual([
-      'Plan: ```json\n{"a": 1}\n``` or {"b": {"c": 2}}',
-      '{"a": 1}',
-      '{"b": {"c": 2}}',
-      '{"c": 2}',
-    ]);
+    expect(candidates(text)).toEqual(['Plan: ```json\n{"a": 1}\n``` or {"b": {"c": 2}}', '{"a": 1}', '{"b": {"c": 2}}', '{"c": 2}']);
   });
 
   it("takes every fenced block, whatever its language tag, and skips empty ones", () => {
-    const text = "```\n```\n```JSON\n{\"a\": 1}\n```\n```js\n{\"b\": 2}```";
+    const text = '```\n```\n```JSON\n{"a": 1}\n```\n```js\n{"b": 2}```';
     expect(candidates(text, { maxSpanStarts: 0 }).slice(1)).toEqual(['{"a": 1}', '{"b": 2}']);
   });
 
   it("with fences 'whole', unwraps only a fence around the whole text, inner fences included", () => {
-    expect(candidates("```json\n{\"a\": 1}\n```", { fences: "whole" })).toContain('{"a": 1}');
+    expect(candidates('```json\n{"a": 1}\n```', { fences: "whole" })).toContain('{"a": 1}');
     const inner = '```json\n{"code": "```py\\nx\\n```"}\n```';
     expect(candidates(inner, { fences: "whole", maxSpanStarts: 0 })).toEqual([inner, '{"code": "```py\\nx\\n```"}']);
-    expect(candidates('say ```json\n{"a": 1}\n```', { fences: "whole", maxSpanStarts: 0 })).toEqual([
-      'say ```json\n{"a": 1}\n```',
-    ]);
+    expect(candidates('say ```json\n{"a": 1}\n```', { fences: "whole", maxSpanStarts: 0 })).toEqual(['say ```json\n{"a": 1}\n```']);
   });
 
   it("with whole 'object', skips the whole text unless it opens with a brace", () => {
@@ -62,19 +55,11 @@ describe("jsonCandidates", () => {
       '{"a": [1, 2], "b": {"c": 3  } }',
     ]);
     const fenced = '```json\n{"a": 1,}\n```';
-    expect(candidates(fenced, { repair: true, fences: "whole", maxSpanStarts: 0 })).toEqual([
-      fenced,
-      '{"a": 1,}',
-      '```json\n{"a": 1}\n```',
-      '{"a": 1}',
-    ]);
+    expect(candidates(fenced, { repair: true, fences: "whole", maxSpanStarts: 0 })).toEqual([fenced, '{"a": 1,}', '```json\n{"a": 1}\n```', '{"a": 1}']);
   });
 
   it("leaves commas inside strings alone when repairing", () => {
-    expect(candidates('{"a": "x, }", "b": "y,]",}', { repair: true, maxSpanStarts: 0 })).toEqual([
-      '{"a": "x, }", "b": "y,]",}',
-      '{"a": "x, }", "b": "y,]"}',
-    ]);
+    expect(candidates('{"a": "x, }", "b": "y,]",}', { repair: true, maxSpanStarts: 0 })).toEqual(['{"a": "x, }", "b": "y,]",}', '{"a": "x, }", "b": "y,]"}']);
   });
 
   it("yields nothing for blank text", () => {

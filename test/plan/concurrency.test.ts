@@ -200,43 +200,43 @@ describe("group commit", () => {
 });
 
 describe("several processes writing the same plans.db", () => {
-  it.each([2, 4])("%i processes racing over 1,000 tasks: each task won once, none lost", async (n) => {
-    const file = join(dir, `multi-${n}.db`);
-    const setup = openPlanFile(file);
-    await setup.create_plan_from_structure("p", wideWorkflow(1000));
-    // A fixed delay is no barrier on a loaded machine: start only once every child has opened the plan.
-    const goFile = join(dir, `go-${n}`);
-    const children = Array.from({ length: n }, (_, i) =>
-      contender([child("contend.mjs"), modulePath, file, "p", "1000"], { ...process.env, REVERSE: String(i % 2), GO_FILE: goFile }),
-    );
-    await Promise.all(children.map((c) => c.ready));
-    writeFileSync(goFile, "");
-    const outputs = await Promise.all(children.map((c) => c.done));
-    const counts = outputs.map(
-      (o) => JSON.parse(o.stdout) as { started: number; completed: number; first: number; last: number },
-    );
-    expect(counts.reduce((sum, c) => sum + c.started, 0)).toBe(1000);
-    expect(counts.every((c) => c.completed === c.started)).toBe(true);
-    // The processes really ran at the same time: their working windows overlap.
-    const latestFirst = Math.max(...counts.map((c) => c.first));
-    const earliestLast = Math.min(...counts.map((c) => c.last));
-    expect(latestFirst).toBeLessThan(earliestLast);
-    const plan = await setup.get_plan_structure("p");
-    expect(plan?.revision).toBe(2000);
-    expect(plan?.status).toBe("completed");
-    expect(plan?.steps[0]?.tasks.every((t) => t.status === "completed")).toBe(true);
-    setup.close();
-  }, 120_000);
+  it.each([2, 4])(
+    "%i processes racing over 1,000 tasks: each task won once, none lost",
+    async (n) => {
+      const file = join(dir, `multi-${n}.db`);
+      const setup = openPlanFile(file);
+      await setup.create_plan_from_structure("p", wideWorkflow(1000));
+      // A fixed delay is no barrier on a loaded machine: start only once every child has opened the plan.
+      const goFile = join(dir, `go-${n}`);
+      const children = Array.from({ length: n }, (_, i) =>
+        contender([child("contend.mjs"), modulePath, file, "p", "1000"], { ...process.env, REVERSE: String(i % 2), GO_FILE: goFile }),
+      );
+      await Promise.all(children.map((c) => c.ready));
+      writeFileSync(goFile, "");
+      const outputs = await Promise.all(children.map((c) => c.done));
+      const counts = outputs.map((o) => JSON.parse(o.stdout) as { started: number; completed: number; first: number; last: number });
+      expect(counts.reduce((sum, c) => sum + c.started, 0)).toBe(1000);
+      expect(counts.every((c) => c.completed === c.started)).toBe(true);
+      // The processes really ran at the same time: their working windows overlap.
+      const latestFirst = Math.max(...counts.map((c) => c.first));
+      const earliestLast = Math.min(...counts.map((c) => c.last));
+      expect(latestFirst).toBeLessThan(earliestLast);
+      const plan = await setup.get_plan_structure("p");
+      expect(plan?.revision).toBe(2000);
+      expect(plan?.status).toBe("completed");
+      expect(plan?.steps[0]?.tasks.every((t) => t.status === "completed")).toBe(true);
+      setup.close();
+    },
+    120_000,
+  );
 });
 
 describe("durability", () => {
   it("keeps a plan written by a process that was killed", async () => {
     const file = join(dir, "restart.db");
-    await run(process.execPath, [child("crash.mjs"), modulePath, file, "p-restart", JSON.stringify(SAFETY_WORKFLOW)]).catch(
-      (err: { signal?: string }) => {
-        if (err.signal !== "SIGKILL") throw err;
-      },
-    );
+    await run(process.execPath, [child("crash.mjs"), modulePath, file, "p-restart", JSON.stringify(SAFETY_WORKFLOW)]).catch((err: { signal?: string }) => {
+      if (err.signal !== "SIGKILL") throw err;
+    });
     const tool = openPlanFile(file);
     expect(await tool.get_plan_status("p-restart")).toBe("running");
     expect(await tool.get_task("p-restart", "t1")).toMatchObject({ status: "completed", result_summary: "facts gathered" });

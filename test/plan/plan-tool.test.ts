@@ -39,7 +39,12 @@ describe("create_plan_from_structure", () => {
   it("refuses an existing plan_id and leaves the first plan untouched", async () => {
     expect(await tool.create_plan_from_structure("p1", SAFETY_WORKFLOW)).toBe(true);
     await tool.update_task_status("p1", "t1", "inprogress");
-    expect(await tool.create_plan_from_structure("p1", { name: "Other", steps: [{ step_id: "x", name: "X", tasks: [{ task_id: "x1", name: "X", assignee: "a" }] }] })).toBe(false);
+    expect(
+      await tool.create_plan_from_structure("p1", {
+        name: "Other",
+        steps: [{ step_id: "x", name: "X", tasks: [{ task_id: "x1", name: "X", assignee: "a" }] }],
+      }),
+    ).toBe(false);
     expect((await tool.get_task("p1", "t1"))?.status).toBe("inprogress");
     expect(await tool.get_task("p1", "x1")).toBeNull();
   });
@@ -51,8 +56,26 @@ describe("create_plan_from_structure", () => {
     ["a step without tasks", { name: "n", steps: [{ step_id: "s", name: "S", tasks: [] }] }],
     ["a task without assignee", { name: "n", steps: [{ step_id: "s", name: "S", tasks: [{ task_id: "t", name: "T" }] }] }],
     ["an unknown key", { name: "n", steps: [{ step_id: "s", name: "S", tasks: [{ task_id: "t", name: "T", assignee: "a", status: "completed" }] }] }],
-    ["duplicate task ids", { name: "n", steps: [{ step_id: "s", name: "S", tasks: [{ task_id: "t", name: "T", assignee: "a" }] }, { step_id: "s2", name: "S", tasks: [{ task_id: "t", name: "T", assignee: "a" }] }] }],
-    ["duplicate step ids", { name: "n", steps: [{ step_id: "s", name: "S", tasks: [{ task_id: "t", name: "T", assignee: "a" }] }, { step_id: "s", name: "S", tasks: [{ task_id: "u", name: "T", assignee: "a" }] }] }],
+    [
+      "duplicate task ids",
+      {
+        name: "n",
+        steps: [
+          { step_id: "s", name: "S", tasks: [{ task_id: "t", name: "T", assignee: "a" }] },
+          { step_id: "s2", name: "S", tasks: [{ task_id: "t", name: "T", assignee: "a" }] },
+        ],
+      },
+    ],
+    [
+      "duplicate step ids",
+      {
+        name: "n",
+        steps: [
+          { step_id: "s", name: "S", tasks: [{ task_id: "t", name: "T", assignee: "a" }] },
+          { step_id: "s", name: "S", tasks: [{ task_id: "u", name: "T", assignee: "a" }] },
+        ],
+      },
+    ],
   ])("refuses invalid structure data: %s", async (_label, data) => {
     expect(await tool.create_plan_from_structure("bad", data)).toBe(false);
     expect(await tool.get_plan_status("bad")).toBeNull();
@@ -148,7 +171,16 @@ describe("update_task_status", () => {
         const id = `m${n++}`;
         await tool.create_plan_from_structure(id, {
           name: "m",
-          steps: [{ step_id: "s", name: "S", tasks: [{ task_id: "a", name: "A", assignee: "x" }, { task_id: "b", name: "B", assignee: "x" }] }],
+          steps: [
+            {
+              step_id: "s",
+              name: "S",
+              tasks: [
+                { task_id: "a", name: "A", assignee: "x" },
+                { task_id: "b", name: "B", assignee: "x" },
+              ],
+            },
+          ],
         });
         for (const s of pathTo[from]) expect(await tool.update_task_status(id, "a", s)).toBe(true);
         expect((await tool.get_task(id, "a"))?.status).toBe(from);

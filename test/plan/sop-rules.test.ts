@@ -49,7 +49,8 @@ const call = (name: string, args: Record<string, unknown>): Reply => ({
   tool_calls: [{ id: `c_${name}_${Math.random().toString(36).slice(2, 8)}`, name, arguments: args }],
 });
 const answer = (text: string): Reply => ({ content: reactReply("ANSWER", { answer: text }) });
-const status = (task_id: string, s: string, result_summary?: string) => call("update_task_status", { task_id, status: s, ...(result_summary ? { result_summary } : {}) });
+const status = (task_id: string, s: string, result_summary?: string) =>
+  call("update_task_status", { task_id, status: s, ...(result_summary ? { result_summary } : {}) });
 
 /** The one tool result the runtime reported back in the last assistant message. */
 function lastResult(body: ChatBody): { ok: boolean; result?: unknown; error?: string } {
@@ -134,7 +135,12 @@ describe("the sop kind enforces the workflow on a careless strategist", () => {
     // No refused change reached the plan.
     const changes = events.filter((e): e is Extract<RunEvent, { type: "task.status" }> => e.type === "task.status" && e.status !== "ready");
     expect(changes.map((e) => `${e.plan_task_id}:${e.status}`)).toEqual([
-      "t1:inprogress", "t1:completed", "t2:inprogress", "t2:completed", "t3:inprogress", "t3:completed",
+      "t1:inprogress",
+      "t1:completed",
+      "t2:inprogress",
+      "t2:completed",
+      "t3:inprogress",
+      "t3:completed",
     ]);
   });
 

@@ -29,8 +29,7 @@ async function run(teamFile: string, input: string, dir: string) {
   return { result, events };
 }
 
-const statusEvents = (events: RunEvent[]) =>
-  events.filter((e): e is Extract<RunEvent, { type: "task.status" }> => e.type === "task.status");
+const statusEvents = (events: RunEvent[]) => events.filter((e): e is Extract<RunEvent, { type: "task.status" }> => e.type === "task.status");
 
 describe("the safety-sop example on the scripted model", () => {
   it("drives the plan to completed through the plan tools and the assignee agents", async () => {
@@ -48,7 +47,11 @@ describe("the safety-sop example on the scripted model", () => {
     expect(plan?.status).toBe("completed");
     expect(plan?.revision).toBe(9);
     expect(plan?.steps.flatMap((s) => s.tasks.map((t) => `${t.task_id}:${t.status}`))).toEqual([
-      "t1:completed", "t2:completed", "t3:skipped", "t4:completed", "t5:completed",
+      "t1:completed",
+      "t2:completed",
+      "t3:skipped",
+      "t4:completed",
+      "t5:completed",
     ]);
     expect(plan?.steps[0]?.tasks[0]?.result_summary).toMatch(/rated for 12 bar/);
 
@@ -151,16 +154,23 @@ describe("sop runs through the real openai client and the test server", () => {
       strategist: (n, body) => {
         const plan_id = planIdOf(body);
         switch (n) {
-          case 0: return call("update_task_status", { plan_id, task_id: "t1", status: "inprogress" });
-          case 1: return call("worker", { query: "Do t1" });
+          case 0:
+            return call("update_task_status", { plan_id, task_id: "t1", status: "inprogress" });
+          case 1:
+            return call("worker", { query: "Do t1" });
           case 2:
             expect(lastToolResult(body)).toMatch(/agent worker failed/);
             return call("update_task_status", { plan_id, task_id: "t1", status: "error", result_summary: "worker unavailable" });
-          case 3: return call("update_task_status", { plan_id, task_id: "t1", status: "inprogress" });
-          case 4: return call("worker", { query: "Do t1 again" });
-          case 5: return call("update_task_status", { plan_id, task_id: "t1", status: "completed", result_summary: "t1 done on retry" });
-          case 6: return call("update_task_status", { plan_id, task_id: "t2", status: "skipped", result_summary: "not needed" });
-          default: return answer("All done.");
+          case 3:
+            return call("update_task_status", { plan_id, task_id: "t1", status: "inprogress" });
+          case 4:
+            return call("worker", { query: "Do t1 again" });
+          case 5:
+            return call("update_task_status", { plan_id, task_id: "t1", status: "completed", result_summary: "t1 done on retry" });
+          case 6:
+            return call("update_task_status", { plan_id, task_id: "t2", status: "skipped", result_summary: "not needed" });
+          default:
+            return answer("All done.");
         }
       },
       // The first request fails (max_retries 0), so the worker's step, and the tool call, fail.
@@ -173,7 +183,9 @@ describe("sop runs through the real openai client and the test server", () => {
     expect(result.answer).toContain("[completed] t1 First → worker");
     expect(result.answer).toContain("↳ t1 done on retry");
     expect(result.answer).toContain("[skipped] t2 Second → worker (optional)");
-    const t1 = statusEvents(events).filter((e) => e.plan_task_id === "t1").map((e) => `${e.status}/${e.plan_status}`);
+    const t1 = statusEvents(events)
+      .filter((e) => e.plan_task_id === "t1")
+      .map((e) => `${e.status}/${e.plan_status}`);
     expect(t1).toEqual(["ready/running", "inprogress/running", "error/running", "inprogress/running", "completed/running"]);
     expect(statusEvents(events).at(-1)).toMatchObject({ plan_task_id: "t2", status: "skipped", plan_status: "completed" });
     // The strategist was offered exactly its allow-list.
@@ -204,7 +216,9 @@ describe("sop runs through the real openai client and the test server", () => {
     expect(result.answer).toContain("[skipped] t1 First → worker");
     // Skipping without a new summary keeps the last one, so the report still says why.
     expect(result.answer).toContain("↳ worker failed twice; skipping");
-    const t1 = statusEvents(events).filter((e) => e.plan_task_id === "t1").map((e) => e.status);
+    const t1 = statusEvents(events)
+      .filter((e) => e.plan_task_id === "t1")
+      .map((e) => e.status);
     expect(t1).toEqual(["ready", "inprogress", "error", "inprogress", "error", "skipped"]);
     expect((await openPlanTool(dir).list_plans())[0]?.status).toBe("completed");
   });
@@ -245,7 +259,9 @@ describe("sop runs through the real openai client and the test server", () => {
     const dir = traceDir();
     const { result, events } = await run(serverTeam(server.url), "Do the two tasks", dir);
     expect(result.result_type).toBe("error");
-    expect(result.error?.message.split("\n")[0]).toMatch(/^strategist strategist answered 3 times while plan W-\S+ was still running; open tasks: t1 \(inprogress\), t2 \(ready\)$/);
+    expect(result.error?.message.split("\n")[0]).toMatch(
+      /^strategist strategist answered 3 times while plan W-\S+ was still running; open tasks: t1 \(inprogress\), t2 \(ready\)$/,
+    );
     expect(events.filter((e) => e.type === "agent.started" && e.agent_id === "strategist")).toHaveLength(3);
     expect(inputs[0]).not.toContain("Still open");
     expect(inputs.at(-1)).toContain("Still open: t1 (inprogress), t2 (ready)");
@@ -254,7 +270,11 @@ describe("sop runs through the real openai client and the test server", () => {
   });
 
   it.each([
-    ["an assignee", "[get_plan_status, update_task_status]", /^strategist strategist cannot drive workflow W: its tools lack worker \(the assignee of t1, t2\)$/],
+    [
+      "an assignee",
+      "[get_plan_status, update_task_status]",
+      /^strategist strategist cannot drive workflow W: its tools lack worker \(the assignee of t1, t2\)$/,
+    ],
     ["update_task_status", "[get_plan_status, worker]", /^strategist strategist cannot drive workflow W: its tools lack update_task_status$/],
   ])("fails at once, before any model call or plan, when the strategist's tools lack %s", async (_what, tools, message) => {
     const server = await serverByAgent({ strategist: () => answer("never asked") });

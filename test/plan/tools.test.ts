@@ -81,14 +81,20 @@ describe("plan tools", () => {
     const { call } = box({ agent_id: "strategist", step_id: "step-9" });
     expect((await call("update_task_status", { plan_id: "p1", task_id: "t1", status: "inprogress" })).result).toEqual({ ok: true, plan_status: "running" });
     const refused = await call("update_task_status", { plan_id: "p1", task_id: "t1", status: "skipped" });
-    expect(refused.result).toEqual({ ok: false, error: "task t1: invalid transition inprogress → skipped; from inprogress a task may go to completed or error or ready" });
+    expect(refused.result).toEqual({
+      ok: false,
+      error: "task t1: invalid transition inprogress → skipped; from inprogress a task may go to completed or error or ready",
+    });
     expect((await call("get_task", { plan_id: "p1", task_id: "t1" })).result).toMatchObject({ task_id: "t1", status: "inprogress" });
     expect((await call("get_task", { plan_id: "p1", task_id: "zz" })).result).toBeNull();
     expect((await call("get_ready_tasks", { plan_id: "p1" })).result).toHaveLength(3);
     expect((await call("get_tasks_for_role", { plan_id: "p1", role_id: "analyst", status: "inprogress" })).result).toMatchObject([{ task_id: "t1" }]);
     expect((await call("get_plan_status", { plan_id: "p1" })).result).toBe("running");
     expect((await call("get_plan_structure", { plan_id: "p1" })).result).toMatchObject({ plan_id: "p1", steps: [{ step_id: "s1" }, { step_id: "s2" }] });
-    expect((await call("create_plan_from_structure", { plan_id: "p1", structure_data: SAFETY_WORKFLOW })).result).toEqual({ ok: false, error: "plan p1 already exists" });
+    expect((await call("create_plan_from_structure", { plan_id: "p1", structure_data: SAFETY_WORKFLOW })).result).toEqual({
+      ok: false,
+      error: "plan p1 already exists",
+    });
     expect((await call("create_plan_from_structure", { plan_id: "p2", structure_data: SAFETY_WORKFLOW })).result).toEqual({ ok: true, plan_status: "running" });
     expect((await call("delete_plan", { plan_id: "p2" })).result).toBe(true);
     expect(statusEvents().map((e) => [e.agent_id, e.step_id, e.plan_id, e.plan_task_id, e.status])).toEqual([
@@ -140,7 +146,10 @@ describe("plan tools", () => {
   it("default plan_id to the plan bound to the caller's parent step (the sop run)", async () => {
     const unbind = planTool.bindStep("step-1", "p1");
     const { call } = box({ agent_id: "strategist", step_id: "step-2", parent_step_id: "step-1" });
-    expect((await call("update_task_status", { task_id: "t2", status: "skipped", result_summary: "not needed" })).result).toEqual({ ok: true, plan_status: "running" });
+    expect((await call("update_task_status", { task_id: "t2", status: "skipped", result_summary: "not needed" })).result).toEqual({
+      ok: true,
+      plan_status: "running",
+    });
     expect((await planTool.get_task("p1", "t2"))?.result_summary).toBe("not needed");
     unbind();
     const outcome = await call("get_ready_tasks", {});

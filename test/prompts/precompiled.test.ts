@@ -15,12 +15,35 @@ const handlebars = require("handlebars/dist/handlebars.min.js") as typeof import
 const dist = (path: string) => new URL(`../../dist/${path}`, import.meta.url);
 
 const DATA: Record<string, Record<string, unknown>> = {
-  react: { agent_name: "solver", description: "Solves <things> & more", tool_names: "calculator", iteration: 2, max_iteration: 5, plan: "1. a", current_state: "Recursion 2" },
-  plan_and_solve: {
-    agent_name: "p", description: "", tool_names: "todo", iteration: 1, max_iteration: 9, remaining_iterations: 8,
-    todo_list: "1. [ ] a", todo_version: 3, todo_block_after: 2, todo_complete_after: 4,
+  react: {
+    agent_name: "solver",
+    description: "Solves <things> & more",
+    tool_names: "calculator",
+    iteration: 2,
+    max_iteration: 5,
+    plan: "1. a",
+    current_state: "Recursion 2",
   },
-  conversation: { summary: "earlier", turns: [{ input: "hi", answer: "hello" }, { input: "2+2?", answer: "4" }], input: "next" },
+  plan_and_solve: {
+    agent_name: "p",
+    description: "",
+    tool_names: "todo",
+    iteration: 1,
+    max_iteration: 9,
+    remaining_iterations: 8,
+    todo_list: "1. [ ] a",
+    todo_version: 3,
+    todo_block_after: 2,
+    todo_complete_after: 4,
+  },
+  conversation: {
+    summary: "earlier",
+    turns: [
+      { input: "hi", answer: "hello" },
+      { input: "2+2?", answer: "4" },
+    ],
+    input: "next",
+  },
 };
 
 /** The message a call throws. */

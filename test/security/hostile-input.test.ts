@@ -23,7 +23,10 @@ const deepJson = (n: number) => `${"[".repeat(n)}1${"]".repeat(n)}`;
 
 /** Every event of a run in NDJSON, and its seqs without a gap. */
 function parseNdjson(stdout: string): RunEvent[] {
-  const events = stdout.trim().split("\n").map((l) => JSON.parse(l) as RunEvent);
+  const events = stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as RunEvent);
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   return events;
 }
@@ -106,10 +109,15 @@ describe("files a team reads", () => {
     const file = writeTeam(`version: 1\nname: p\n${scripted}agents:\n  a:\n    kind: react\n    system_prompt: ../../../../../../etc/passwd\n`, files);
     const run = await runCli(["validate", file]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/team\.yaml:8:20 \/agents\/a\/system_prompt prompt file \/etc\/passwd is outside the team file's folder .*set allow_outside_paths: true/);
+    expect(run.stderr).toMatch(
+      /team\.yaml:8:20 \/agents\/a\/system_prompt prompt file \/etc\/passwd is outside the team file's folder .*set allow_outside_paths: true/,
+    );
     const outside = join(tempDir("outside-"), "p.hbs");
     writeFileSync(outside, "You are {{agent_name}}.");
-    const optedOut = writeTeam(`version: 1\nname: p\nallow_outside_paths: true\n${scripted}agents:\n  a:\n    kind: react\n    system_prompt: ${outside}\n`, files);
+    const optedOut = writeTeam(
+      `version: 1\nname: p\nallow_outside_paths: true\n${scripted}agents:\n  a:\n    kind: react\n    system_prompt: ${outside}\n`,
+      files,
+    );
     expect((await runCli(["validate", optedOut])).code).toBe(0);
   });
 
@@ -123,7 +131,11 @@ describe("files a team reads", () => {
     const run = await runCli(["validate", file]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/is outside the team file's folder/);
-    const allowed = writeTeam(`version: 1\nname: p\nallow_outside_paths: true\n${scripted}agents:\n  a:\n    kind: react\n    system_prompt: ./prompts/p.hbs\n`, files, dir);
+    const allowed = writeTeam(
+      `version: 1\nname: p\nallow_outside_paths: true\n${scripted}agents:\n  a:\n    kind: react\n    system_prompt: ./prompts/p.hbs\n`,
+      files,
+      dir,
+    );
     expect((await runCli(["validate", allowed])).code).toBe(0);
   });
 
@@ -140,9 +152,12 @@ describe("files a team reads", () => {
 describe("secrets in validation messages", () => {
   it("masks the value of a secret-named variable interpolated into a field that fails validation", async () => {
     const secret = "opaque-9f8e7d6c5b4a-value";
-    const file = writeTeam(`version: 1\nname: s\nmodels:\n  m: { provider: scripted, script: ./s.yaml }\nagents:\n  a:\n    kind: react\n    max_iteration: \${SERVICE_API_KEY}\n    description: \${SERVICE_API_KEY}-\${SERVICE_API_KEY}\n`, {
-      "s.yaml": "version: 1\nreplies: []\n",
-    });
+    const file = writeTeam(
+      `version: 1\nname: s\nmodels:\n  m: { provider: scripted, script: ./s.yaml }\nagents:\n  a:\n    kind: react\n    max_iteration: \${SERVICE_API_KEY}\n    description: \${SERVICE_API_KEY}-\${SERVICE_API_KEY}\n`,
+      {
+        "s.yaml": "version: 1\nreplies: []\n",
+      },
+    );
     const run = await runCli(["validate", file], { env: { SERVICE_API_KEY: secret } });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/\/agents\/a\/max_iteration/);

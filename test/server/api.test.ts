@@ -143,7 +143,11 @@ describe("runtime serve: queries and replay", () => {
     const model = await startOpenAIServer({
       respond: (_body, index) =>
         index === 0
-          ? { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "c1", name: "calculator", arguments: { expression: "round(pi * 5^2, 2)" } }], delay_ms: 300 }
+          ? {
+              content: reactReply("CALL_TOOL", {}),
+              tool_calls: [{ id: "c1", name: "calculator", arguments: { expression: "round(pi * 5^2, 2)" } }],
+              delay_ms: 300,
+            }
           : { content: reactReply("ANSWER", { answer: "area 78.54" }), delay_ms: 300 },
     });
     closers.push(model);

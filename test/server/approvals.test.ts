@@ -25,10 +25,18 @@ describe("approvals through the server", () => {
     expect(approvals.map((a) => a.call_id)).toEqual(["call_area", "call_circumference"]);
     const taskId = paused!.task_id;
     const decide = (body: unknown) =>
-      server.fetch(`${server.url}/v1/runs/${taskId}/approvals`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      server.fetch(`${server.url}/v1/runs/${taskId}/approvals`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
 
     // The whole id: a part of it, which the CLI would take, names no run here.
-    const part = await server.fetch(`${server.url}/v1/runs/${taskId.slice(-12)}/approvals`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"decision": "approve"}' });
+    const part = await server.fetch(`${server.url}/v1/runs/${taskId.slice(-12)}/approvals`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"decision": "approve"}',
+    });
     expect(part.status).toBe(404);
     // One of two decided: nothing resumes yet.
     const first = await decide({ decision: "approve", call_id: "call_area" });
@@ -69,6 +77,14 @@ describe("approvals through the server", () => {
     const all = await (await server.fetch(`${server.url}/v1/runs/${taskId}`)).json();
     expect((all as { events: RunEvent[] }).events.at(-1)).toMatchObject({ type: "run.finished", result_type: "answer" });
     expect((await server.fetch(`${server.url}/v1/runs/nope/resume`, { method: "POST" })).status).toBe(404);
-    expect((await server.fetch(`${server.url}/v1/runs/${taskId}/resume`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"budget": {"max_tokens": -1}}' })).status).toBe(400);
+    expect(
+      (
+        await server.fetch(`${server.url}/v1/runs/${taskId}/resume`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: '{"budget": {"max_tokens": -1}}',
+        })
+      ).status,
+    ).toBe(400);
   });
 });

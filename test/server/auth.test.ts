@@ -42,7 +42,11 @@ describe("the token", () => {
       ["/v1/runs", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "spend the key" }) }],
     ];
     for (const [path, init] of endpoints) {
-      const wrong: Record<string, string>[] = [{}, { authorization: "Bearer wrong-token-of-the-right-size-0000000" }, { cookie: `runtime_token_${server.port}=nope` }];
+      const wrong: Record<string, string>[] = [
+        {},
+        { authorization: "Bearer wrong-token-of-the-right-size-0000000" },
+        { cookie: `runtime_token_${server.port}=nope` },
+      ];
       for (const headers of wrong) {
         const res = await fetch(`${server.url}${path}`, { ...init, headers: { ...(init?.headers as object), ...headers } });
         expect(res.status, `${init?.method ?? "GET"} ${path} ${JSON.stringify(headers)}`).toBe(401);

@@ -49,7 +49,11 @@ describe("slow SSE readers", () => {
   it("500 paused readers of a streaming run stay within a bound, and a dropped reader resumes without a gap", async () => {
     const { server } = await streamingServer(3000);
     const f = authedFetch(server.token);
-    const started = await f(`${server.url}/v1/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "talk" }) });
+    const started = await f(`${server.url}/v1/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: "talk" }),
+    });
     const taskId = started.headers.get("x-task-id")!;
     global.gc?.();
     const before = process.memoryUsage().rss;

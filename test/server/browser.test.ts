@@ -123,12 +123,7 @@ describe("the page of runtime serve in Chromium", () => {
 
     const items = page.locator("#todos li");
     expect(await items.count()).toBe(4);
-    expect(await items.evaluateAll((lis) => lis.map((li) => li.getAttribute("data-status")))).toEqual([
-      "completed",
-      "completed",
-      "completed",
-      "completed",
-    ]);
+    expect(await items.evaluateAll((lis) => lis.map((li) => li.getAttribute("data-status")))).toEqual(["completed", "completed", "completed", "completed"]);
     expect(await items.first().textContent()).toMatch(/☑ Look up the circle formulas/);
     // plan_and_solve plans with its todo list; the Plan panel says so instead of "No plan yet."
     expect(await page.textContent("#plan")).toBe("The todo list is the plan.");
@@ -182,9 +177,7 @@ describe("the page of runtime serve in Chromium", () => {
       { type: "run.finished", result_type: "answer", answer: "done", usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } },
     ];
     const store = TraceStore.open(server.traceDir);
-    bodies.forEach((body, i) =>
-      store.append({ ...body, seq: i + 1, ts: new Date().toISOString(), task_id: "stored-task", agent_id: "solver" } as RunEvent),
-    );
+    bodies.forEach((body, i) => store.append({ ...body, seq: i + 1, ts: new Date().toISOString(), task_id: "stored-task", agent_id: "solver" } as RunEvent));
     store.close();
 
     const { page, errors } = await open(`${server.pageUrl}&task=stored-task`);

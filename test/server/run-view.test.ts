@@ -82,7 +82,13 @@ const EXAMPLES: Record<string, string> = {
 
 /** Every call of a tree, depth first. */
 function callsOfTree(nodes: TreeNode[]): Bar[] {
-  return nodes.flatMap((n) => (n.type === "call" ? [n.bar!] : n.type === "recursion" ? callsOfTree(n.children ?? []) : callsOfTree((n.type === "step" ? n.step! : (n as Lane & { children: TreeNode[] })).children)));
+  return nodes.flatMap((n) =>
+    n.type === "call"
+      ? [n.bar!]
+      : n.type === "recursion"
+        ? callsOfTree(n.children ?? [])
+        : callsOfTree((n.type === "step" ? n.step! : (n as Lane & { children: TreeNode[] })).children),
+  );
 }
 
 describe("buildRunView over the example teams' runs", () => {
@@ -100,7 +106,12 @@ describe("buildRunView over the example teams' runs", () => {
       expect(barCount(view)).toBe(models.length + tools.length);
       expect(view.lanes.flatMap((l) => l.bars).filter((b) => b.kind === "model")).toHaveLength(models.length);
       // One lane per agent step, each call in the lane of its step.
-      expect(view.lanes.map((l) => l.step_id).sort()).toEqual(events.filter((e) => e.type === "agent.started").map((e) => e.step_id).sort());
+      expect(view.lanes.map((l) => l.step_id).sort()).toEqual(
+        events
+          .filter((e) => e.type === "agent.started")
+          .map((e) => e.step_id)
+          .sort(),
+      );
       for (const lane of view.lanes) {
         for (const bar of lane.bars) {
           expect(bar.step_id).toBe(lane.step_id);
@@ -116,7 +127,11 @@ describe("buildRunView over the example teams' runs", () => {
         if (lane.parent !== undefined) expect(view.lanes.findIndex((l) => l.step_id === lane.parent)).toBeLessThan(view.lanes.indexOf(lane));
       }
       // The tree holds the same calls, once each.
-      expect(callsOfTree(view.tree).map((b) => b.id).sort()).toEqual(view.lanes.flatMap((l) => l.bars.map((b) => b.id)).sort());
+      expect(
+        callsOfTree(view.tree)
+          .map((b) => b.id)
+          .sort(),
+      ).toEqual(view.lanes.flatMap((l) => l.bars.map((b) => b.id)).sort());
       // Tokens of the model bars add up to the run's usage.
       const finished = events.findLast((e) => e.type === "run.finished");
       const tokens = view.lanes.flatMap((l) => l.bars).reduce((n, b) => n + (b.tokens ?? 0), 0);
@@ -165,7 +180,16 @@ describe("buildRunView on event sequences", () => {
       ]),
     );
     const [failed, answered] = view.lanes[0]!.bars;
-    expect(failed).toMatchObject({ kind: "model", name: "main", ok: false, start: T0 + 3000, end: T0 + 4000, ms: 1000, iteration: 1, error: "503 <b>down</b>" });
+    expect(failed).toMatchObject({
+      kind: "model",
+      name: "main",
+      ok: false,
+      start: T0 + 3000,
+      end: T0 + 4000,
+      ms: 1000,
+      iteration: 1,
+      error: "503 <b>down</b>",
+    });
     expect(answered).toMatchObject({ kind: "model", name: "backup", ok: true, start: T0 + 5000, end: T0 + 6000, ms: 1500, tokens: 15 });
     expect(barDetails(answered!, view)).toEqual(
       expect.arrayContaining([
@@ -206,7 +230,17 @@ describe("buildRunView on event sequences", () => {
     // Without `now`, a running call reaches the last event.
     expect(buildRunView(going).lanes[0]!.bars[1]).toMatchObject({ state: "running", end: T0 + 5000 });
 
-    const stopped = buildRunView([...going, ...sequence([{ type: "run.finished", result_type: "error", error: "interrupted", usage: USAGE }]).map((e) => ({ ...e, seq: 99, ts: new Date(T0 + 9000).toISOString() }))], T0 + 60_000);
+    const stopped = buildRunView(
+      [
+        ...going,
+        ...sequence([{ type: "run.finished", result_type: "error", error: "interrupted", usage: USAGE }]).map((e) => ({
+          ...e,
+          seq: 99,
+          ts: new Date(T0 + 9000).toISOString(),
+        })),
+      ],
+      T0 + 60_000,
+    );
     expect(stopped.status).toBe("error");
     expect(stopped.end).toBe(T0 + 9000);
     expect(stopped.lanes[0]!.bars[1]).toMatchObject({ state: "unfinished", ok: false, start: T0 + 5000, end: T0 + 5000 });

@@ -102,7 +102,15 @@ describe("run history and timelines in Chromium", () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
     });
   });
   afterAll(async () => {
@@ -149,7 +157,16 @@ describe("run history and timelines in Chromium", () => {
     // A model call under way is drawn as running, and bars are added as calls end.
     await expect.poll(() => page.locator("#timeline .tl-running").count(), { timeout: 5_000 }).toBeGreaterThan(0);
     const seen = new Set<number>();
-    const watch = setInterval(() => void bars(page).count().then((n) => seen.add(n), () => undefined), 100);
+    const watch = setInterval(
+      () =>
+        void bars(page)
+          .count()
+          .then(
+            (n) => seen.add(n),
+            () => undefined,
+          ),
+      100,
+    );
     await page.screenshot({ path: join(ARTIFACTS, "timeline-live-running.png"), fullPage: true });
     await run.done;
     await expect.poll(() => page.textContent("#answer"), { timeout: 10_000 }).toContain("Answer: the area");
@@ -200,7 +217,8 @@ describe("run history and timelines in Chromium", () => {
     const ids = { solved: await solved.taskId, greeted: await greeted.taskId, failed: await failed.taskId };
 
     // The API itself: status= and agent= together; a status it does not know is refused.
-    const listed = async (query: string) => ((await (await server.fetch(`${server.url}/v1/runs?${query}`)).json()) as { runs: { task_id: string }[] }).runs.map((r) => r.task_id);
+    const listed = async (query: string) =>
+      ((await (await server.fetch(`${server.url}/v1/runs?${query}`)).json()) as { runs: { task_id: string }[] }).runs.map((r) => r.task_id);
     expect(await listed("status=answer")).toEqual([ids.greeted, ids.solved]);
     expect(await listed("status=error&agent=greeter")).toEqual([ids.failed]);
     expect(await listed("status=running")).toEqual([]);
@@ -211,7 +229,7 @@ describe("run history and timelines in Chromium", () => {
 
     const { page, errors } = await open(server.pageUrl);
     await expect.poll(() => rows(page).count()).toBe(3);
-    const shown = async () => (await rows(page).evaluateAll((trs) => trs.map((tr) => (tr as unknown as { dataset: { task: string } }).dataset.task)));
+    const shown = async () => await rows(page).evaluateAll((trs) => trs.map((tr) => (tr as unknown as { dataset: { task: string } }).dataset.task));
     expect(await shown()).toEqual([ids.failed, ids.greeted, ids.solved]);
 
     const filter = async (agent: string, status: string, expected: string[]) => {
@@ -310,7 +328,15 @@ describe("run history and timelines in Chromium", () => {
       { ...at(1), type: "agent.started", kind: "react", input: "a run cut short" },
       { ...at(2), type: "recursion.started", iteration: 1, trace_id: "r1" },
       { ...at(3), type: "llm.request", model: "scripted", messages: 2, trace_id: "r1" },
-      { ...at(900), type: "llm.response", model: "scripted", usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 }, duration_ms: 897, action_type: "CALL_TOOL", trace_id: "r1" },
+      {
+        ...at(900),
+        type: "llm.response",
+        model: "scripted",
+        usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+        duration_ms: 897,
+        action_type: "CALL_TOOL",
+        trace_id: "r1",
+      },
       { ...at(1000), type: "tool.started", tool: "echo", call_id: "c1", arguments: { text: "hi" }, trace_id: "r1" },
     ] as RunEvent[]);
     store.close();
@@ -334,7 +360,14 @@ describe("run history and timelines in Chromium", () => {
   it("runtime trace TASK_ID --html writes one file that shows the same timeline offline, with no request", async () => {
     const traces = tempDir("html-trace-");
     const file = join(ROOT, "teams", "plan-solver.yaml");
-    const exec = await runCli(["exec", file, "For a circle of radius 5 m, give its diameter, circumference and area, and the volume of a sphere of the same radius.", "--trace-dir", traces, "--no-progress"]);
+    const exec = await runCli([
+      "exec",
+      file,
+      "For a circle of radius 5 m, give its diameter, circumference and area, and the volume of a sphere of the same radius.",
+      "--trace-dir",
+      traces,
+      "--no-progress",
+    ]);
     expect(exec.code).toBe(0);
     const store = TraceStore.open(traces, { create: false });
     const [run] = store.listRuns({ limit: 1 });

@@ -42,7 +42,22 @@ const answerOf = (r: { answer?: string }) => r.answer?.replace(PLAN_ID, "-PLAN")
 /** An event without what differs between two runs of the same team: ids, times, durations. */
 function shape(e: RunEvent): string {
   return JSON.stringify(e, (key, value: unknown) =>
-    ["seq", "ts", "task_id", "step_id", "parent_step_id", "trace_id", "session_id", "duration_ms", "plan_id", "call_id", "approval_id", "latency_ms", "elapsed_ms", "id"].includes(key)
+    [
+      "seq",
+      "ts",
+      "task_id",
+      "step_id",
+      "parent_step_id",
+      "trace_id",
+      "session_id",
+      "duration_ms",
+      "plan_id",
+      "call_id",
+      "approval_id",
+      "latency_ms",
+      "elapsed_ms",
+      "id",
+    ].includes(key)
       ? undefined
       : typeof value === "string"
         ? value.replace(PLAN_ID, "-PLAN")
@@ -56,7 +71,13 @@ async function runOn(store: Store, name: string) {
   const live: RunEvent[] = [];
   for await (const e of run.events) live.push(e);
   const result = await run.result;
-  return { result, live, stored: await store.runs.eventsOfTask(run.task_id), journal: await store.runs.journalOf(run.task_id), summary: await store.runs.run(run.task_id) };
+  return {
+    result,
+    live,
+    stored: await store.runs.eventsOfTask(run.task_id),
+    journal: await store.runs.journalOf(run.task_id),
+    summary: await store.runs.run(run.task_id),
+  };
 }
 
 describe("the example teams on PostgreSQL", () => {
@@ -112,7 +133,10 @@ describe("the example teams on PostgreSQL", () => {
     expect(exec.code).toBe(0);
     expect(exec.stdout).toContain("78.54");
     const list = await runCli(["trace", "--store", url, "--json"]);
-    const [run] = list.stdout.trim().split("\n").map((l) => JSON.parse(l) as { task_id: string; result_type: string });
+    const [run] = list.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { task_id: string; result_type: string });
     expect(run?.result_type).toBe("answer");
     const tree = await runCli(["trace", run!.task_id.slice(0, 8), "--store", url]);
     expect(tree.code).toBe(0);

@@ -36,7 +36,10 @@ describe("runtime exec --store postgres://", () => {
     const planned = await runCli(["exec", join(ROOT, "teams", "circle-plan.yaml"), CIRCLE, "--store", url, "--session", "chat"], { cwd, env });
     expect(planned.stderr).toBe("");
     expect(planned.code).toBe(0);
-    const sop = await runCli(["exec", join(ROOT, "teams", "safety-sop.yaml"), "Review: raise the boiler pressure limit from 8 to 10 bar", "--store", url, "--trace-dir", traceDir], { cwd, env });
+    const sop = await runCli(
+      ["exec", join(ROOT, "teams", "safety-sop.yaml"), "Review: raise the boiler pressure limit from 8 to 10 bar", "--store", url, "--trace-dir", traceDir],
+      { cwd, env },
+    );
     expect(sop.code).toBe(0);
     expect(existsSync(traceDir)).toBe(false);
     expect(readdirSync(cwd)).toEqual([]);

@@ -47,13 +47,21 @@ describe.each(adapters())("plans on $name", (adapter) => {
   it("checks each change, keeps a summary unless a new one is given, and derives the plan's status; a completed plan takes no more", async () => {
     const plans = await open();
     await plans.insertPlan("p", template(SAFETY_WORKFLOW));
-    expect(outcome(await plans.updateTaskStatus("p", "t1", "completed"))).toBe("task t1: invalid transition ready → completed; from ready a task may go to inprogress or skipped");
+    expect(outcome(await plans.updateTaskStatus("p", "t1", "completed"))).toBe(
+      "task t1: invalid transition ready → completed; from ready a task may go to inprogress or skipped",
+    );
     expect(outcome(await plans.updateTaskStatus("p", "nope", "inprogress"))).toBe("unknown task nope in plan p");
     expect(outcome(await plans.updateTaskStatus("q", "t1", "inprogress"))).toBe("unknown plan q");
     expect(outcome(await plans.updateTaskStatus("p", "t1", "inprogress", "started"))).toBe("running");
     expect(outcome(await plans.updateTaskStatus("p", "t1", "completed"))).toBe("running");
     expect((await plans.getTask("p", "t1"))?.result_summary).toBe("started");
-    for (const [task, status] of [["t2", "inprogress"], ["t2", "error"], ["t3", "skipped"], ["t4", "skipped"]] as const) await plans.updateTaskStatus("p", task, status);
+    for (const [task, status] of [
+      ["t2", "inprogress"],
+      ["t2", "error"],
+      ["t3", "skipped"],
+      ["t4", "skipped"],
+    ] as const)
+      await plans.updateTaskStatus("p", task, status);
     // A required task in error settles the plan in error; it may still be retried.
     expect(await plans.getPlanStatus("p")).toBe("error");
     expect(outcome(await plans.updateTaskStatus("p", "t2", "inprogress"))).toBe("running");
@@ -80,7 +88,9 @@ describe.each(adapters())("plans on $name", (adapter) => {
       { taskId: "t2", status: "skipped" as const },
     ];
     // Without a batch method the Plan Tool applies them one by one: the same answers.
-    const outcomes = plans.updateTaskStatuses ? await plans.updateTaskStatuses("p", updates) : await Promise.all(updates.map((u) => plans.updateTaskStatus("p", u.taskId, u.status, u.resultSummary)));
+    const outcomes = plans.updateTaskStatuses
+      ? await plans.updateTaskStatuses("p", updates)
+      : await Promise.all(updates.map((u) => plans.updateTaskStatus("p", u.taskId, u.status, u.resultSummary)));
     expect(outcomes.map(outcome)).toEqual(["running", "running", expect.stringMatching(/^task t1: /), "unknown task nope in plan p", "completed"]);
     const plan = await plans.getPlan("p");
     expect(plan).toMatchObject({ status: "completed", revision: 3 });

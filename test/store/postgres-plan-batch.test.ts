@@ -78,7 +78,8 @@ describe("PostgreSQL Plan Tool, updates arriving together", () => {
   it("replaces the assignee index of a database an earlier release made, which held the status; no schema version is added", async () => {
     const url = await postgres.createDatabase("assignee");
     const indexDef = async (client: pg.Client) =>
-      (await client.query<{ indexdef: string }>("SELECT indexdef FROM pg_indexes WHERE schemaname = 'runtime' AND indexname = 'plan_tasks_by_assignee'")).rows[0]?.indexdef;
+      (await client.query<{ indexdef: string }>("SELECT indexdef FROM pg_indexes WHERE schemaname = 'runtime' AND indexname = 'plan_tasks_by_assignee'"))
+        .rows[0]?.indexdef;
     const first = await createStore(url);
     await first.planTool().create_plan_from_structure("p", SAFETY_WORKFLOW);
     await first.close();

@@ -26,10 +26,14 @@ function runEvents(i: number): RunEvent[] {
   const minute = new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString();
   let seq = 0;
   const event = (body: RunEventBody, agent = entry): RunEvent => ({ ...body, seq: ++seq, ts: minute, task_id: task, agent_id: agent }) as RunEvent;
-  const events = [event({ type: "run.started", input: `question ${i}`, ...(i < 10 ? { session_id: "chat" } : {}) }), event({ type: "agent.started", kind: "react", input: "" })];
+  const events = [
+    event({ type: "run.started", input: `question ${i}`, ...(i < 10 ? { session_id: "chat" } : {}) }),
+    event({ type: "agent.started", kind: "react", input: "" }),
+  ];
   if (i % 2 === 0) events.push(event({ type: "agent.started", kind: "react", input: "" }, "helper"));
   const outcome = OUTCOMES[i % 4]!;
-  if (outcome !== "running") events.push(event({ type: "run.finished", result_type: outcome, usage: USAGE, ...(outcome === "error" ? { error: "boom" } : {}) }));
+  if (outcome !== "running")
+    events.push(event({ type: "run.finished", result_type: outcome, usage: USAGE, ...(outcome === "error" ? { error: "boom" } : {}) }));
   return events;
 }
 
@@ -67,7 +71,13 @@ const QUERIES: RunQuery[] = [
 /** An append, whether the adapter answers at once or with a promise. */
 const append = async (runs: RunStore, events: readonly RunEvent[], journal?: readonly JournalEntry[]) => runs.appendMany(events, journal);
 
-const entry = (key: string, json = "{}", kind: JournalEntry["kind"] = "tool.result"): JournalEntry => ({ task_id: "task-j", key, kind, ts: "2025-03-01T10:00:00.000Z", json });
+const entry = (key: string, json = "{}", kind: JournalEntry["kind"] = "tool.result"): JournalEntry => ({
+  task_id: "task-j",
+  key,
+  kind,
+  ts: "2025-03-01T10:00:00.000Z",
+  json,
+});
 
 describe.each(adapters())("runs on $name", (adapter) => {
   it("reads a run back whole and after any seq, by recursion, and its summary; commits of two runs interleaved", async () => {
@@ -190,7 +200,11 @@ describe.each(adapters())("runs on $name", (adapter) => {
   it("the journal: in binary key order, an entry written again replaces the one before, in one append too", async () => {
     const { runs } = await adapter.open();
     const keys = ["run", "solver#1", "solver#1/t1", "solver#10", "solver#1/m1", "B#1", "a#1"];
-    await append(runs, [], keys.map((k) => entry(k, `{"k":"${k}"}`, k === "run" ? "run" : "step")));
+    await append(
+      runs,
+      [],
+      keys.map((k) => entry(k, `{"k":"${k}"}`, k === "run" ? "run" : "step")),
+    );
     expect((await runs.journalOf("task-j")).map((j) => j.key)).toEqual(["B#1", "a#1", "run", "solver#1", "solver#1/m1", "solver#1/t1", "solver#10"]);
     // A call's start and its result in one append keep the result; a later append replaces it again.
     await append(runs, [], [entry("solver#1/t2", '{"started":true}', "tool.started"), entry("solver#1/t2", '{"result":1}')]);
@@ -233,7 +247,9 @@ describe.each(adapters())("runs on $name", (adapter) => {
     const { runs } = await adapter.open();
     await append(runs, ALL.flat());
     // One id begins with what another ends with: neither way may win alone.
-    const extra = ["ab12-first", "last-ab12"].map((task_id): RunEvent => ({ type: "run.started", input: "q", seq: 1, ts: "2026-02-01T00:00:00.000Z", task_id, agent_id: "solo" }) as RunEvent);
+    const extra = ["ab12-first", "last-ab12"].map(
+      (task_id): RunEvent => ({ type: "run.started", input: "q", seq: 1, ts: "2026-02-01T00:00:00.000Z", task_id, agent_id: "solo" }) as RunEvent,
+    );
     await append(runs, extra);
     const resolve = (given: string) => runs.resolveTaskId(given);
     expect(await resolve("task-0042")).toBe("task-0042");
@@ -241,8 +257,11 @@ describe.each(adapters())("runs on $name", (adapter) => {
     expect(await resolve("1199")).toBe("task-1199"); // the end of an id
     expect(await resolve("ab12-f")).toBe("ab12-first");
     await expect(resolve("ab12")).rejects.toThrow("task_id ab12 is ambiguous: it begins or ends ab12-first, last-ab12");
-    await expect(resolve("task-004")).rejects.toThrow("task_id task-004 is ambiguous: it begins or ends task-0040, task-0041, task-0042, task-0043, task-0044, ...");
+    await expect(resolve("task-004")).rejects.toThrow(
+      "task_id task-004 is ambiguous: it begins or ends task-0040, task-0041, task-0042, task-0043, task-0044, ...",
+    );
     await expect(resolve("99")).rejects.toThrow("task_id 99 is ambiguous: it begins or ends task-0099, task-0199, task-0299, task-0399, task-0499, ...");
-    for (const given of ["TASK-0042", "%9", "task_0042", "nope", ""]) await expect(resolve(given)).rejects.toThrow(new RegExp(`^no run with task_id ${given} in `));
+    for (const given of ["TASK-0042", "%9", "task_0042", "nope", ""])
+      await expect(resolve(given)).rejects.toThrow(new RegExp(`^no run with task_id ${given} in `));
   });
 });

@@ -53,7 +53,8 @@ function start(args: string[]): Proc {
 async function waitFor<T>(what: string | (() => string), check: () => T | undefined | Promise<T | undefined>, ms = 20_000, proc?: Proc): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {
-    if (proc && proc.child.exitCode !== null) throw new Error(`the process ended (exit ${proc.child.exitCode}) before ${typeof what === "string" ? what : what()}: ${proc.log()}`);
+    if (proc && proc.child.exitCode !== null)
+      throw new Error(`the process ended (exit ${proc.child.exitCode}) before ${typeof what === "string" ? what : what()}: ${proc.log()}`);
     const value = await check();
     if (value !== undefined && value !== false) return value;
     if (Date.now() > until) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
@@ -64,13 +65,23 @@ async function waitFor<T>(what: string | (() => string), check: () => T | undefi
 /** `runtime serve --store URL --port 0`: its URL and token, read from what it prints. */
 async function serve(team: string, url: string): Promise<{ url: string; token: string; proc: Proc }> {
   const proc = start(["serve", team, "--store", url, "--port", "0"]);
-  const match = await waitFor(() => `the server to start (stderr: ${proc.log()})`, () => /open (http:\/\/[^/\s]+)\/\?token=([^;\s]+)/.exec(proc.log()) ?? undefined, 20_000, proc);
+  const match = await waitFor(
+    () => `the server to start (stderr: ${proc.log()})`,
+    () => /open (http:\/\/[^/\s]+)\/\?token=([^;\s]+)/.exec(proc.log()) ?? undefined,
+    20_000,
+    proc,
+  );
   return { url: match[1]!, token: decodeURIComponent(match[2]!), proc };
 }
 
 async function worker(team: string, url: string, extra: string[] = []): Promise<Proc> {
   const proc = start(["worker", team, "--store", url, "--concurrency", "2", "--lease-ms", "1500", ...extra]);
-  await waitFor(() => `the worker to start (stderr: ${proc.log()})`, () => proc.log().includes("takes runs of") || undefined, 20_000, proc);
+  await waitFor(
+    () => `the worker to start (stderr: ${proc.log()})`,
+    () => proc.log().includes("takes runs of") || undefined,
+    20_000,
+    proc,
+  );
   return proc;
 }
 
@@ -144,7 +155,10 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     const url = await postgres.createDatabase("scale");
     const effects = join(tempDir("effects-"), "effects.log");
     const model = await startOpenAIServer({
-      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }], delay_ms: 150 } : { ...answer(`done ${tagOf(body)}`), delay_ms: 150 }),
+      respond: (body): Reply =>
+        toolMessages(body) === 0
+          ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }], delay_ms: 150 }
+          : { ...answer(`done ${tagOf(body)}`), delay_ms: 150 },
     });
     servers.push(model);
     const team = recordingTeam(model.url, effects);
@@ -244,7 +258,8 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     const effects = join(tempDir("effects-"), "effects.log");
     const model = await startOpenAIServer({
       respond: (body, index): Reply => {
-        if (toolMessages(body) === 0) return { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }], delay_ms: index === 0 ? 2_500 : 0 };
+        if (toolMessages(body) === 0)
+          return { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }], delay_ms: index === 0 ? 2_500 : 0 };
         return answer(`done ${tagOf(body)}`);
       },
     });
@@ -270,7 +285,11 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
       first.child.kill("SIGCONT");
     }
     // Awake, the first worker gets its late reply, finds the lease gone at its next commit and stops: no second side effect.
-    await waitFor(() => `the first worker to give the run up (${first.log()})`, () => first.log().includes("lost the lease") || undefined, 20_000);
+    await waitFor(
+      () => `the first worker to give the run up (${first.log()})`,
+      () => first.log().includes("lost the lease") || undefined,
+      20_000,
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(lines(effects)).toEqual(["job-frozen"]);
     const store = await createStore(url);
@@ -291,7 +310,8 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     const url = await postgres.createDatabase("teams");
     const effects = join(tempDir("effects-"), "effects.log");
     const model = await startOpenAIServer({
-      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer(`done ${tagOf(body)}`)),
+      respond: (body): Reply =>
+        toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer(`done ${tagOf(body)}`),
     });
     servers.push(model);
     const mine = recordingTeam(model.url, effects);
@@ -358,7 +378,8 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     const url = await postgres.createDatabase("approve");
     const effects = join(tempDir("effects-"), "effects.log");
     const model = await startOpenAIServer({
-      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer(`done ${tagOf(body)}`)),
+      respond: (body): Reply =>
+        toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer(`done ${tagOf(body)}`),
     });
     servers.push(model);
     const team = recordingTeam(model.url, effects);
@@ -393,7 +414,8 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     const url = await postgres.createDatabase("metrics");
     const effects = join(tempDir("effects-"), "effects.log");
     const model = await startOpenAIServer({
-      respond: (body): Reply => (toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer("done")),
+      respond: (body): Reply =>
+        toolMessages(body) === 0 ? { content: null, tool_calls: [{ name: "record", arguments: { tag: tagOf(body) } }] } : answer("done"),
     });
     servers.push(model);
     const team = recordingTeam(model.url, effects);
@@ -428,8 +450,17 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
       respond: (body): Reply => {
         const task = `t${/job-(\d+)/.exec(JSON.stringify(body.messages))?.[1] ?? "0"}`;
         const done = toolMessages(body);
-        if (done === 0) return { content: null, tool_calls: [{ name: "update_task_status", arguments: { plan_id: planId, task_id: task, status: "inprogress" } }], delay_ms: 20 };
-        if (done === 1) return { content: null, tool_calls: [{ name: "update_task_status", arguments: { plan_id: planId, task_id: task, status: "completed", result_summary: `done ${task}` } }] };
+        if (done === 0)
+          return {
+            content: null,
+            tool_calls: [{ name: "update_task_status", arguments: { plan_id: planId, task_id: task, status: "inprogress" } }],
+            delay_ms: 20,
+          };
+        if (done === 1)
+          return {
+            content: null,
+            tool_calls: [{ name: "update_task_status", arguments: { plan_id: planId, task_id: task, status: "completed", result_summary: `done ${task}` } }],
+          };
         return answer(`finished ${task}`);
       },
     });

@@ -82,14 +82,28 @@ describe("SQLite files of the runtime before migrations", () => {
     expect((await runs.eventsOfTask("task-circle", 29)).map((e) => e.type)).toEqual(["agent.finished", "run.finished"]);
     expect((await runs.eventsOfTrace("tr-2")).map((e) => e.seq)).toEqual([10, 11, 12, 13, 14, 15, 16, 17]);
     expect((await runs.journalOf("task-circle")).map((j) => j.key)).toEqual(["run", "solver#1", "solver#1/m1"]);
-    expect(await runs.approvalsOf("task-paused")).toEqual(new Map([["writer#1/t1", { key: "writer#1/t1", decision: "deny", reason: "not now", ts: "2025-03-02T11:00:00.000Z" }]]));
-    expect(await runs.run("task-circle")).toMatchObject({ result_type: "answer", answer: "Area: 78.54 m², circumference: 31.42 m.", usage: { total_tokens: 1725 } });
+    expect(await runs.approvalsOf("task-paused")).toEqual(
+      new Map([["writer#1/t1", { key: "writer#1/t1", decision: "deny", reason: "not now", ts: "2025-03-02T11:00:00.000Z" }]]),
+    );
+    expect(await runs.run("task-circle")).toMatchObject({
+      result_type: "answer",
+      answer: "Area: 78.54 m², circumference: 31.42 m.",
+      usage: { total_tokens: 1725 },
+    });
     expect((await runs.listRuns({ agent: "helper" })).map((r) => r.task_id)).toEqual(["task-circle"]);
     expect((await runs.listRuns({ session: "chat" })).map((r) => r.task_id)).toEqual(["task-paused"]);
     expect((await runs.listRuns({ status: "paused" })).map((r) => r.task_id)).toEqual(["task-paused"]);
     expect(await runs.resolveTaskId("paused")).toBe("task-paused");
 
-    const resumed = { type: "run.resumed", input: "write it", after_seq: 3, seq: 4, ts: "2025-03-03T10:00:00.000Z", task_id: "task-paused", agent_id: "writer" } as RunEvent;
+    const resumed = {
+      type: "run.resumed",
+      input: "write it",
+      after_seq: 3,
+      seq: 4,
+      ts: "2025-03-03T10:00:00.000Z",
+      task_id: "task-paused",
+      agent_id: "writer",
+    } as RunEvent;
     await runs.appendMany([resumed], [{ task_id: "task-paused", key: "run", kind: "run", ts: resumed.ts, json: "{}" }]);
     expect(await runs.lastSeq("task-paused")).toBe(4);
     expect((await runs.run("task-paused"))?.result_type).toBeUndefined();
@@ -105,7 +119,11 @@ describe("SQLite files of the runtime before migrations", () => {
     expect(await plans.get_plan_status("plan-1")).toBe("completed");
 
     const todos = store.todoSessions();
-    expect(await todos.load("sess-1")).toEqual({ version: 3, items: [{ index: 1, content: "Look", status: "completed", tool_calls_count: 1, successes: 1, recent_failures: 0 }], active: 1 });
+    expect(await todos.load("sess-1")).toEqual({
+      version: 3,
+      items: [{ index: 1, content: "Look", status: "completed", tool_calls_count: 1, successes: 1, recent_failures: 0 }],
+      active: 1,
+    });
     expect(todos.nextVersion("sess-1", 0, new Date())).toBe(4);
     await todos.close();
 

@@ -51,7 +51,8 @@ function writeV5Store(dir: string, events: readonly RunEvent[]): void {
     CREATE TABLE run_sessions (session_id TEXT NOT NULL, task_id TEXT NOT NULL, started_at TEXT NOT NULL, PRIMARY KEY (session_id, task_id)) WITHOUT ROWID;`);
   const insert = db.prepare(V5_INSERT);
   db.transaction(() => {
-    for (const e of events) insert.run(e.task_id, e.seq, e.type, e.agent_id, e.step_id ?? null, e.parent_step_id ?? null, e.trace_id ?? null, e.ts, JSON.stringify(e));
+    for (const e of events)
+      insert.run(e.task_id, e.seq, e.type, e.agent_id, e.step_id ?? null, e.parent_step_id ?? null, e.trace_id ?? null, e.ts, JSON.stringify(e));
   })();
   db.close();
 }
@@ -98,7 +99,10 @@ describe("TraceStore", () => {
     const bus = new EventBus("task-s", steppingClock());
     bus.subscribe(first.append);
     bus.emit({ type: "run.started", input: "hello", session_id: "chat-1" }, { agent_id: "solver" });
-    bus.emit({ type: "run.finished", result_type: "answer", answer: "hi", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }, { agent_id: "solver" });
+    bus.emit(
+      { type: "run.finished", result_type: "answer", answer: "hi", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } },
+      { agent_id: "solver" },
+    );
     first.close();
     // As an older runtime left it: no session index.
     const db = new Database(join(dir, TRACE_DB_FILE));
@@ -122,15 +126,21 @@ describe("TraceStore", () => {
       const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
       expect(tables).toContain("event_batches");
       expect(tables).not.toContain("events");
-      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_batches' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
+      const indexes = (
+        db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_batches' AND sql IS NOT NULL").all() as { name: string }[]
+      ).map((r) => r.name);
       expect(indexes).toEqual(["event_batches_task"]);
       for (const table of ["event_batches", "journal"]) {
         expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = ?`).get(table)).toEqual({ sql: expect.not.stringContaining("WITHOUT ROWID") });
       }
-      const byTask = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM event_batches WHERE task_id = ? AND last_seq > ? ORDER BY last_seq").all("x", 0) as { detail: string }[];
+      const byTask = db.prepare("EXPLAIN QUERY PLAN SELECT json FROM event_batches WHERE task_id = ? AND last_seq > ? ORDER BY last_seq").all("x", 0) as {
+        detail: string;
+      }[];
       expect(byTask.map((p) => p.detail).join(" ")).toContain("USING INDEX event_batches_task");
       const plan = db
-        .prepare("EXPLAIN QUERY PLAN SELECT b.json FROM event_traces t JOIN event_batches b ON b.id = t.batch_id WHERE t.trace_id = ? ORDER BY b.task_id, b.last_seq")
+        .prepare(
+          "EXPLAIN QUERY PLAN SELECT b.json FROM event_traces t JOIN event_batches b ON b.id = t.batch_id WHERE t.trace_id = ? ORDER BY b.task_id, b.last_seq",
+        )
         .all("x") as { detail: string }[];
       expect(plan.map((p) => p.detail).join(" ")).toMatch(/SEARCH t USING PRIMARY KEY \(trace_id=\?\).*SEARCH b USING INTEGER PRIMARY KEY/);
     } finally {
@@ -172,7 +182,9 @@ describe("TraceStore", () => {
     db.close();
     const store = openStore(dir);
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
-    const names = (check.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name);
+    const names = (check.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND sql IS NOT NULL").all() as { name: string }[]).map(
+      (r) => r.name,
+    );
     check.close();
     expect(names).toEqual(expect.arrayContaining(["event_batches", "event_batches_task", "event_traces", "journal", "journal_key"]));
     expect(names.filter((n) => n.startsWith("events"))).toEqual([]);
@@ -228,12 +240,14 @@ describe("TraceStore", () => {
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
-      const tables = (check.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string; sql: string }[]);
+      const tables = check.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string; sql: string }[];
       expect(tables.map((t) => t.name)).not.toContain("events_old");
       expect(tables.map((t) => t.name)).not.toContain("journal_old");
       expect(tables.map((t) => t.name)).not.toContain("events");
       expect(tables.find((t) => t.name === "journal")?.sql).not.toContain("WITHOUT ROWID");
-      expect(check.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'journal' AND sql IS NOT NULL").all()).toEqual([{ name: "journal_key" }]);
+      expect(check.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'journal' AND sql IS NOT NULL").all()).toEqual([
+        { name: "journal_key" },
+      ]);
     } finally {
       check.close();
     }
@@ -351,7 +365,6 @@ describe("TraceStore", () => {
   });
 });
 
-
 /** Run the writer child; resolve with the seqs it printed (complete lines only) and how it ended. */
 function runWriter(
   dir: string,
@@ -459,10 +472,19 @@ describe("secrets never reach the store", () => {
       scope,
     );
     bus.emit(
-      { type: "llm.response", model: "m", usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 }, duration_ms: 1, content: '{"api_key": "raw-SECRET-0007"}' },
+      {
+        type: "llm.response",
+        model: "m",
+        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+        duration_ms: 1,
+        content: '{"api_key": "raw-SECRET-0007"}',
+      },
       scope,
     );
-    bus.emit({ type: "run.finished", result_type: "error", error: "failed with token=abc", usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }, { agent_id: "solver" });
+    bus.emit(
+      { type: "run.finished", result_type: "error", error: "failed with token=abc", usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } },
+      { agent_id: "solver" },
+    );
 
     const stored = JSON.stringify(store.eventsOfTask("task-secret"));
     store.close();

@@ -9,7 +9,14 @@ import type { TodoSessionState } from "../../src/store/todo-sessions.js";
 import { adapters } from "../support/store-adapters.js";
 
 const NOW = new Date("2025-03-01T10:00:00.000Z");
-const item = (index: number, status: "pending" | "in_progress" | "completed") => ({ index, content: `item ${index}`, status, tool_calls_count: 0, successes: 0, recent_failures: 0 });
+const item = (index: number, status: "pending" | "in_progress" | "completed") => ({
+  index,
+  content: `item ${index}`,
+  status,
+  tool_calls_count: 0,
+  successes: 0,
+  recent_failures: 0,
+});
 
 describe.each(adapters())("todo sessions on $name", (adapter) => {
   it("a list saved by one run is what the next run of the session loads; other sessions are apart", async () => {

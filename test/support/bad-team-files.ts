@@ -66,9 +66,7 @@ export const BAD_CASES: BadCase[] = [
   {
     name: "unknown-tool",
     text: BASE.replace("[calculator, terminate]", "[calculater, terminate]"),
-    expect: [
-      "8:13 /agents/solver/tools/0 unknown tool 'calculater' (did you mean 'calculator'?): expected a tool under 'tools', a built-in tool or an agent",
-    ],
+    expect: ["8:13 /agents/solver/tools/0 unknown tool 'calculater' (did you mean 'calculator'?): expected a tool under 'tools', a built-in tool or an agent"],
   },
   {
     name: "unknown-agent",
@@ -90,9 +88,7 @@ workflows:
         tasks:
           - { task_id: t1, name: Facts, assignee: solver, description: Gather facts. }
 `,
-    expect: [
-      "11:15 /agents/review/workflow unknown workflow 'SAFE_SOP_v8' (did you mean 'SAFE_SOP_v9'?); declared workflows: SAFE_SOP_v9",
-    ],
+    expect: ["11:15 /agents/review/workflow unknown workflow 'SAFE_SOP_v8' (did you mean 'SAFE_SOP_v9'?); declared workflows: SAFE_SOP_v9"],
   },
   {
     name: "unknown-assignee",
@@ -123,9 +119,7 @@ workflows:
       "[calculator, terminate]",
       "[calculator, helper]",
     ),
-    expect: [
-      "14:13 /agents/checker/tools/0 agent cycle: solver → helper → checker → solver (an agent may not reach itself through its tools or sub-agents)",
-    ],
+    expect: ["14:13 /agents/checker/tools/0 agent cycle: solver → helper → checker → solver (an agent may not reach itself through its tools or sub-agents)"],
   },
   {
     name: "duplicate-task-id",
@@ -226,9 +220,7 @@ agents:
   {
     name: "prompt-syntax",
     text: `${BASE}    prompt: "Hi {{#if plan}} unclosed"\n`,
-    expect: [
-      "9:13 /agents/solver/prompt invalid Handlebars template: line 1: Expecting 'OPEN_INVERSE_CHAIN', 'INVERSE', 'OPEN_ENDBLOCK', got 'EOF'",
-    ],
+    expect: ["9:13 /agents/solver/prompt invalid Handlebars template: line 1: Expecting 'OPEN_INVERSE_CHAIN', 'INVERSE', 'OPEN_ENDBLOCK', got 'EOF'"],
   },
   {
     name: "prompt-partial",
@@ -288,9 +280,7 @@ agents:
   {
     name: "unquoted-variable-in-flow",
     text: `version: 1\nname: t\nmodels:\n  m: { provider: openai, model: x, api_key: \${KEY} }\nagents:\n  solver: { kind: react }\n`,
-    expect: [
-      '4:46 / YAML syntax: Unexpected flow-map-start at node end (inside { } or [ ], quote a variable: "${VAR}")',
-    ],
+    expect: ['4:46 / YAML syntax: Unexpected flow-map-start at node end (inside { } or [ ], quote a variable: "${VAR}")'],
   },
   {
     name: "tool-without-kind",
@@ -305,7 +295,10 @@ agents:
   {
     name: "mcp-command-and-url",
     text: `${BASE}tools:\n  fs:\n    mcp: { command: [node, x.mjs], url: "http://127.0.0.1:9/mcp", headers: {} }\n`,
-    expect: ["11:36 /tools/fs/mcp/url unknown key 'url'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'", "11:67 /tools/fs/mcp/headers unknown key 'headers'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'"],
+    expect: [
+      "11:36 /tools/fs/mcp/url unknown key 'url'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'",
+      "11:67 /tools/fs/mcp/headers unknown key 'headers'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'",
+    ],
   },
   {
     name: "mcp-old-shape",

@@ -175,4 +175,3 @@ export function cycles(modules: string[], edges: Edge[]): string[] {
     return component.join(", ");
   });
 }
-

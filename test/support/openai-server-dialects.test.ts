@@ -1,13 +1,6 @@
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  roleSequence,
-  startOpenAIServer,
-  strictProblems,
-  type ChatBody,
-  type OpenAIServer,
-  type OpenAIServerOptions,
-} from "./openai-server.js";
+import { roleSequence, startOpenAIServer, strictProblems, type ChatBody, type OpenAIServer, type OpenAIServerOptions } from "./openai-server.js";
 
 let server: OpenAIServer | undefined;
 afterEach(async () => {
@@ -57,7 +50,11 @@ async function events(res: Response): Promise<unknown[]> {
 
 type Chunk = { choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>; usage?: unknown };
 const deltas = (evs: unknown[]) => evs.filter((e): e is Chunk => typeof e === "object").flatMap((e) => e.choices.map((c) => c.delta));
-const joined = (ds: Array<Record<string, unknown>>, key: string) => ds.map((d) => d[key]).filter((v) => typeof v === "string").join("");
+const joined = (ds: Array<Record<string, unknown>>, key: string) =>
+  ds
+    .map((d) => d[key])
+    .filter((v) => typeof v === "string")
+    .join("");
 
 async function errorOf(p: Promise<unknown>): Promise<Error & { status?: number }> {
   try {
@@ -70,7 +67,12 @@ async function errorOf(p: Promise<unknown>): Promise<Error & { status?: number }
 
 describe("reasoning", () => {
   it("think_tags (the default) writes a think block before the content, streamed as content", async () => {
-    const { client } = await setup({ replies: [{ reasoning: "2+2 is 4", content: "4" }, { reasoning: "hmm", content: "ok" }] });
+    const { client } = await setup({
+      replies: [
+        { reasoning: "2+2 is 4", content: "4" },
+        { reasoning: "hmm", content: "ok" },
+      ],
+    });
     const res = await client.chat.completions.create(ask);
     expect(res.choices[0]?.message.content).toBe("<think>\n2+2 is 4\n</think>\n\n4");
     const streamed = deltas(await events(await post({ ...ask, stream: true })));
@@ -119,7 +121,10 @@ describe("reasoning", () => {
   it("reasoning (OpenRouter): the field is named reasoning and sending it back is fine", async () => {
     const { client } = await setup({
       dialect: { reasoning: "reasoning" },
-      replies: [{ reasoning: "because", content: "yes" }, { reasoning: "so", content: "no" }],
+      replies: [
+        { reasoning: "because", content: "yes" },
+        { reasoning: "so", content: "no" },
+      ],
     });
     const res = await client.chat.completions.create({
       model: "m",
@@ -180,7 +185,12 @@ describe("role rules", () => {
 });
 
 describe("tool calls", () => {
-  const twoCalls = { tool_calls: [{ id: "a", name: "calc", arguments: { x: 1 } }, { id: "b", name: "calc", arguments: '{"x":2}' }] };
+  const twoCalls = {
+    tool_calls: [
+      { id: "a", name: "calc", arguments: { x: 1 } },
+      { id: "b", name: "calc", arguments: '{"x":2}' },
+    ],
+  };
 
   it("tool_ids missing: no id key, streamed or not", async () => {
     await setup({ dialect: { tool_ids: "missing" }, respond: () => twoCalls });
@@ -284,7 +294,13 @@ describe("faults", () => {
   });
 
   it("drip_ms: streamed chunks and a non-streamed body arrive spread out", async () => {
-    const { client } = await setup({ chunk_size: 100, replies: [{ content: "abc", drip_ms: 40 }, { content: "dripped body", drip_ms: 15 }] });
+    const { client } = await setup({
+      chunk_size: 100,
+      replies: [
+        { content: "abc", drip_ms: 40 },
+        { content: "dripped body", drip_ms: 15 },
+      ],
+    });
     const asked = Date.now();
     const stream = await client.chat.completions.create({ ...ask, stream: true });
     const times: number[] = [];
@@ -371,7 +387,11 @@ describe("strict", () => {
   const rawCall = (call: Msg): Msg => ({ role: "assistant", content: null, tool_calls: [call] });
 
   it.each<[string, Msg[], RegExp]>([
-    ["a call without id", [user("u"), rawCall({ type: "function", function: { name: "f", arguments: "{}" } })], /tool_calls\[0\]\.id must be a non-empty string/],
+    [
+      "a call without id",
+      [user("u"), rawCall({ type: "function", function: { name: "f", arguments: "{}" } })],
+      /tool_calls\[0\]\.id must be a non-empty string/,
+    ],
     ["an empty id", [user("u"), assistant(null, [{ id: "" }])], /id must be a non-empty string/],
     ["duplicate ids", [user("u"), assistant(null, [{ id: "x" }]), tool("x"), assistant(null, [{ id: "x" }]), tool("x")], /'x' is not unique/],
     ["a wrong type", [user("u"), rawCall({ id: "a", type: "fn", function: { name: "f", arguments: "{}" } }), tool("a")], /type must be 'function'/],

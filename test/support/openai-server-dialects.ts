@@ -221,12 +221,7 @@ export interface RenderedMessage {
 }
 
 /** Applies the dialect's reasoning and tool-call habits to a reply's content and calls. */
-export function renderMessage(
-  content: string | null,
-  calls: PlainToolCall[],
-  reasoning: string | undefined,
-  dialect: Dialect | undefined,
-): RenderedMessage {
+export function renderMessage(content: string | null, calls: PlainToolCall[], reasoning: string | undefined, dialect: Dialect | undefined): RenderedMessage {
   const style = dialect?.reasoning ?? "think_tags";
   let text = content;
   if (reasoning !== undefined && style === "think_tags") text = `<think>\n${reasoning}\n</think>\n\n${content ?? ""}`;
@@ -360,4 +355,3 @@ function parsesAsJson(text: string): boolean {
     return false;
   }
 }
-

@@ -379,9 +379,7 @@ function normalise(reply: MessageReply, index: number): NormalisedMessage {
 function usageOf(reply: MessageReply, body: ChatBody, message: RenderedMessage) {
   const promptChars = JSON.stringify(body.messages ?? []).length;
   const completionChars =
-    (message.content ?? "").length +
-    (message.reasoning?.text.length ?? 0) +
-    message.tool_calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
+    (message.content ?? "").length + (message.reasoning?.text.length ?? 0) + message.tool_calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
   const prompt_tokens = reply.usage?.prompt_tokens ?? Math.ceil(promptChars / 4);
   const completion_tokens = reply.usage?.completion_tokens ?? Math.ceil(completionChars / 4);
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
@@ -490,4 +488,3 @@ function flattenHeaders(headers: IncomingMessage["headers"]): Record<string, str
   for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(", ") : v;
   return out;
 }
-

@@ -68,9 +68,7 @@ export const todos = (...contents: string[]) => ({ todos: contents.map((content)
 
 /** Every state a machine walked, in order: each state.changed's `via` (the transient states passed through), then its `to`. */
 export function walked(events: RunEvent[], machine?: string): string[] {
-  return events.flatMap((e) =>
-    e.type === "state.changed" && (machine === undefined || e.machine === machine) ? [...(e.via ?? []), e.to] : [],
-  );
+  return events.flatMap((e) => (e.type === "state.changed" && (machine === undefined || e.machine === machine) ? [...(e.via ?? []), e.to] : []));
 }
 
 /** The top-level states the lifecycle machine went through, in order, without repeats in a row. */
@@ -85,9 +83,7 @@ export function topLevel(events: RunEvent[]): string[] {
 
 /** Every todo event's version, in emission order. */
 export function todoVersions(events: RunEvent[]): number[] {
-  return events.flatMap((e) =>
-    e.type === "todo.updated" || e.type === "todo.item_progress" || e.type === "todo.completed" ? [e.version] : [],
-  );
+  return events.flatMap((e) => (e.type === "todo.updated" || e.type === "todo.item_progress" || e.type === "todo.completed" ? [e.version] : []));
 }
 
 /** The todo list as the last whole-list event showed it, with item progress applied. */

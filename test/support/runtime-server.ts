@@ -78,10 +78,7 @@ export async function readSse(response: Response, onEvent: (e: Sse) => boolean |
 }
 
 /** Start the server in-process on a free port over a team file; `fetch` sends its token. */
-export async function serveTeam(
-  file: string,
-  traceDir = tempDir("serve-trace-"),
-): Promise<RunningServer & { traceDir: string; fetch: typeof fetch }> {
+export async function serveTeam(file: string, traceDir = tempDir("serve-trace-")): Promise<RunningServer & { traceDir: string; fetch: typeof fetch }> {
   const team = await loadTeam(file.startsWith("/") ? file : `${ROOT}${file}`);
   const server = await startServer({ team, traceDir, port: 0 });
   return { ...server, traceDir, fetch: authedFetch(server.token) };
@@ -103,7 +100,10 @@ export function approvalTeam(): string {
   const dir = tempDir("approval-team-");
   cpSync(join(ROOT, "teams"), dir, { recursive: true });
   const file = join(dir, "circle-react.yaml");
-  const text = readFileSync(file, "utf8").replace("    tools: [calculator, terminate]\n", "    tools: [calculator, terminate]\n    approval: { calculator: required }\n");
+  const text = readFileSync(file, "utf8").replace(
+    "    tools: [calculator, terminate]\n",
+    "    tools: [calculator, terminate]\n    approval: { calculator: required }\n",
+  );
   if (!text.includes("approval:")) throw new Error("circle-react.yaml changed: cannot add approval");
   writeFileSync(file, text);
   return file;

@@ -53,18 +53,18 @@ export async function startScriptServer(scriptFile: string): Promise<ScriptServe
   const state: ScriptServer = { server: undefined as unknown as OpenAIServer, arrivals: [] };
   state.server = await startOpenAIServer({
     respond: (body: ChatBody, index: number) => {
-      const hash = createHash("sha256").update(JSON.stringify([body.model, body.messages])).digest("hex");
+      const hash = createHash("sha256")
+        .update(JSON.stringify([body.model, body.messages]))
+        .digest("hex");
       state.arrivals.push(hash);
       if (state.onArrival?.(index) === "drop") return { drop: true };
       let answer = answers.get(hash);
       if (!answer) {
-        answer = client
-          .chat({ messages: fromWire(body.messages ?? []), agent_id: String(body.model) })
-          .then((reply) => ({
-            content: reply.content,
-            ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) } : {}),
-            usage: { prompt_tokens: reply.usage.prompt_tokens, completion_tokens: reply.usage.completion_tokens },
-          }));
+        answer = client.chat({ messages: fromWire(body.messages ?? []), agent_id: String(body.model) }).then((reply) => ({
+          content: reply.content,
+          ...(reply.tool_calls.length ? { tool_calls: reply.tool_calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) } : {}),
+          usage: { prompt_tokens: reply.usage.prompt_tokens, completion_tokens: reply.usage.completion_tokens },
+        }));
         answers.set(hash, answer);
       }
       return answer;
@@ -75,7 +75,12 @@ export async function startScriptServer(scriptFile: string): Promise<ScriptServe
 
 function fromWire(messages: NonNullable<ChatBody["messages"]>): ChatMessage[] {
   return messages.map((m) => {
-    const message = m as { role: string; content?: string | null; tool_call_id?: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[] };
+    const message = m as {
+      role: string;
+      content?: string | null;
+      tool_call_id?: string;
+      tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+    };
     if (message.role === "tool") return { role: "tool", tool_call_id: message.tool_call_id ?? "", content: message.content ?? "" };
     if (message.role === "assistant") {
       return {

@@ -41,7 +41,8 @@ agents:
     tools: [echo_env]
 `,
     {
-      "echo.mjs": "process.stdin.resume(); process.stdin.on('end', () => process.stdout.write(JSON.stringify({ seen: 'token is ' + process.env.SERVICE_TOKEN })));",
+      "echo.mjs":
+        "process.stdin.resume(); process.stdin.on('end', () => process.stdout.write(JSON.stringify({ seen: 'token is ' + process.env.SERVICE_TOKEN })));",
       "script.yaml": `version: 1
 replies:
   - content: null

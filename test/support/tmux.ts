@@ -33,10 +33,26 @@ export class TmuxTerminal {
     // unknown. The shell's own Ctrl-C waits for the command (a trap, not the default that would end it).
     const wrapped = `trap true INT; ${command}; echo $? > '${term.statusFile}'`;
     term.tmux(
-      "-f", "/dev/null",
-      "new-session", "-d", ...vars, "-x", String(size.width), "-y", String(size.height), wrapped,
-      ";", "set-option", "-g", "remain-on-exit", "on",
-      ";", "set-option", "-g", "window-size", "manual",
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      ...vars,
+      "-x",
+      String(size.width),
+      "-y",
+      String(size.height),
+      wrapped,
+      ";",
+      "set-option",
+      "-g",
+      "remain-on-exit",
+      "on",
+      ";",
+      "set-option",
+      "-g",
+      "window-size",
+      "manual",
     );
     return term;
   }

@@ -138,7 +138,11 @@ async function exec(team: string, env: Record<string, string | undefined>, args:
       OPENAI_API_KEY: API_KEY,
       OPENAI_BASE_URL: undefined,
       // Only what a test sets: nothing of the OpenTelemetry set-up this process may have.
-      ...Object.fromEntries(Object.keys(process.env).filter((k) => k.startsWith("OTEL_")).map((k) => [k, undefined])),
+      ...Object.fromEntries(
+        Object.keys(process.env)
+          .filter((k) => k.startsWith("OTEL_"))
+          .map((k) => [k, undefined]),
+      ),
       ...env,
     },
     timeoutMs: 60_000,
@@ -221,7 +225,11 @@ describe("OpenTelemetry spans of a run", () => {
       expect(chat.attributes["gen_ai.usage.output_tokens"]).toEqual(expect.any(Number));
     }
     const aggregatorChat = chats.find((c) => parentOf(c)?.name === "invoke_agent aggregator")!;
-    expect(aggregatorChat.attributes).toMatchObject({ "gen_ai.usage.input_tokens": 300, "gen_ai.usage.output_tokens": 30, "gen_ai.response.finish_reasons": ["stop"] });
+    expect(aggregatorChat.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 300,
+      "gen_ai.usage.output_tokens": 30,
+      "gen_ai.response.finish_reasons": ["stop"],
+    });
     const toolChats = chats.filter((c) => c.attributes["gen_ai.response.finish_reasons"]?.toString() === "tool_calls");
     expect(toolChats).toHaveLength(2);
 
@@ -267,7 +275,9 @@ describe("OpenTelemetry spans of a run", () => {
     expect(run.code).toBe(0);
     const spans = collector.spans();
     const root = spans.find((s) => !s.parentSpanId)!;
-    expect(JSON.parse(String(root.attributes["gen_ai.input.messages"]))).toEqual([{ role: "user", parts: [{ type: "text", content: "What is 6 times 7, checked?" }] }]);
+    expect(JSON.parse(String(root.attributes["gen_ai.input.messages"]))).toEqual([
+      { role: "user", parts: [{ type: "text", content: "What is 6 times 7, checked?" }] },
+    ]);
     expect(JSON.parse(String(root.attributes["gen_ai.output.messages"]))).toEqual([
       { role: "assistant", parts: [{ type: "text", content: "42, checked with key [REDACTED]" }], finish_reason: "stop" },
     ]);
@@ -275,7 +285,9 @@ describe("OpenTelemetry spans of a run", () => {
     expect(JSON.parse(String(calculator.attributes["gen_ai.tool.call.arguments"]))).toEqual({ expression: "6*7" });
     expect(JSON.parse(String(calculator.attributes["gen_ai.tool.call.result"]))).toMatchObject({ result: 42 });
     const toolCall = spans.find((s) => s.name === "chat test-model" && String(s.attributes["gen_ai.output.messages"]).includes("tool_call"))!;
-    expect(JSON.parse(String(toolCall.attributes["gen_ai.output.messages"]))[0].parts).toContainEqual(expect.objectContaining({ type: "tool_call", name: expect.stringMatching(/^(calculator|checker)$/) }));
+    expect(JSON.parse(String(toolCall.attributes["gen_ai.output.messages"]))[0].parts).toContainEqual(
+      expect.objectContaining({ type: "tool_call", name: expect.stringMatching(/^(calculator|checker)$/) }),
+    );
     for (const r of collector.received) expect(r.body).not.toContain(API_KEY);
     expect(collector.received.map((r) => r.body).join("")).toContain("[REDACTED]");
   });
@@ -286,11 +298,16 @@ describe("OpenTelemetry spans of a run", () => {
     const closed = await startCollector();
     await closed.close();
     const started = Date.now();
-    const run = await exec(pipelineTeam(model.url), { OTEL_EXPORTER_OTLP_ENDPOINT: `http://user:${API_KEY}@${closed.url.slice("http://".length)}`, OTEL_EXPORTER_OTLP_TIMEOUT: "1000" });
+    const run = await exec(pipelineTeam(model.url), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://user:${API_KEY}@${closed.url.slice("http://".length)}`,
+      OTEL_EXPORTER_OTLP_TIMEOUT: "1000",
+    });
     expect(run.code).toBe(0);
     expect(run.stdout).toBe("42, checked with key [REDACTED]\n");
     const warnings = run.stderr.trim().split("\n");
-    expect(warnings).toEqual([expect.stringMatching(/^runtime exec: warning: cannot send spans to http:\/\/\[REDACTED\]@127\.0\.0\.1:\d+\/v1\/traces: .*ECONNREFUSED/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^runtime exec: warning: cannot send spans to http:\/\/\[REDACTED\]@127\.0\.0\.1:\d+\/v1\/traces: .*ECONNREFUSED/),
+    ]);
     expect(run.stderr).not.toContain(API_KEY);
     expect(Date.now() - started).toBeLessThan(15_000);
   });

@@ -28,7 +28,9 @@ const parentId = (s: ReadableSpan) => s.parentSpanContext?.spanId;
 describe("the OpenTelemetry sink", () => {
   it("gives each model of a fallback chain its own chat span, the failed one an error", async () => {
     const down = await startOpenAIServer({ respond: () => ({ status: 503, error: { message: "overloaded" } }) });
-    const up = await startOpenAIServer({ respond: () => ({ content: reactReply("ANSWER", { answer: "42" }), usage: { prompt_tokens: 7, completion_tokens: 3 } }) });
+    const up = await startOpenAIServer({
+      respond: () => ({ content: reactReply("ANSWER", { answer: "42" }), usage: { prompt_tokens: 7, completion_tokens: 3 } }),
+    });
     servers.push(down, up);
     const file = writeTeam(`version: 1
 name: fallback

@@ -92,7 +92,9 @@ cases:
     expect(report("argument matches")).toEqual(['tool_calls[0].arguments.expression: expected matching /^pi/, got "round(pi * 5^2, 2)"']);
     expect(report("tool name")).toEqual(["tool_calls[1].name: expected terminate, got calculator"]);
     expect(report("call count")).toEqual(["tool_calls: expected 1 call, got 2: calculator, calculator"]);
-    expect(report("any order")[0]).toMatch(/^tool_calls \(expected #0, any order\): expected calculator with expression containing "pi \* 6", got closest, tool_calls\[0\]: arguments\.expression: expected containing "pi \* 6", got "round\(pi \* 5\^2, 2\)"$/);
+    expect(report("any order")[0]).toMatch(
+      /^tool_calls \(expected #0, any order\): expected calculator with expression containing "pi \* 6", got closest, tool_calls\[0\]: arguments\.expression: expected containing "pi \* 6", got "round\(pi \* 5\^2, 2\)"$/,
+    );
     expect(report("in order, not exact")).toEqual(["tool_calls (expected #0): expected terminate, got not found among: calculator, calculator"]);
     expect(report("plan steps")).toEqual(["plan.steps: expected 4, got 3"]);
     expect(report("plan status")).toEqual(["plan.status: expected completed, got no Plan Tool plan"]);
@@ -189,7 +191,9 @@ cases:
     expect(lines).toContain(`${file}:7:5 /cases/0/expct unknown key 'expct'; expected one of name, agent, input, replies, recording, expect`);
     expect(lines).toContain(`${file}:8:5 /cases/1 expected exactly one of the keys replies, recording`);
     expect(lines).toContain(`${file}:17:15 /cases/2/expect/result expected one of answer, error, paused, got 'done'`);
-    expect(lines).toContain(`${file}:18:67 /cases/2/expect/tool_calls/0/arguments/expression/contain unknown key 'contain'; expected one of equals, contains, matches`);
+    expect(lines).toContain(
+      `${file}:18:67 /cases/2/expect/tool_calls/0/arguments/expression/contain unknown key 'contain'; expected one of equals, contains, matches`,
+    );
     expect(lines).toContain(`${file}:19:29 /cases/2/expect/budget/max_tokens expected an integer, got 'many'`);
   });
 
@@ -246,7 +250,11 @@ cases:
     expect(XMLValidator.validate(xml)).toBe(true);
     expect(xml).not.toContain("<img");
     const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "" }).parse(xml) as {
-      testsuites: { tests: string; failures: string; testsuite: { tests: string; failures: string; testcase: Array<{ name: string; failure?: { message: string; "#text": string } }> } };
+      testsuites: {
+        tests: string;
+        failures: string;
+        testsuite: { tests: string; failures: string; testcase: Array<{ name: string; failure?: { message: string; "#text": string } }> };
+      };
     };
     expect(doc.testsuites.tests).toBe("3");
     expect(doc.testsuites.failures).toBe("1");

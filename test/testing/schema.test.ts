@@ -18,7 +18,11 @@ describe("schemas/agent-test.schema.json", () => {
     const strip = (value: unknown): unknown => {
       if (Array.isArray(value)) return value.map(strip);
       if (value === null || typeof value !== "object") return value;
-      return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "description").map(([k, v]) => [k, strip(v)]));
+      return Object.fromEntries(
+        Object.entries(value)
+          .filter(([k]) => k !== "description")
+          .map(([k, v]) => [k, strip(v)]),
+      );
     };
     const defs = agentTestSchema().$defs as Record<string, unknown>;
     expect(strip(defs.reply)).toEqual(strip(scriptSchema.properties.replies.items));

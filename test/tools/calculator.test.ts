@@ -177,10 +177,7 @@ describe("calculator", () => {
 
   it("answers through the ToolBox as {expression, result}, and errors for the model to repair", async () => {
     const { box } = makeBox([calculatorTool()]);
-    const [area, bad] = await box.run([
-      call("calculator", { expression: "round(pi*5^2, 2)" }, "1"),
-      call("calculator", { expression: 'evaluate("1")' }, "2"),
-    ]);
+    const [area, bad] = await box.run([call("calculator", { expression: "round(pi*5^2, 2)" }, "1"), call("calculator", { expression: 'evaluate("1")' }, "2")]);
     expect(area).toMatchObject({ ok: true, result: { expression: "round(pi*5^2, 2)", result: 78.54 } });
     expect(bad!.ok).toBe(false);
     expect(bad!.error).toMatch(/^function "evaluate" is not allowed; allowed functions: sqrt/);

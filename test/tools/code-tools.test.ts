@@ -110,7 +110,13 @@ describe("module tools", () => {
     const second = await run(file);
     expect(second.result.answer).toBe("2");
     expect(second.finished[0]).toMatchObject({ tool: "add", ok: true, result: { sum: 2 } });
-    expect(probe(key)).toMatchObject({ loads: 1, calls: [{ a: 2, b: 3 }, { a: 1, b: 1 }] });
+    expect(probe(key)).toMatchObject({
+      loads: 1,
+      calls: [
+        { a: 2, b: 3 },
+        { a: 1, b: 1 },
+      ],
+    });
   });
 
   it("refuses arguments that fail the module's parameters before execute runs", async () => {
@@ -177,7 +183,10 @@ describe("module tools", () => {
     const server = await serve([answer("unused")]);
     const cases: Array<[string, RegExp]> = [
       ["export const description = 'd'; export const parameters = { type: 'object' };", /tool module .*add\.mjs: execute must be a function \(got nothing\)$/],
-      ["export const description = 'd'; export const parameters = { type: 'object' }; export const effect = 'delete'; export function execute() {}", /effect must be one of read, idempotent, write \(got "delete"\)$/],
+      [
+        "export const description = 'd'; export const parameters = { type: 'object' }; export const effect = 'delete'; export function execute() {}",
+        /effect must be one of read, idempotent, write \(got "delete"\)$/,
+      ],
       ["throw new Error('broken at import');", /tool module .*add\.mjs cannot be loaded: broken at import$/],
     ];
     for (const [source, message] of cases) {
@@ -199,7 +208,11 @@ describe("module tools", () => {
       "thrower.mjs": "throw new Error('boom');",
     };
     const teamOf = (tools: string, listed: string, dir = tempDir()) =>
-      writeTeam(`version: 1\nname: v\nmodels:\n  m: { provider: scripted, script: ./script.yaml }\ntools:\n${tools}agents:\n  a: { kind: react, tools: [${listed}] }\n`, files, dir);
+      writeTeam(
+        `version: 1\nname: v\nmodels:\n  m: { provider: scripted, script: ./script.yaml }\ntools:\n${tools}agents:\n  a: { kind: react, tools: [${listed}] }\n`,
+        files,
+        dir,
+      );
 
     const ok = await runCli(["validate", teamOf("  good: { module: ./good.mjs }\n", "good")]);
     expect(ok).toMatchObject({ code: 0, stderr: "" });
@@ -208,18 +221,25 @@ describe("module tools", () => {
     const parent = tempDir();
     mkdirSync(join(parent, "team"));
     writeFileSync(join(parent, "outside.mjs"), files["good.mjs"]);
-    const paths = await runCli(["validate", teamOf("  missing: { module: ./missing.mjs }\n  out: { module: ../outside.mjs }\n", "missing", join(parent, "team"))]);
+    const paths = await runCli([
+      "validate",
+      teamOf("  missing: { module: ./missing.mjs }\n  out: { module: ../outside.mjs }\n", "missing", join(parent, "team")),
+    ]);
     expect(paths.code).toBe(2);
     expect(paths.stderr.trim().split("\n")).toEqual([
       expect.stringMatching(/team\.yaml:6:22 \/tools\/missing\/module tool module not found: .*missing\.mjs$/),
-      expect.stringMatching(/team\.yaml:7:18 \/tools\/out\/module tool module .*outside\.mjs is outside the team file's folder .*: move it there, or set allow_outside_paths: true$/),
+      expect.stringMatching(
+        /team\.yaml:7:18 \/tools\/out\/module tool module .*outside\.mjs is outside the team file's folder .*: move it there, or set allow_outside_paths: true$/,
+      ),
     ]);
 
     // Then what the modules export.
     const exports = await runCli(["validate", teamOf("  bad: { module: ./bad.mjs }\n  thrower: { module: ./thrower.mjs }\n", "bad, thrower")]);
     expect(exports.code).toBe(2);
     expect(exports.stderr.trim().split("\n")).toEqual([
-      expect.stringMatching(/team\.yaml:6:18 \/tools\/bad\/module tool module .*bad\.mjs: parameters must have type: "object" \(tool arguments are a JSON object\)$/),
+      expect.stringMatching(
+        /team\.yaml:6:18 \/tools\/bad\/module tool module .*bad\.mjs: parameters must have type: "object" \(tool arguments are a JSON object\)$/,
+      ),
       expect.stringMatching(/team\.yaml:7:22 \/tools\/thrower\/module tool module .*thrower\.mjs cannot be loaded: boom$/),
     ]);
   });
@@ -233,8 +253,16 @@ describe("module tools", () => {
     const loaded = await loadTeam(file);
     const own = moduleTool(loaded.tools.own as ModuleToolConfig, await loadToolModule((loaded.tools.own as ModuleToolConfig).module));
     const told = moduleTool(loaded.tools.told as ModuleToolConfig, await loadToolModule((loaded.tools.told as ModuleToolConfig).module));
-    expect({ effect: own.effect, approval: own.approval, description: own.description }).toEqual({ effect: "read", approval: undefined, description: "Add two integers." });
-    expect({ effect: told.effect, approval: told.approval, description: told.description }).toEqual({ effect: "write", approval: "required", description: "Adds." });
+    expect({ effect: own.effect, approval: own.approval, description: own.description }).toEqual({
+      effect: "read",
+      approval: undefined,
+      description: "Add two integers.",
+    });
+    expect({ effect: told.effect, approval: told.approval, description: told.description }).toEqual({
+      effect: "write",
+      approval: "required",
+      description: "Adds.",
+    });
     expect(probe(key).loads).toBe(1);
   });
 
@@ -266,7 +294,12 @@ describe("runTeam(team, { tools }) with defineTool()", () => {
     });
 
   it("offers the tool to an agent that lists it, validates its arguments and runs it", async () => {
-    const server = await serve([callTool("lookup", { topic: 7 }, "bad"), callTool("lookup", { topic: "area" }, "good"), callTool("lookup", { topic: "slow" }, "slow"), answer("pi r squared")]);
+    const server = await serve([
+      callTool("lookup", { topic: 7 }, "bad"),
+      callTool("lookup", { topic: "area" }, "good"),
+      callTool("lookup", { topic: "slow" }, "slow"),
+      answer("pi r squared"),
+    ]);
     const file = team(server.url, "  calc: { builtin: calculator }\n", "lookup, calc", {});
     const seen: Array<{ args: unknown; agent: string }> = [];
     const tools = [lookup(seen)];
@@ -290,7 +323,10 @@ describe("runTeam(team, { tools }) with defineTool()", () => {
     await expect(loadTeam(file)).rejects.toThrow(/\/agents\/solver\/tools\/0 unknown tool 'lookup'/);
     // Told of it by name, the team loads; the run without the tool ends with one clear error.
     const { result } = await run(file, { loadTools: ["lookup"] });
-    expect(result).toMatchObject({ result_type: "error", error: { message: `agent solver lists tool "lookup", which neither the team file nor runTeam's tools provide` } });
+    expect(result).toMatchObject({
+      result_type: "error",
+      error: { message: `agent solver lists tool "lookup", which neither the team file nor runTeam's tools provide` },
+    });
     expect(server.chatRequests).toHaveLength(0);
   });
 
@@ -299,11 +335,18 @@ describe("runTeam(team, { tools }) with defineTool()", () => {
     const file = team(server.url, "  calc: { builtin: calculator }\n", "calc", {});
     const execute = () => 1;
     const params = { type: "object" };
-    for (const [name, taken] of [["calc", "a tool of the team file"], ["solver", "an agent of the team"], ["terminate", "a built-in tool"]] as const) {
+    for (const [name, taken] of [
+      ["calc", "a tool of the team file"],
+      ["solver", "an agent of the team"],
+      ["terminate", "a built-in tool"],
+    ] as const) {
       const { result } = await run(file, { tools: [defineTool({ name, description: "", parameters: params, execute })] });
       expect(result.error?.message).toBe(`runTeam: tool "${name}" has the name of ${taken}: rename it`);
     }
-    const twice = [defineTool({ name: "x", description: "", parameters: params, execute }), defineTool({ name: "x", description: "", parameters: params, execute })];
+    const twice = [
+      defineTool({ name: "x", description: "", parameters: params, execute }),
+      defineTool({ name: "x", description: "", parameters: params, execute }),
+    ];
     expect((await run(file, { tools: twice })).result.error?.message).toBe(`runTeam: tool "x" has the name of another tool given to runTeam: rename it`);
     const raw = { name: "raw", execute } as unknown as ReturnType<typeof defineTool>;
     expect((await run(file, { tools: [raw] })).result.error?.message).toBe("runTeam: tools[0] is not a tool (make it with defineTool())");
@@ -312,7 +355,10 @@ describe("runTeam(team, { tools }) with defineTool()", () => {
       [{ name: "has space", description: "", parameters: params, execute }, 'tool "has space": name must use letters'],
       [{ name: "t", description: "", parameters: params }, `tool "t": execute must be a function (got nothing)`],
       [{ name: "t", description: 1, parameters: params, execute }, `tool "t": description must be a string (got a number)`],
-      [{ name: "t", description: "", parameters: { type: "object", properties: { a: { type: "strng" } } }, execute }, `tool "t": parameters is not a valid JSON Schema`],
+      [
+        { name: "t", description: "", parameters: { type: "object", properties: { a: { type: "strng" } } }, execute },
+        `tool "t": parameters is not a valid JSON Schema`,
+      ],
       [{ name: "t", description: "", parameters: params, execute, timeout_ms: 0 }, `tool "t": timeout_ms must be a positive integer`],
     ];
     for (const [definition, message] of bad) {

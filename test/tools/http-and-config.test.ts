@@ -85,7 +85,9 @@ describe("http tools: where they may go", () => {
   it("follows a redirect within the origin only: headers never go to another one", async () => {
     const hop = await makeBox([httpTool(httpConfig({ name: "hop", url: `${base}/hop`, method: "GET" }))]).box.run([call("hop", {})]);
     expect(hop[0]).toMatchObject({ ok: true, result: { url: "/echo?hopped=1" } });
-    const away = await makeBox([httpTool(httpConfig({ name: "away", url: `${base}/away`, headers: { "x-api-key": "opaque-key-123456" } }))]).box.run([call("away", {})]);
+    const away = await makeBox([httpTool(httpConfig({ name: "away", url: `${base}/away`, headers: { "x-api-key": "opaque-key-123456" } }))]).box.run([
+      call("away", {}),
+    ]);
     expect(away[0]?.error).toMatch(/redirected to another origin \(http:\/\/localhost:\d+\): not followed/);
     expect(stolen).toEqual([]);
   });
@@ -119,4 +121,3 @@ describe("http tools", () => {
     expect(JSON.stringify(events)).not.toContain("sk-hidden");
   });
 });
-

@@ -132,10 +132,7 @@ describe.runIf(process.platform === "linux")("command tools end their whole proc
     const longFile = pidfile();
     const shortFile = pidfile();
     const { box } = makeBox([tool()]);
-    const [long, short] = await box.run([
-      call("escaper", { pidfile: longFile, linger_ms: 1500 }, "long"),
-      call("escaper", { pidfile: shortFile }, "short"),
-    ]);
+    const [long, short] = await box.run([call("escaper", { pidfile: longFile, linger_ms: 1500 }, "long"), call("escaper", { pidfile: shortFile }, "short")]);
     const longSleeper = readSleeper(longFile);
     const shortSleeper = readSleeper(shortFile);
     expect(short!.ok).toBe(true);

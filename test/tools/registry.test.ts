@@ -72,7 +72,11 @@ async function resolve(resolved: ResolvedTeam, agentName: string, bound: Tool[] 
     team: resolved,
     agent,
     planTool: () => openPlanTool(dir),
-    callAgent: async (name, query) => ({ result_type: "answer", answer: `${name} says ${query}`, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } }),
+    callAgent: async (name, query) => ({
+      result_type: "answer",
+      answer: `${name} says ${query}`,
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    }),
     bound,
     cache,
     given,

@@ -8,7 +8,10 @@ import { call, makeBox, SCOPE, sleep } from "../support/tools.js";
 
 /** A read tool with an object schema, 1 s to run and 1,000 bytes of output, changed by `fields`. */
 function tool(name: string, execute: Tool["execute"], fields: Partial<Tool> = {}): Tool {
-  return Object.assign({ name, description: `the ${name} tool`, parameters: { type: "object" }, effect: "read" as const, timeout_ms: 1000, max_output_bytes: 1000, execute }, fields);
+  return Object.assign(
+    { name, description: `the ${name} tool`, parameters: { type: "object" }, effect: "read" as const, timeout_ms: 1000, max_output_bytes: 1000, execute },
+    fields,
+  );
 }
 
 /** A tool that waits, counting how often it really ran. */
@@ -118,10 +121,7 @@ describe("createToolBox", () => {
 
   it("tolerates a fenced JSON block and trailing commas", async () => {
     const { box } = makeBox([calculatorTool()]);
-    const [fenced, comma] = await box.run([
-      call("calculator", '```json\n{"expression": "1+1"}\n```'),
-      call("calculator", '{"expression": "2*3",}'),
-    ]);
+    const [fenced, comma] = await box.run([call("calculator", '```json\n{"expression": "1+1"}\n```'), call("calculator", '{"expression": "2*3",}')]);
     expect(fenced).toMatchObject({ ok: true, result: { result: 2 } });
     expect(comma).toMatchObject({ ok: true, result: { result: 6 } });
   });

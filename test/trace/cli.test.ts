@@ -53,7 +53,10 @@ describe("runtime trace", () => {
   test("--json prints the stored events as JSON lines", async () => {
     const r = await runCli(["trace", "9f2c7e1a-circle", "--json"], { cwd: dir });
     expect(r.code).toBe(0);
-    const events = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as RunEvent);
+    const events = r.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as RunEvent);
     expect(events).toEqual(circle);
   });
 
@@ -69,10 +72,21 @@ describe("runtime trace", () => {
   test("no arguments lists recent runs; --limit bounds them", async () => {
     const all = await runCli(["trace"], { cwd: dir, env: { RUNTIME_TRACE_DIR: join(dir, ".runtime") } });
     expect(all.code).toBe(0);
-    expect(all.stdout.trimEnd().split("\n").slice(1).map((l) => l.split(/\s+/)[0])).toEqual(["9f2c7e1a-second", "4b1d-todo", "9f2c7e1a-circle"]);
+    expect(
+      all.stdout
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(["9f2c7e1a-second", "4b1d-todo", "9f2c7e1a-circle"]);
     expect(all.stdout).toMatch(/4b1d-todo\s+planner\s+.*error\s+max_iteration 4 reached/);
     const one = await runCli(["trace", "--limit", "1", "--json"], { cwd: dir });
-    expect(one.stdout.trimEnd().split("\n").map((l) => (JSON.parse(l) as { task_id: string }).task_id)).toEqual(["9f2c7e1a-second"]);
+    expect(
+      one.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { task_id: string }).task_id),
+    ).toEqual(["9f2c7e1a-second"]);
   });
 
   test("--trace-id prints one recursion", async () => {

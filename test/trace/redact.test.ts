@@ -35,9 +35,7 @@ describe("redact", () => {
     expect(redactString("password=hunter22&user=bob")).toBe(`password=${REDACTED}&user=bob`);
     expect(redactString("the sky is blue; tokens used: 12")).toBe("the sky is blue; tokens used: 12");
     expect(redactString("uses my-configured-key!", ["my-configured-key"])).toBe(`uses ${REDACTED}!`);
-    expect(redactString("connect to https://bob:pw-123@proxy.example:8080/v1 failed")).toBe(
-      `connect to https://${REDACTED}@proxy.example:8080/v1 failed`,
-    );
+    expect(redactString("connect to https://bob:pw-123@proxy.example:8080/v1 failed")).toBe(`connect to https://${REDACTED}@proxy.example:8080/v1 failed`);
     expect(redactString("see https://example.org/a@b and mailto:ada@example.org")).toBe("see https://example.org/a@b and mailto:ada@example.org");
   });
 
@@ -52,7 +50,18 @@ describe("redact", () => {
   });
 
   test("recognises secret keys by name only", () => {
-    for (const k of ["api_key", "apiKey", "API-KEY", "X-Api-Key", "Authorization", "proxy-authorization", "password", "client_secret", "access_token", "openai_api_key"]) {
+    for (const k of [
+      "api_key",
+      "apiKey",
+      "API-KEY",
+      "X-Api-Key",
+      "Authorization",
+      "proxy-authorization",
+      "password",
+      "client_secret",
+      "access_token",
+      "openai_api_key",
+    ]) {
       expect(isSecretKey(k), k).toBe(true);
     }
     for (const k of ["total_tokens", "max_tokens", "tokenizer", "keyboard", "author", "input"]) {
@@ -64,7 +73,7 @@ describe("redact", () => {
     const secrets = ['conf"key-123456'];
     const risky: unknown[] = [
       { api__key: "v1" },
-      { "Pass_Word": "v2" },
+      { Pass_Word: "v2" },
       { accessToken: "v3" },
       { note: "Bearer\nabc123" },
       { note: "x access_token=abc" },
@@ -75,8 +84,8 @@ describe("redact", () => {
       { "a-p_i--k_e-y": "v5" },
       { "api\u212Aey": "v6" },
       { "Pass-W_o-r-d": "v7" },
-      { "SECRET_": "v8" },
-      { "tok_en": "v9" },
+      { SECRET_: "v8" },
+      { tok_en: "v9" },
     ];
     for (const value of risky) {
       const out = redactWithJson(value, secrets);

@@ -28,9 +28,13 @@ describe("the trace store shared by the runs of a process", () => {
     }
     expect([first.result_type, second.result_type]).toEqual(["answer", "answer"]);
     const list = await runCli(["trace", "--trace-dir", dir, "--json"]);
-    expect(list.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { task_id: string }).task_id).sort()).toEqual(
-      [first.task_id, second.task_id].sort(),
-    );
+    expect(
+      list.stdout
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { task_id: string }).task_id)
+        .sort(),
+    ).toEqual([first.task_id, second.task_id].sort());
   });
 
   it("is closed cleanly when the CLI exits (the WAL is checkpointed away)", async () => {
@@ -154,7 +158,12 @@ describe("the trace store shared by the runs of a process", () => {
     }
     const store = reader();
     try {
-      expect(store.listRuns().map((r) => r.task_id).sort()).toEqual(["also-good", "first", "good", "solo", "told"]);
+      expect(
+        store
+          .listRuns()
+          .map((r) => r.task_id)
+          .sort(),
+      ).toEqual(["also-good", "first", "good", "solo", "told"]);
     } finally {
       store.close();
     }

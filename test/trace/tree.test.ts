@@ -42,7 +42,7 @@ describe("renderRunTree", () => {
     `);
     const lines = tree.split("\n");
     expect(lines[0]).toBe("task task-circle · agent solver · answer · 3.00s · 1,725 tokens (prompt 1,600, completion 125)");
-    expect(lines).toContain("│  │  ├─ tool calculator ✓ 3ms  {\"expression\":\"pi * 5^2\"} → 78.54");
+    expect(lines).toContain('│  │  ├─ tool calculator ✓ 3ms  {"expression":"pi * 5^2"} → 78.54');
     expect(lines.some((l) => l.includes("✗ tool calculator 2ms") && l.includes("error: Unexpected end of expression"))).toBe(true);
     // The nested agent hangs under the recursion that called it.
     const nested = lines.findIndex((l) => l.includes("step s2 · helper (react)"));
@@ -124,7 +124,15 @@ describe("formatRunList", () => {
         result_type: "error",
         error: "max_iteration 4 reached",
       },
-      { task_id: "t-1", agent_id: "solver", input: "q", started_at: "2025-03-01T09:00:00.000Z", finished_at: "2025-03-01T09:01:05.000Z", result_type: "answer", answer: "x".repeat(100) },
+      {
+        task_id: "t-1",
+        agent_id: "solver",
+        input: "q",
+        started_at: "2025-03-01T09:00:00.000Z",
+        finished_at: "2025-03-01T09:01:05.000Z",
+        result_type: "answer",
+        answer: "x".repeat(100),
+      },
       { task_id: "t-0", agent_id: "planner", input: "q", started_at: "2025-03-01T08:00:00.000Z" },
     ];
     expect(formatRunList(runs)).toMatchInlineSnapshot(`

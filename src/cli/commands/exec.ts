@@ -39,7 +39,10 @@ export function registerExec(program: Command, setExit: SetExit): void {
     .option("--store <url>", STORE_OPTION_HELP)
     .option("--record <file>", "write what the models answered as a scripted-model file, to replay the run")
     .option("--session <id>", "session id: a follow-up in the same session continues its state")
-    .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
+    .option(
+      "--otel",
+      "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)",
+    )
     .action(async (file: string, words: string[], opts: ExecOptions) => {
       setExit(await exec(file, words, opts));
     });

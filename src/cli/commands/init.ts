@@ -101,7 +101,10 @@ function schemaComment(dir: string, schema: string): string {
 
 /** The folder's name as a team name, when it is one (letters, digits, '_' and '-'). */
 function teamName(dir: string): string | undefined {
-  const name = basename(dir).replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^[^A-Za-z_]+/, "").slice(0, 64);
+  const name = basename(dir)
+    .replace(/[^A-Za-z0-9_-]+/g, "-")
+    .replace(/^[^A-Za-z_]+/, "")
+    .slice(0, 64);
   return name.length > 0 ? name : undefined;
 }
 

@@ -15,9 +15,7 @@ interface PlanOptions {
 export function registerPlan(program: Command, setExit: SetExit): void {
   const plan = program.command("plan").description("look at the plans of sop runs (the Plan Tool's store)");
   const common = (cmd: Command) =>
-    cmd
-      .option("--trace-dir <dir>", "where plans are stored (default: $RUNTIME_TRACE_DIR or .runtime)")
-      .option("--json", "print JSON instead of text");
+    cmd.option("--trace-dir <dir>", "where plans are stored (default: $RUNTIME_TRACE_DIR or .runtime)").option("--json", "print JSON instead of text");
 
   common(plan.command("list").description("list stored plans, newest first")).action((options: PlanOptions) =>
     report("list", setExit, async () => {

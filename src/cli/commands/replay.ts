@@ -110,7 +110,14 @@ async function diff(givenA: string, givenB: string, opts: { traceDir?: string })
         return EXIT.RUN_ERROR;
       }
       if (answerA?.answer !== answerB?.answer || answerA?.result_type !== answerB?.result_type) {
-        process.stdout.write(report(`runs ${a} and ${b} first differ`, { at: "the end", what: "the answers differ", expected: answerA?.answer ?? answerA?.error, got: answerB?.answer ?? answerB?.error }));
+        process.stdout.write(
+          report(`runs ${a} and ${b} first differ`, {
+            at: "the end",
+            what: "the answers differ",
+            expected: answerA?.answer ?? answerA?.error,
+            got: answerB?.answer ?? answerB?.error,
+          }),
+        );
         return EXIT.RUN_ERROR;
       }
       process.stdout.write(`same: runs ${a} and ${b} made the same calls and gave the same answer\n`);

@@ -33,7 +33,10 @@ export function registerResume(program: Command, setExit: SetExit): void {
     .option("--no-progress", "never show live progress")
     .option("--verbose", "in a terminal, log every state, thought and tool call instead of the live view")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
-    .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
+    .option(
+      "--otel",
+      "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)",
+    )
     .action(async (taskId: string, opts: ResumeOptions) => {
       setExit(await resume(taskId, opts));
     });
@@ -126,7 +129,8 @@ async function approve(given: string, call: string | undefined, opts: ApproveOpt
     });
     for (const a of decided) process.stdout.write(`${decision === "deny" ? "denied" : "approved"}: ${a.tool} (call ${a.call_id}, approval ${a.approval_id})\n`);
     const dir = opts.traceDir !== undefined ? ` --trace-dir ${opts.traceDir}` : "";
-    if (waiting.length > 0) process.stderr.write(`runtime approve: still waiting for: ${waiting.map((a) => `${a.tool} (approval ${a.approval_id})`).join(", ")}\n`);
+    if (waiting.length > 0)
+      process.stderr.write(`runtime approve: still waiting for: ${waiting.map((a) => `${a.tool} (approval ${a.approval_id})`).join(", ")}\n`);
     process.stderr.write(`runtime approve: continue with: runtime resume ${task_id}${dir}\n`);
     return EXIT.OK;
   } catch (err) {

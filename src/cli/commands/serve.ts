@@ -40,7 +40,10 @@ export function registerServe(program: Command, setExit: SetExit): void {
     .option("--rate <n>", "requests per second the token may make on average", "50")
     .option("--max-runs <n>", "runs in progress at once; more get a 429", "16")
     .option("--store <url>", `${STORE_OPTION_HELP}; with PostgreSQL each run is queued for \`runtime worker\` processes`)
-    .option("--otel", "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)")
+    .option(
+      "--otel",
+      "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)",
+    )
     .action(async (file: string, opts: ServeOptions) => {
       setExit(await serve(file, opts));
     });

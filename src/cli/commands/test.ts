@@ -15,7 +15,9 @@ interface TestOptions {
 export function registerTest(program: Command, setExit: SetExit): void {
   program
     .command("test")
-    .description("run agent tests (*.test.yaml, docs/testing.md) offline on scripted replies; exit 0 all pass, 1 any failure, 2 bad usage or an invalid test file")
+    .description(
+      "run agent tests (*.test.yaml, docs/testing.md) offline on scripted replies; exit 0 all pass, 1 any failure, 2 bad usage or an invalid test file",
+    )
     .argument("[paths...]", "test files or folders (default: every *.test.yaml under the working directory, node_modules skipped)")
     .option("--junit <file>", "also write the results as JUnit XML")
     .option("--record", "run the cases that have a recording on the team's models as configured (live) and rewrite their recordings")
@@ -32,7 +34,8 @@ async function test(paths: string[], opts: TestOptions): Promise<number> {
     return EXIT.USAGE;
   };
   const timeout = opts.timeout === undefined ? undefined : Number(opts.timeout);
-  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) return fail(`--timeout must be a positive whole number of milliseconds, not '${opts.timeout}'`);
+  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
+    return fail(`--timeout must be a positive whole number of milliseconds, not '${opts.timeout}'`);
   if (opts.junit) {
     const parent = dirname(resolve(opts.junit));
     if (!existsSync(parent) || !statSync(parent).isDirectory()) return fail(`cannot write --junit ${opts.junit}: directory ${parent} does not exist`);

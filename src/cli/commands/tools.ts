@@ -66,7 +66,8 @@ async function tools(file: string, opts: ToolsOptions): Promise<number> {
       for (const tool of entry.tools) {
         const about = tool.source === "kind" ? "provided by the agent's kind, if it has one" : firstLine(tool.description);
         lines.push(`  ${tool.name.padEnd(width)}  [${tool.source}] ${about}`.trimEnd());
-        if (tool.schema_problem !== undefined) lines.push(`  ${" ".repeat(width)}  warning: its input schema cannot be checked (${tool.schema_problem}); calls will be refused`);
+        if (tool.schema_problem !== undefined)
+          lines.push(`  ${" ".repeat(width)}  warning: its input schema cannot be checked (${tool.schema_problem}); calls will be refused`);
       }
     }
     process.stdout.write(`${mask(lines.join("\n"))}\n`);

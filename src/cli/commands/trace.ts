@@ -51,7 +51,8 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
   if (chosen.length > 1) throw new RuntimeError("USAGE", "give one of TASK_ID, --agent NAME / --session ID / --status S, or --trace-id ID");
   const { RUN_STATUSES } = await import("../../store/runs.js");
   const status = RUN_STATUSES.find((s) => s === options.status);
-  if (options.status !== undefined && status === undefined) throw new RuntimeError("USAGE", `--status must be one of ${RUN_STATUSES.join(", ")}, got "${options.status}"`);
+  if (options.status !== undefined && status === undefined)
+    throw new RuntimeError("USAGE", `--status must be one of ${RUN_STATUSES.join(", ")}, got "${options.status}"`);
   if (options.html !== undefined && taskId === undefined) throw new RuntimeError("USAGE", "--html writes one run: give its TASK_ID");
   if (options.html !== undefined && options.json) throw new RuntimeError("USAGE", "give one of --html FILE and --json");
   const limit = Number(options.limit);

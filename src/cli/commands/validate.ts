@@ -19,10 +19,7 @@ export function registerValidate(program: Command, setExit: SetExit): void {
           process.stdout.write(`${file}: ok\n`);
         } catch (err) {
           valid = false;
-          const problems =
-            err instanceof ConfigError
-              ? err.problems
-              : [{ file, line: 1, col: 1, path: "", message: describeError(err) }];
+          const problems = err instanceof ConfigError ? err.problems : [{ file, line: 1, col: 1, path: "", message: describeError(err) }];
           process.stderr.write(problems.map((p) => `${formatProblem(p)}\n`).join(""));
         }
       }

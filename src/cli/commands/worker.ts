@@ -43,16 +43,19 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
     return code;
   };
   const concurrency = Number(opts.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000) return fail(`--concurrency must be an integer from 1 to 1000, not '${opts.concurrency}'`, EXIT.USAGE);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000)
+    return fail(`--concurrency must be an integer from 1 to 1000, not '${opts.concurrency}'`, EXIT.USAGE);
   const leaseMs = Number(opts.leaseMs);
   if (!Number.isInteger(leaseMs) || leaseMs < 300) return fail(`--lease-ms must be an integer of at least 300, not '${opts.leaseMs}'`, EXIT.USAGE);
   const graceMs = Number(opts.graceMs);
   if (!Number.isInteger(graceMs) || graceMs < 0) return fail(`--grace-ms must be a non-negative integer, not '${opts.graceMs}'`, EXIT.USAGE);
   const port = opts.port === undefined ? undefined : Number(opts.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
+    return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
   const token = opts.token ?? (process.env["RUNTIME_WORKER_TOKEN"] || undefined);
   if (token !== undefined && token.length < 16) return fail("the token must be at least 16 characters long", EXIT.USAGE);
-  if (port !== undefined && !isLoopback(opts.host) && token === undefined) return fail(`refusing to serve /metrics on ${opts.host} without a token of your own (--token or RUNTIME_WORKER_TOKEN)`, EXIT.USAGE);
+  if (port !== undefined && !isLoopback(opts.host) && token === undefined)
+    return fail(`refusing to serve /metrics on ${opts.host} without a token of your own (--token or RUNTIME_WORKER_TOKEN)`, EXIT.USAGE);
   let url: string | undefined;
   try {
     url = storeUrl(opts.store);

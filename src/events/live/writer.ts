@@ -85,10 +85,11 @@ export class FrameWriter {
     this.dirty = true;
     const wait = this.lastDraw + this.intervalMs - this.now();
     if (wait <= 0) this.draw();
-    else this.timer ??= setTimeout(() => {
-      this.timer = undefined;
-      if (this.dirty && !this.closed && !this.suspended) this.draw();
-    }, wait);
+    else
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        if (this.dirty && !this.closed && !this.suspended) this.draw();
+      }, wait);
   }
 
   /** Take the frame off the screen and draw nothing until `resume()` (someone else writes: a question to a person). */

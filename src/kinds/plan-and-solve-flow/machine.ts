@@ -83,9 +83,7 @@ export const planAndSolveFlowMachine = setup({
     /** Seed: `past_steps += "\n" + f"task:{task}, execute task result:{output}"`; a failure is recorded as such. */
     record: assign(({ context }, outcome: Executed) => {
       const step = context.steps[0] ?? "";
-      const line = outcome.ok
-        ? `task:${step}, execute task result:${outcome.value}`
-        : `task:${step}, execute task failed:${outcome.error.message}`;
+      const line = outcome.ok ? `task:${step}, execute task result:${outcome.value}` : `task:${step}, execute task failed:${outcome.error.message}`;
       return { past_steps: `${context.past_steps}\n${line}`, finished: [...context.finished, step] };
     }),
     advance: assign(({ context }) => ({ steps: context.steps.slice(1) })),
@@ -103,7 +101,10 @@ export const planAndSolveFlowMachine = setup({
         {
           guard: "hasPrePlan",
           target: "EXECUTE",
-          actions: [{ type: "adoptPlan", params: ({ context }) => context.pre_plan_steps ?? [] }, { type: "planCreated", params: ({ context }) => ({ steps: context.steps }) }],
+          actions: [
+            { type: "adoptPlan", params: ({ context }) => context.pre_plan_steps ?? [] },
+            { type: "planCreated", params: ({ context }) => ({ steps: context.steps }) },
+          ],
         },
         { target: "PLAN" },
       ],
@@ -115,7 +116,10 @@ export const planAndSolveFlowMachine = setup({
           {
             guard: { type: "succeeded", params: ({ event }) => ({ outcome: event.output }) },
             target: "EXECUTE",
-            actions: [{ type: "adoptPlan", params: ({ event }) => (event.output.ok ? event.output.value : []) }, { type: "planCreated", params: ({ context }) => ({ steps: context.steps }) }],
+            actions: [
+              { type: "adoptPlan", params: ({ event }) => (event.output.ok ? event.output.value : []) },
+              { type: "planCreated", params: ({ context }) => ({ steps: context.steps }) },
+            ],
           },
           { target: "FAILED", actions: { type: "fail", params: ({ event }) => (event.output.ok ? NO_ERROR : event.output.error) } },
         ],
@@ -151,7 +155,12 @@ export const planAndSolveFlowMachine = setup({
             guard: "roundsLeft",
             target: "EXECUTE",
             reenter: true,
-            actions: [{ type: "record", params: ({ event }) => event.output }, "advance", { type: "planUpdated", params: ({ context }) => progress(context) }, "nextRound"],
+            actions: [
+              { type: "record", params: ({ event }) => event.output },
+              "advance",
+              { type: "planUpdated", params: ({ context }) => progress(context) },
+              "nextRound",
+            ],
           },
           {
             target: "SUMMARY",
@@ -182,11 +191,18 @@ export const planAndSolveFlowMachine = setup({
           {
             guard: "roundsLeft",
             target: "EXECUTE",
-            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, { type: "planUpdated", params: ({ context }) => progress(context) }, "nextRound"],
+            actions: [
+              { type: "adoptPlan", params: ({ event }) => newSteps(event.output) },
+              { type: "planUpdated", params: ({ context }) => progress(context) },
+              "nextRound",
+            ],
           },
           {
             target: "SUMMARY",
-            actions: [{ type: "adoptPlan", params: ({ event }) => newSteps(event.output) }, { type: "planUpdated", params: ({ context }) => progress(context) }],
+            actions: [
+              { type: "adoptPlan", params: ({ event }) => newSteps(event.output) },
+              { type: "planUpdated", params: ({ context }) => progress(context) },
+            ],
           },
         ],
         onError: { target: "FAILED", actions: { type: "fail", params: ({ event }) => thrown("replanning failed: ", event.error) } },

@@ -99,7 +99,8 @@ function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolv
           // Sent back once, as every kind does with a reply cut off at the token limit.
           const again = [...messages, { role: "assistant" as const, content: reply.content }, { role: "user" as const, content: CUT_OFF_ERROR }];
           ({ reply } = await ctx.callModel({ messages: again }));
-          if (isCutOff(reply)) return { ok: false, error: { code: "MODEL_BAD_REPLY", message: `fallback summary failed: ${CUT_OFF_ERROR.split(";")[0]}, twice` } };
+          if (isCutOff(reply))
+            return { ok: false, error: { code: "MODEL_BAD_REPLY", message: `fallback summary failed: ${CUT_OFF_ERROR.split(";")[0]}, twice` } };
         }
         return { ok: true, value: reply.content ?? "" };
       } catch (err) {
@@ -107,7 +108,6 @@ function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolv
         return { ok: false, error: runErrorOf(err, "fallback summary failed") };
       }
     },
-
   };
 
   return planAndSolveFlowMachine.provide({

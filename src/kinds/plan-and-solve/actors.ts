@@ -25,9 +25,7 @@ export function planAndSolveImplementations(effects: PlanAndSolveEffects) {
         kind: "outcome",
         outcome: await effects.execute(context.current!),
       })),
-      recordResult: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) =>
-        effects.record(context.outcome!),
-      ),
+      recordResult: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) => effects.record(context.outcome!)),
       markCompleted: fromPromise<void, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
         if (context.current?.name !== "update_todo_item") effects.track(context.outcome!);
       }),
@@ -44,16 +42,13 @@ export function planAndSolveImplementations(effects: PlanAndSolveEffects) {
         const summary = await effects.summarize("no_answer");
         return summary.text ? { answer: summary.text } : {};
       }),
-      finalSummary: fromPromise<{ text?: string }, { context: PlanAndSolveContext }>(
-        async () => {
-          effects.finish(false);
-          return effects.summarize("max_iteration");
-        },
-      ),
+      finalSummary: fromPromise<{ text?: string }, { context: PlanAndSolveContext }>(async () => {
+        effects.finish(false);
+        return effects.summarize("max_iteration");
+      }),
     },
     guards: {
-      doneAtLimit: ({ context }: { context: PlanAndSolveContext }) =>
-        context.iteration >= context.max_iteration && effects.todos.allTerminal(),
+      doneAtLimit: ({ context }: { context: PlanAndSolveContext }) => context.iteration >= context.max_iteration && effects.todos.allTerminal(),
       needsPlan: ({ context }: { context: PlanAndSolveContext }) => context.plan_invalid || effects.todos.isEmpty(),
       allDone: () => effects.todos.allTerminal(),
     },

@@ -161,7 +161,12 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
         // the work is done. Models often narrate ("I will now compute ...")
         // mid-plan; one reminder sends them back to work.
         if (open.length > 0 && may_refuse) {
-          memory.addUser(textReminder(open, toolbox.specs.some((t) => t.name === "terminate")));
+          memory.addUser(
+            textReminder(
+              open,
+              toolbox.specs.some((t) => t.name === "terminate"),
+            ),
+          );
           return { kind: "refused" };
         }
         const answer = text?.trim();
@@ -232,9 +237,7 @@ function proposedAnswer(call: ToolCallRequest): string | undefined {
 
 /** The reminder after a text reply while items are open; the next text reply is taken as the answer. */
 function textReminder(open: TodoItem[], canTerminate: boolean): string {
-  const finish = canTerminate
-    ? "If your reply above is the final answer, call terminate with it"
-    : "If your reply above is the final answer, send it again";
+  const finish = canTerminate ? "If your reply above is the final answer, call terminate with it" : "If your reply above is the final answer, send it again";
   return (
     `Your reply had no tool call, but todo items ${describeOpen(open)} are still open. ` +
     `Continue with the next open item using your tools and keep the list up to date with update_todo_item. ` +

@@ -283,7 +283,8 @@ export const planAndSolveMachine = setup({
   },
   output: ({ context }) => {
     const failed = context.error !== undefined || context.status === "failure" || context.answer === undefined;
-    const error: RunError = context.error ??
+    const error: RunError =
+      context.error ??
       (context.status === "failure" ? { code: "GAVE_UP", message: context.answer ?? "" } : { code: "MODEL_BAD_REPLY", message: "the model gave no answer" });
     return failed ? { result_type: "error", error } : { result_type: "answer", answer: context.answer };
   },
@@ -296,5 +297,5 @@ function limitMessage(context: PlanAndSolveContext, summary?: string): RunError 
 }
 
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message.split("\n")[0] ?? err.name : String(err);
+  return err instanceof Error ? (err.message.split("\n")[0] ?? err.name) : String(err);
 }

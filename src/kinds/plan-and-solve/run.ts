@@ -62,10 +62,15 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       },
     });
     // Todo events and states belong to the round that caused them.
-    return await runMachine(ctx, planAndSolveMachine.provide(planAndSolveImplementations(effects)), { max_iteration: agent.max_iteration }, {
-      start: { type: "RUN" },
-      traceId: () => trace_id,
-    });
+    return await runMachine(
+      ctx,
+      planAndSolveMachine.provide(planAndSolveImplementations(effects)),
+      { max_iteration: agent.max_iteration },
+      {
+        start: { type: "RUN" },
+        traceId: () => trace_id,
+      },
+    );
   } finally {
     await store?.close();
   }

@@ -2,13 +2,7 @@ import { setup, transition } from "xstate";
 import type { TodoStatus } from "../../events/types.js";
 
 /** Events that move one todo item between the states of docs/design/plan-and-solve-design.md diagram 2. */
-export type TaskEvent =
-  | { type: "START" }
-  | { type: "COMPLETE" }
-  | { type: "FAIL" }
-  | { type: "BLOCK" }
-  | { type: "RETRY" }
-  | { type: "SKIP" };
+export type TaskEvent = { type: "START" } | { type: "COMPLETE" } | { type: "FAIL" } | { type: "BLOCK" } | { type: "RETRY" } | { type: "SKIP" };
 
 /**
  * One todo item's life, docs/design/plan-and-solve-design.md diagram 2 plus BLOCKED from docs/design/todo-list-design.md.

@@ -104,7 +104,8 @@ export class TodoLoopContext {
     const item = this.state.items[index - 1];
     if (!item) {
       const size = this.state.items.length;
-      throw new RuntimeError("TOOL_REFUSED", 
+      throw new RuntimeError(
+        "TOOL_REFUSED",
         size === 0
           ? `There is no item ${index}: the todo list is empty; create it with write_todos first.`
           : `There is no item ${index}: the list has items 1 to ${size}.`,

@@ -42,8 +42,7 @@ export function todoTools(
 ): TodoTool[] {
   const write = (name: (typeof WRITE_TOOLS)[number]): TodoTool => ({
     name,
-    description:
-      "Create or replace the todo list: one item per concrete step, in order. Replaces the whole list.",
+    description: "Create or replace the todo list: one item per concrete step, in order. Replaces the whole list.",
     parameters: {
       type: "object",
       properties: {
@@ -94,8 +93,7 @@ export function todoTools(
 
   const validate: TodoTool = {
     name: "validate_plan",
-    description:
-      "Check the current todo list for problems (empty, too long, duplicates, items that are not actions, steps that need tools you do not have).",
+    description: "Check the current todo list for problems (empty, too long, duplicates, items that are not actions, steps that need tools you do not have).",
     parameters: { type: "object", properties: {}, additionalProperties: false },
     ...TODO_LIMITS,
     execute: async () => {
@@ -111,9 +109,10 @@ export function todoTools(
 
 /** Words that cannot start an instruction: articles, pronouns, question words. */
 const NOT_A_VERB = new Set(
-  ("a an the this that these those it its they we i you my our your their there here " +
-    "what why how when where which who whom whose whether step task todo item result answer")
-    .split(" "),
+  (
+    "a an the this that these those it its they we i you my our your their there here " +
+    "what why how when where which who whom whose whether step task todo item result answer"
+  ).split(" "),
 );
 
 /** What a plan may use: the agent's tools, and the team's others it may not. */
@@ -136,7 +135,10 @@ export function reviewPlan(items: TodoItem[], tools: ToolNames = { available: []
   const seen = new Map<string, number>();
   for (const item of items) {
     const text = item.content.trim();
-    const key = text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+    const key = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}]+/gu, " ")
+      .trim();
     const first = seen.get(key);
     if (first !== undefined) {
       problems.push(`Items ${first} and ${item.index} say the same thing: remove or reword item ${item.index}.`);

@@ -38,7 +38,7 @@ const INSTRUCTIONS =
   "You verify a proposed final answer before it is given to the user. You see the user's question, the results " +
   "the tools actually returned during the work, and the proposed answer. Check that every figure and claim in the " +
   "answer agrees with the recorded results and that the answer addresses the question. Do not redo the work and do " +
-  "not judge style. Reply with JSON only: {\"verdict\": \"pass\" | \"fail\", \"problems\": [\"...\"]}, where each " +
+  'not judge style. Reply with JSON only: {"verdict": "pass" | "fail", "problems": ["..."]}, where each ' +
   "problem says what is wrong and what the recorded result says; problems is empty when the verdict is pass.";
 
 export interface VerifyRequest {
@@ -96,8 +96,8 @@ async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: 
 const COVERAGE_INSTRUCTIONS =
   "You review a plan (a todo list) before the work starts. You see the user's request and the plan's items. Check " +
   "that doing every item answers the whole request: name each part of the request that no item covers, and each item " +
-  "that does not serve the request. Do not judge wording or style. Reply with JSON only: {\"verdict\": \"pass\" | " +
-  "\"fail\", \"problems\": [\"...\"]}; problems is empty when the verdict is pass.";
+  'that does not serve the request. Do not judge wording or style. Reply with JSON only: {"verdict": "pass" | ' +
+  '"fail", "problems": ["..."]}; problems is empty when the verdict is pass.';
 
 /**
  * validate_plan's review of coverage, with `verify: model`
@@ -107,7 +107,11 @@ const COVERAGE_INSTRUCTIONS =
  * feasibility ones; a reply that is no verdict is no problem (the answer is
  * verified anyway).
  */
-export async function reviewCoverage(ctx: AgentContext<PlanAndSolveAgentConfig>, question: string, items: readonly { index: number; content: string }[]): Promise<string[]> {
+export async function reviewCoverage(
+  ctx: AgentContext<PlanAndSolveAgentConfig>,
+  question: string,
+  items: readonly { index: number; content: string }[],
+): Promise<string[]> {
   if (items.length === 0) return [];
   const { reply } = await ctx.callModel({
     model: ctx.agent.verifier,

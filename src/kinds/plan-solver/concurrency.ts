@@ -27,10 +27,7 @@ export function createLimiter(limit: number): Limiter {
         const start = () => {
           active++;
           // A task that throws synchronously must still free its slot.
-          Promise.resolve()
-            .then(task)
-            .then(resolve, reject)
-            .finally(release);
+          Promise.resolve().then(task).then(resolve, reject).finally(release);
         };
         if (active < limit) start();
         else queue.push(start);

@@ -18,7 +18,6 @@ import { askStructured, loadSchema, type Plan } from "../structured.js";
 import { runMachine } from "../run-machine.js";
 import { INTERRUPTED, prefixed } from "../../errors.js";
 
-
 /** What a solver is asked: the objective and the whole plan for context, then its one task. */
 export function solverQuery(input: string, tasks: string[], index: number): string {
   const plan = tasks.map((task, i) => `${i + 1}. ${task}`).join("\n");
@@ -34,9 +33,7 @@ export function solverQuery(input: string, tasks: string[], index: number): stri
 export function aggregatorQuery(input: string, outcomes: SolverOutcome[]): string {
   const failed = outcomes.filter((o) => !o.ok).length;
   const sections = outcomes.map((o, i) =>
-    o.ok
-      ? `### Task ${i + 1}: ${o.task}\nStatus: completed\nResult:\n${o.output}`
-      : `### Task ${i + 1}: ${o.task}\nStatus: FAILED\nError: ${o.error.message}`,
+    o.ok ? `### Task ${i + 1}: ${o.task}\nStatus: completed\nResult:\n${o.output}` : `### Task ${i + 1}: ${o.task}\nStatus: FAILED\nError: ${o.error.message}`,
   );
   return [
     `The overall objective is:\n${input}`,
@@ -82,9 +79,7 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
         finished = head;
         ctx.emit({ type: "plan.updated", steps: tasks, finished });
       }
-      return result.result_type === "answer"
-        ? { task, ok: true, output: result.answer ?? "" }
-        : { task, ok: false, error: prefixed("", result.error) };
+      return result.result_type === "answer" ? { task, ok: true, output: result.answer ?? "" } : { task, ok: false, error: prefixed("", result.error) };
     });
     if (ctx.signal.aborted) return interrupted();
     return { ok: true, value: drafts };

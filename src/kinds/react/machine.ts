@@ -219,7 +219,10 @@ export const reactMachine = setup({
       },
     },
     RESULT_TYPE: {
-      always: [{ guard: "isFinished", target: "DONE" }, { target: "RECURSION", reenter: true }],
+      always: [
+        { guard: "isFinished", target: "DONE" },
+        { target: "RECURSION", reenter: true },
+      ],
     },
     DONE: { type: "final" },
   },

@@ -38,11 +38,7 @@ export function parseReply(content: string | null, toolCalls: ToolCallRequest[],
   const result = action && isRecord(action.result) ? action.result : action;
   const type = result?.action_type;
   if (typeof type !== "string" || !ACTION_TYPES.has(type)) {
-    return invalid(
-      `action.result.action_type must be one of CALL_TOOL, PLAN, REMEND, ANSWER (got ${JSON.stringify(type ?? null)})`,
-      observe,
-      thought,
-    );
+    return invalid(`action.result.action_type must be one of CALL_TOOL, PLAN, REMEND, ANSWER (got ${JSON.stringify(type ?? null)})`, observe, thought);
   }
   const output = isRecord(result?.output) ? result.output : {};
   switch (type) {
@@ -58,11 +54,7 @@ export function parseReply(content: string | null, toolCalls: ToolCallRequest[],
       return { action_type: type, observe, thought, plan };
     }
     default:
-      return invalid(
-        "action_type CALL_TOOL needs native tool_calls: call the tools through the tools API, not in the text",
-        observe,
-        thought,
-      );
+      return invalid("action_type CALL_TOOL needs native tool_calls: call the tools through the tools API, not in the text", observe, thought);
   }
 }
 

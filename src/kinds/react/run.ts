@@ -106,10 +106,15 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
       },
     },
   });
-  const output = await runMachine(ctx, machine, { max_iteration: agent.max_iteration }, {
-    start: { type: "RUN" },
-    traceId: (context) => (context as { trace_id: string }).trace_id,
-  });
+  const output = await runMachine(
+    ctx,
+    machine,
+    { max_iteration: agent.max_iteration },
+    {
+      start: { type: "RUN" },
+      traceId: (context) => (context as { trace_id: string }).trace_id,
+    },
+  );
   // The answer ends the plan: every step of it is finished (docs/design/react-design.md: the chat stream says which steps are done).
   if (planned && output.result_type === "answer" && lastPlan.length > 0) ctx.emit({ type: "plan.updated", steps: lastPlan, finished: lastPlan.length });
   return output;

@@ -127,6 +127,9 @@ function roleRefusal(plan: PlanInstance, agent: string): string | undefined {
   const inProgress = tasks.filter((t) => t.status === "inprogress");
   const now = inProgress.length > 0 ? `in progress: ${inProgress.map((t) => `${t.task_id} → ${t.assignee}`).join(", ")}` : "no task is in progress";
   const mine = tasks.filter((t) => t.assignee === agent && !SETTLED.has(t.status)).map((t) => t.task_id);
-  const start = mine.length > 0 ? `mark its task (${mine.join(", ")}) inprogress first, or ask the assignee of the task you are working on` : `it has no open task; ask the assignee of the task you are working on`;
+  const start =
+    mine.length > 0
+      ? `mark its task (${mine.join(", ")}) inprogress first, or ask the assignee of the task you are working on`
+      : `it has no open task; ask the assignee of the task you are working on`;
   return `refused: ${agent} has no task in progress (${now}): ${start}.`;
 }

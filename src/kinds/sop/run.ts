@@ -74,9 +74,7 @@ function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
     if (ctx.signal.aborted) return { outcome: "interrupted" };
     const result = await ctx.callAgent(strategist, strategistInput(workflow, plan, request, round > 1));
     if (ctx.signal.aborted) return { outcome: "interrupted" };
-    return result.result_type === "error"
-      ? { outcome: "failed", error: prefixed("", result.error) }
-      : { outcome: "answered", answer: result.answer ?? "" };
+    return result.result_type === "error" ? { outcome: "failed", error: prefixed("", result.error) } : { outcome: "answered", answer: result.answer ?? "" };
   };
 
   return sopMachine.provide({
@@ -88,7 +86,10 @@ function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
           const created = await planTool.createPlan(planId, structure, { emit: (body) => ctx.emit(body), run_task_id: ctx.task_id });
           return created.ok
             ? { ok: true as const }
-            : { ok: false as const, error: { code: "CONFIG_INVALID", message: `cannot create plan from workflow '${workflow.id}': ${created.error}` } as RunError };
+            : {
+                ok: false as const,
+                error: { code: "CONFIG_INVALID", message: `cannot create plan from workflow '${workflow.id}': ${created.error}` } as RunError,
+              };
         }),
       ),
       readPlan: fromPromise(() => ctx.remember("plan", () => readPlan(planTool, planId))),

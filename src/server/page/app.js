@@ -204,7 +204,11 @@ let listGeneration = 0;
 async function loadRuns() {
   const generation = ++listGeneration;
   const query = new URLSearchParams({ limit: "50" });
-  for (const [name, id] of [["agent", "filter-agent"], ["status", "filter-status"], ["session", "filter-session"]]) {
+  for (const [name, id] of [
+    ["agent", "filter-agent"],
+    ["status", "filter-status"],
+    ["session", "filter-session"],
+  ]) {
     const value = $(id).value.trim();
     if (value) query.set(name, value);
   }
@@ -262,7 +266,10 @@ function planFromReply(content) {
   try {
     const plan = JSON.parse(content.slice(start, end + 1))?.action?.result?.output?.plan;
     if (typeof plan !== "string") return;
-    const steps = plan.split("\n").map((l) => l.replace(/^\s*\d+[.)]\s*/, "").trim()).filter(Boolean);
+    const steps = plan
+      .split("\n")
+      .map((l) => l.replace(/^\s*\d+[.)]\s*/, "").trim())
+      .filter(Boolean);
     if (steps.length) {
       view.plan = { steps, finished: 0 };
       drawPlan();
@@ -367,7 +374,17 @@ function drawApprovals() {
       approve.type = deny.type = "button";
       approve.addEventListener("click", () => void decide(a.approval_id, "approve", reason.value));
       deny.addEventListener("click", () => void decide(a.approval_id, "deny", reason.value));
-      const item = el("li", "approval", el("b", "", a.tool), ` ${clip(a.arguments, 300)}`, a.in_doubt ? el("span", "muted", " · it may have run before the run stopped") : "", el("br"), reason, approve, deny);
+      const item = el(
+        "li",
+        "approval",
+        el("b", "", a.tool),
+        ` ${clip(a.arguments, 300)}`,
+        a.in_doubt ? el("span", "muted", " · it may have run before the run stopped") : "",
+        el("br"),
+        reason,
+        approve,
+        deny,
+      );
       item.dataset.approval = a.approval_id;
       return item;
     }),

@@ -78,7 +78,12 @@ export function runView(run, now) {
         tool_calls: call.tool_calls?.map((c) => c.name),
       });
     }
-    return Object.assign(bar, { name: call.tool, call_id: call.call_id, arguments: show(call.arguments), result: call.status === "ok" ? show(call.result) : undefined });
+    return Object.assign(bar, {
+      name: call.tool,
+      call_id: call.call_id,
+      arguments: show(call.arguments),
+      result: call.status === "ok" ? show(call.result) : undefined,
+    });
   };
 
   // The step's entries as tree nodes; its calls become its lane's bars.
@@ -86,7 +91,8 @@ export function runView(run, now) {
     const nodes = [];
     for (const entry of entries) {
       if (entry.kind === "step") nodes.push({ type: "step", step: laneOf(entry, lane, depth + 1) });
-      else if (entry.kind === "recursion") nodes.push({ type: "recursion", iteration: entry.iteration, trace_id: entry.trace_id, children: nodesOf(entry.children, lane, depth) });
+      else if (entry.kind === "recursion")
+        nodes.push({ type: "recursion", iteration: entry.iteration, trace_id: entry.trace_id, children: nodesOf(entry.children, lane, depth) });
       else if (entry.kind === "model" || entry.kind === "tool") {
         const bar = barOf(entry, lane);
         lane.bars.push(bar);
@@ -96,11 +102,25 @@ export function runView(run, now) {
     return nodes;
   };
   const laneOf = (step, parent, depth) => {
-    const lane = { step_id: step.id, agent_id: step.agent_id, kind: step.agent_kind ?? "", parent: parent?.step_id, depth, start: time(step.started_at), end: undefined, result: step.status === "running" ? undefined : step.status, usage: step.usage, error: step.error, bars: [], children: [] };
+    const lane = {
+      step_id: step.id,
+      agent_id: step.agent_id,
+      kind: step.agent_kind ?? "",
+      parent: parent?.step_id,
+      depth,
+      start: time(step.started_at),
+      end: undefined,
+      result: step.status === "running" ? undefined : step.status,
+      usage: step.usage,
+      error: step.error,
+      bars: [],
+      children: [],
+    };
     // Children right below their parent, in the order they started.
     lanes.push(lane);
     lane.children = nodesOf(step.children, lane, depth);
-    lane.end = step.ended_at !== undefined && step.status !== "running" ? time(step.ended_at) : Math.max(ended ? last : reached, ...lane.bars.map((b) => b.end));
+    lane.end =
+      step.ended_at !== undefined && step.status !== "running" ? time(step.ended_at) : Math.max(ended ? last : reached, ...lane.bars.map((b) => b.end));
     return lane;
   };
   const tree = run.roots.filter((r) => r.kind === "step").map((step) => laneOf(step, undefined, 0));
@@ -158,7 +178,11 @@ export function barDetails(bar, view) {
     ["duration", bar.state === "running" ? `${duration(bar.ms)} so far` : duration(bar.ms)],
   ];
   if (bar.state !== "done") rows.push(["state", bar.state === "running" ? "running" : "did not end (the run ended first)"]);
-  if (bar.usage) rows.push(["tokens", `${bar.usage.total_tokens} (${bar.usage.prompt_tokens} prompt + ${bar.usage.completion_tokens} completion)${bar.usage.unknown ? ", not all reported" : ""}`]);
+  if (bar.usage)
+    rows.push([
+      "tokens",
+      `${bar.usage.total_tokens} (${bar.usage.prompt_tokens} prompt + ${bar.usage.completion_tokens} completion)${bar.usage.unknown ? ", not all reported" : ""}`,
+    ]);
   if (bar.messages !== undefined) rows.push(["messages", String(bar.messages)]);
   if (bar.action) rows.push(["action", bar.action + (bar.finish_reason ? ` (${bar.finish_reason})` : "")]);
   if (bar.tool_calls?.length) rows.push(["calls", bar.tool_calls.join(", ")]);
@@ -281,7 +305,7 @@ function callLine(bar) {
   const tokens = bar.tokens !== undefined ? ` · ${bar.tokens} tok` : "";
   const state = bar.state === "running" ? " · running" : bar.state === "unfinished" ? " · did not end" : "";
   if (bar.kind === "model") {
-    const what = bar.state !== "done" ? "no reply yet" : bar.ok ? bar.action ?? "reply" : bar.action ? "refused" : "error";
+    const what = bar.state !== "done" ? "no reply yet" : bar.ok ? (bar.action ?? "reply") : bar.action ? "refused" : "error";
     const said = bar.thought ?? bar.error ?? "";
     return `model ${bar.name} · ${what} · ${duration(bar.ms)}${tokens}${state}${said ? ` — ${clip(said, 200)}` : ""}`;
   }
@@ -295,7 +319,12 @@ export function renderTree(container, view, doc = document) {
     const ul = el(doc, "ul", "tree");
     for (const node of nodes) {
       if (node.type === "call") {
-        const li = el(doc, "li", node.bar.state !== "done" ? `call-${node.bar.state}` : node.bar.ok ? `call-${node.bar.kind}` : "call-failed", callLine(node.bar));
+        const li = el(
+          doc,
+          "li",
+          node.bar.state !== "done" ? `call-${node.bar.state}` : node.bar.ok ? `call-${node.bar.kind}` : "call-failed",
+          callLine(node.bar),
+        );
         li.dataset.bar = node.bar.id;
         ul.append(li);
       } else if (node.type === "recursion") {

@@ -175,7 +175,9 @@ export async function migrate(pool: pg.Pool): Promise<void> {
   await transaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [LOCK]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${S}`);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${S}.migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${S}.migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    );
     const { rows } = await client.query<{ version: number | null }>(`SELECT MAX(version) AS version FROM ${S}.migrations`);
     const current = rows[0]?.version ?? 0;
     if (current > LATEST_VERSION) {
@@ -198,10 +200,9 @@ export async function migrate(pool: pg.Pool): Promise<void> {
  * numbered migration: a runtime of an earlier release still opens the database.
  */
 async function indexAssigneesWithoutStatus(client: pg.PoolClient): Promise<void> {
-  const { rows } = await client.query<{ indexdef: string }>(
-    "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'plan_tasks_by_assignee'",
-    [S],
-  );
+  const { rows } = await client.query<{ indexdef: string }>("SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'plan_tasks_by_assignee'", [
+    S,
+  ]);
   const found = rows[0]?.indexdef;
   if (found !== undefined && !/\bstatus\b/.test(found)) return;
   await client.query(`DROP INDEX IF EXISTS ${S}.plan_tasks_by_assignee`);

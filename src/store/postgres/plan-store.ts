@@ -14,7 +14,6 @@ import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
 
 const TASK_COLUMNS = "task_id, step_id, name, assignee, description, optional, status, result_summary, updated_at";
 
-
 export class PostgresPlanStore implements PlanStorage {
   readonly location: string;
 

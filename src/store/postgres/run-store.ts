@@ -18,7 +18,6 @@ import { ChannelListener } from "./listener.js";
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
 export const EVENTS_CHANNEL = "runtime_events";
 
-
 export class PostgresRunStore implements RunStore {
   readonly location: string;
   /** The LISTEN connection on EVENTS_CHANNEL, opened by the first `watch`. */
@@ -79,7 +78,11 @@ export class PostgresRunStore implements RunStore {
       if (e.type === "run.resumed") {
         await client.query(`UPDATE ${S}.runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = $1`, [e.task_id]);
       } else if (e.type === "agent.started") {
-        await client.query(`INSERT INTO ${S}.run_agents (agent_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [e.agent_id, e.task_id, e.ts]);
+        await client.query(`INSERT INTO ${S}.run_agents (agent_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
+          e.agent_id,
+          e.task_id,
+          e.ts,
+        ]);
       } else if (e.type === "run.started") {
         await client.query(
           `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at) VALUES ($1, $2, $3, $4)
@@ -87,7 +90,11 @@ export class PostgresRunStore implements RunStore {
           [e.task_id, e.agent_id, e.input, e.ts],
         );
         if (e.session_id !== undefined) {
-          await client.query(`INSERT INTO ${S}.run_sessions (session_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [e.session_id, e.task_id, e.ts]);
+          await client.query(`INSERT INTO ${S}.run_sessions (session_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
+            e.session_id,
+            e.task_id,
+            e.ts,
+          ]);
         }
       } else if (e.type === "run.finished") {
         await client.query(
@@ -112,7 +119,11 @@ export class PostgresRunStore implements RunStore {
 
   async journalOf(taskId: string): Promise<JournalEntry[]> {
     // COLLATE "C": the same key order as SQLite's binary comparison.
-    return this.query<JournalEntry>("cannot read a journal", `SELECT task_id, key, kind, ts, json FROM ${S}.journal WHERE task_id = $1 ORDER BY key COLLATE "C"`, [taskId]);
+    return this.query<JournalEntry>(
+      "cannot read a journal",
+      `SELECT task_id, key, kind, ts, json FROM ${S}.journal WHERE task_id = $1 ORDER BY key COLLATE "C"`,
+      [taskId],
+    );
   }
 
   async approvalsOf(taskId: string): Promise<Map<string, ApprovalRecord>> {
@@ -130,12 +141,19 @@ export class PostgresRunStore implements RunStore {
   }
 
   async eventsOfTask(taskId: string, afterSeq = 0): Promise<RunEvent[]> {
-    const rows = await this.query<{ json: string }>("cannot read events", `SELECT json FROM ${S}.events WHERE task_id = $1 AND seq > $2 ORDER BY seq`, [taskId, afterSeq]);
+    const rows = await this.query<{ json: string }>("cannot read events", `SELECT json FROM ${S}.events WHERE task_id = $1 AND seq > $2 ORDER BY seq`, [
+      taskId,
+      afterSeq,
+    ]);
     return rows.map((r) => JSON.parse(r.json) as RunEvent);
   }
 
   async eventsOfTrace(traceId: string): Promise<RunEvent[]> {
-    const rows = await this.query<{ json: string }>("cannot read events", `SELECT json FROM ${S}.events WHERE trace_id = $1 ORDER BY task_id COLLATE "C", seq`, [traceId]);
+    const rows = await this.query<{ json: string }>(
+      "cannot read events",
+      `SELECT json FROM ${S}.events WHERE trace_id = $1 ORDER BY task_id COLLATE "C", seq`,
+      [traceId],
+    );
     return rows.map((r) => JSON.parse(r.json) as RunEvent);
   }
 
@@ -149,7 +167,9 @@ export class PostgresRunStore implements RunStore {
     const where: string[] = [];
     if (query.agent !== undefined) {
       params.push(query.agent);
-      where.push(`task_id IN (SELECT task_id FROM ${S}.run_agents WHERE agent_id = $${params.length} UNION SELECT task_id FROM ${S}.runs WHERE agent_id = $${params.length})`);
+      where.push(
+        `task_id IN (SELECT task_id FROM ${S}.run_agents WHERE agent_id = $${params.length} UNION SELECT task_id FROM ${S}.runs WHERE agent_id = $${params.length})`,
+      );
     }
     if (query.session !== undefined) {
       params.push(query.session);
@@ -188,7 +208,10 @@ export class PostgresRunStore implements RunStore {
   async close(): Promise<void> {
     const listener = this.listener;
     this.listener = undefined;
-    await listener?.then((l) => l.close(), () => {});
+    await listener?.then(
+      (l) => l.close(),
+      () => {},
+    );
   }
 
   async watch(taskId: string, onStored: (taskId: string) => void): Promise<Watch> {
@@ -201,7 +224,12 @@ export class PostgresRunStore implements RunStore {
     };
     try {
       const listener = await (this.listener ??= this.listen());
-      return { get up() { return listener.up; }, close };
+      return {
+        get up() {
+          return listener.up;
+        },
+        close,
+      };
     } catch (err) {
       close();
       throw storeError(this.url, "cannot listen for events", err);
@@ -238,7 +266,11 @@ export class PostgresRunStore implements RunStore {
    * `appendMany` (a worker's lease, src/queue/worker.ts) fences them all.
    */
   writer(stored?: (seq: number) => void): RunWriter {
-    const append = (batches: readonly AppendBatch[]) => this.appendMany(batches.flatMap(([events]) => events), batches.flatMap(([, journal]) => journal));
+    const append = (batches: readonly AppendBatch[]) =>
+      this.appendMany(
+        batches.flatMap(([events]) => events),
+        batches.flatMap(([, journal]) => journal),
+      );
     return new Committer(this.location, append).writer(stored);
   }
 
@@ -250,4 +282,3 @@ export class PostgresRunStore implements RunStore {
     }
   }
 }
-

@@ -21,7 +21,9 @@ export class PostgresTodoSessions implements TodoSessions {
 
   async load(sessionId: string): Promise<TodoSessionState | undefined> {
     try {
-      const { rows } = await this.pool.query<{ version: number; state: string }>(`SELECT version, state FROM ${S}.todo_sessions WHERE session_id = $1`, [sessionId]);
+      const { rows } = await this.pool.query<{ version: number; state: string }>(`SELECT version, state FROM ${S}.todo_sessions WHERE session_id = $1`, [
+        sessionId,
+      ]);
       const row = rows[0];
       if (!row) return undefined;
       this.highest.set(sessionId, row.version);

@@ -17,7 +17,9 @@ export class SqliteConversations implements Conversations {
 
   load(sessionId: string): ConversationState {
     const turns = this.db.prepare("SELECT task_id, input, answer, ts FROM session_turns WHERE session_id = ? ORDER BY position").all(sessionId) as Turn[];
-    const summary = this.db.prepare("SELECT summary, through FROM session_summaries WHERE session_id = ?").get(sessionId) as { summary: string; through: number } | undefined;
+    const summary = this.db.prepare("SELECT summary, through FROM session_summaries WHERE session_id = ?").get(sessionId) as
+      | { summary: string; through: number }
+      | undefined;
     return { turns, summary: summary?.summary ?? "", through: summary?.through ?? 0 };
   }
 

@@ -76,7 +76,9 @@ UPDATE plans SET
        */
       name: "tasks by assignee, without status",
       needed: (db: Database.Database) => {
-        const index = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'plan_tasks_by_assignee'").get() as { sql: string | null } | undefined;
+        const index = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'plan_tasks_by_assignee'").get() as
+          | { sql: string | null }
+          | undefined;
         return index?.sql != null && /\bstatus\b/.test(index.sql);
       },
       build: (db: Database.Database) => db.exec("DROP INDEX plan_tasks_by_assignee; CREATE INDEX plan_tasks_by_assignee ON plan_tasks (plan_id, assignee);"),

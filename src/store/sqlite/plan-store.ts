@@ -9,15 +9,7 @@ import type { PlanRow, PlanStorage, TaskUpdate, UpdateOutcome } from "../plans.j
 import { checkUpdate, derivePlanStatus } from "../../plan/transitions.js";
 import { PLAN_SCHEMA } from "./plan-schema.js";
 import { migrate } from "./schema.js";
-import type {
-  PlanInstance,
-  PlanStatus,
-  PlanSummary,
-  PlanTemplate,
-  StepInfo,
-  TaskInfo,
-  TaskStatus,
-} from "../../plan/types.js";
+import type { PlanInstance, PlanStatus, PlanSummary, PlanTemplate, StepInfo, TaskInfo, TaskStatus } from "../../plan/types.js";
 
 /** What an update reads: the plan's status counters and the task's state (null when the task is unknown). */
 interface UpdateRead {
@@ -55,7 +47,9 @@ export class PlanStore implements PlanStorage {
    */
   private readonly updateRead: Database.Statement;
   private readonly updateMany: Database.Transaction<(planId: string, updates: readonly TaskUpdate[], at: string) => UpdateOutcome[]>;
-  private readonly update: Database.Transaction<(planId: string, taskId: string, status: TaskStatus, resultSummary: string | undefined, at: string) => UpdateOutcome>;
+  private readonly update: Database.Transaction<
+    (planId: string, taskId: string, status: TaskStatus, resultSummary: string | undefined, at: string) => UpdateOutcome
+  >;
   readonly location: string;
 
   /** Open (creating if needed, unless `create` is false) a plan database; `:memory:` for a private one. */
@@ -78,9 +72,7 @@ export class PlanStore implements PlanStorage {
         WHERE p.plan_id = ?`,
     );
     this.update = this.db.transaction((planId, taskId, status, resultSummary, at) => this.applyUpdate(planId, taskId, status, resultSummary, at));
-    this.updateMany = this.db.transaction((planId, updates, at) =>
-      updates.map((u) => this.applyUpdate(planId, u.taskId, u.status, u.resultSummary, at)),
-    );
+    this.updateMany = this.db.transaction((planId, updates, at) => updates.map((u) => this.applyUpdate(planId, u.taskId, u.status, u.resultSummary, at)));
   }
 
   close(): void {
@@ -103,21 +95,18 @@ export class PlanStore implements PlanStorage {
     const insert = this.db.transaction(() => {
       if (this.stmt("SELECT 1 FROM plans WHERE plan_id = ?").get(planId)) return false;
       this.stmt(
-          "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, unsettled, failed_required, run_task_id, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, 0, ?, ?, ?)",
-        )
-        .run(
-          planId,
-          template.name,
-          template.description,
-          template.workflow_template_source,
-          template.steps.reduce((n, s) => n + s.tasks.length, 0),
-          runTaskId,
-          at,
-          at,
-        );
-      const step = this.stmt(
-        "INSERT INTO plan_steps (plan_id, step_id, position, name, description) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO plans (plan_id, name, description, workflow_template_source, status, revision, unsettled, failed_required, run_task_id, created_at, updated_at) VALUES (?, ?, ?, ?, 'running', 0, ?, 0, ?, ?, ?)",
+      ).run(
+        planId,
+        template.name,
+        template.description,
+        template.workflow_template_source,
+        template.steps.reduce((n, s) => n + s.tasks.length, 0),
+        runTaskId,
+        at,
+        at,
       );
+      const step = this.stmt("INSERT INTO plan_steps (plan_id, step_id, position, name, description) VALUES (?, ?, ?, ?, ?)");
       const task = this.stmt(
         "INSERT INTO plan_tasks (plan_id, task_id, step_id, position, name, assignee, description, optional, status, result_summary, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', NULL, ?)",
       );
@@ -134,8 +123,7 @@ export class PlanStore implements PlanStorage {
   }
 
   getTask(planId: string, taskId: string): TaskInfo | null {
-    const row = this.stmt(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE plan_id = ? AND task_id = ?`)
-      .get(planId, taskId) as TaskRow | undefined;
+    const row = this.stmt(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE plan_id = ? AND task_id = ?`).get(planId, taskId) as TaskRow | undefined;
     return row ? toTask(row) : null;
   }
 
@@ -146,8 +134,7 @@ export class PlanStore implements PlanStorage {
     const params: string[] = [planId];
     if (filter.status) where.push("status = ?"), params.push(filter.status);
     if (filter.assignee !== undefined) where.push("assignee = ?"), params.push(filter.assignee);
-    const rows = this.stmt(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`)
-      .all(...params) as TaskRow[];
+    const rows = this.stmt(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`).all(...params) as TaskRow[];
     return rows.map(toTask);
   }
 
@@ -173,18 +160,23 @@ export class PlanStore implements PlanStorage {
     const task = row.task_status === null ? undefined : { status: row.task_status, optional: row.optional === 1 };
     const checked = checkUpdate(planId, plan, taskId, task, status);
     if (!checked.ok) return checked;
-    this.stmt(
-      "UPDATE plan_tasks SET status = ?, result_summary = COALESCE(?, result_summary), updated_at = ? WHERE plan_id = ? AND task_id = ?",
-    )
-      .run(status, resultSummary ?? null, at, planId, taskId);
+    this.stmt("UPDATE plan_tasks SET status = ?, result_summary = COALESCE(?, result_summary), updated_at = ? WHERE plan_id = ? AND task_id = ?").run(
+      status,
+      resultSummary ?? null,
+      at,
+      planId,
+      taskId,
+    );
     const { after } = checked;
-    this.stmt(
-      "UPDATE plans SET status = ?, revision = revision + 1, unsettled = ?, failed_required = ?, updated_at = ? WHERE plan_id = ?",
-    )
-      .run(after.status, after.unsettled, after.failed_required, at, planId);
+    this.stmt("UPDATE plans SET status = ?, revision = revision + 1, unsettled = ?, failed_required = ?, updated_at = ? WHERE plan_id = ?").run(
+      after.status,
+      after.unsettled,
+      after.failed_required,
+      at,
+      planId,
+    );
     return { ok: true, change: checked.change };
   }
-
 
   getPlanStatus(planId: string): PlanStatus | null {
     return this.planRow(planId)?.status ?? null;
@@ -195,8 +187,11 @@ export class PlanStore implements PlanStorage {
     const read = this.db.transaction((): PlanInstance | null => {
       const plan = this.planRow(planId);
       if (!plan) return null;
-      const steps = this.stmt("SELECT step_id, name, description FROM plan_steps WHERE plan_id = ? ORDER BY position")
-        .all(planId) as { step_id: string; name: string; description: string }[];
+      const steps = this.stmt("SELECT step_id, name, description FROM plan_steps WHERE plan_id = ? ORDER BY position").all(planId) as {
+        step_id: string;
+        name: string;
+        description: string;
+      }[];
       const tasks = this.listTasks(planId) ?? [];
       const stepInfos: StepInfo[] = steps.map((s) => {
         const own = tasks.filter((t) => t.step_id === s.step_id);
@@ -225,13 +220,12 @@ export class PlanStore implements PlanStorage {
   /** Every plan, newest first. */
   listPlans(): PlanSummary[] {
     return this.stmt(
-        `SELECT p.plan_id, p.name, p.workflow_template_source, p.status, p.run_task_id, p.created_at, p.updated_at,
+      `SELECT p.plan_id, p.name, p.workflow_template_source, p.status, p.run_task_id, p.created_at, p.updated_at,
                 COUNT(t.task_id) AS tasks_total,
                 COALESCE(SUM(t.status IN ('completed', 'skipped')), 0) AS tasks_done
            FROM plans p LEFT JOIN plan_tasks t ON t.plan_id = p.plan_id
           GROUP BY p.plan_id ORDER BY p.created_at DESC, p.plan_id`,
-      )
-      .all() as PlanSummary[];
+    ).all() as PlanSummary[];
   }
 
   /** The revision counter: the number of accepted status changes. */

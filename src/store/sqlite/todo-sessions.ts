@@ -21,9 +21,9 @@ export class SqliteTodoSessions implements TodoSessions {
   }
 
   load(sessionId: string): TodoSessionState | undefined {
-    const row = this.db
-      .prepare("SELECT schema_version, version, state FROM todo_sessions WHERE session_id = ?")
-      .get(sessionId) as { schema_version: number; version: number; state: string } | undefined;
+    const row = this.db.prepare("SELECT schema_version, version, state FROM todo_sessions WHERE session_id = ?").get(sessionId) as
+      | { schema_version: number; version: number; state: string }
+      | undefined;
     if (!row) return undefined;
     const state = JSON.parse(row.state) as Partial<TodoSessionState>;
     return { version: row.version, items: state.items ?? [], ...(state.active ? { active: state.active } : {}) };

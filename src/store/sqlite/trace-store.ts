@@ -161,7 +161,10 @@ export class TraceStore {
       const event = events[i]!;
       // As the trigger holds batches to: a run's events in seq order, each once (the append is undone).
       if (!(event.seq > lastSeq)) {
-        throw new RuntimeError("STORE", `UNIQUE constraint failed: event_batches.first_seq (seq ${event.seq} of run ${first.task_id} after ${lastSeq} in one append)`);
+        throw new RuntimeError(
+          "STORE",
+          `UNIQUE constraint failed: event_batches.first_seq (seq ${event.seq} of run ${first.task_id} after ${lastSeq} in one append)`,
+        );
       }
       json += `,${takeEventJson(event)}`;
       lastSeq = event.seq;
@@ -253,7 +256,9 @@ export class TraceStore {
    */
   taskIdsMatching(part: string, limit = 10): string[] {
     const rows = this.db
-      .prepare("SELECT task_id FROM runs WHERE substr(task_id, 1, length(@part)) = @part OR substr(task_id, -length(@part)) = @part ORDER BY task_id LIMIT @limit")
+      .prepare(
+        "SELECT task_id FROM runs WHERE substr(task_id, 1, length(@part)) = @part OR substr(task_id, -length(@part)) = @part ORDER BY task_id LIMIT @limit",
+      )
       .all({ part, limit }) as { task_id: string }[];
     return rows.map((r) => r.task_id);
   }
@@ -345,4 +350,3 @@ export function makeDirectory(dir: string): void {
     }
   }
 }
-

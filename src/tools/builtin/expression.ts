@@ -17,7 +17,13 @@ import { RuntimeError } from "../../errors.js";
 /** Brackets, function calls, signs and powers nest at most this deep: far past real use, far below the stack. */
 const MAX_DEPTH = 100;
 
-const CONSTANTS: ReadonlyMap<string, number> = new Map([["pi", Math.PI], ["PI", Math.PI], ["e", Math.E], ["E", Math.E], ["tau", 2 * Math.PI]]);
+const CONSTANTS: ReadonlyMap<string, number> = new Map([
+  ["pi", Math.PI],
+  ["PI", Math.PI],
+  ["e", Math.E],
+  ["E", Math.E],
+  ["tau", 2 * Math.PI],
+]);
 
 /** A function and how many arguments it takes. */
 type MathFunction = { apply: (...args: number[]) => number; min: number; max: number };
@@ -48,16 +54,33 @@ function toDecimals(name: string, whole: (x: number) => number) {
 const halfAwayFromZero = (x: number) => Math.sign(x) * Math.round(Math.abs(x));
 
 const FUNCTIONS: ReadonlyMap<string, MathFunction> = new Map([
-  ["sqrt", fn(Math.sqrt, 1)], ["cbrt", fn(Math.cbrt, 1)], ["abs", fn(Math.abs, 1)], ["sign", fn(Math.sign, 1)],
-  ["round", fn(toDecimals("round", halfAwayFromZero), 1, 2)], ["floor", fn(toDecimals("floor", Math.floor), 1, 2)],
-  ["ceil", fn(toDecimals("ceil", Math.ceil), 1, 2)], ["fix", fn(toDecimals("fix", Math.trunc), 1, 2)],
-  ["min", fn(Math.min, 1, Infinity)], ["max", fn(Math.max, 1, Infinity)], ["pow", fn(Math.pow, 2)], ["mod", fn(mod, 2)],
-  ["hypot", fn(Math.hypot, 1, Infinity)], ["exp", fn(Math.exp, 1)],
+  ["sqrt", fn(Math.sqrt, 1)],
+  ["cbrt", fn(Math.cbrt, 1)],
+  ["abs", fn(Math.abs, 1)],
+  ["sign", fn(Math.sign, 1)],
+  ["round", fn(toDecimals("round", halfAwayFromZero), 1, 2)],
+  ["floor", fn(toDecimals("floor", Math.floor), 1, 2)],
+  ["ceil", fn(toDecimals("ceil", Math.ceil), 1, 2)],
+  ["fix", fn(toDecimals("fix", Math.trunc), 1, 2)],
+  ["min", fn(Math.min, 1, Infinity)],
+  ["max", fn(Math.max, 1, Infinity)],
+  ["pow", fn(Math.pow, 2)],
+  ["mod", fn(mod, 2)],
+  ["hypot", fn(Math.hypot, 1, Infinity)],
+  ["exp", fn(Math.exp, 1)],
   ["log", fn((x, base) => (base === undefined ? Math.log(x) : Math.log(x) / Math.log(base)), 1, 2)],
-  ["log10", fn(Math.log10, 1)], ["log2", fn(Math.log2, 1)],
-  ["sin", fn(Math.sin, 1)], ["cos", fn(Math.cos, 1)], ["tan", fn(Math.tan, 1)],
-  ["asin", fn(Math.asin, 1)], ["acos", fn(Math.acos, 1)], ["atan", fn(Math.atan, 1)], ["atan2", fn(Math.atan2, 2)],
-  ["sinh", fn(Math.sinh, 1)], ["cosh", fn(Math.cosh, 1)], ["tanh", fn(Math.tanh, 1)],
+  ["log10", fn(Math.log10, 1)],
+  ["log2", fn(Math.log2, 1)],
+  ["sin", fn(Math.sin, 1)],
+  ["cos", fn(Math.cos, 1)],
+  ["tan", fn(Math.tan, 1)],
+  ["asin", fn(Math.asin, 1)],
+  ["acos", fn(Math.acos, 1)],
+  ["atan", fn(Math.atan, 1)],
+  ["atan2", fn(Math.atan2, 2)],
+  ["sinh", fn(Math.sinh, 1)],
+  ["cosh", fn(Math.cosh, 1)],
+  ["tanh", fn(Math.tanh, 1)],
 ]);
 
 const BINARY: Record<string, (a: number, b: number) => number> = {
@@ -135,7 +158,10 @@ export function evaluate(expression: string): number {
   const peek = () => tokens[i]!;
   const is = (op: string) => peek().kind === "op" && peek().text === op;
   const unexpected = (token: Token) =>
-    syntax(token.kind === "end" ? "value expected" : token.text === ";" ? "several expressions not allowed" : `unexpected ${JSON.stringify(token.text)}`, token.at);
+    syntax(
+      token.kind === "end" ? "value expected" : token.text === ";" ? "several expressions not allowed" : `unexpected ${JSON.stringify(token.text)}`,
+      token.at,
+    );
 
   /** `value`, when it is a finite real number; `what` names the operation that gave it. */
   const real = (value: number, what: () => string): number => {

@@ -9,7 +9,7 @@ export const MAX_TOP_K = 10;
 const PARAMETERS = Object.freeze({
   type: "object",
   properties: {
-    query: { type: "string", minLength: 1, maxLength: 2000, description: "What to look for, in words (e.g. \"circle area formula\")." },
+    query: { type: "string", minLength: 1, maxLength: 2000, description: 'What to look for, in words (e.g. "circle area formula").' },
     top_k: { type: "integer", minimum: 1, maximum: MAX_TOP_K, description: "How many passages to return." },
   },
   required: ["query"],

@@ -94,10 +94,20 @@ async function buildLibrary(config: KnowledgeConfig): Promise<Library> {
     files: files.length,
     passages: docs.length,
     search(query, topK) {
-      return index.search(query).slice(0, topK).map((hit) => {
-        const doc = docs[hit.id as number]!;
-        return { source: doc.source, heading: doc.heading, line: doc.line, end_line: doc.end_line, text: doc.text, score: Math.round(hit.score * 1000) / 1000 };
-      });
+      return index
+        .search(query)
+        .slice(0, topK)
+        .map((hit) => {
+          const doc = docs[hit.id as number]!;
+          return {
+            source: doc.source,
+            heading: doc.heading,
+            line: doc.line,
+            end_line: doc.end_line,
+            text: doc.text,
+            score: Math.round(hit.score * 1000) / 1000,
+          };
+        });
     },
   };
 }

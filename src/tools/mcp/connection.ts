@@ -121,7 +121,10 @@ function offered(config: McpToolConfig, listed: McpToolSpec[]): McpToolSpec[] {
   const missing = config.tools.filter((name) => !byName.has(name));
   if (missing.length > 0) {
     const names = listed.map((t) => t.name);
-    throw new RuntimeError("CONFIG_INVALID", `it lists no tool named ${missing.map((n) => `"${n}"`).join(", ")} (mcp.tools); it lists: ${names.join(", ") || "nothing"}`);
+    throw new RuntimeError(
+      "CONFIG_INVALID",
+      `it lists no tool named ${missing.map((n) => `"${n}"`).join(", ")} (mcp.tools); it lists: ${names.join(", ") || "nothing"}`,
+    );
   }
   return config.tools.flatMap((name) => byName.get(name) ?? []);
 }

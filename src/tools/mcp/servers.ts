@@ -41,11 +41,16 @@ export class McpServers {
     if (!start) {
       if (this.closed) throw new RuntimeError("ABORTED", `MCP server "${config.name}": the run has ended`);
       const closing = (this.closing ??= new AbortController()).signal;
-      start = connections().then(({ McpConnection }) => McpConnection.open(config, closing, this.onLost)).then((connection) => {
-        this.ready.set(config.name, connection.tools.map((spec) => mcpTool(config, spec, connection)));
-        if (closing.aborted) void connection.close();
-        return connection;
-      });
+      start = connections()
+        .then(({ McpConnection }) => McpConnection.open(config, closing, this.onLost))
+        .then((connection) => {
+          this.ready.set(
+            config.name,
+            connection.tools.map((spec) => mcpTool(config, spec, connection)),
+          );
+          if (closing.aborted) void connection.close();
+          return connection;
+        });
       this.started.set(config.name, start);
       // A failed start is reported to whoever waits; it must not also be an unhandled rejection.
       start.catch(() => undefined);

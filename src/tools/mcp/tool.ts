@@ -44,7 +44,10 @@ function inputSchema(schema: McpToolSpec["inputSchema"]): JsonSchema {
  * throws, so it reaches the model as the call's error.
  */
 export function resultForModel(result: CallToolResult): unknown {
-  const text = result.content.map(describePart).filter((t) => t !== "").join("\n");
+  const text = result.content
+    .map(describePart)
+    .filter((t) => t !== "")
+    .join("\n");
   if (result.isError) throw new RuntimeError("TOOL_FAILED", text.replace(/\s*\n\s*/g, " ") || "the tool reported an error without a message");
   if (result.structuredContent !== undefined) return result.structuredContent;
   return text;

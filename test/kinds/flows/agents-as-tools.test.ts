@@ -42,7 +42,11 @@ describe("agents as tools", () => {
       respond(body, index): Reply {
         if (isHelper(body)) return answer("42");
         // A plan first: a plan_and_solve model that skips it is reminded instead of served.
-        if (index === 0) return { content: null, tool_calls: [{ id: "plan", name: "write_todos", arguments: { todos: [{ content: "Ask the helper", status: "completed" }] } }] };
+        if (index === 0)
+          return {
+            content: null,
+            tool_calls: [{ id: "plan", name: "write_todos", arguments: { todos: [{ content: "Ask the helper", status: "completed" }] } }],
+          };
         if (index === 1) return { content: null, tool_calls: [{ id: "ask", name: "helper", arguments: { query: "what is 6*7?" } }] };
         return { content: null, tool_calls: [{ id: "t", name: "terminate", arguments: { answer: "the helper says 42" } }] };
       },

@@ -16,7 +16,13 @@ afterEach(async () => {
 describe("flows through the CLI (npm run build first)", () => {
   it("runs the research-flow example offline: the answer alone on stdout", async () => {
     const traces = mkdtempSync(join(tmpdir(), "flows-cli-"));
-    const r = await runCli(["exec", "teams/research-flow.yaml", "What are the area and circumference of a circle with radius 5 meters?", "--trace-dir", traces]);
+    const r = await runCli([
+      "exec",
+      "teams/research-flow.yaml",
+      "What are the area and circumference of a circle with radius 5 meters?",
+      "--trace-dir",
+      traces,
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("A circle of radius 5 m has an area of 78.54 m² and a circumference of 31.42 m.\n");
@@ -34,7 +40,10 @@ describe("flows through the CLI (npm run build first)", () => {
       traces,
     ]);
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const pipeline = events.find((e) => e.type === "agent.started" && e.agent_id === "pipeline");
     const solvers = events.filter((e) => e.type === "agent.started" && e.agent_id === "solver");
     expect(solvers).toHaveLength(4);
@@ -106,7 +115,10 @@ agents:
     // The solvers' replies were a minute away: the run stopped without waiting for them.
     expect(interruptedAt).toBeGreaterThan(0);
     expect(Date.now() - interruptedAt).toBeLessThan(20_000);
-    const events = stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const events = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const taskId = String(events[0]?.task_id);
     expect(events.at(-1)).toMatchObject({ type: "run.finished", result_type: "error" });
 

@@ -60,7 +60,16 @@ describe("plan_solver states (docs/design/plan-solver-design.md)", () => {
     const pipeline = ofType(events, "agent.started").find((e) => e.agent_id === "pipeline")?.step_id;
     const own = events.filter((e) => e.type !== "agent.started" || e.agent_id === "pipeline" || e.parent_step_id === pipeline);
     expect(timeline(own, "plan_solver", "pipeline")).toEqual([
-      "INIT", "PLAN", "start planner", "plan.created", "SOLVE", "start solver", "start solver", "AGGREGATE", "start aggregator", "DONE",
+      "INIT",
+      "PLAN",
+      "start planner",
+      "plan.created",
+      "SOLVE",
+      "start solver",
+      "start solver",
+      "AGGREGATE",
+      "start aggregator",
+      "DONE",
     ]);
     expect(events.findIndex((e) => e.type === "state.changed" && e.machine === "plan_solver" && e.to === "DONE")).toBeLessThan(
       events.findIndex((e) => e.type === "agent.finished" && e.agent_id === "pipeline"),
@@ -146,8 +155,7 @@ workflows:
     const dir = tempDir("sop-states-");
     dirs.push(dir);
     const events: RunEvent[] = [];
-    const result = await runTeam(await loadTeam(sopTeam(url)), { input: "Do the two tasks", traceDir: dir, sinks: [(e) => events.push(e)] })
-      .result;
+    const result = await runTeam(await loadTeam(sopTeam(url)), { input: "Do the two tasks", traceDir: dir, sinks: [(e) => events.push(e)] }).result;
     return { result, events };
   }
 
@@ -167,8 +175,24 @@ workflows:
     expect(result.result_type, result.error?.message).toBe("answer");
     expect(result.answer).toMatch(/^All done\.\n\nplan W-/);
     expect(walk(events, "sop")).toEqual(["INIT", "CREATE_PLAN", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DONE"]);
-    expect(timeline(events.filter((e) => e.type !== "agent.started" || e.agent_id === "strategist"), "sop", "review")).toEqual([
-      "INIT", "CREATE_PLAN", "plan.created", "CHECK_PLAN", "DRIVE", "start strategist", "CHECK_PLAN", "DRIVE", "start strategist", "CHECK_PLAN", "DONE",
+    expect(
+      timeline(
+        events.filter((e) => e.type !== "agent.started" || e.agent_id === "strategist"),
+        "sop",
+        "review",
+      ),
+    ).toEqual([
+      "INIT",
+      "CREATE_PLAN",
+      "plan.created",
+      "CHECK_PLAN",
+      "DRIVE",
+      "start strategist",
+      "CHECK_PLAN",
+      "DRIVE",
+      "start strategist",
+      "CHECK_PLAN",
+      "DONE",
     ]);
   });
 
@@ -177,8 +201,6 @@ workflows:
     const { result, events } = await runSop(url);
 
     expect(result.error?.message.split("\n")[0]).toMatch(/^strategist strategist answered 3 times while plan W-\S+ was still running/);
-    expect(walk(events, "sop")).toEqual([
-      "INIT", "CREATE_PLAN", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "FAILED",
-    ]);
+    expect(walk(events, "sop")).toEqual(["INIT", "CREATE_PLAN", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "DRIVE", "CHECK_PLAN", "FAILED"]);
   });
 });

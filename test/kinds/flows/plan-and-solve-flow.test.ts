@@ -103,9 +103,7 @@ describe("plan_and_solve_flow", () => {
       planner: () => answer('{"steps": ["look up the formula", "guess"]}'),
       executor: executeEcho,
       replanner: (_, nth) =>
-        nth === 0
-          ? answer('Updated plan:\n{"action": {"steps": ["compute pi * 5^2"]}}')
-          : answer('{"action": {"response": "The area is 78.54"}}'),
+        nth === 0 ? answer('Updated plan:\n{"action": {"steps": ["compute pi * 5^2"]}}') : answer('{"action": {"response": "The area is 78.54"}}'),
     });
     const team = makeTeam(url, flowAgent({ enable_replanner: true }), ["planner", "executor", "replanner"]);
     const { result, events } = await runAll(team, { input: "Area of a circle of radius 5?", traceDir: traceDir() });
@@ -167,8 +165,7 @@ describe("plan_and_solve_flow", () => {
     const { url } = await serve({
       planner: () => answer('{"steps": ["a"]}'),
       executor: executeEcho,
-      replanner: (_, nth) =>
-        nth === 0 ? answer('{"action": {"response": "done", "steps": ["b"]}}') : answer('{"action": {"response": "all done"}}'),
+      replanner: (_, nth) => (nth === 0 ? answer('{"action": {"response": "done", "steps": ["b"]}}') : answer('{"action": {"response": "all done"}}')),
     });
     const team = makeTeam(url, flowAgent({ enable_replanner: true }), ["planner", "executor", "replanner"]);
     const { result } = await runAll(team, { input: "go", traceDir: traceDir() });

@@ -21,7 +21,10 @@ describe("runtime exec teams/circle-plan.yaml (offline)", () => {
   it("streams versioned todo events as NDJSON", async () => {
     const r = await runCli(["exec", "teams/circle-plan.yaml", QUESTION, "--events", "ndjson", "--trace-dir", tempDir()]);
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; version?: number; to?: string });
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; version?: number; to?: string });
     const versions = events.filter((e) => e.type.startsWith("todo.")).map((e) => e.version ?? 0);
     expect(versions.length).toBeGreaterThan(5);
     versions.slice(1).forEach((v, i) => expect(v).toBeGreaterThan(versions[i] ?? 0));

@@ -39,10 +39,14 @@ describe("PLANNING is reviewed and comes first", () => {
       respond(body, index) {
         bodies.push(body);
         if (index === 0) {
-          return calls(call("p1", "write_todos", todos("Search the latest radius with web_search", "Compute the area with the calculator")), call("v1", "validate_plan", {}));
+          return calls(
+            call("p1", "write_todos", todos("Search the latest radius with web_search", "Compute the area with the calculator")),
+            call("v1", "validate_plan", {}),
+          );
         }
         if (index === 1) return calls(call("p2", "write_todos", todos("Compute the area with the calculator")), call("v2", "validate_plan", {}));
-        if (index === 2) return calls(call("s1", "update_todo_item", { index: 1, status: "in_progress" }), call("a", "calculator", { expression: "round(pi * 5^2, 2)" }));
+        if (index === 2)
+          return calls(call("s1", "update_todo_item", { index: 1, status: "in_progress" }), call("a", "calculator", { expression: "round(pi * 5^2, 2)" }));
         if (index === 3) return calls(call("d1", "update_todo_item", { index: 1, status: "completed" }));
         return calls(call("t", "terminate", { answer: "78.54 m²" }));
       },
@@ -50,7 +54,9 @@ describe("PLANNING is reviewed and comes first", () => {
     servers.push(server);
     const { result, events } = await runPlan(team(server.url), "Area of a circle of radius 5?");
     expect(result).toMatchObject({ result_type: "answer", answer: "78.54 m²" });
-    const reviews = finished(events).filter((e) => e.tool === "validate_plan").map((e) => e.result as { valid: boolean; problems: string[] });
+    const reviews = finished(events)
+      .filter((e) => e.tool === "validate_plan")
+      .map((e) => e.result as { valid: boolean; problems: string[] });
     expect(reviews[0]).toMatchObject({ valid: false });
     expect(reviews[0]?.problems).toEqual([
       "Item 1 needs web_search, which you do not have (your tools: calculator, terminate): plan it with your own tools, or leave it out.",
@@ -70,11 +76,19 @@ describe("PLANNING is reviewed and comes first", () => {
         if (isReview(body)) {
           reviews++;
           const plan = String(body.messages?.[1]?.content ?? "").split("Plan:")[1] ?? "";
-          return { content: plan.includes("circumference") ? '{"verdict": "pass", "problems": []}' : '{"verdict": "fail", "problems": ["the circumference the user asked for is in no item"]}' };
+          return {
+            content: plan.includes("circumference")
+              ? '{"verdict": "pass", "problems": []}'
+              : '{"verdict": "fail", "problems": ["the circumference the user asked for is in no item"]}',
+          };
         }
         const work = bodies.filter((b) => !isReview(b)).length - 1;
         if (work === 0) return calls(call("p1", "write_todos", todos("Compute the area with the calculator")), call("v1", "validate_plan", {}));
-        if (work === 1) return calls(call("p2", "write_todos", todos("Compute the area with the calculator", "Compute the circumference with the calculator")), call("v2", "validate_plan", {}));
+        if (work === 1)
+          return calls(
+            call("p2", "write_todos", todos("Compute the area with the calculator", "Compute the circumference with the calculator")),
+            call("v2", "validate_plan", {}),
+          );
         return calls(call("t", "terminate", { answer: "78.54 m² and 31.42 m" }));
       },
     });
@@ -83,8 +97,14 @@ describe("PLANNING is reviewed and comes first", () => {
     writeFileSync(file, readFileSync(file, "utf8").replace("terminate]\n  other:", "terminate]\n    verify: model\n  other:"));
     expect(readFileSync(file, "utf8")).toContain("verify: model");
     const { events } = await runPlan(file, "Area and circumference of a circle of radius 5?");
-    const results = finished(events).filter((e) => e.tool === "validate_plan").map((e) => e.result as { valid: boolean; problems: string[] });
-    expect(results[0]).toEqual({ valid: false, problems: ["Coverage: the circumference the user asked for is in no item"], advice: "Fix these problems with write_todos, then continue." });
+    const results = finished(events)
+      .filter((e) => e.tool === "validate_plan")
+      .map((e) => e.result as { valid: boolean; problems: string[] });
+    expect(results[0]).toEqual({
+      valid: false,
+      problems: ["Coverage: the circumference the user asked for is in no item"],
+      advice: "Fix these problems with write_todos, then continue.",
+    });
     expect(results[1]).toMatchObject({ valid: true, problems: [] });
     expect(reviews).toBe(2);
   });

@@ -72,9 +72,9 @@ describe("plan_and_solve: automatic status and manual updates", () => {
     ]);
     const { events, result } = await runPlan(planTeam(s.url), "circle r=5");
     expect(result.result_type).toBe("answer");
-    const statusAfter = (n: number) => (events.find((e) => e.type === "todo.item_progress" && e.item.tool_calls_count === n && e.item.index === 1) as
-      | { item: { status: string } }
-      | undefined)?.item.status;
+    const statusAfter = (n: number) =>
+      (events.find((e) => e.type === "todo.item_progress" && e.item.tool_calls_count === n && e.item.index === 1) as { item: { status: string } } | undefined)
+        ?.item.status;
     expect(statusAfter(1)).toBe("in_progress");
     expect(statusAfter(2)).toBe("blocked");
     // The failure after the manual retry is the first of a new count: still in progress.
@@ -111,16 +111,18 @@ describe("plan_and_solve: automatic status and manual updates", () => {
         call("illegal", "update_todo_item", { index: 1, status: "completed" }),
         call("early", "update_todo_item", { index: 2, status: "completed" }),
       ),
-      calls(call("start2", "update_todo_item", { index: 2, status: "in_progress" }), calc("c", "2 * pi * 5"), call("done2", "update_todo_item", { index: 2, status: "completed" })),
+      calls(
+        call("start2", "update_todo_item", { index: 2, status: "in_progress" }),
+        calc("c", "2 * pi * 5"),
+        call("done2", "update_todo_item", { index: 2, status: "completed" }),
+      ),
       calls(call("t", "terminate", { answer: "circumference 31.42; the area could not be computed" })),
     ]);
     const { events, result } = await runPlan(planTeam(s.url), "q");
     expect(result.result_type).toBe("answer");
     const bodies = s.chatRequests.map((r) => r.body);
     expect(toolResult(bodies[5], "illegal")).toBe("Error: Cannot mark item 1 completed: it is already skipped, which is final.");
-    expect(toolResult(bodies[5], "early")).toBe(
-      "Error: Cannot mark item 2 completed: it is still pending: mark it in_progress before marking it completed.",
-    );
+    expect(toolResult(bodies[5], "early")).toBe("Error: Cannot mark item 2 completed: it is still pending: mark it in_progress before marking it completed.");
     const updates = events.flatMap((e) => (e.type === "todo.updated" ? [e.todos[0]?.status] : []));
     expect(updates).toEqual(["pending", "failed", "in_progress", "skipped", "skipped", "skipped"]);
     expect(finalTodos(events)).toMatchObject([
@@ -224,7 +226,11 @@ describe("plan_and_solve: ending the run", () => {
     await s.close();
     servers.pop();
     const s2 = await server([
-      calls(call("fin2", "update_todo_item", { index: 2, status: "completed" }), call("s3", "update_todo_item", { index: 3, status: "in_progress" }), call("fin3", "update_todo_item", { index: 3, status: "completed" })),
+      calls(
+        call("fin2", "update_todo_item", { index: 2, status: "completed" }),
+        call("s3", "update_todo_item", { index: 3, status: "in_progress" }),
+        call("fin3", "update_todo_item", { index: 3, status: "completed" }),
+      ),
       calls(call("t", "terminate", { answer: "area 78.54, circumference 31.42" })),
     ]);
     const next = await runPlan(planTeam(s2.url), "and the rest?", { traceDir, sessionId: "chat-42" });
@@ -315,10 +321,7 @@ describe("plan_and_solve: ending the run", () => {
   });
 
   it("ends in FAILED with a one-line error when the model is unavailable", async () => {
-    const s = await server([
-      calls(call("p", "write_todos", todos("Compute the area"))),
-      { status: 500, error: { message: "upstream exploded" } },
-    ]);
+    const s = await server([calls(call("p", "write_todos", todos("Compute the area"))), { status: 500, error: { message: "upstream exploded" } }]);
     const { events, result } = await runPlan(planTeam(s.url), "q");
     expect(result.result_type).toBe("error");
     expect(result.error?.message).toMatch(/upstream exploded|500/);

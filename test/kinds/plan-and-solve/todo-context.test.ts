@@ -65,13 +65,7 @@ describe("TodoLoopContext", () => {
     const v = versions(events);
     expect(v).toEqual([...v].sort((a, b) => a - b));
     expect(new Set(v).size).toBe(v.length);
-    expect(events.map((e) => e.type)).toEqual([
-      "todo.updated",
-      "todo.item_progress",
-      "todo.item_progress",
-      "todo.item_progress",
-      "todo.item_progress",
-    ]);
+    expect(events.map((e) => e.type)).toEqual(["todo.updated", "todo.item_progress", "todo.item_progress", "todo.item_progress", "todo.item_progress"]);
   });
 
   it("blocks after 2 failures in a row; a success in between resets the count", () => {
@@ -199,9 +193,7 @@ describe("TodoLoopContext", () => {
     expect(todos.render()).toMatch(/no todo list yet/);
     todos.replace([{ content: "Look up formulas" }, { content: "Compute the area" }]);
     todos.track(true);
-    expect(todos.render()).toBe(
-      "1. [>] Look up formulas (in_progress, 1 tool call)\n2. [ ] Compute the area (pending, 0 tool calls)",
-    );
+    expect(todos.render()).toBe("1. [>] Look up formulas (in_progress, 1 tool call)\n2. [ ] Compute the area (pending, 0 tool calls)");
   });
 });
 
@@ -212,9 +204,7 @@ describe("todo tools", () => {
     const ctx = { signal: new AbortController().signal, scope: { agent_id: "a" }, emit: () => {}, call_id: "c" };
     await tools.get("create_todo_list")!.execute({ todos: [{ content: "Compute the area" }] }, ctx);
     expect(todos.items).toHaveLength(1);
-    await expect(tools.get("update_todo_item")!.execute({ index: 1, status: "completed" }, ctx)).rejects.toThrow(
-      /mark it in_progress/,
-    );
+    await expect(tools.get("update_todo_item")!.execute({ index: 1, status: "completed" }, ctx)).rejects.toThrow(/mark it in_progress/);
     const review = (await tools.get("validate_plan")!.execute({}, ctx)) as { valid: boolean };
     expect(review.valid).toBe(true);
   });

@@ -94,16 +94,16 @@ describe("VERIFYING checks the answer against the recorded results", () => {
 
   it("verify: model asks the verifier model with the recorded results; its structured verdict sends a swapped answer back", async () => {
     const seen: string[] = [];
-    const work = solver(
-      ["The area is 31.42 m² and the circumference 78.54 m.", "The area is 78.54 m² and the circumference 31.42 m."],
-      seen,
-    );
+    const work = solver(["The area is 31.42 m² and the circumference 78.54 m.", "The area is 78.54 m² and the circumference 31.42 m."], seen);
     const verifierBodies: ChatBody[] = [];
     const server = await startOpenAIServer({
       respond(body) {
         if (body.model !== "checker-model") return work(body);
         verifierBodies.push(body);
-        const user = JSON.parse(String(body.messages?.at(-1)?.content)) as { proposed_answer: string; recorded_tool_results: Array<{ result: { result: number } }> };
+        const user = JSON.parse(String(body.messages?.at(-1)?.content)) as {
+          proposed_answer: string;
+          recorded_tool_results: Array<{ result: { result: number } }>;
+        };
         const [area] = user.recorded_tool_results.map((r) => r.result.result);
         return user.proposed_answer.includes(`area is ${area}`)
           ? { content: '{"verdict": "pass", "problems": []}' }

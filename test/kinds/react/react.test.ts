@@ -97,8 +97,20 @@ describe("react agent through the openai client and the test server", () => {
       .flatMap((e) => (e.type === "state.changed" ? [...(e.via ?? []), e.to].map((st) => st.split(".").at(-1)) : [e.type]));
     const recursion = ["INPUT", "REACH_MAX_ITERATION", "OBSERVE", "llm.request", "THOUGHT", "ACTION_TYPE"];
     expect(flow).toEqual([
-      "INIT", ...recursion, "CALL_TOOL", "tool.started", "tool.started", "DONE", "EXIT", "RESULT_TYPE",
-      ...recursion, "ANSWER", "DONE", "EXIT", "RESULT_TYPE", "DONE",
+      "INIT",
+      ...recursion,
+      "CALL_TOOL",
+      "tool.started",
+      "tool.started",
+      "DONE",
+      "EXIT",
+      "RESULT_TYPE",
+      ...recursion,
+      "ANSWER",
+      "DONE",
+      "EXIT",
+      "RESULT_TYPE",
+      "DONE",
     ]);
     // Transient states travel in one event (`via`) up to the next thing that happens: at most 3 per recursion, not 8.
     expect(events.filter((e) => e.type === "state.changed")).toHaveLength(5);
@@ -136,10 +148,7 @@ describe("react agent through the openai client and the test server", () => {
 
   it("sends a reply that is not the protocol back for REMEND instead of crashing", async () => {
     const server = await startOpenAIServer({
-      replies: [
-        { content: '{"observe": "x", "action": {"result": {"action_type": "DANCE"}}}' },
-        { content: reactReply("ANSWER", { answer: "fixed" }) },
-      ],
+      replies: [{ content: '{"observe": "x", "action": {"result": {"action_type": "DANCE"}}}' }, { content: reactReply("ANSWER", { answer: "fixed" }) }],
     });
     servers.push(server);
     const traceDir = tempDir();
@@ -154,7 +163,7 @@ describe("react agent through the openai client and the test server", () => {
     const stored = events.eventsOfTask(result.task_id);
     events.close();
     const refused = stored.find((e) => e.type === "llm.response" && e.action_type === "INVALID");
-    expect(refused).toMatchObject({ error: expect.stringContaining("action_type must be one of CALL_TOOL, PLAN, REMEND, ANSWER (got \"DANCE\")") });
+    expect(refused).toMatchObject({ error: expect.stringContaining('action_type must be one of CALL_TOOL, PLAN, REMEND, ANSWER (got "DANCE")') });
     const { renderRunTree } = await import("../../../src/trace/tree.js");
     expect(renderRunTree(stored, { color: false })).toMatch(/INVALID .*\n.*refused: action\.result\.action_type must be one of/);
   });

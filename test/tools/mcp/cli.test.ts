@@ -45,7 +45,8 @@ describe("runtime tools", { timeout: 90_000 }, () => {
     const http = await startHttpMcpServer({ token: "calc-token-77aa55" });
     https.push(http);
     const tag = newTag();
-    const file = writeTeam(`version: 1
+    const file = writeTeam(
+      `version: 1
 name: listing
 models:
   offline: { provider: scripted, script: ./script.yaml }
@@ -58,7 +59,9 @@ tools:
 agents:
   reader: { kind: react, tools: [fs, calculator] }
   adder: { kind: plan_and_solve, tools: [write_todos, calc, reader, terminate] }
-`, { "script.yaml": "version: 1\nreplies: []\n" });
+`,
+      { "script.yaml": "version: 1\nreplies: []\n" },
+    );
     const r = await runCli(["tools", file], { timeoutMs: 60_000 });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -93,7 +96,8 @@ agents:
   });
 
   it("a server that does not start: exit 1 and one line, its secrets masked", async () => {
-    const file = writeTeam(`version: 1
+    const file = writeTeam(
+      `version: 1
 name: broken
 models:
   offline: { provider: scripted, script: ./script.yaml }
@@ -102,13 +106,15 @@ tools:
     mcp: { command: [node, ${JSON.stringify(NOTES_SERVER)}, --exit-at-start], env: { NOTES_TOKEN: notes-token-31337abc } }
 agents:
   solver: { kind: react, tools: [notes] }
-`, { "script.yaml": "version: 1\nreplies: []\n" });
+`,
+      { "script.yaml": "version: 1\nreplies: []\n" },
+    );
     const r = await runCli(["tools", file], { timeoutMs: 60_000 });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
       'runtime tools: MCP server "notes" did not start: exited with code 3 (stderr: notes server: cannot open the notes database with token [REDACTED])\n',
     );
-    expect(r.stdout).toContain("solver (react)\n  error: MCP server \"notes\" did not start");
+    expect(r.stdout).toContain('solver (react)\n  error: MCP server "notes" did not start');
     expect(r.stdout).not.toContain("notes-token-31337abc");
   });
 
@@ -126,7 +132,10 @@ describe("the example team teams/mcp-files.yaml", { timeout: 90_000 }, () => {
       env: { RUNTIME_TRACE_DIR: tempDir("runtime-mcp-example-") },
     });
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const read = events.find((e) => e.type === "tool.finished" && e.tool === "read_text_file");
     expect(read).toMatchObject({ ok: true, result: { content: "Circle for the mcp-files example team.\nradius: 5 m\n" } });
     expect(events.at(-1)).toMatchObject({
@@ -160,14 +169,17 @@ describe("runtime mcp", { timeout: 90_000 }, () => {
   });
 
   it("serves every agent, or only --agent; a run error is isError with the error", async () => {
-    const file = writeTeam(`version: 1
+    const file = writeTeam(
+      `version: 1
 name: two
 models:
   offline: { provider: scripted, script: ./script.yaml }
 agents:
   first: { kind: react, description: The first agent. }
   second: { kind: react }
-`, { "script.yaml": "version: 1\nreplies: []\n" });
+`,
+      { "script.yaml": "version: 1\nreplies: []\n" },
+    );
     const all = await connect([file]);
     expect((await all.client.listTools()).tools.map((t) => [t.name, t.description])).toEqual([
       ["first", "The first agent."],
@@ -196,7 +208,12 @@ agents:
       for (let i = 0; i < 1600 && stdout.split("\n").filter(Boolean).length < n; i++) await new Promise((r) => setTimeout(r, 25));
       return stdout.split("\n").filter(Boolean);
     };
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    });
     await lines(1);
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "solver", arguments: { query: QUESTION }, _meta: { progressToken: "p1" } } });
@@ -204,7 +221,10 @@ agents:
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     child.stdin.end();
     expect(await exited).toBe(0);
-    const messages = stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { jsonrpc?: string; id?: number; method?: string });
+    const messages = stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { jsonrpc?: string; id?: number; method?: string });
     expect(messages.every((m) => m.jsonrpc === "2.0")).toBe(true);
     expect(messages.filter((m) => m.method === "notifications/progress").length).toBeGreaterThan(5);
     expect(JSON.stringify(messages.find((m) => m.id === 2))).toContain("78.54");
@@ -222,7 +242,8 @@ agents:
 
   it("a team with an MCP server served over MCP: the inner server lives only while a call runs", async () => {
     const tag = newTag();
-    const file = writeTeam(`version: 1
+    const file = writeTeam(
+      `version: 1
 name: nested
 models:
   offline: { provider: scripted, script: ./script.yaml }
@@ -231,14 +252,16 @@ tools:
     mcp: { command: [node, ${JSON.stringify(NOTES_SERVER)}, "${tag}"] }
 agents:
   solver: { kind: react, tools: [notes] }
-`, {
-      "script.yaml": `version: 1
+`,
+      {
+        "script.yaml": `version: 1
 replies:
   - content: null
     tool_calls: [{ id: w1, name: whoami, arguments: {} }]
   - content: "the notes server ran as {{result:w1.pid}}"
 `,
-    });
+      },
+    );
     const { client } = await connect([file]);
     const result = await client.callTool({ name: "solver", arguments: { query: "who?" } });
     const text = (result.content as Array<{ text: string }>)[0]?.text ?? "";

@@ -37,7 +37,15 @@ function stdio(name: string, command: string[], extra: Partial<McpToolConfig> & 
 }
 
 function http(name: string, url: string, headers: Record<string, string> = {}): McpToolConfig {
-  return { type: "mcp", name, description: "", timeout_ms: 10_000, max_output_bytes: 65_536, connect_timeout_ms: 10_000, server: { transport: "http", url, headers } };
+  return {
+    type: "mcp",
+    name,
+    description: "",
+    timeout_ms: 10_000,
+    max_output_bytes: 65_536,
+    connect_timeout_ms: 10_000,
+    server: { transport: "http", url, headers },
+  };
 }
 
 function servers(onLost: (message: string) => void = () => {}): McpServers {
@@ -243,7 +251,10 @@ describe("MCP client over Streamable HTTP", () => {
     https.splice(0);
     const err = await servers()
       .tools(http("gone", url), never)
-      .then(() => undefined, (e: unknown) => e as Error);
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
     expect(err?.message).toMatch(/^MCP server "gone" did not start: .*(ECONNREFUSED|fetch failed)/);
     expect(err?.message).not.toContain("\n");
   });

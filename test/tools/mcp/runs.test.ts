@@ -79,8 +79,7 @@ async function run(file: string, input = "What is the radius plus 5?"): Promise<
 }
 
 const toolCall = (id: string, name: string, args: Record<string, unknown>) => ({ id, name, arguments: args });
-const toolNames = (body: ChatBody | undefined): string[] =>
-  ((body?.tools ?? []) as Array<{ function: { name: string } }>).map((t) => t.function.name);
+const toolNames = (body: ChatBody | undefined): string[] => ((body?.tools ?? []) as Array<{ function: { name: string } }>).map((t) => t.function.name);
 const toolSpec = (body: ChatBody | undefined, name: string): Record<string, unknown> | undefined =>
   ((body?.tools ?? []) as Array<{ function: Record<string, unknown> & { name: string } }>).find((t) => t.function.name === name)?.function;
 const finished = (events: RunEvent[]) => events.flatMap((e) => (e.type === "tool.finished" ? [e] : []));
@@ -141,9 +140,7 @@ describe("a react agent with MCP tools", () => {
   it("a server that exits mid-run ends the run at once with how it ended, and nothing is left running", async () => {
     const s = await setup(
       (_body, index) =>
-        index === 0
-          ? { content: null, tool_calls: [toolCall("c1", "crash", {})] }
-          : { content: null, tool_calls: [toolCall("n1", "note", { text: "again" })] },
+        index === 0 ? { content: null, tool_calls: [toolCall("c1", "crash", {})] } : { content: null, tool_calls: [toolCall("n1", "note", { text: "again" })] },
       "  solver: { kind: react, tools: [notes] }\n",
     );
     const started = Date.now();
@@ -165,7 +162,8 @@ describe("a react agent with MCP tools", () => {
       result_type: "error",
       error: {
         code: "TOOL_FAILED",
-        message: 'agent solver failed: MCP server "notes" did not start: exited with code 3 (stderr: notes server: cannot open the notes database with token [REDACTED])',
+        message:
+          'agent solver failed: MCP server "notes" did not start: exited with code 3 (stderr: notes server: cannot open the notes database with token [REDACTED])',
       },
     });
     expect(s.model.chatRequests).toHaveLength(0);
@@ -225,7 +223,8 @@ describe("a react agent with MCP tools", () => {
       result_type: "error",
       error: {
         code: "CONFIG_INVALID",
-        message: 'agent solver failed: agent solver lists two tools named "whoami": MCP server "notes" and MCP server "again"; keep one, or narrow an MCP server with mcp.tools',
+        message:
+          'agent solver failed: agent solver lists two tools named "whoami": MCP server "notes" and MCP server "again"; keep one, or narrow an MCP server with mcp.tools',
       },
     });
     expect(s.model.chatRequests).toHaveLength(0);
@@ -236,35 +235,45 @@ describe("a react agent with MCP tools", () => {
 describe("a plan_and_solve agent with MCP tools", () => {
   it("plans, calls the servers' tools between todo updates, and terminates with their results", async () => {
     const calls = (...tool_calls: Array<ReturnType<typeof toolCall>>): Reply => ({ content: null, tool_calls });
-    const s = await setup(
-      (body, index) => {
-        switch (index) {
-          case 0:
-            return calls(toolCall("p", "write_todos", { todos: [{ content: "Read the radius" }, { content: "Add 5" }] }));
-          case 1:
-            return calls(toolCall("u1", "update_todo_item", { index: 1, status: "in_progress" }), toolCall("r1", "read_text_file", { path: "radius.txt" }));
-          case 2: {
-            const radius = Number((JSON.parse(toolMessage(body, "r1") ?? "{}") as { content?: string }).content);
-            return calls(
-              toolCall("d1", "update_todo_item", { index: 1, status: "completed" }),
-              toolCall("u2", "update_todo_item", { index: 2, status: "in_progress" }),
-              toolCall("a1", "add", { a: radius, b: 5 }),
-            );
-          }
-          case 3: {
-            const sum = (JSON.parse(toolMessage(body, "a1") ?? "{}") as { sum?: number }).sum;
-            return calls(toolCall("d2", "update_todo_item", { index: 2, status: "completed" }), toolCall("t", "terminate", { answer: `The sum is ${sum}.` }));
-          }
-          default:
-            return { content: "unexpected" };
+    const s = await setup((body, index) => {
+      switch (index) {
+        case 0:
+          return calls(toolCall("p", "write_todos", { todos: [{ content: "Read the radius" }, { content: "Add 5" }] }));
+        case 1:
+          return calls(toolCall("u1", "update_todo_item", { index: 1, status: "in_progress" }), toolCall("r1", "read_text_file", { path: "radius.txt" }));
+        case 2: {
+          const radius = Number((JSON.parse(toolMessage(body, "r1") ?? "{}") as { content?: string }).content);
+          return calls(
+            toolCall("d1", "update_todo_item", { index: 1, status: "completed" }),
+            toolCall("u2", "update_todo_item", { index: 2, status: "in_progress" }),
+            toolCall("a1", "add", { a: radius, b: 5 }),
+          );
         }
-      },
-      "  solver: { kind: plan_and_solve, tools: [write_todos, update_todo_item, fs, calc, terminate] }\n",
-    );
+        case 3: {
+          const sum = (JSON.parse(toolMessage(body, "a1") ?? "{}") as { sum?: number }).sum;
+          return calls(toolCall("d2", "update_todo_item", { index: 2, status: "completed" }), toolCall("t", "terminate", { answer: `The sum is ${sum}.` }));
+        }
+        default:
+          return { content: "unexpected" };
+      }
+    }, "  solver: { kind: plan_and_solve, tools: [write_todos, update_todo_item, fs, calc, terminate] }\n");
     const { events, result } = await run(s.file);
     expect(result).toMatchObject({ result_type: "answer", answer: "The sum is 10." });
-    expect(toolNames(s.model.chatRequests[0]?.body)).toEqual(["write_todos", "update_todo_item", "read_text_file", "list_directory", "add", "whoami", "fail", "terminate"]);
-    expect(finished(events).filter((e) => e.tool === "read_text_file" || e.tool === "add").map((e) => [e.tool, e.ok])).toEqual([
+    expect(toolNames(s.model.chatRequests[0]?.body)).toEqual([
+      "write_todos",
+      "update_todo_item",
+      "read_text_file",
+      "list_directory",
+      "add",
+      "whoami",
+      "fail",
+      "terminate",
+    ]);
+    expect(
+      finished(events)
+        .filter((e) => e.tool === "read_text_file" || e.tool === "add")
+        .map((e) => [e.tool, e.ok]),
+    ).toEqual([
       ["read_text_file", true],
       ["add", true],
     ]);
