@@ -376,7 +376,7 @@ try {
       ["variant", "ms/task", "ms/step", "overhead ms/step", "ratio"],
       variants.map(({ name }) => {
         const wall = median(seq[name].wall);
-        return [name, fixed(wall), fixed(wall / STEPS, 3), name === BASE ? "-" : fixed((wall - baseWall) / STEPS, 3), fixed(wall / baseWall) + "×"];
+        return [name, fixed(wall), fixed(wall / STEPS, 3), name === BASE ? "-" : fixed((wall - baseWall) / STEPS, 3), `${fixed(wall / baseWall)}×`];
       }),
     );
     console.log(`\n2. CPU per task (this process, user+system; median of ${TASKS})`);
@@ -384,7 +384,7 @@ try {
       ["variant", "CPU ms/task", "CPU ms/step", "ratio"],
       variants.map(({ name }) => {
         const cpu = median(seq[name].cpu);
-        return [name, fixed(cpu), fixed(cpu / STEPS, 3), fixed(cpu / baseCpu) + "×"];
+        return [name, fixed(cpu), fixed(cpu / STEPS, 3), `${fixed(cpu / baseCpu)}×`];
       }),
     );
   }
@@ -404,9 +404,9 @@ try {
       return [
         name,
         fixed(tps(name), 1),
-        fixed(ratio) + "×",
+        `${fixed(ratio)}×`,
         fixed(cpuPerTask(name)),
-        fixed(cpuRatio) + "×",
+        `${fixed(cpuRatio)}×`,
         name === BASE || reference ? "-" : within ? "yes" : "NO",
       ];
     }),
@@ -427,7 +427,7 @@ try {
       memoryVariants.map(({ key, name }) => {
         const m = memory[key];
         const ratio = m.peak / memory.baseline.peak;
-        return [name, fixed(m.idle, 0), fixed(m.peak, 0), fixed(m.added, 0), fixed(ratio) + "×", key === "baseline" ? "-" : ratio <= 1.5 ? "yes" : "NO"];
+        return [name, fixed(m.idle, 0), fixed(m.peak, 0), fixed(m.added, 0), `${fixed(ratio)}×`, key === "baseline" ? "-" : ratio <= 1.5 ? "yes" : "NO"];
       }),
     );
 

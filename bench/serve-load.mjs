@@ -430,7 +430,7 @@ try {
       phase.results.filter((r) => !r.ok).length,
       fixed(phase.wall),
       fixed(rps(phase), 1),
-      rps(phase) > 0 ? fixed(libraryRps / rps(phase)) + "×" : "n/a",
+      rps(phase) > 0 ? `${fixed(libraryRps / rps(phase))}×` : "n/a",
       phase.stopped ? "REACHED" : "no",
     ]),
   );

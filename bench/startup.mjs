@@ -123,7 +123,7 @@ try {
       return [
         c.name,
         fixed(wall, 1),
-        c.name === "node -e 0" ? "-" : fixed(wall / node) + "×",
+        c.name === "node -e 0" ? "-" : `${fixed(wall / node)}×`,
         c.inner ? fixed(inner, 1) : "",
         c.cpu ? fixed(cpu, 1) : "",
         c.target?.text ?? "",

@@ -30,7 +30,7 @@ export function interpolate(text: string, env: Env): Interpolated {
       return match;
     }
     const key = name ?? "";
-    const found = Object.prototype.hasOwnProperty.call(env, key) ? env[key] : undefined;
+    const found = Object.hasOwn(env, key) ? env[key] : undefined;
     if (found !== undefined && !(fallback !== undefined && found === "")) return found;
     if (fallback !== undefined) return fallback;
     missing.push(key);

@@ -150,7 +150,7 @@ class Walker {
         const child = `${pointer}/${pointerSegment(key)}`;
         const value = pair.value as Node | null;
         const keyOffset = (pair.key as Node).range?.[0] ?? 0;
-        if (Object.prototype.hasOwnProperty.call(out, key)) {
+        if (Object.hasOwn(out, key)) {
           const { line, col } = this.source.offsetPosition(keyOffset);
           const message = `duplicate key '${key}': each key may appear once in a mapping`;
           this.problems.push({ file: this.source.file, line, col, path: child, message });

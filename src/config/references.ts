@@ -196,9 +196,9 @@ function checkTool(name: string, tool: RawObject, dir: string, confined: string 
   }
   const command = strings(tool.command);
   const program = command[0]?.[1];
-  if (program !== undefined && program.startsWith(".")) checkFile(resolve(dir, program), at("command", 0), "program", report);
+  if (program?.startsWith(".")) checkFile(resolve(dir, program), at("command", 0), "program", report);
   const server = strings(isRecord(tool.mcp) ? tool.mcp.command : undefined)[0]?.[1];
-  if (server !== undefined && server.startsWith(".")) checkFile(resolve(dir, server), at("mcp", "command", 0), "program", report);
+  if (server?.startsWith(".")) checkFile(resolve(dir, server), at("mcp", "command", 0), "program", report);
   const cwd = str(tool.cwd);
   if (cwd !== undefined) {
     const path = resolve(dir, cwd);

@@ -42,7 +42,7 @@ export function compositionToMermaid(team: ResolvedTeam, root: string): string {
   };
   lines.push(`  [*] --> ${id(root)}`);
   visit(root);
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 function id(name: string): string {

@@ -32,7 +32,7 @@ export function machineToMermaid(machine: AnyStateMachine, title?: string): stri
   const lines = ["stateDiagram-v2"];
   if (title) lines.push(`%% ${title}`);
   printChildren(root, edges, lines, "  ");
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 /** Edge lines grouped by the composite they are drawn in, deduplicated, in definition order. */
@@ -88,7 +88,7 @@ function printChildren(parent: Node, edges: Map<Node, string[]>, lines: string[]
   for (const child of children) {
     if (child.type === "compound" || child.type === "parallel") {
       lines.push(`${indent}state ${child.key} {`);
-      printChildren(child, edges, lines, indent + "  ");
+      printChildren(child, edges, lines, `${indent}  `);
       lines.push(`${indent}}`);
     }
   }

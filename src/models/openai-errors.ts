@@ -103,7 +103,7 @@ export function displayURL(url: string): string {
 /** Providers echo parts of a rejected key back ("Incorrect API key provided: sk-ab***"); keep none of it. */
 function redact(text: string, apiKey: string | undefined): string {
   let out = apiKey ? text.split(apiKey).join("***") : text;
-  out = out.replace(/\b(sk|key|pk)-[A-Za-z0-9_*\-]{3,}/g, "$1-***");
+  out = out.replace(/\b(sk|key|pk)-[A-Za-z0-9_*-]{3,}/g, "$1-***");
   return out.replace(/Bearer\s+\S+/gi, "Bearer ***");
 }
 

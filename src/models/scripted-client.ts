@@ -124,7 +124,7 @@ function walk(start: unknown, keys: string[]): { found: boolean; value: unknown 
   let value = start;
   for (const key of keys) {
     if (!isRecord(value) && !Array.isArray(value)) return { found: false, value: undefined };
-    if (!Object.prototype.hasOwnProperty.call(value, key)) return { found: false, value: undefined };
+    if (!Object.hasOwn(value, key)) return { found: false, value: undefined };
     value = (value as Record<string, unknown>)[key];
   }
   return { found: true, value };

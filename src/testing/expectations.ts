@@ -122,7 +122,7 @@ function callDifferences(matcher: CallMatcher, call: ObservedCall, at: string): 
   const out: Difference[] = [];
   for (const [name, value] of Object.entries(matcher.arguments)) {
     const what = where(`.arguments.${name}`);
-    if (!Object.prototype.hasOwnProperty.call(args, name)) {
+    if (!Object.hasOwn(args, name)) {
       out.push({ what, expected: describeValue(value), actual: "not given" });
       continue;
     }

@@ -62,7 +62,7 @@ export function renderRunTree(events: readonly RunEvent[], options: TreeOptions 
   const roots = run.roots.map((r) => draw.root(r));
   if (end) roots.push(leaf(draw.end(end, "error")));
   else roots.push(leaf(paint.yellow("no run.finished: the run is still going or its process stopped")));
-  return [...lines, ...renderNodes(roots)].join("\n") + "\n";
+  return `${[...lines, ...renderNodes(roots)].join("\n")}\n`;
 }
 
 /** The events of one recursion (one trace_id), as a small tree; one per task should the id recur. */
@@ -87,7 +87,7 @@ function renderOneTrace(events: readonly RunEvent[], options: TreeOptions): stri
   const roots = run.roots.map((r) => draw.root(r));
   // One recursion belongs to one step, whose header would only repeat the line above.
   const nodes = roots.length === 1 ? (roots[0]?.children ?? []) : roots;
-  return [header, ...renderNodes(nodes)].join("\n") + "\n";
+  return `${[header, ...renderNodes(nodes)].join("\n")}\n`;
 }
 
 /** A table of runs: task_id, agent, started, duration, result, answer or error. */
@@ -112,7 +112,7 @@ export function formatRunList(runs: readonly RunSummary[], options: { color?: bo
       })
       .join("  ")
       .trimEnd();
-  return [line(header, false), ...rows.map((row) => line(row, true))].join("\n") + "\n";
+  return `${[line(header, false), ...rows.map((row) => line(row, true))].join("\n")}\n`;
 }
 
 /** Draw nodes with ├─ └─ │, continuation lines aligned under their first line. */
@@ -193,7 +193,7 @@ class Drawer {
         return this.model(e);
       case "tool": {
         if (e.status === "running" || e.status === "unfinished")
-          return leaf(p.yellow(`tool ${e.tool} … no result recorded`) + `  ${compact(e.arguments, max)}`);
+          return leaf(`${p.yellow(`tool ${e.tool} … no result recorded`)}  ${compact(e.arguments, max)}`);
         return leaf(
           e.status === "ok"
             ? `tool ${e.tool} ${p.green("✓")} ${formatDuration(e.duration_ms ?? 0)}  ${compact(e.arguments, max)} → ${compact(e.result, max)}`

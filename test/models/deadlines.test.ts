@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { OpenAIModelConfig } from "../../src/config/types.js";
-import { RuntimeError } from "../../src/errors.js";
+import type { RuntimeError } from "../../src/errors.js";
 import { createOpenAIChatClient } from "../../src/models/openai-client.js";
 import type { ChatRequest } from "../../src/models/types.js";
 import { runCli } from "../support/cli.js";

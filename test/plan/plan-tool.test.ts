@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ROOT } from "../support/cli.js";
-import { newPlanId, PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
+import { newPlanId, type PlanTool, type TaskStatusEvent } from "../../src/plan/plan-tool.js";
 import { openPlanFile } from "../../src/store/sqlite/store.js";
 import { canTransition } from "../../src/plan/transitions.js";
 import { TASK_STATUSES, type TaskStatus } from "../../src/plan/types.js";

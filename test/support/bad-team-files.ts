@@ -33,7 +33,7 @@ const aliasBomb = [
   "",
 ].join("\n");
 
-const deepBlock = Array.from({ length: 70 }, (_, i) => `${"  ".repeat(i)}k${i}:`).join("\n") + " end\n";
+const deepBlock = `${Array.from({ length: 70 }, (_, i) => `${"  ".repeat(i)}k${i}:`).join("\n")} end\n`;
 
 export const BAD_CASES: BadCase[] = [
   {

@@ -155,7 +155,7 @@ cases:
     const r = await runCli(["test", file]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/✓ replies run out \(\d+ ms\)/);
-    expect(r.stdout).toMatch(/      error: expected to contain "max_iteration", got "[^"]*no reply left for agent solver/);
+    expect(r.stdout).toMatch(/ {6}error: expected to contain "max_iteration", got "[^"]*no reply left for agent solver/);
   }, 30_000);
 });
 

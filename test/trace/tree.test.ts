@@ -50,7 +50,7 @@ describe("renderRunTree", () => {
     const rec4 = lines.findIndex((l) => l.includes("recursion 4 · trace tr-4"));
     expect(rec3).toBeLessThan(nested);
     expect(nested).toBeLessThan(rec4);
-    expect(lines[nested]).toMatch(/^│  │  └─ /);
+    expect(lines[nested]).toMatch(/^│ {2}│ {2}└─ /);
     expect(lines.filter((l) => /recursion \d/.test(l))).toHaveLength(5);
     expect(lines[lines.length - 2]).toBe("└─ answer: Area: 78.54 m², circumference: 31.42 m.");
   });

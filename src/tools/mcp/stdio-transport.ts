@@ -103,7 +103,7 @@ export class ServerProcessTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
-    if (!stdin || !stdin.writable || this.exit) return Promise.reject(new RuntimeError("TOOL_FAILED", "the server is not running"));
+    if (!stdin?.writable || this.exit) return Promise.reject(new RuntimeError("TOOL_FAILED", "the server is not running"));
     return new Promise((resolve) => {
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once("drain", resolve);
