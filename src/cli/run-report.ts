@@ -48,7 +48,7 @@ export async function runAndReport(
     return EXIT.USAGE;
   }
 
-  let telemetry;
+  let telemetry: Awaited<ReturnType<typeof startTelemetryIfAsked>>;
   try {
     telemetry = await startTelemetryIfAsked(opts.otel, command);
   } catch (err) {

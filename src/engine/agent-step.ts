@@ -140,8 +140,12 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   const accounts = accountsFor(parent?.accounts ?? run.accounts, name, agent.budget);
   const halt = () => run.approvals.halt();
   const budget = {
-    check: () => accounts.forEach((a) => a.checkToolCall()),
-    count: () => accounts.forEach((a) => a.toolCall()),
+    check: () => {
+      for (const a of accounts) a.checkToolCall();
+    },
+    count: () => {
+      for (const a of accounts) a.toolCall();
+    },
   };
   const stopping = () => run.approvals.paused || accounts.some((a) => a.exhausted !== undefined);
   const fallbacks = (modelName: string): readonly string[] => {

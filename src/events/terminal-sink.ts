@@ -129,7 +129,9 @@ class TerminalLog {
       case "plan.updated": {
         const done = e.type === "plan.updated" ? (e.finished ?? 0) : 0;
         log(e.type === "plan.created" ? p.bold("plan:") : p.bold(`plan updated (${done}/${e.steps.length} finished):`));
-        e.steps.forEach((step, i) => log(`  ${e.type === "plan.updated" ? (i < done ? "[x] " : "[ ] ") : ""}${i + 1}. ${clip(step, 120)}`));
+        e.steps.forEach((step, i) => {
+          log(`  ${e.type === "plan.updated" ? (i < done ? "[x] " : "[ ] ") : ""}${i + 1}. ${clip(step, 120)}`);
+        });
         break;
       }
       case "todo.updated":

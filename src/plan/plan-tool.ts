@@ -126,7 +126,9 @@ export class PlanTool {
           if (outcomes.length !== batch.length) {
             throw new RuntimeError("STORE", `the plan store answered ${outcomes.length} outcomes for ${batch.length} updates`);
           }
-          batch.forEach((u, i) => this.settle(plan_id, u, outcomes[i]!));
+          batch.forEach((u, i) => {
+            this.settle(plan_id, u, outcomes[i]!);
+          });
           return;
         }
       }
@@ -148,7 +150,10 @@ export class PlanTool {
 
   /** Answer one caller: its event first (a sink that throws fails this call only), then its outcome. */
   private settle(plan_id: string, u: QueuedUpdate, outcome: UpdateOutcome): void {
-    if (!outcome.ok) return u.resolve(outcome);
+    if (!outcome.ok) {
+      u.resolve(outcome);
+      return;
+    }
     const { change } = outcome;
     try {
       this.notify(u.options, { type: "task.status", plan_id, plan_task_id: u.taskId, status: change.status, plan_status: change.plan_status });

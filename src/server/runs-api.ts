@@ -203,7 +203,7 @@ export async function streamSession(ctx: ApiContext, req: IncomingMessage, res: 
         if (first && after) {
           // What the client had: every run before its last one, and that one up to its last event.
           const at = runs.indexOf(after.task_id);
-          runs.slice(0, Math.max(at, 0)).forEach((task) => sent.set(task, Number.MAX_SAFE_INTEGER));
+          for (const task of runs.slice(0, Math.max(at, 0))) sent.set(task, Number.MAX_SAFE_INTEGER);
           if (at >= 0) sent.set(after.task_id, after.seq);
         }
       }

@@ -202,6 +202,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         res.writeHead(200, { ...BASE_HEADERS, "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(metrics.render(gauges));
         return;
       }
+      default:
+        // "health" and "ready" are answered above, before the token check.
+        route.name satisfies never;
     }
   }
 

@@ -14,7 +14,7 @@ export const TEST_FILE = /\.test\.ya?ml$/;
 export async function findTestFiles(paths: string[], cwd: string = process.cwd()): Promise<string[]> {
   const found: string[] = [];
   for (const path of paths.length > 0 ? paths : ["."]) {
-    let info;
+    let info: Awaited<ReturnType<typeof stat>>;
     try {
       info = await stat(path);
     } catch {

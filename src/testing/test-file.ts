@@ -145,7 +145,9 @@ function resolveCase(raw: RawCase, index: number, dir: string, source: SourceMap
       problems.push(source.problem(where, `invalid regex: ${describeError(err)}`));
     }
   };
-  raw.replies?.forEach((reply, i) => regex(reply.match, at("replies", i, "match")));
+  raw.replies?.forEach((reply, i) => {
+    regex(reply.match, at("replies", i, "match"));
+  });
   const expect = raw.expect ?? {};
   regex(expect.answer?.matches, at("expect", "answer", "matches"));
   regex(expect.error?.matches, at("expect", "error", "matches"));

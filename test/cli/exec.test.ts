@@ -73,7 +73,9 @@ describe("runtime exec", () => {
       .split("\n")
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     const seqs = events.map((e) => e.seq as number);
-    seqs.slice(1).forEach((s, i) => expect(s).toBeGreaterThan(seqs[i]!));
+    seqs.slice(1).forEach((s, i) => {
+      expect(s).toBeGreaterThan(seqs[i]!);
+    });
     const recursions = events.filter((e) => e.type === "recursion.started");
     expect(recursions).toHaveLength(2);
     for (const e of recursions) expect(typeof e.trace_id).toBe("string");

@@ -50,7 +50,7 @@ agents:
       ["plan_status", true, null],
       ["calc", true, { expression: "6 * 7", result: 42 }],
     ]);
-    const specs = (server.chatRequests[0]?.body?.tools as Array<{ function: { name: string; description: string } }>).map((t) => t.function);
+    const specs = (server.chatRequests[0]!.body!.tools as Array<{ function: { name: string; description: string } }>).map((t) => t.function);
     expect(specs[0]).toMatchObject({ name: "plan_status", description: "The status of a plan." });
   });
 

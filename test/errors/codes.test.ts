@@ -90,7 +90,12 @@ describe("error codes end to end", () => {
       input: "q",
       traceDir: tempDir(),
       signal: abort.signal,
-      sinks: [(e) => (events.push(e), e.type === "llm.request" && abort.abort())],
+      sinks: [
+        (e) => {
+          events.push(e);
+          if (e.type === "llm.request") abort.abort();
+        },
+      ],
     });
     const result = await run.result;
     expect(result.error).toEqual({ code: "ABORTED", message: "interrupted" });

@@ -300,7 +300,14 @@ describe("FrameWriter", () => {
   it("erases the rows the frame took, also when a narrower terminal rewrapped it; fits the frame in one row and column less", () => {
     const out = terminal(40, 10);
     const sizes: { width: number; height: number }[] = [];
-    const writer = new FrameWriter(out, (size) => (sizes.push(size), ["a".repeat(30), "b", "c"]), { intervalMs: 0 });
+    const writer = new FrameWriter(
+      out,
+      (size) => {
+        sizes.push(size);
+        return ["a".repeat(30), "b", "c"];
+      },
+      { intervalMs: 0 },
+    );
     writer.request();
     writer.request();
     expect(sizes[0]).toEqual({ width: 39, height: 9 });

@@ -93,9 +93,9 @@ describe("structured output", () => {
       expect(format, name).toMatchObject({ type: "json_schema", json_schema: { name: "react_answer", strict: true } });
       expect(strictViolations(format.json_schema.schema), name).toEqual([]);
     }
-    const planSchema = JSON.stringify((byAgent("planner")[0]?.body?.response_format as { json_schema: unknown }).json_schema);
+    const planSchema = JSON.stringify((byAgent("planner")[0]!.body!.response_format as { json_schema: unknown }).json_schema);
     expect(planSchema).toContain('"steps"');
-    const actionSchema = JSON.stringify((byAgent("replanner")[0]?.body?.response_format as { json_schema: unknown }).json_schema);
+    const actionSchema = JSON.stringify((byAgent("replanner")[0]!.body!.response_format as { json_schema: unknown }).json_schema);
     expect(actionSchema).toContain('"anyOf"');
     expect(actionSchema).toContain('"$ref":"#/$defs/Response"');
     expect(byAgent("executor").every((r) => r.body?.response_format === undefined)).toBe(true);

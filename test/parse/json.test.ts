@@ -85,7 +85,12 @@ describe("parseJsonTolerant", () => {
       value: { steps: [] },
     });
     const seen: unknown[] = [];
-    const refused = parseJsonTolerant('{"foo": 1} {"bar": 2}', { accept: (v) => (seen.push(v), false) });
+    const refused = parseJsonTolerant('{"foo": 1} {"bar": 2}', {
+      accept: (v) => {
+        seen.push(v);
+        return false;
+      },
+    });
     expect(refused).toEqual({ ok: false, error: expect.any(String), attempted: 3 });
     expect(seen).toEqual([{ foo: 1 }, { bar: 2 }]);
   });

@@ -65,7 +65,7 @@ describe("1,000 concurrent update_task_status calls in one process", () => {
     expect(events).toHaveLength(2000);
     expect(events.filter((e) => e.plan_status === "completed")).toHaveLength(1);
     expect(events.at(-1)?.plan_status).toBe("completed");
-    tool.close();
+    await tool.close();
   });
 
   it("let exactly one of 1,000 racing calls win the same transition", async () => {
@@ -76,7 +76,7 @@ describe("1,000 concurrent update_task_status calls in one process", () => {
     const winner = results.indexOf(true);
     expect(await tool.get_task("p", "t1")).toMatchObject({ status: "inprogress", result_summary: `claim ${winner}` });
     expect((await tool.get_plan_structure("p"))?.revision).toBe(1);
-    tool.close();
+    await tool.close();
   });
 });
 
@@ -86,7 +86,10 @@ describe("group commit", () => {
     const store = new PlanStore(file);
     const batches: number[] = [];
     const apply = store.updateTaskStatuses.bind(store);
-    store.updateTaskStatuses = (planId, updates) => (batches.push(updates.length), apply(planId, updates));
+    store.updateTaskStatuses = (planId, updates) => {
+      batches.push(updates.length);
+      return apply(planId, updates);
+    };
     return { tool: new PlanTool(store, options), batches };
   }
 
@@ -113,7 +116,7 @@ describe("group commit", () => {
     expect(await tool.update_task_status("q", "t1", "completed")).toBe(true);
     expect(batches).toEqual([]);
     expect((await tool.get_plan_structure("q"))?.revision).toBe(2);
-    tool.close();
+    await tool.close();
   });
 
   it("keeps a deletion queued between updates in its place: the updates after it find no plan", async () => {
@@ -125,7 +128,7 @@ describe("group commit", () => {
     expect(await before).toBe(true);
     expect(await deleted).toBe(true);
     expect(await after).toEqual({ ok: false, error: "unknown plan p" });
-    tool.close();
+    await tool.close();
   });
 
   it("a batch whose transaction fails runs again one update at a time: only the update at fault fails", async () => {
@@ -141,7 +144,7 @@ describe("group commit", () => {
     expect(events.map((e) => e.plan_task_id)).toEqual(["t1", "t2", "t4", "t5"]);
     expect((await tool.get_task("p", "t3"))?.status).toBe("ready");
     expect((await tool.get_plan_structure("p"))?.revision).toBe(4);
-    tool.close();
+    await tool.close();
   });
 
   it("no caller waits forever: a store answering the wrong number of outcomes, or throwing one by one", async () => {
@@ -176,8 +179,8 @@ describe("group commit", () => {
     await plain.create_plan_from_structure("p", wideWorkflow(3));
     const each = await Promise.allSettled([1, 2, 3].map((i) => plain.update_task_status("p", `t${i}`, "inprogress")));
     expect(each.map((r) => (r.status === "rejected" ? String(r.reason) : r.value))).toEqual([true, "Error: disk full", true]);
-    tool.close();
-    plain.close();
+    await tool.close();
+    await plain.close();
   });
 
   it("a sink that throws fails its own call only; the batch is committed", async () => {
@@ -195,7 +198,7 @@ describe("group commit", () => {
     expect(b).toMatchObject({ status: "rejected", reason: { message: "sink failed" } });
     expect(c).toEqual({ status: "fulfilled", value: true });
     expect((await tool.get_plan_structure("p"))?.revision).toBe(3);
-    tool.close();
+    await tool.close();
   });
 });
 
@@ -225,7 +228,7 @@ describe("several processes writing the same plans.db", () => {
       expect(plan?.revision).toBe(2000);
       expect(plan?.status).toBe("completed");
       expect(plan?.steps[0]?.tasks.every((t) => t.status === "completed")).toBe(true);
-      setup.close();
+      await setup.close();
     },
     120_000,
   );
@@ -244,13 +247,13 @@ describe("durability", () => {
     // Work continues where the dead process left it: retry the failed task.
     expect(await tool.update_task_status("p-restart", "t3", "inprogress")).toBe(true);
     expect((await tool.get_plan_structure("p-restart"))?.revision).toBe(5);
-    tool.close();
+    await tool.close();
   });
 
   it("refuses a database written by a newer schema_version", async () => {
     const file = join(dir, "future.db");
     const tool = openPlanFile(file);
-    tool.close();
+    await tool.close();
     const { default: Database } = await import("better-sqlite3");
     const db = new Database(file);
     db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
@@ -263,7 +266,7 @@ describe("durability", () => {
     const old = openPlanFile(file);
     await old.create_plan_from_structure("v2plan", SAFETY_WORKFLOW);
     await old.update_task_status("v2plan", "t1", "inprogress");
-    old.close();
+    await old.close();
     const { default: Database } = await import("better-sqlite3");
     const db = new Database(file);
     // Back to the v2 tables: no run_task_id column.
@@ -274,7 +277,7 @@ describe("durability", () => {
     expect(await tool.get_plan_structure("v2plan")).toMatchObject({ revision: 2, run_task_id: null });
     expect((await tool.createPlan("v3plan", SAFETY_WORKFLOW, { run_task_id: "r1" })).ok).toBe(true);
     expect((await tool.list_plans()).map((p) => p.run_task_id).sort()).toEqual([null, "r1"].sort());
-    tool.close();
+    await tool.close();
   });
 
   it("replaces the assignee index of an older file, which held the status; a role's tasks are still found by status", async () => {
@@ -282,7 +285,7 @@ describe("durability", () => {
     const old = openPlanFile(file);
     await old.create_plan_from_structure("p", SAFETY_WORKFLOW);
     await old.update_task_status("p", "t1", "inprogress");
-    old.close();
+    await old.close();
     const { default: Database } = await import("better-sqlite3");
     const indexSql = (db: InstanceType<typeof Database>) =>
       (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'plan_tasks_by_assignee'").get() as { sql: string }).sql;
@@ -296,7 +299,7 @@ describe("durability", () => {
     expect((await tool.get_tasks_for_role("p", "analyst", "inprogress")).map((t) => t.task_id)).toEqual(["t1"]);
     expect(await tool.update_task_status("p", "t1", "completed", "ok")).toBe(true);
     expect((await tool.get_tasks_for_role("p", "analyst", "completed")).map((t) => t.task_id)).toEqual(["t1"]);
-    tool.close();
+    await tool.close();
     const check = new Database(file);
     expect(indexSql(check)).toMatch(/\(plan_id, assignee\)$/);
     // An earlier release opening the file runs its own DDL, which keeps the index as it is now.
@@ -339,7 +342,7 @@ describe("durability", () => {
     expect(await tool.get_plan_status("old")).toBe("completed");
     expect((await tool.get_plan_structure("old"))?.revision).toBe(6);
     expect((await tool.get_plan_structure("old"))?.run_task_id).toBeNull();
-    tool.close();
+    await tool.close();
     const check = new Database(file);
     expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "3" });
     check.close();

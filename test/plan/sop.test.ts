@@ -189,7 +189,7 @@ describe("sop runs through the real openai client and the test server", () => {
     expect(t1).toEqual(["ready/running", "inprogress/running", "error/running", "inprogress/running", "completed/running"]);
     expect(statusEvents(events).at(-1)).toMatchObject({ plan_task_id: "t2", status: "skipped", plan_status: "completed" });
     // The strategist was offered exactly its allow-list.
-    const strategistTools = (server.chatRequests[0]?.body?.tools as { function: { name: string } }[]).map((t) => t.function.name);
+    const strategistTools = (server.chatRequests[0]!.body!.tools as { function: { name: string } }[]).map((t) => t.function.name);
     expect(strategistTools.sort()).toEqual(["get_plan_status", "get_plan_structure", "get_ready_tasks", "update_task_status", "worker"]);
   });
 

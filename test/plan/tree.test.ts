@@ -28,6 +28,6 @@ describe("plan tree", () => {
     );
     expect(describeOpenTasks(plan)).toBe("t2 (ready), t3 (ready)");
     expect(renderPlanList(await tool.list_plans())).toBe("p1\trunning\t2/4 done\tSAFE_SOP_v9\t2025-01-02T03:04:05.000Z\t-\tSafety review");
-    tool.close();
+    await tool.close();
   });
 });

@@ -177,7 +177,9 @@ describe("the page of runtime serve in Chromium", () => {
       { type: "run.finished", result_type: "answer", answer: "done", usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } },
     ];
     const store = TraceStore.open(server.traceDir);
-    bodies.forEach((body, i) => store.append({ ...body, seq: i + 1, ts: new Date().toISOString(), task_id: "stored-task", agent_id: "solver" } as RunEvent));
+    bodies.forEach((body, i) => {
+      store.append({ ...body, seq: i + 1, ts: new Date().toISOString(), task_id: "stored-task", agent_id: "solver" } as RunEvent);
+    });
     store.close();
 
     const { page, errors } = await open(`${server.pageUrl}&task=stored-task`);

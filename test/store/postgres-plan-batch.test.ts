@@ -25,7 +25,10 @@ describe("PostgreSQL Plan Tool, updates arriving together", () => {
       const storage = tool.store;
       const batches: number[] = [];
       const apply = storage.updateTaskStatuses!.bind(storage);
-      storage.updateTaskStatuses = (planId, updates) => (batches.push(updates.length), apply(planId, updates));
+      storage.updateTaskStatuses = (planId, updates) => {
+        batches.push(updates.length);
+        return apply(planId, updates);
+      };
       expect((await tool.createPlan("p", wideWorkflow(300))).ok).toBe(true);
       const calls = Array.from({ length: 300 }, (_, i) => [
         tool.updateTask("p", `t${i + 1}`, "inprogress", undefined, { emit: (e) => events.push(e) }),

@@ -117,7 +117,7 @@ describe.each(adapters())("runs on $name", (adapter) => {
       answer: "Area: 78.54 m², circumference: 31.42 m.",
       usage: { prompt_tokens: 1600, completion_tokens: 125, total_tokens: 1725 },
     });
-    expect(solver?.finished_at! > solver?.started_at!).toBe(true);
+    expect(solver!.finished_at! > solver!.started_at).toBe(true);
     expect(await runs.run("task-b")).toMatchObject({ agent_id: "planner", result_type: "error", error: "max_iteration 4 reached" });
     expect(await runs.run("task-never")).toBeUndefined();
     expect((await runs.listRuns({ agent: "helper" })).map((r) => r.task_id)).toEqual(["task-a"]);

@@ -130,7 +130,7 @@ describe("reasoning", () => {
       model: "m",
       messages: [user("q"), { role: "assistant", content: "a", reasoning: "r" }, user("q2")] as never,
     });
-    expect((res.choices[0]?.message as unknown as Msg)["reasoning"]).toBe("because");
+    expect((res.choices[0]!.message as unknown as Msg)["reasoning"]).toBe("because");
     const streamed = deltas(await events(await post({ ...ask, stream: true })));
     expect(joined(streamed, "reasoning")).toBe("so");
     expect(joined(streamed, "content")).toBe("no");

@@ -98,7 +98,9 @@ export function finalTodos(events: RunEvent[]): TodoItem[] {
 
 export function expectStrictlyIncreasing(values: number[]): void {
   expect(values.length).toBeGreaterThan(0);
-  values.slice(1).forEach((v, i) => expect(v).toBeGreaterThan(values[i] as number));
+  values.slice(1).forEach((v, i) => {
+    expect(v).toBeGreaterThan(values[i] as number);
+  });
 }
 
 type Message = Record<string, unknown> & { role?: string };

@@ -63,15 +63,15 @@ type OtlpBody = {
   }>;
 };
 
-function valueOf(v: OtlpValue): unknown {
-  if (v.arrayValue) return (v.arrayValue.values ?? []).map(valueOf);
+function otlpValueOf(v: OtlpValue): unknown {
+  if (v.arrayValue) return (v.arrayValue.values ?? []).map(otlpValueOf);
   if (v.intValue !== undefined) return Number(v.intValue);
   return v.stringValue ?? v.doubleValue ?? v.boolValue;
 }
 
 function spansOf(body: OtlpBody): Span[] {
   return body.resourceSpans.flatMap((rs) =>
-    rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => ({ ...s, attributes: Object.fromEntries(s.attributes.map((a) => [a.key, valueOf(a.value)])) }))),
+    rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => ({ ...s, attributes: Object.fromEntries(s.attributes.map((a) => [a.key, otlpValueOf(a.value)])) }))),
   );
 }
 

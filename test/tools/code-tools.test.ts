@@ -305,7 +305,7 @@ describe("runTeam(team, { tools }) with defineTool()", () => {
     const tools = [lookup(seen)];
     const { result, finished } = await run(file, { tools, loadTools: tools });
     expect(result.answer).toBe("pi r squared");
-    expect((server.chatRequests[0]?.body?.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(["lookup", "calc"]);
+    expect((server.chatRequests[0]!.body!.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(["lookup", "calc"]);
     expect(finished.map((e) => ({ ok: e.ok, error: e.error, result: e.result }))).toEqual([
       { ok: false, error: "invalid arguments for lookup: /topic must be string", result: undefined },
       { ok: true, error: undefined, result: { formula: "area: pi * r^2" } },

@@ -83,12 +83,12 @@ describe("knowledge_lookup over the OpenAI-compatible test server", () => {
         }
         if (index === 1) {
           const [found] = lastToolResults(body);
-          const text = (found?.result as { passages: Array<{ text: string }> }).passages[0]?.text ?? "";
+          const text = (found!.result as { passages: Array<{ text: string }> }).passages[0]?.text ?? "";
           const formula = /`area = (.*?)`/.exec(text)?.[1]?.replace("r", "5") ?? "none";
           return { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "calc", name: "calculator", arguments: { expression: `round(${formula}, 2)` } }] };
         }
         const [calc] = lastToolResults(body);
-        return { content: reactReply("ANSWER", { answer: `area ${(calc?.result as { result: number }).result} m²` }) };
+        return { content: reactReply("ANSWER", { answer: `area ${(calc!.result as { result: number }).result} m²` }) };
       },
     });
     servers.push(server);
@@ -115,7 +115,7 @@ describe("knowledge_lookup over the OpenAI-compatible test server", () => {
     // Only text files are read from a folder: the .png never appears.
     expect(found.passages.every((p) => p.source !== join("docs", "image.png"))).toBe(true);
     // The tool spec the model saw is the built-in's, under the declared name.
-    const spec = (server.chatRequests[0]?.body?.tools as Array<{ function: { name: string; description: string; parameters: { required: string[] } } }>)[0];
+    const spec = (server.chatRequests[0]!.body!.tools as Array<{ function: { name: string; description: string; parameters: { required: string[] } } }>)[0];
     expect(spec?.function).toMatchObject({ name: "formulas", description: "Look up geometry formulas.", parameters: { required: ["query"] } });
   });
 
@@ -140,7 +140,7 @@ describe("knowledge_lookup over the OpenAI-compatible test server", () => {
     const finished = events.filter((e): e is Extract<RunEvent, { type: "tool.finished" }> => e.type === "tool.finished");
     const byId = Object.fromEntries(finished.map((e) => [e.call_id, e]));
     expect(byId.none?.result).toMatchObject({ passages: [], note: "nothing matched in 1 file(s); try other words" });
-    expect((byId.one?.result as { passages: unknown[] }).passages).toHaveLength(1);
+    expect((byId.one!.result as { passages: unknown[] }).passages).toHaveLength(1);
     expect(byId.bad?.ok).toBe(false);
     expect(byId.bad?.error).toMatch(/top_k/);
   });

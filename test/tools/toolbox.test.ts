@@ -281,8 +281,22 @@ describe("parameter schemas", () => {
 
   it("journals a call's start, commits before a write tool's body runs (not a read tool's), and journals its outcome", async () => {
     const order: string[] = [];
-    const writer = { ...waiter(), effect: "write" as const, execute: async () => (order.push("body"), { done: true }) };
-    const reader = { ...waiter(), name: "look", execute: async () => (order.push("read"), { done: true }) };
+    const writer = {
+      ...waiter(),
+      effect: "write" as const,
+      execute: async () => {
+        order.push("body");
+        return { done: true };
+      },
+    };
+    const reader = {
+      ...waiter(),
+      name: "look",
+      execute: async () => {
+        order.push("read");
+        return { done: true };
+      },
+    };
     const box = createToolBox({
       tools: [writer, reader],
       allow: ["wait", "look"],

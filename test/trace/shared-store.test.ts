@@ -17,7 +17,8 @@ describe("the trace store shared by the runs of a process", () => {
     const held = sqliteStore(dir);
     await held.ping();
     const open = vi.spyOn(TraceStore, "open");
-    let first, second;
+    let first: Awaited<ReturnType<typeof runTeam>["result"]>;
+    let second: Awaited<ReturnType<typeof runTeam>["result"]>;
     try {
       first = await runTeam(team, { input: "radius 5", traceDir: dir }).result;
       second = await runTeam(team, { input: "radius 5 again", traceDir: dir }).result;

@@ -113,7 +113,7 @@ export function registerApprove(program: Command, setExit: SetExit): void {
 
 async function approve(given: string, call: string | undefined, opts: ApproveOptions): Promise<number> {
   const { decideApprovals, storedRuns } = await import("../../engine/resume.js");
-  let store;
+  let store: ReturnType<typeof storedRuns>;
   try {
     store = storedRuns(opts.traceDir);
   } catch (err) {

@@ -103,7 +103,7 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
     return fail(describeError(err), EXIT.USAGE);
   }
 
-  let server;
+  let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer({
       team,

@@ -54,7 +54,7 @@ async function test(paths: string[], opts: TestOptions): Promise<number> {
   }
   if (files.length === 0) return fail(`no test files (*.test.yaml) under ${paths.length > 0 ? paths.join(", ") : "the working directory"}`);
 
-  let prepared;
+  let prepared: Awaited<ReturnType<typeof prepareTestFiles>>;
   try {
     prepared = await prepareTestFiles(files, { record: opts.record === true });
   } catch (err) {

@@ -79,13 +79,13 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
     import("../../server/ops-server.js"),
   ]);
   const log = opts.quiet ? () => {} : (line: string) => process.stderr.write(`runtime worker: ${line}\n`);
-  let store;
+  let store: Awaited<ReturnType<typeof createStore>>;
   try {
     store = await createStore(url);
   } catch (err) {
     return fail(describeError(err), EXIT.RUN_ERROR);
   }
-  let worker;
+  let worker: Awaited<ReturnType<typeof startWorker>>;
   try {
     worker = await startWorker({ store, teams, concurrency, leaseMs, log });
   } catch (err) {
@@ -93,7 +93,7 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
     return fail(describeError(err), exitStatusOf(codeOf(err)));
   }
   const running = worker;
-  let ops;
+  let ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
   if (port !== undefined) {
     const opsToken = token ?? newToken();
     try {

@@ -195,8 +195,14 @@ export class PostgresPlanStore implements PlanStorage {
   private async tasksOf(db: pg.Pool | pg.PoolClient, planId: string, filter: { status?: TaskStatus; assignee?: string }): Promise<TaskInfo[] | null> {
     const where = ["plan_id = $1"];
     const params: string[] = [planId];
-    if (filter.status) params.push(filter.status), where.push(`status = $${params.length}`);
-    if (filter.assignee !== undefined) params.push(filter.assignee), where.push(`assignee = $${params.length}`);
+    if (filter.status) {
+      params.push(filter.status);
+      where.push(`status = $${params.length}`);
+    }
+    if (filter.assignee !== undefined) {
+      params.push(filter.assignee);
+      where.push(`assignee = $${params.length}`);
+    }
     const [exists, tasks] = await Promise.all([
       db.query(`SELECT 1 FROM ${S}.plans WHERE plan_id = $1`, [planId]),
       db.query<TaskInfo>(`SELECT ${TASK_COLUMNS} FROM ${S}.plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`, params),

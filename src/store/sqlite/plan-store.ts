@@ -132,8 +132,14 @@ export class PlanStore implements PlanStorage {
     if (!this.planRow(planId)) return null;
     const where = ["plan_id = ?"];
     const params: string[] = [planId];
-    if (filter.status) where.push("status = ?"), params.push(filter.status);
-    if (filter.assignee !== undefined) where.push("assignee = ?"), params.push(filter.assignee);
+    if (filter.status) {
+      where.push("status = ?");
+      params.push(filter.status);
+    }
+    if (filter.assignee !== undefined) {
+      where.push("assignee = ?");
+      params.push(filter.assignee);
+    }
     const rows = this.stmt(`SELECT ${TASK_COLUMNS} FROM plan_tasks WHERE ${where.join(" AND ")} ORDER BY position`).all(...params) as TaskRow[];
     return rows.map(toTask);
   }

@@ -98,6 +98,7 @@ export function openPlanTool(traceDir: string): PlanTool {
 /** Close and forget a cached PlanTool (tests, shutdown). */
 export function closePlanTool(traceDir: string): void {
   const dir = resolve(traceDir);
-  openTools.get(dir)?.close();
+  // A SQLite-backed plan store closes synchronously: there is nothing to await.
+  void openTools.get(dir)?.close();
   openTools.delete(dir);
 }

@@ -29,7 +29,9 @@ async function serve(respond: (body: ChatBody) => Reply): Promise<string> {
 /** The states one machine walked, transient ones (`via`) included; checks that each event starts where the last ended. */
 function walk(events: RunEvent[], machine: string): string[] {
   const changes = ofType(events, "state.changed").filter((e) => e.machine === machine);
-  changes.forEach((e, i) => expect(e.from).toBe(i === 0 ? "(start)" : changes[i - 1]?.to));
+  changes.forEach((e, i) => {
+    expect(e.from).toBe(i === 0 ? "(start)" : changes[i - 1]?.to);
+  });
   return changes.flatMap((e) => [...(e.via ?? []), e.to]);
 }
 

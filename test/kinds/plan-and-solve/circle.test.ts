@@ -100,7 +100,7 @@ describe("plan_and_solve: the circle question (docs/design/plan-and-solve-design
     expectWellFormed(bodies);
     for (const body of bodies) {
       expect(body?.messages?.[1]).toMatchObject({ role: "user", content: QUESTION });
-      expect((body?.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual([
+      expect((body!.tools as { function: { name: string } }[]).map((t) => t.function.name)).toEqual([
         "write_todos",
         "update_todo_item",
         "validate_plan",

@@ -27,7 +27,9 @@ describe("runtime exec teams/circle-plan.yaml (offline)", () => {
       .map((l) => JSON.parse(l) as { type: string; version?: number; to?: string });
     const versions = events.filter((e) => e.type.startsWith("todo.")).map((e) => e.version ?? 0);
     expect(versions.length).toBeGreaterThan(5);
-    versions.slice(1).forEach((v, i) => expect(v).toBeGreaterThan(versions[i] ?? 0));
+    versions.slice(1).forEach((v, i) => {
+      expect(v).toBeGreaterThan(versions[i] ?? 0);
+    });
     expect(events.at(-1)).toMatchObject({ type: "run.finished", result_type: "answer" });
   });
 

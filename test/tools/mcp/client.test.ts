@@ -175,7 +175,7 @@ describe("MCP client over stdio: failures are one clear line and leave nothing r
     const tools = await s.tools(stdio("notes", [process.execPath, NOTES_SERVER, tag]), never);
     const { box } = makeBox(tools);
     const [spawned] = await box.run([call("spawn_sleeper", {})]);
-    const sleeper = (spawned?.result as { pid: number }).pid;
+    const sleeper = (spawned!.result as { pid: number }).pid;
     pids.push(sleeper, ...processesWith(tag));
     expect(sleeper).toBeGreaterThan(0);
     await s.close();
