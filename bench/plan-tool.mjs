@@ -54,7 +54,7 @@ async function once(file, mode, planId) {
   }
   const seconds = (performance.now() - started) / 1000;
   if ((await tool.get_plan_status(planId)) !== "completed") throw new Error(`${mode}: the plan did not complete`);
-  tool.close();
+  await tool.close();
   return (2 * TASKS) / seconds;
 }
 
