@@ -47,10 +47,9 @@ export function retryAfterMs(err: unknown): number | undefined {
 
 /** Maps whatever the client threw to a one-line RuntimeError; the cause is dropped so no header can leak. */
 export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL: string, apiKey: string | undefined, attempts: number): RuntimeError {
-  if (err instanceof RuntimeError) return err;
   const model = config.model;
-  const url = displayURL(baseURL);
   const after = attempts > 1 ? ` after ${attempts} attempts` : "";
+  const url = displayURL(baseURL);
   const tries = ` after ${attempts === 1 ? "1 attempt" : `${attempts} attempts`}`;
   if (err instanceof OpenAI.APIConnectionTimeoutError) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: no response within ${config.timeout_ms} ms from ${url}${tries}`);
@@ -61,10 +60,12 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
       `model ${model}: the reply is larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB (from ${url}); is base_url right?`,
     );
   }
+  // A broken stream is a RuntimeError already; its message still needs the model and the request id.
   if (err instanceof StreamBroke) {
     const id = err.request_id ? ` (request id ${err.request_id})` : "";
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the reply stream broke off (${oneLine(redact(err.message, apiKey))})${id}${after}`);
   }
+  if (err instanceof RuntimeError) return err;
   if (err instanceof OpenAI.APIConnectionError && err.cause instanceof NoHttpStatus) {
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${err.cause.message} (from ${url})${after}`);
   }
