@@ -29,6 +29,8 @@ export interface ApiContext {
   maxLiveRuns: number;
   /** Bytes that may wait for one SSE client before it is dropped. */
   maxClientBuffer: number;
+  /** The run streams being sent: the server lets them end before it closes (its `close()`). */
+  streams: Set<Promise<void>>;
 }
 
 /** The body of `POST /v1/runs`. */
@@ -124,7 +126,14 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
  * client that falls too far behind those is dropped: src/server/sse.ts).
  * Ends with the follow; stops when the client leaves.
  */
-async function streamRun(ctx: ApiContext, stream: EventStream, taskId: string, after: number, more: FollowOptions["more"]): Promise<void> {
+function streamRun(ctx: ApiContext, stream: EventStream, taskId: string, after: number, more: FollowOptions["more"]): Promise<void> {
+  const sending = sendRun(ctx, stream, taskId, after, more);
+  ctx.streams.add(sending);
+  void sending.finally(() => ctx.streams.delete(sending));
+  return sending;
+}
+
+async function sendRun(ctx: ApiContext, stream: EventStream, taskId: string, after: number, more: FollowOptions["more"]): Promise<void> {
   const gone = new AbortController();
   stream.onClose(() => gone.abort());
   try {

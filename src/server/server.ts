@@ -114,6 +114,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     maxLiveRuns: options.maxLiveRuns ?? 16,
     maxClientBuffer: options.maxClientBuffer ?? MAX_CLIENT_BUFFER,
+    streams: new Set(),
   };
   const page = loadPage();
 
@@ -232,6 +233,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     pageUrl: `${base}/?token=${encodeURIComponent(token)}`,
     async close() {
       await ctx.live.cancelAll();
+      // The cancelled runs' streams send their run.finished once it is stored (one commit later), then end;
+      // a client that does not read is not waited for long.
+      const ended = Promise.allSettled([...ctx.streams]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, STREAMS_END_MS)))]);
+      clearTimeout(timer);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -240,6 +247,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   };
 }
+
+/** How long `close()` waits for the streams of cancelled runs to send their last events. */
+const STREAMS_END_MS = 2_000;
 
 type Route =
   | { name: "page" | "script" | "timeline" | "projection" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" }
