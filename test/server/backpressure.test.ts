@@ -81,7 +81,7 @@ describe("slow SSE readers", () => {
     const grew = (peak - before) / 1024 / 1024;
     console.log(`500 paused readers: peak RSS +${grew.toFixed(0)} MB over ${lastSeq} events; the run's own reader was dropped ${drops} time(s)`);
     expect(all.map((e) => Number(e.id))).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
-    expect(grew).toBeLessThan(300); // measured ~200 MB (every stream reading from the store); without the bound, ~1.1 GB
+    expect(grew).toBeLessThan(450); // measured ~200 MB alone, 300-310 MB beside the rest of the suite (every stream reading from the store); without the bound, ~1.1 GB
 
     // A paused reader that was dropped: it reads what reached it, then picks up from its last id.
     const reader = readers[0]!;
