@@ -44,6 +44,7 @@ export class McpConnection {
         ? new ServerProcessTransport(config.server)
         : new StreamableHTTPClientTransport(new URL(config.server.url), { requestInit: { headers: config.server.headers } });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const started = performance.now();
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(config.connect_timeout_ms)]);
     // The deadline ends the start and says so; the SDK's own request timeout must not be shorter, or under load its
     // "Request timed out" could win the race against a timer due in the same millisecond (as in the call below).
@@ -71,7 +72,8 @@ export class McpConnection {
       await client.close().catch(() => undefined);
       const why = signal.aborted
         ? "interrupted"
-        : deadline.aborted
+        : // Past the deadline, whichever timer fired first (an event loop held up past both can run the SDK's first).
+          deadline.aborted || performance.now() - started >= config.connect_timeout_ms
           ? `no answer within ${config.connect_timeout_ms} ms (connect_timeout_ms)`
           : (ended ?? startError(err));
       throw new RuntimeError("TOOL_FAILED", `MCP server "${config.name}" did not start: ${why}`);
