@@ -6,7 +6,7 @@
 import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { RuntimeError, runErrorOf, type ErrorCode } from "../errors.js";
 import { recursionScopes, type EventBus } from "../events/bus.js";
-import { addUsage } from "../events/projection.js";
+import { addUsage } from "../events/usage.js";
 import { ZERO_USAGE, type EventScope, type RunEventBody, type Usage } from "../events/types.js";
 import { KINDS } from "../kinds/registry.js";
 import type { AgentContext, AgentResult, AgentRunner, Outcome, RunStores } from "../kinds/types.js";

@@ -10,7 +10,7 @@
  * from there.
  */
 import { RuntimeError } from "../errors.js";
-import { addUsage } from "../events/projection.js";
+import { addUsage } from "../events/usage.js";
 import { ZERO_USAGE, type Usage } from "../events/types.js";
 import type { ChatResponse } from "../models/types.js";
 import type { ApprovalRecord, JournalEntry } from "../store/runs.js";

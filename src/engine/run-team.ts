@@ -3,7 +3,7 @@ import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { INTERRUPTED, describeError, type RunError } from "../errors.js";
 import { redactString } from "../redact.js";
 import { EventBus, type EventSink, type ReadBack } from "../events/bus.js";
-import { addUsage } from "../events/projection.js";
+import { addUsage } from "../events/usage.js";
 import { ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import { McpServers } from "../tools/mcp/servers.js";

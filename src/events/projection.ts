@@ -8,17 +8,20 @@
  * page's timeline (src/server/page/timeline.js, which runs this same module
  * in the browser).
  *
- * Pure: no I/O, no clock (times are the events' own `ts`), and no import
- * that is not a type, so its compiled JavaScript is served to the page as it
- * is. `apply` mutates the tree in place (a fold over thousands of events
- * stays linear) and returns the node the event opened, changed or closed.
+ * Pure: no I/O, no clock (times are the events' own `ts`); its only value
+ * imports are sibling modules that import no other value (./call-tracker.ts,
+ * ./usage.ts), so its compiled JavaScript and theirs are served to the page
+ * as they are. `apply` mutates the tree in place (a fold over thousands of
+ * events stays linear) and returns the node the event opened, changed or
+ * closed.
  */
-import type { Entry, ModelCall, RecursionNode, RunTree, StepNode, ToolCall } from "./run-tree.js";
+import { CallTracker } from "./call-tracker.js";
+import type { Container, Entry, ModelCall, RecursionNode, RunTree, StepNode, ToolCall } from "./run-tree.js";
 import type { EventOf, RunEvent, TodoItem, Usage } from "./types.js";
+import { addUsage } from "./usage.js";
 
 export type { CallStatus, Entry, ModelCall, RecursionNode, RootEntry, RunEnd, RunTree, StepNode, ToolCall } from "./run-tree.js";
 
-type Container = StepNode | RecursionNode;
 type Touched = StepNode | RecursionNode | ModelCall | ToolCall | RunTree;
 
 const ZERO: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -47,13 +50,8 @@ export class RunProjection {
   /** Where a step's events without a trace_id go: its latest recursion, or itself. */
   private readonly current = new Map<StepNode, Container>();
   private readonly recursions = new Map<string, RecursionNode>();
-  /** Model calls in flight per step, oldest first (a fallback opens the next before the first closes). */
-  private readonly models = new Map<string, ModelCall[]>();
-  private readonly tools = new Map<string, ToolCall>();
-  /** Calls in flight per step, oldest first. */
-  private readonly inFlight = new Map<string, Set<ModelCall | ToolCall>>();
+  private readonly calls = new CallTracker(this.tree);
   private readonly approvals = new Map<string, Extract<Entry, { kind: "approval" }>>();
-  private calls = 0;
 
   /** Fold one event in; returns the node it opened, changed or closed (the tree itself for run-level events). */
   apply(e: RunEvent): Touched | undefined {
@@ -101,10 +99,7 @@ export class RunProjection {
       ...(e.budget ? { budget: e.budget } : {}),
     };
     t.status = e.result_type;
-    // Calls still open end with the run: a resume that takes them up again reopens them.
-    for (const open of this.models.values()) for (const call of open.splice(0)) call.status = "unfinished";
-    for (const calls of this.inFlight.values()) for (const call of calls) call.status = "unfinished";
-    this.inFlight.clear();
+    this.calls.cutShort();
     return t;
   }
 
@@ -149,7 +144,7 @@ export class RunProjection {
         if (at.kind === "recursion") at.iteration = e.iteration;
         return at;
       case "llm.request":
-        return this.openModel(step, at, e, {
+        return this.calls.openModel(step, at, e, {
           model: e.model,
           messages: e.messages,
         });
@@ -161,16 +156,23 @@ export class RunProjection {
           message: e.message,
         });
         // The model failed and the next of its fallbacks is asked: a new call, its model named by its reply.
-        return e.notice === "fallback" ? this.openModel(step, at, e, { fallback_from: e.model }) : step;
+        return e.notice === "fallback" ? this.calls.openModel(step, at, e, { fallback_from: e.model }) : step;
       case "llm.response":
-      case "llm.error":
-        return this.closeModel(step, at, e);
+      case "llm.error": {
+        const call = this.calls.closeModel(step, at, e);
+        if (e.type === "llm.response") {
+          t.usage = addUsage(t.usage, e.usage);
+          const text = e.thought ?? e.reasoning;
+          if (text?.trim()) t.thought = { agent_id: e.agent_id, text };
+        }
+        return call;
+      }
       case "llm.delta":
         return undefined;
       case "tool.started":
-        return this.startTool(step, at, e);
+        return this.calls.startTool(step, at, e);
       case "tool.finished":
-        return this.finishTool(step, at, e);
+        return this.calls.finishTool(step, at, e);
       case "plan.created":
       case "plan.updated":
         t.plan = { steps: e.steps, ...(e.type === "plan.updated" && e.finished !== undefined ? { finished: e.finished } : {}) };
@@ -242,13 +244,7 @@ export class RunProjection {
 
   /** A step's model and tool calls in flight, oldest first. */
   running(step: string): readonly (ModelCall | ToolCall)[] {
-    return [...(this.inFlight.get(step) ?? [])];
-  }
-
-  private flying(call: ModelCall | ToolCall, on: boolean): void {
-    const calls = this.inFlight.get(call.step) ?? new Set();
-    if (on) this.inFlight.set(call.step, calls.add(call));
-    else calls.delete(call);
+    return this.calls.running(step);
   }
 
   /** The step of an event, made on its first event (a resumed run's stream may begin in the middle). */
@@ -293,118 +289,6 @@ export class RunProjection {
     return rec;
   }
 
-  private openModel(step: StepNode, at: Container, e: RunEvent, fields: Partial<ModelCall>): ModelCall {
-    const call: ModelCall = { kind: "model", id: `m${++this.calls}`, step: step.id, started_at: e.ts, status: "running", ...fields, ...where(at, e) };
-    at.children.push(call);
-    list(this.models, step.id).push(call);
-    this.flying(call, true);
-    return call;
-  }
-
-  private closeModel(step: StepNode, at: Container, e: EventOf<"llm.response" | "llm.error">): ModelCall {
-    const t = this.tree;
-    const open = this.models.get(step.id)?.shift();
-    const duration = e.type === "llm.response" ? e.duration_ms : undefined;
-    const call =
-      open ??
-      // A reply without a request in the stream: it began its duration before.
-      this.placeModel(step, at, e, duration);
-    call.model ??= e.model;
-    if (e.model_name !== undefined) call.model_name = e.model_name;
-    this.flying(call, false);
-    call.ended_at = e.ts;
-    call.duration_ms = duration ?? Math.max(0, Date.parse(e.ts) - Date.parse(call.started_at));
-    t.model_calls += 1;
-    if (e.type === "llm.error") {
-      call.status = "error";
-      call.error = e.error;
-      return call;
-    }
-    call.status = "ok";
-    call.usage = e.usage;
-    call.action = e.action_type ?? (e.tool_calls?.length ? "tool_calls" : "reply");
-    for (const key of ["finish_reason", "reasoning", "thought", "content", "tool_calls", "error"] as const) {
-      if (e[key] !== undefined) Object.assign(call, { [key]: e[key] });
-    }
-    t.usage = addUsage(t.usage, e.usage);
-    const text = e.thought ?? e.reasoning;
-    if (text?.trim()) t.thought = { agent_id: e.agent_id, text };
-    return call;
-  }
-
-  private placeModel(step: StepNode, at: Container, e: RunEvent, duration: number | undefined): ModelCall {
-    const began = new Date(Date.parse(e.ts) - (duration ?? 0)).toISOString();
-    const call: ModelCall = {
-      kind: "model",
-      id: `m${++this.calls}`,
-      step: step.id,
-      started_at: Number.isNaN(Date.parse(began)) ? e.ts : began,
-      status: "running",
-      ...where(at, e),
-    };
-    at.children.push(call);
-    return call;
-  }
-
-  private startTool(step: StepNode, at: Container, e: EventOf<"tool.started">): ToolCall {
-    const key = `${step.id}/${e.call_id}`;
-    const seen = this.tools.get(key);
-    // A resumed run starts again a call that did not finish: the same call, started anew.
-    if (seen && seen.status !== "ok" && seen.status !== "error") {
-      seen.status = "running";
-      this.flying(seen, true);
-      seen.started_at = e.ts;
-      return seen;
-    }
-    const call: ToolCall = {
-      kind: "tool",
-      id: `t${++this.calls}`,
-      step: step.id,
-      tool: e.tool,
-      call_id: e.call_id,
-      arguments: e.arguments,
-      started_at: e.ts,
-      status: "running",
-      called_steps: [],
-      ...where(at, e),
-    };
-    at.children.push(call);
-    this.tools.set(key, call);
-    this.flying(call, true);
-    this.tree.tool_calls += 1;
-    return call;
-  }
-
-  private finishTool(step: StepNode, at: Container, e: EventOf<"tool.finished">): ToolCall {
-    const key = `${step.id}/${e.call_id}`;
-    let call = this.tools.get(key);
-    if (!call || call.status === "ok" || call.status === "error") {
-      const began = new Date(Date.parse(e.ts) - e.duration_ms);
-      call = {
-        kind: "tool",
-        id: `t${++this.calls}`,
-        step: step.id,
-        tool: e.tool,
-        call_id: e.call_id,
-        arguments: e.arguments,
-        started_at: Number.isNaN(began.getTime()) ? e.ts : began.toISOString(),
-        status: "running",
-        called_steps: [],
-        ...where(at, e),
-      };
-      at.children.push(call);
-      this.tools.set(key, call);
-      this.tree.tool_calls += 1;
-    }
-    this.flying(call, false);
-    call.status = e.ok ? "ok" : "error";
-    call.ended_at = e.ts;
-    call.duration_ms = e.duration_ms;
-    if (e.ok) call.result = e.result;
-    if (e.error !== undefined) call.error = e.error;
-    return call;
-  }
-
   /** Versioned todo deltas: one not newer than the last seen for its session is stale and dropped. */
   private todo(step: StepNode, e: EventOf<"todo.updated" | "todo.completed" | "todo.item_progress">): void {
     const seen = this.tree.todos[e.session_id];
@@ -426,58 +310,6 @@ export function project(events: Iterable<RunEvent>): RunTree {
   const projection = new RunProjection();
   for (const e of events) projection.apply(e);
   return projection.tree;
-}
-
-/** The steps of a tree, depth first in order of start. */
-export function stepsOf(tree: RunTree): StepNode[] {
-  const out: StepNode[] = [];
-  const visit = (entries: readonly Entry[]) => {
-    for (const entry of entries) {
-      if (entry.kind === "step") {
-        out.push(entry);
-        visit(entry.children);
-      } else if (entry.kind === "recursion") visit(entry.children);
-    }
-  };
-  visit(tree.roots.filter((r): r is StepNode => r.kind === "step"));
-  return out;
-}
-
-/** A step's own model and tool calls (not those of the agents it called), in order of start. */
-export function callsOf(step: StepNode): (ModelCall | ToolCall)[] {
-  const out: (ModelCall | ToolCall)[] = [];
-  const visit = (entries: readonly Entry[]) => {
-    for (const entry of entries) {
-      if (entry.kind === "model" || entry.kind === "tool") out.push(entry);
-      else if (entry.kind === "recursion") visit(entry.children);
-    }
-  };
-  visit(step.children);
-  return out;
-}
-
-/** Usage summed; here rather than in types.ts (which re-exports it) so that this module imports no value: it runs in the page as it is. */
-export function addUsage(a: Usage, b: Usage): Usage {
-  const unknown = (a.unknown ?? 0) + (b.unknown ?? 0);
-  return {
-    prompt_tokens: a.prompt_tokens + b.prompt_tokens,
-    completion_tokens: a.completion_tokens + b.completion_tokens,
-    total_tokens: a.total_tokens + b.total_tokens,
-    ...(unknown > 0 ? { unknown } : {}),
-  };
-}
-
-function where(at: Container, e: RunEvent): { trace_id?: string; iteration?: number } {
-  return {
-    ...(e.trace_id !== undefined ? { trace_id: e.trace_id } : {}),
-    ...(at.kind === "recursion" && at.iteration !== undefined ? { iteration: at.iteration } : {}),
-  };
-}
-
-function list<T>(map: Map<string, T[]>, key: string): T[] {
-  const items = map.get(key) ?? [];
-  map.set(key, items);
-  return items;
 }
 
 function upsertItem(todos: readonly TodoItem[], item: TodoItem): TodoItem[] {

@@ -1,6 +1,6 @@
 /**
  * The run tree the projection (./projection.ts) folds a run's events into:
- * its types only (docs/design/projection.md).
+ * its types, and two readers of a tree (docs/design/projection.md).
  */
 import type { ApprovalDecision, BudgetStatement, PendingApproval, PlanTaskStatus, TodoItem, Usage } from "./types.js";
 
@@ -87,6 +87,9 @@ export interface StepNode {
   /** Recursions, and the step's own entries outside any recursion, in order. */
   children: Entry[];
 }
+
+/** Where a step's entries go: the step itself, or one of its recursions. */
+export type Container = StepNode | RecursionNode;
 
 export interface RecursionNode {
   kind: "recursion";
@@ -189,4 +192,32 @@ export interface RunTree {
   pending_approvals: string[];
   /** The latest notice or approval entry, for views that show one line of them. */
   last_notice?: Extract<Entry, { kind: "notice" | "approval" }>;
+}
+
+/** The steps of a tree, depth first in order of start. */
+export function stepsOf(tree: RunTree): StepNode[] {
+  const out: StepNode[] = [];
+  const visit = (entries: readonly Entry[]) => {
+    for (const entry of entries) {
+      if (entry.kind === "step") {
+        out.push(entry);
+        visit(entry.children);
+      } else if (entry.kind === "recursion") visit(entry.children);
+    }
+  };
+  visit(tree.roots.filter((r): r is StepNode => r.kind === "step"));
+  return out;
+}
+
+/** A step's own model and tool calls (not those of the agents it called), in order of start. */
+export function callsOf(step: StepNode): (ModelCall | ToolCall)[] {
+  const out: (ModelCall | ToolCall)[] = [];
+  const visit = (entries: readonly Entry[]) => {
+    for (const entry of entries) {
+      if (entry.kind === "model" || entry.kind === "tool") out.push(entry);
+      else if (entry.kind === "recursion") visit(entry.children);
+    }
+  };
+  visit(step.children);
+  return out;
 }

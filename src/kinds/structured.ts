@@ -9,7 +9,7 @@ import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import { lazily } from "../lazy.js";
 import { INTERRUPTED, prefixed, type RunError } from "../errors.js";
 import type { JsonSchema } from "../config/types.js";
-import { addUsage } from "../events/projection.js";
+import { addUsage } from "../events/usage.js";
 import type { Usage } from "../events/types.js";
 import { parseJsonTolerant } from "../parse/json.js";
 import type { AgentContext } from "./types.js";

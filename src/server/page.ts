@@ -1,15 +1,21 @@
 import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
+import { unreachable } from "../errors.js";
 import { BASE_HEADERS } from "./http.js";
 
-/** The page's files: one HTML file and three scripts, served from memory. */
+/** The page's files: one HTML file and its scripts, served from memory. */
 export interface PageFiles {
   html: string;
   script: string;
   /** The tree and the timeline of a run (page/timeline.js), shared with `runtime trace --html`. */
   timeline: string;
-  /** The run's projection (src/events/projection.ts) as compiled: the page folds events with the runtime's own code. */
-  projection: string;
+  /**
+   * The run's projection (src/events/projection.ts) as compiled, and the
+   * sibling modules it imports, by name (`projection`, `usage`, ...),
+   * dependencies first: the page folds events with the runtime's own code.
+   * Served at `/events/<name>.js`, and only these.
+   */
+  events: ReadonlyMap<string, string>;
 }
 
 /**
@@ -19,15 +25,15 @@ export interface PageFiles {
  */
 export function loadPage(): PageFiles | undefined {
   const candidates = [new URL("./page/", import.meta.url), new URL("../../src/server/page/", import.meta.url)];
-  const projection = compiledProjection();
-  if (projection === undefined) return undefined;
+  const events = compiledProjection();
+  if (events === undefined) return undefined;
   for (const dir of candidates) {
     try {
       return {
         html: readFileSync(new URL("index.html", dir), "utf8"),
         script: readFileSync(new URL("app.js", dir), "utf8"),
         timeline: readFileSync(new URL("timeline.js", dir), "utf8"),
-        projection,
+        events,
       };
     } catch {
       // try the next place
@@ -37,19 +43,41 @@ export function loadPage(): PageFiles | undefined {
 }
 
 /**
- * The projection's JavaScript, which imports no value so it runs in the page
- * as tsc wrote it (docs/design/projection.md): beside this module in dist/,
- * or, for a server run from the sources (the tests), in the build's dist/.
+ * The projection's JavaScript and that of the modules it imports, which
+ * import nothing but each other so they run in the page as tsc wrote them
+ * (docs/design/projection.md): beside this module in dist/, or, for a server
+ * run from the sources (the tests), in the build's dist/. Dependencies first.
  */
-function compiledProjection(): string | undefined {
-  for (const file of [new URL("../events/projection.js", import.meta.url), new URL("../../dist/events/projection.js", import.meta.url)]) {
+function compiledProjection(): Map<string, string> | undefined {
+  for (const dir of [new URL("../events/", import.meta.url), new URL("../../dist/events/", import.meta.url)]) {
+    const modules = new Map<string, string>();
     try {
-      return readFileSync(file, "utf8");
-    } catch {
+      readModule(dir, "projection", modules);
+      return modules;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       // try the next place
     }
   }
   return undefined;
+}
+
+/** A compiled module's static imports and re-exports (`import { a } from "./b.js"`, `import "./c.js"`): their specifiers. */
+const IMPORT = /^(?:import|export)\b[^;"]*?\bfrom\s*"([^"]+)"|^import\s*"([^"]+)"/gm;
+
+function readModule(dir: URL, name: string, modules: Map<string, string>): void {
+  if (modules.has(name)) return;
+  const source = readFileSync(new URL(`${name}.js`, dir), "utf8");
+  modules.set(name, ""); // seen, so a cycle ends (test/architecture/cycles.test.ts forbids one anyway)
+  for (const [, from, bare] of source.matchAll(IMPORT)) {
+    const specifier = from ?? bare;
+    const sibling = /^\.\/([\w-]+)\.js$/.exec(specifier ?? "")?.[1];
+    // A bug of the source, not of the installation: the page could not load the module.
+    if (sibling === undefined) unreachable(`src/events/${name}.ts imports ${specifier}: the page runs it, where only src/events/ modules are served`);
+    readModule(dir, sibling, modules);
+  }
+  modules.delete(name);
+  modules.set(name, source);
 }
 
 // Scripts only from this origin and no inline script, so text from a model can never run as code.

@@ -163,14 +163,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       case "page":
       case "script":
       case "timeline":
-      case "projection":
         if (!page) throw new HttpError(404, "the page's files (src/server/page) are missing");
-        sendPageFile(
-          res,
-          route.name === "page" ? page.html : route.name === "script" ? page.script : page[route.name],
-          route.name === "page" ? "text/html" : "text/javascript",
-        );
+        sendPageFile(res, page[route.name === "page" ? "html" : route.name], route.name === "page" ? "text/html" : "text/javascript");
         return;
+      case "events": {
+        // The projection's compiled modules, and no other file of dist/ (docs/design/projection.md).
+        const source = page?.events.get(route.id);
+        if (source === undefined) throw new HttpError(404, `no such endpoint: ${url.pathname}`);
+        sendPageFile(res, source, "text/javascript");
+        return;
+      }
       case "team":
         return sendJson(res, 200, teamInfo(ctx.team));
       case "startRun":
@@ -252,15 +254,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 const STREAMS_END_MS = 2_000;
 
 type Route =
-  | { name: "page" | "script" | "timeline" | "projection" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" }
-  | { name: "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals" | "sessionEvents"; id: string };
+  | { name: "page" | "script" | "timeline" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" }
+  | { name: "events" | "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals" | "sessionEvents"; id: string };
 
 /** Endpoints by method; a path known under another method answers 405. */
 const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[] = [
   { method: "GET", pattern: /^\/(index\.html)?$/, route: () => ({ name: "page" }) },
   { method: "GET", pattern: /^\/app\.js$/, route: () => ({ name: "script" }) },
   { method: "GET", pattern: /^\/timeline\.js$/, route: () => ({ name: "timeline" }) },
-  { method: "GET", pattern: /^\/projection\.js$/, route: () => ({ name: "projection" }) },
+  { method: "GET", pattern: /^\/events\/([\w-]{1,100})\.js$/, route: (name) => ({ name: "events", id: name }) },
   { method: "GET", pattern: /^\/v1\/team$/, route: () => ({ name: "team" }) },
   { method: "GET", pattern: /^\/healthz$/, route: () => ({ name: "health" }) },
   { method: "GET", pattern: /^\/readyz$/, route: () => ({ name: "ready" }) },

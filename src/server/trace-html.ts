@@ -2,13 +2,13 @@
  * One run as one self-contained HTML file (`runtime trace TASK_ID --html
  * FILE`, docs/server.md#run-history): the tree and the timeline of the
  * page, drawn by the page's own page/timeline.js inlined, from the run's
- * projection (the compiled src/events/projection.ts, inlined too) of its
- * events embedded as JSON. No request leaves the file: its Content Security
+ * projection (the compiled src/events/projection.ts and the modules it
+ * imports, inlined too) of its events embedded as JSON. No request leaves the file: its Content Security
  * Policy allows nothing but its own inline script and styles, and every
  * text from a model, a tool or a user is drawn with textContent.
  */
 import type { RunEvent } from "../events/types.js";
-import { RuntimeError } from "../errors.js";
+import { RuntimeError, unreachable } from "../errors.js";
 import { loadPage } from "./page.js";
 
 /** JSON safe inside a <script> element: no `</script`, no `<!--`, no line separators that end a JS string. */
@@ -19,6 +19,9 @@ function scriptJson(value: unknown): string {
     .replace(/\u2029/g, "\\u2029");
 }
 
+/** An import of a sibling module as tsc writes it: `import { a, b } from "./name.js";`. */
+const SIBLING_IMPORT = /^import \{[^}]*\} from "\.\/[\w-]+\.js";$/gm;
+
 export function traceHtml(events: readonly RunEvent[]): string {
   const page = loadPage();
   if (!page) throw new RuntimeError("USAGE", "the page's files (src/server/page) are missing from this installation");
@@ -26,8 +29,11 @@ export function traceHtml(events: readonly RunEvent[]): string {
   // The module's source, inlined. `</script` or `<!--` can only be inside its strings or comments, where
   // `<\/script` and `<\!--` mean the same and no longer end (or confuse) the element that holds them.
   const inline = (source: string) => source.replace(/<\/script/gi, "<\\/script").replace(/<!--/g, "<\\!--");
-  // One module of both: the projection's top-level names and the timeline's do not meet.
-  const scripts = `${inline(page.projection)}\n${inline(page.timeline)}`;
+  // One module of all: the projection's modules, dependencies first, each without its imports of the ones before
+  // it (their names are then in scope); the top-level names of these modules and the timeline's do not meet.
+  const projection = [...page.events.values()].map((source) => source.replace(SIBLING_IMPORT, ""));
+  if (projection.some((source) => /^import\b/m.test(source))) unreachable("the projection's modules import more than each other");
+  const scripts = [...projection, page.timeline].map(inline).join("\n");
   return `<!doctype html>
 <html lang="en">
 <head>

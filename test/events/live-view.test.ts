@@ -13,7 +13,7 @@ import { EventBus } from "../../src/events/bus.js";
 import { renderSummary, renderView } from "../../src/events/live/render.js";
 import { liveSink } from "../../src/events/live/sink.js";
 import { agentRoots, checklistOf, LiveState, viewOf } from "../../src/events/live/state.js";
-import { stepsOf } from "../../src/events/projection.js";
+import { stepsOf } from "../../src/events/run-tree.js";
 import { FrameWriter } from "../../src/events/live/writer.js";
 import type { EventScope, RunEvent, RunEventBody } from "../../src/events/types.js";
 import { tempDir } from "../support/team.js";

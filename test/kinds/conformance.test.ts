@@ -13,7 +13,7 @@ import type { AnyStateMachine, StateNode } from "xstate";
 import { loadTeam } from "../../src/config/load.js";
 import type { AgentKind, ResolvedTeam } from "../../src/config/types.js";
 import { runTeam, type RunOptions, type RunResult } from "../../src/engine/run-team.js";
-import { addUsage } from "../../src/events/projection.js";
+import { addUsage } from "../../src/events/usage.js";
 import { type RunEvent, type Usage, ZERO_USAGE } from "../../src/events/types.js";
 import { KINDS } from "../../src/kinds/registry.js";
 import { createChatClient } from "../../src/models/factory.js";

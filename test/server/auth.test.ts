@@ -34,6 +34,7 @@ describe("the token", () => {
     const endpoints: [string, RequestInit?][] = [
       ["/"],
       ["/app.js"],
+      ["/events/projection.js"],
       ["/v1/team"],
       ["/v1/runs"],
       ["/v1/runs/x"],

@@ -66,6 +66,12 @@ describe("runtime serve (spawned)", () => {
       expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
       expect(await page.text()).toContain('<script type="module" src="/app.js">');
+      // The projection's compiled modules (docs/design/projection.md), and no other module of dist/events/.
+      const projection = await fetch(`${url}/events/projection.js`);
+      expect(projection.headers.get("content-type")).toMatch(/^text\/javascript/);
+      expect(projection.headers.get("content-security-policy")).toContain("script-src 'self'");
+      expect(await projection.text()).toContain("export class RunProjection");
+      expect((await fetch(`${url}/events/bus.js`)).status).toBe(404);
       const { events } = await postRun(url, { input: CIRCLE_QUESTION }, token);
       expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", result_type: "answer" });
     } finally {

@@ -3,7 +3,7 @@
 // the answer, the run's tree and its timeline; and the list of past runs.
 // Every text from a model or a tool goes through textContent.
 
-import { RunProjection } from "/projection.js";
+import { RunProjection } from "/events/projection.js";
 import { TIMELINE_CSS, renderTimeline, renderTree, runView } from "/timeline.js";
 
 const $ = (id) => document.getElementById(id);
