@@ -19,7 +19,7 @@ import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
 import { callModel } from "./model-call.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
-import { stateInspector } from "./state-reporter.js";
+import { stateObserver } from "./state-reporter.js";
 
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
 const MAX_DEPTH = 16;
@@ -226,7 +226,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       return value;
     },
     replaying: () => replay?.replaying(keys.key) ?? false,
-    inspectStates: (machine, options) => stateInspector(machine, emit, options),
+    observeStates: (machine, options) => stateObserver(machine, emit, options),
     newId: run.newId,
     now: run.now,
   };

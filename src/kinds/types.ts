@@ -5,7 +5,8 @@
  * tools, report states, call another agent) are the engine's, written once.
  * Kinds import this file, never the engine.
  */
-import type { AnyStateMachine, InspectionEvent } from "xstate";
+import type { AnyStateMachine } from "xstate";
+import type { MachineObserver } from "./machine/interpret.js";
 import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config/types.js";
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
@@ -112,12 +113,12 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   /** The JSON Schema the caller expects this step's answer to match, if it said so. */
   expects?: JsonSchema;
   /**
-   * The one state reporter: the inspector the kind's actor is created with
+   * The one state reporter: the observer the kind's machine runs with
    * (`runMachine`, src/kinds/run-machine.ts), so the machine's states become
    * `state.changed` events named after the machine's id, each before the
    * work it starts.
    */
-  inspectStates(machine: AnyStateMachine, options?: StateReportOptions): (event: InspectionEvent) => void;
+  observeStates(machine: AnyStateMachine, options?: StateReportOptions): MachineObserver;
   /**
    * Read something from outside the run (a stored plan, a session's list) so
    * that a resumed run reads it as it was then: the value is journalled, and

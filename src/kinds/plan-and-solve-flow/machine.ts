@@ -6,7 +6,8 @@
  * whose implementations the runner binds to its step with `provide`
  * (src/kinds/plan-and-solve-flow/run.ts).
  */
-import { assign, fromPromise, setup } from "xstate";
+import { setup } from "xstate";
+import { assign, fromPromise } from "../machine/kit.js";
 import type { AgentResult } from "../types.js";
 import type { Action } from "../structured.js";
 import { outcomeOf } from "../result.js";

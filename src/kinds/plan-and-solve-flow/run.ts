@@ -9,14 +9,14 @@
  * a replanner is enabled: then the failure is recorded in the past steps
  * (`task:…, execute task failed:…`) and the replanner decides what to do.
  */
-import { fromPromise } from "xstate";
+import { fromPromise } from "../machine/kit.js";
 import type { PlanAndSolveFlowConfig } from "../../config/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 import { INTERRUPTED, prefixed, runErrorOf } from "../../errors.js";
 import type { ChatMessage } from "../../models/types.js";
 import type { AgentContext, AgentRunner } from "../types.js";
 import { type Outcome, planAndSolveFlowMachine } from "./machine.js";
-import { runMachine } from "../run-machine.js";
+import { type ImplementationsOf, runMachine } from "../run-machine.js";
 import { type Action, askStructured, loadSchema, type Plan } from "../structured.js";
 
 /** The PlanAndSolve flow design's executor framing of one step. */
@@ -58,14 +58,14 @@ export function summaryMessages(input: string, plan_str: string, past_steps: str
 /** Run a `plan_and_solve_flow` agent step. */
 export const runPlanAndSolveFlow: AgentRunner<PlanAndSolveFlowConfig> = (ctx, input) => {
   const config = ctx.agent;
-  return runMachine(ctx, bindFlow(ctx, config, input), {
+  return runMachine(ctx, planAndSolveFlowMachine, bindFlow(ctx, config, input), {
     enable_replanner: config.enable_replanner,
     max_replan_rounds: config.max_replan_rounds,
     ...(config.pre_plan_steps ? { pre_plan_steps: config.pre_plan_steps } : {}),
   });
 };
 
-/** The machine with its actors and actions bound to this step: the planner, executor, replanner, the summary. */
+/** The machine's actors and actions for this step: the planner, executor, replanner, the summary. */
 function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolveFlowConfig, input: string) {
   const interrupted = <T>(): Outcome<T> => ({ ok: false, error: INTERRUPTED, fatal: true });
 
@@ -110,7 +110,7 @@ function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolv
     },
   };
 
-  return planAndSolveFlowMachine.provide({
+  return {
     actors: {
       plan: fromPromise(() => services.plan()),
       execute: fromPromise(({ input }: { input: { step: string; past_steps: string } }) => services.execute(input.step, input.past_steps)),
@@ -121,5 +121,5 @@ function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolv
       planCreated: (_, { steps }) => ctx.emit({ type: "plan.created", steps }),
       planUpdated: (_, { steps, finished }) => ctx.emit({ type: "plan.updated", steps, finished }),
     },
-  });
+  } satisfies ImplementationsOf<typeof planAndSolveFlowMachine>;
 }

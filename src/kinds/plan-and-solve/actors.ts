@@ -1,4 +1,4 @@
-import { fromPromise } from "xstate";
+import { fromPromise } from "../machine/kit.js";
 import type { PlanAndSolveContext, PlanAndSolveEffects, Step, Verdict } from "./types.js";
 
 /**

@@ -1,4 +1,5 @@
-import { assign, fromPromise, setup } from "xstate";
+import { setup } from "xstate";
+import { assign, fromPromise } from "../machine/kit.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import { WRITE_TOOLS } from "./todo-tools.js";
 import type { Outcome } from "../types.js";

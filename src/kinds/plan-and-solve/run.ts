@@ -64,7 +64,8 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
     // Todo events and states belong to the round that caused them.
     return await runMachine(
       ctx,
-      planAndSolveMachine.provide(planAndSolveImplementations(effects)),
+      planAndSolveMachine,
+      planAndSolveImplementations(effects),
       { max_iteration: agent.max_iteration },
       {
         start: { type: "RUN" },

@@ -16,7 +16,8 @@
  * only on a bug: the machine then errors, and the engine reports the step's
  * failure as for any runner that throws.
  */
-import { assign, fromPromise, setup } from "xstate";
+import { setup } from "xstate";
+import { assign, fromPromise } from "../machine/kit.js";
 import type { AgentResult } from "../types.js";
 import { outcomeOf } from "../result.js";
 import { prefixed, type RunError, unreachable } from "../../errors.js";

@@ -9,13 +9,13 @@
  * `planSolverMachine`; this file binds its actors to one agent step.
  */
 import { getMaxListeners, setMaxListeners } from "node:events";
-import { fromPromise } from "xstate";
+import { fromPromise } from "../machine/kit.js";
 import type { PlanSolverConfig } from "../../config/types.js";
 import type { AgentContext, AgentRunner } from "../types.js";
 import { mapLimited } from "./concurrency.js";
 import { type Outcome, planSolverMachine, type SolverOutcome } from "./machine.js";
 import { askStructured, loadSchema, type Plan } from "../structured.js";
-import { runMachine } from "../run-machine.js";
+import { type ImplementationsOf, runMachine } from "../run-machine.js";
 import { INTERRUPTED, prefixed } from "../../errors.js";
 
 /** What a solver is asked: the objective and the whole plan for context, then its one task. */
@@ -51,10 +51,14 @@ export const runPlanSolver: AgentRunner<PlanSolverConfig> = async (ctx, input) =
   const listeners = 10 + 4 * config.concurrency;
   if (getMaxListeners(ctx.signal) < listeners) setMaxListeners(listeners, ctx.signal);
 
-  return runMachine(ctx, bindPipeline(ctx), { objective: input, solver: config.solver, ...(config.aggregator ? { aggregator: config.aggregator } : {}) });
+  return runMachine(ctx, planSolverMachine, bindPipeline(ctx), {
+    objective: input,
+    solver: config.solver,
+    ...(config.aggregator ? { aggregator: config.aggregator } : {}),
+  });
 };
 
-/** The machine with its actors bound to this step: the planner, the solvers, the aggregator. */
+/** The machine's actors for this step: the planner, the solvers, the aggregator. */
 function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
   const config = ctx.agent;
   const interrupted = <T>(): Outcome<T> => ({ ok: false, error: INTERRUPTED });
@@ -95,7 +99,7 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
     return { ok: true, value: aggregated.answer ?? "" };
   };
 
-  return planSolverMachine.provide({
+  return {
     actors: {
       plan: fromPromise(({ input }: { input: { objective: string } }) => plan(input)),
       solve: fromPromise(({ input }: { input: { objective: string; tasks: string[] } }) => solve(input)),
@@ -104,5 +108,5 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
     actions: {
       announcePlan: (_, { tasks }) => ctx.emit({ type: "plan.created", steps: tasks }),
     },
-  });
+  } satisfies ImplementationsOf<typeof planSolverMachine>;
 }

@@ -1,4 +1,5 @@
-import { type AnyEventObject, assign, fromPromise, setup } from "xstate";
+import { type AnyEventObject, setup } from "xstate";
+import { assign, fromPromise } from "../machine/kit.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
 import { outcomeOf, type Outcome } from "../result.js";

@@ -1,4 +1,4 @@
-import { fromPromise } from "xstate";
+import { fromPromise } from "../machine/kit.js";
 import type { ReactAgentConfig } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
 import type { ChatMessage, ToolCallRequest } from "../../models/types.js";
@@ -8,7 +8,7 @@ import { type CallModelInput, openRecursion, reactMachine, type Understood } fro
 import { answerFormat, parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState, type RecursionRecord } from "./state.js";
 import { requestWithHistory } from "../conversation.js";
-import { runMachine } from "../run-machine.js";
+import { type ImplementationsOf, runMachine } from "../run-machine.js";
 
 /**
  * Run a `react` agent (docs/design/react-design.md). Each request holds exactly `[0]` the user's
@@ -86,7 +86,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   };
 
   // The machine's work and events, bound to this step.
-  const machine = reactMachine.provide({
+  const implementations = {
     actors: {
       callModel: fromPromise<Understood, CallModelInput>(({ input }) => callModel(input)),
       runTools: fromPromise(({ input }: { input: { trace_id: string; calls: ToolCallRequest[] } }) => toolbox.run(input.calls, { trace_id: input.trace_id })),
@@ -105,10 +105,11 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
         lastPlan = steps;
       },
     },
-  });
+  } satisfies ImplementationsOf<typeof reactMachine>;
   const output = await runMachine(
     ctx,
-    machine,
+    reactMachine,
+    implementations,
     { max_iteration: agent.max_iteration },
     {
       start: { type: "RUN" },

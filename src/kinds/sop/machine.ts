@@ -19,7 +19,8 @@
  * (src/kinds/sop/run.ts). Reading a plan that vanished rejects: the machine
  * then errors, and the engine reports the step's failure.
  */
-import { assign, fromPromise, setup } from "xstate";
+import { setup } from "xstate";
+import { assign, fromPromise } from "../machine/kit.js";
 import { describeOpenTasks } from "../../plan/tree.js";
 import type { PlanInstance } from "../../plan/types.js";
 import type { AgentResult } from "../types.js";

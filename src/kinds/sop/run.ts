@@ -5,7 +5,7 @@
  * The loop lives in `sopMachine`; this file checks that the strategist can
  * drive the workflow at all, then binds the machine's actors to one step.
  */
-import { fromPromise } from "xstate";
+import { fromPromise } from "../machine/kit.js";
 import type { AgentConfig, SopAgentConfig, Workflow } from "../../config/types.js";
 import { RuntimeError, prefixed, type RunError } from "../../errors.js";
 import { newPlanId, type PlanTool } from "../../plan/plan-tool.js";
@@ -13,7 +13,7 @@ import { describeOpenTasks } from "../../plan/tree.js";
 import type { PlanInstance } from "../../plan/types.js";
 import { defaultTemplate } from "../../prompts/render.js";
 import type { AgentContext, AgentRunner, Outcome } from "../types.js";
-import { runMachine } from "../run-machine.js";
+import { type ImplementationsOf, runMachine } from "../run-machine.js";
 import { type Round, sopMachine } from "./machine.js";
 import { sopRules } from "./rules.js";
 
@@ -32,7 +32,7 @@ export const runSop: AgentRunner<SopAgentConfig> = async (ctx, input) => {
   // and its plan changes and assignee calls pass through the workflow's rules (rules.ts).
   const unbind = ctx.scope.step_id !== undefined ? planTool.bindStep(ctx.scope.step_id, planId, sopRules(planTool, planId, workflow)) : () => {};
   try {
-    return await runMachine(ctx, bindSop({ ctx, workflow, planTool, planId, request: input }), { strategist: agent.strategist });
+    return await runMachine(ctx, sopMachine, bindSop({ ctx, workflow, planTool, planId, request: input }), { strategist: agent.strategist });
   } finally {
     unbind();
   }
@@ -66,7 +66,7 @@ interface SopRun {
   request: string;
 }
 
-/** The machine with its actors bound to this step: the plan in the Plan Tool, the strategist. */
+/** The machine's implementations for this step: the plan in the Plan Tool, the strategist. */
 function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
   const strategist = ctx.agent.strategist;
 
@@ -77,7 +77,7 @@ function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
     return result.result_type === "error" ? { outcome: "failed", error: prefixed("", result.error) } : { outcome: "answered", answer: result.answer ?? "" };
   };
 
-  return sopMachine.provide({
+  return {
     actors: {
       createPlan: fromPromise(() =>
         ctx.remember("plan_created", async () => {
@@ -102,7 +102,7 @@ function bindSop({ ctx, workflow, planTool, planId, request }: SopRun) {
           steps: workflow.steps.flatMap((s) => s.tasks.map((t) => `${s.step_id}/${t.task_id} ${t.name} → ${t.assignee}`)),
         }),
     },
-  });
+  } satisfies ImplementationsOf<typeof sopMachine>;
 }
 
 function strategistInput(workflow: Workflow, plan: PlanInstance, request: string, reminder: boolean): string {
