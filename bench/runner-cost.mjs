@@ -1,17 +1,20 @@
 #!/usr/bin/env node
 /**
- * Benchmark: what the one machine runner costs (docs/design/kinds.md#why-the-runner-is-xstates-actor-and-what-it-costs).
+ * Benchmark: what the one machine runner costs (docs/design/kinds.md#why-the-runner-is-not-xstates-actor).
  * The react machine alone, its ports answering at once: CPU per recursion of
- * xstate's actor as runMachine runs it (provide per step, the state reporter),
- * the actor without either part, and an interpreter over xstate's pure
- * functions (initialTransition/transition, the actions run here), which is
- * the other runner the design allows.
+ * the project's runner as runMachine runs it (the step's implementations, the
+ * state reporter), the runner without the reporter, and xstate's own actor
+ * over the same machine (`provide` per step, the reporter's equivalent as its
+ * `inspect`; and one machine for every run, nothing inspected: its floor).
  *
  *   npm run build && node bench/runner-cost.mjs [--runs 2000] [--passes 2]
  */
 import { parseArgs } from "node:util";
-import { createActor, fromPromise, initialTransition, toPromise, transition } from "xstate";
-import { stateInspector } from "../dist/engine/state-reporter.js";
+import { createActor, toPromise } from "xstate";
+import { stateObserver } from "../dist/engine/state-reporter.js";
+import { compile } from "../dist/kinds/machine/compile.js";
+import { interpret } from "../dist/kinds/machine/interpret.js";
+import { fromPromise } from "../dist/kinds/machine/kit.js";
 import { openRecursion, reactMachine } from "../dist/kinds/react/machine.js";
 import { loadLine } from "./lib/bench-team.mjs";
 
@@ -39,55 +42,30 @@ const implementations = () => ({
   actions: { openRecursion: openRecursion(newId), startRecursion: () => {}, announcePlan: () => {} },
 });
 const input = { max_iteration: 30 };
-const reporter = (machine) => stateInspector(machine, () => {}, { traceId: (context) => context.trace_id });
-const shared = reactMachine.provide(implementations());
+const start = { type: "RUN" };
+const traceId = (context) => context.trace_id;
 
+function onRunner(reporter) {
+  const observer = reporter ? stateObserver(reactMachine, () => {}, { traceId }) : undefined;
+  return interpret(compile(reactMachine), implementations(), input, { start, ...(observer ? { observer } : {}) });
+}
+
+/** xstate's actor; `inspect` does what the reporter needs of it: each microstep's state value, each event and action heard. */
 function onActor(machine, inspect) {
-  const actor = createActor(machine, inspect ? { input, inspect: reporter(machine) } : { input });
+  const seen = [];
+  const actor = createActor(machine, inspect ? { input, inspect: (e) => e.type === "@xstate.microstep" && seen.push(e.snapshot.value) } : { input });
   const output = toPromise(actor);
   actor.start();
-  actor.send({ type: "RUN" });
+  actor.send(start);
   return output;
 }
-
-/** The other runner: xstate's pure functions, the actions run here, an invoked actor's end fed back as its done/error event. */
-function onPureFunctions(machine) {
-  return new Promise((resolve, reject) => {
-    let snapshot;
-    const run = (actions) => {
-      for (const action of actions) {
-        if (action.type === "xstate.spawnChild") {
-          const { actorRef, id } = action.params;
-          actorRef.subscribe({
-            complete: () => feed({ type: `xstate.done.actor.${id}`, output: actorRef.getSnapshot().output, actorId: id }),
-            error: (error) => feed({ type: `xstate.error.actor.${id}`, error, actorId: id }),
-          });
-          actorRef.start();
-        } else if (action.type === "xstate.stopChild") action.params.actorRef?.stop();
-        else action.exec?.(action.info, action.params);
-      }
-    };
-    const feed = (event) => {
-      const [next, actions] = transition(machine, snapshot, event);
-      snapshot = next;
-      run(actions);
-      if (snapshot.status === "done") resolve(snapshot.output);
-      else if (snapshot.status === "error") reject(snapshot.error);
-    };
-    const [first, actions] = initialTransition(machine, input);
-    snapshot = first;
-    run(actions);
-    feed({ type: "RUN" });
-  });
-}
+const shared = reactMachine.provide(implementations());
 
 const variants = [
-  ["actor, provide per step, state reporter (runMachine)", () => onActor(reactMachine.provide(implementations()), true)],
-  ["actor, provide per step, no reporter", () => onActor(reactMachine.provide(implementations()), false)],
-  ["actor, one machine, state reporter", () => onActor(shared, true)],
-  ["actor, one machine, no reporter", () => onActor(shared, false)],
-  ["pure functions, provide per step", () => onPureFunctions(reactMachine.provide(implementations()))],
-  ["pure functions, one machine", () => onPureFunctions(shared)],
+  ["the runner, the state reporter (runMachine)", () => onRunner(true)],
+  ["the runner, no reporter", () => onRunner(false)],
+  ["xstate's actor, provide per step, inspected", () => onActor(reactMachine.provide(implementations()), true)],
+  ["xstate's actor, one machine, not inspected: its floor", () => onActor(shared, false)],
 ];
 
 console.log(

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import ts from "typescript";
 import { cycles, readGraph, rel, resolveSpecifier, SRC, valueImports } from "../support/import-graph.js";
 
 // ---------------------------------------------------------------------------
@@ -152,3 +153,26 @@ function loadedBy(roots: string[], options: { loaded?: boolean }): { modules: st
   }
   return { modules: [...seen], packages };
 }
+
+describe("the machines' xstate", () => {
+  it("is imported for `setup` and types: assign and fromPromise come from the runner's kit, and no other built-in action or guard is used", () => {
+    // The runner applies an assignment and starts a promise actor that the kit remembered (src/kinds/machine/kit.ts);
+    // xstate's own would be called as a plain function, silently (docs/design/kinds.md#the-runner).
+    const BUILT_INS = ["assign", "fromPromise", "raise", "sendTo", "sendParent", "enqueueActions", "emit", "spawnChild", "stopChild", "log", "cancel"];
+    const GUARDS = ["and", "or", "not", "stateIn"];
+    const found = readGraph()
+      .modules.filter((m) => m !== "kinds/machine/kit.ts")
+      .flatMap((m) => {
+        const file = ts.createSourceFile(m, readFileSync(join(SRC, m), "utf8"), ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+        return file.statements.flatMap((s) => {
+          if (!ts.isImportDeclaration(s) || !ts.isStringLiteral(s.moduleSpecifier) || s.moduleSpecifier.text !== "xstate") return [];
+          const bindings = s.importClause?.namedBindings;
+          if (s.importClause?.isTypeOnly || !bindings || !ts.isNamedImports(bindings)) return [];
+          return bindings.elements
+            .filter((e) => !e.isTypeOnly && [...BUILT_INS, ...GUARDS].includes((e.propertyName ?? e.name).text))
+            .map((e) => `src/${m}: ${(e.propertyName ?? e.name).text}`);
+        });
+      });
+    expect(found).toEqual([]);
+  });
+});
