@@ -111,6 +111,18 @@ export class CallTracker {
     return call;
   }
 
+  /** A tool's progress: the latest is kept on its call while it works (none for a call not seen starting). */
+  progressTool(step: StepNode, e: EventOf<"tool.progress">): ToolCall | undefined {
+    const call = this.tools.get(`${step.id}/${e.call_id}`);
+    if (call === undefined || call.status !== "running") return undefined;
+    call.progress = {
+      ...(e.message !== undefined ? { message: e.message } : {}),
+      ...(e.progress !== undefined ? { progress: e.progress } : {}),
+      ...(e.total !== undefined ? { total: e.total } : {}),
+    };
+    return call;
+  }
+
   finishTool(step: StepNode, at: Container, e: EventOf<"tool.finished">): ToolCall {
     const key = `${step.id}/${e.call_id}`;
     let call = this.tools.get(key);

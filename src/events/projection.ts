@@ -169,6 +169,8 @@ export class RunProjection {
       }
       case "llm.delta":
         return undefined;
+      case "tool.progress":
+        return this.calls.progressTool(step, e);
       case "tool.started":
         return this.calls.startTool(step, at, e);
       case "tool.finished":

@@ -54,6 +54,8 @@ export interface ToolCall {
   status: CallStatus;
   result?: unknown;
   error?: string;
+  /** What the tool last told of its progress while it worked (`tool.progress`). */
+  progress?: { message?: string; progress?: number; total?: number };
   /** Steps of the agent this call invoked (an agent called as a tool). */
   called_steps: string[];
 }

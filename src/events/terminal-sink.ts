@@ -118,6 +118,9 @@ class TerminalLog {
       case "llm.error":
         log(p.red(`✗ llm ${e.model} error: ${clip(e.error, 200)}`));
         break;
+      case "tool.progress":
+        log(p.dim(`  ${e.tool} … ${progressText(e)}`));
+        break;
       case "tool.finished":
         log(
           e.ok
@@ -231,4 +234,10 @@ class TerminalLog {
     this.flushDelta(true);
     this.closed = true;
   }
+}
+
+/** A tool's progress as a line: `3/10 · reading page 3`, `40%`, or the message alone. */
+export function progressText(e: { message?: string; progress?: number; total?: number }): string {
+  const count = e.progress === undefined ? undefined : e.total !== undefined ? `${e.progress}/${e.total}` : `${e.progress}`;
+  return [count, e.message !== undefined ? clip(e.message, 160) : undefined].filter((part) => part !== undefined).join(" · ");
 }

@@ -103,6 +103,12 @@ export type RunEventBody =
    */
   | { type: "llm.notice"; model: string; notice: "layout" | "structured_output" | "fallback"; message: string }
   | { type: "tool.started"; tool: string; call_id: string; arguments: unknown }
+  /**
+   * What a tool at work tells before it ends (an MCP server's progress or log
+   * notification, a remote A2A agent's status): `progress` of `total` when it
+   * counts, `message` when it says something (docs/events.md).
+   */
+  | { type: "tool.progress"; tool: string; call_id: string; message?: string; progress?: number; total?: number }
   | {
       type: "tool.finished";
       tool: string;

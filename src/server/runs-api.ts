@@ -8,7 +8,7 @@ import { follow, type FollowOptions } from "../store/follow.js";
 import { RUN_STATUSES, type RunStore, type Watch } from "../store/runs.js";
 import { whileQueued } from "../queue/follow.js";
 import type { RunQueue } from "../queue/run-queue.js";
-import { HttpError, readJsonBody, sendJson } from "./http.js";
+import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRuns } from "./live-runs.js";
 import { EventStream, lastEventId, lastRunEventId } from "./sse.js";
 
@@ -67,12 +67,20 @@ export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
 }
 
 /**
- * `POST /v1/runs`: start a run and stream its events until run.finished.
- * The client going away cancels the run (its trace is kept); a client
- * dropped for falling too far behind does not (docs/server.md#slow-readers).
+ * A run started through any of the server's protocols (docs/protocols.md):
+ * an ordinary run, listed, traced, resumable, budgeted and approvable like
+ * every other. `more` tells a follower of the store whether more events may
+ * come (src/store/follow.ts); `cancel` is there for a run of this process (a
+ * queued run belongs to the workers), and does nothing once it has finished.
  */
-export async function startRun(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const body = parseStartRun(await readJsonBody(req, ctx.maxBodyBytes), ctx.team);
+export interface LaunchedRun {
+  task_id: string;
+  more: NonNullable<FollowOptions["more"]>;
+  cancel?: () => void;
+}
+
+/** Start a run: queued for workers with a PostgreSQL store, else here (429 past `maxLiveRuns`). */
+export async function launchRun(ctx: ApiContext, body: StartRunBody): Promise<LaunchedRun> {
   if (ctx.queued) {
     const task_id = newId();
     await ctx.queued.queue.enqueue({
@@ -82,9 +90,7 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
       ...(body.agent !== undefined ? { agent: body.agent } : {}),
       ...(body.session_id !== undefined ? { session_id: body.session_id } : {}),
     });
-    // A queued run goes on when its client leaves: it belongs to the workers now.
-    void streamRun(ctx, new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer), task_id, 0, whileQueued(ctx.queued.queue, task_id));
-    return;
+    return { task_id, more: whileQueued(ctx.queued.queue, task_id) };
   }
   if (ctx.live.size >= ctx.maxLiveRuns) {
     throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
@@ -95,12 +101,43 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
     ...(body.agent !== undefined ? { agent: body.agent } : {}),
     ...(body.session_id !== undefined ? { sessionId: body.session_id } : {}),
   });
+  return {
+    task_id: run.task_id,
+    more: whileLive(ctx.live, run.task_id),
+    cancel: () => {
+      if (!run.finished) run.cancel();
+    },
+  };
+}
+
+/**
+ * `POST /v1/runs`: start a run and stream its events until run.finished. The
+ * client going away cancels a run of this process (its trace is kept); a
+ * client dropped for falling too far behind does not (docs/server.md#slow-readers).
+ * With `Prefer: respond-async`, the answer is 202 with the task_id at once and
+ * the run goes on alone: follow it with `GET /v1/runs/:task_id/events`.
+ */
+export async function startRun(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = parseStartRun(await readJsonBody(req, ctx.maxBodyBytes), ctx.team);
+  const run = await launchRun(ctx, body);
+  if (prefersAsync(req)) {
+    res.setHeader("x-task-id", run.task_id);
+    res.setHeader("preference-applied", "respond-async");
+    sendJson(res, 202, { task_id: run.task_id, events: `/v1/runs/${encodeURIComponent(run.task_id)}/events` });
+    return;
+  }
   const stream = new EventStream(res, { "x-task-id": run.task_id }, ctx.maxClientBuffer);
   res.once("close", () => {
     // A client dropped for reading too slowly was not cancelling: it follows on with GET .../events.
-    if (!run.finished && !stream.dropped) run.cancel();
+    if (!stream.dropped) run.cancel?.();
   });
-  void streamRun(ctx, stream, run.task_id, 0, whileLive(ctx.live, run.task_id));
+  void streamRun(ctx, stream, run.task_id, 0, run.more);
+}
+
+/** `Prefer: respond-async` (RFC 7240), among other preferences or alone. */
+function prefersAsync(req: IncomingMessage): boolean {
+  const prefer = req.headers.prefer;
+  return (Array.isArray(prefer) ? prefer.join(",") : (prefer ?? "")).split(/[,;]/).some((p) => p.trim().toLowerCase() === "respond-async");
 }
 
 /**
@@ -109,14 +146,17 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
  */
 export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
   const after = lastEventId(req.headers["last-event-id"]);
-  if (ctx.queued) {
-    if ((await ctx.queued.queue.stateOf(taskId)) === undefined && (await ctx.store.lastSeq(taskId)) === 0)
-      throw new HttpError(404, `no run with task_id ${taskId}`);
-    void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, whileQueued(ctx.queued.queue, taskId));
+  const state = ctx.queued ? await ctx.queued.queue.stateOf(taskId) : undefined;
+  const going = ctx.queued ? state === "queued" || state === "running" : ctx.live.get(taskId) !== undefined;
+  const last = await ctx.store.lastSeq(taskId);
+  if (!going && state === undefined && last === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
+  // A client that has every event of a run that has ended is told so, and an EventSource stops reconnecting.
+  if (!going && after > 0 && after >= last) {
+    res.writeHead(204, { ...BASE_HEADERS, "x-task-id": taskId }).end();
     return;
   }
-  if (!ctx.live.get(taskId) && (await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
-  void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, whileLive(ctx.live, taskId));
+  const more = ctx.queued ? whileQueued(ctx.queued.queue, taskId) : whileLive(ctx.live, taskId);
+  void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, more);
 }
 
 /**

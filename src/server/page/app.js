@@ -125,6 +125,12 @@ function apply(event) {
       view.tools.set(event.call_id, { event, finished: undefined });
       drawTool(event.call_id);
       break;
+    case "tool.progress":
+      log(
+        event.agent_id,
+        `${event.tool} … ${[event.progress !== undefined ? (event.total !== undefined ? `${event.progress}/${event.total}` : `${event.progress}`) : undefined, event.message].filter((x) => x !== undefined).join(" · ")}`,
+      );
+      break;
     case "tool.finished": {
       const entry = view.tools.get(event.call_id) ?? { event };
       entry.finished = event;
