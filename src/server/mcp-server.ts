@@ -49,12 +49,14 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
       async ({ query }, extra): Promise<CallToolResult> => {
         const token = extra._meta?.progressToken;
         let progress = 0;
+        // Each notification is sent before the result: a client drops progress that comes after it.
+        let sent: Promise<unknown> = Promise.resolve();
         const notify = (event: RunEvent): void => {
           if (token === undefined) return;
           const message = progressMessage(event);
           if (message === undefined) return;
           const notification: ServerNotification = { method: "notifications/progress", params: { progressToken: token, progress: ++progress, message } };
-          extra.sendNotification(notification).catch(() => undefined);
+          sent = Promise.all([sent, extra.sendNotification(notification).catch(() => undefined)]);
         };
         const run = runTeam(team, {
           ...options.run,
@@ -66,6 +68,7 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
         });
         runs.add(run.result);
         const result = await run.result.finally(() => runs.delete(run.result));
+        await sent;
         const text = result.result_type === "answer" ? (result.answer ?? "") : `run failed: ${result.error?.message ?? "unknown error"}`;
         return {
           content: [{ type: "text", text }],
