@@ -1,11 +1,28 @@
-import { type AnyMachineSnapshot, type AnyStateMachine, createActor, createMachine, type InspectionEvent, setup, type StateNode, toPromise } from "xstate";
+/**
+ * The runner (src/kinds/machine/) against xstate's own actor, its reference:
+ * each machine runs under `createActor(machine.provide(implementations))`,
+ * read through the root's `@xstate.microstep` inspection events, and under
+ * `interpret(compile(machine), implementations)`, with the same scripted
+ * implementations, and the two traces must be equal: each microstep's state
+ * and context, each action's call, each actor's start (with its input) and
+ * abort, in order, and the output or the error (docs/design/kinds.md).
+ * Every kind's machine is driven through all of its states by seeded
+ * scripts; synthetic machines cover what the runner claims beyond them.
+ */
 import { describe, expect, it, vi } from "vitest";
+import { type AnyMachineSnapshot, type AnyStateMachine, createActor, createMachine, type InspectionEvent, setup, type StateNode, toPromise } from "xstate";
+import { type RunError, RuntimeError } from "../../../src/errors.js";
 import { compile } from "../../../src/kinds/machine/compile.js";
 import { type Implementations, interpret } from "../../../src/kinds/machine/interpret.js";
 import { assign, fromPromise } from "../../../src/kinds/machine/kit.js";
+import { type PlanAndSolveContext, planAndSolveMachine, type Step, type Verdict } from "../../../src/kinds/plan-and-solve/machine.js";
+import { type Outcome as FlowOutcome, planAndSolveFlowMachine } from "../../../src/kinds/plan-and-solve-flow/machine.js";
+import { type Outcome as SolverPhase, planSolverMachine, type SolverOutcome } from "../../../src/kinds/plan-solver/machine.js";
 import { openRecursion, reactMachine } from "../../../src/kinds/react/machine.js";
 import type { ReactAction } from "../../../src/kinds/react/protocol.js";
-import { RuntimeError } from "../../../src/errors.js";
+import { type Round, sopMachine } from "../../../src/kinds/sop/machine.js";
+import type { ChatResponse } from "../../../src/models/types.js";
+import type { PlanInstance, TaskInfo } from "../../../src/plan/types.js";
 import type { ToolOutcome } from "../../../src/tools/types.js";
 
 /** One line of a run's trace: a microstep, an action's call, an actor started or aborted, how the run ended. */
@@ -31,12 +48,19 @@ async function quiesce(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
+/** The trace with how the run ended: its output, its error, or `stalled` when it rests with nothing left to wait for. */
 async function ending(done: Promise<unknown>, trace: Trace): Promise<Trace> {
-  await done.then(
-    (output) => trace.push(["output", json(output)]),
-    (error: unknown) => trace.push(["error", message(error)]),
-  );
+  let ended = false;
+  void done
+    .then(
+      (output) => trace.push(["output", json(output)]),
+      (error: unknown) => trace.push(["error", message(error)]),
+    )
+    .finally(() => {
+      ended = true;
+    });
   await quiesce();
+  if (!ended) trace.push(["stalled"]);
   return trace;
 }
 
@@ -114,15 +138,15 @@ function actor<I, O>(trace: Trace, name: string, work: (input: I) => O | Promise
   });
 }
 
-/** How a run ended: `answer`, an error's code, or `throw`. */
+/** How a run ended: `answer`, an error's code, `throw` or `stalled`. */
 function ended(trace: Trace): string {
   const [kind, value] = trace.at(-1)!;
-  if (kind !== "output") return "throw";
+  if (kind !== "output") return kind === "error" ? "throw" : "stalled";
   const out = value as { result_type: string; error?: { code: string } };
   return out.error?.code ?? out.result_type;
 }
 
-/** Every state node of a machine, dotted, and the states the traces went through (the initial one, each microstep's and their ancestors). */
+/** Every state node of a machine, dotted. */
 function stateNodes(machine: AnyStateMachine): Set<string> {
   const all = new Set<string>();
   const visit = (node: StateNode) => {
@@ -132,6 +156,7 @@ function stateNodes(machine: AnyStateMachine): Set<string> {
   visit(machine.root);
   return all;
 }
+/** The states the traces went through: the initial ones, each microstep's, and their ancestors. */
 function visitedBy(machine: AnyStateMachine, traces: Trace[]): Set<string> {
   const leaves: string[] = [];
   for (let node = machine.root; node.type === "compound"; node = node.initial.target[0] as StateNode) leaves.push(node.initial.target[0]!.path.join("."));
@@ -202,6 +227,235 @@ describe("the react machine, as xstate's actor runs it", () => {
     expect(visitedBy(reactMachine, traces)).toEqual(stateNodes(reactMachine));
     // The scripts reach every way a react run ends.
     expect(new Set(traces.map(ended))).toEqual(new Set(["answer", "GAVE_UP", "INTERNAL", "MAX_ITERATION", "MODEL_UNAVAILABLE"]));
+  });
+});
+
+/** A model's or a service's failure: a RuntimeError (its code kept) or a bare Error. */
+function failure(rng: Random, what: string): Error {
+  return rng.chance(0.5) ? new RuntimeError("MODEL_UNAVAILABLE", `${what} unavailable`) : new Error(`${what} broke`);
+}
+const runError = (rng: Random, what: string): RunError => ({ code: rng.pick(["MODEL_BAD_REPLY", "ABORTED", "INTERNAL"] as const), message: `${what} failed` });
+
+describe("plan_and_solve, as xstate's actor runs it", () => {
+  const TOOLS = ["write_todos", "create_todo_list", "validate_plan", "terminate", "update_todo_item", "search"];
+  const make =
+    (seed: number): Make =>
+    (trace) => {
+      const rng = random(seed);
+      // The todo list the guards read; only the actors change it, as in src/kinds/plan-and-solve/actors.ts.
+      const todos = { empty: true, done: false };
+      let n = 0;
+      const fails = (what: string, p = 0.05) => {
+        if (rng.chance(p)) throw failure(rng, what);
+      };
+      const outcome = (context: PlanAndSolveContext): ToolOutcome => {
+        const ok = rng.chance(0.8);
+        const tool = context.current?.name ?? "search";
+        const result = tool === "validate_plan" ? { valid: rng.chance(0.6) } : `result ${n}`;
+        return { call_id: context.current?.id ?? "none", tool, arguments: {}, ok, ...(ok ? { result } : { error: `failed ${n}` }), duration_ms: 0 };
+      };
+      const step = (context: PlanAndSolveContext): Step => ({ kind: "outcome", outcome: outcome(context) });
+      const verdict = (): Verdict => {
+        switch (rng.pick(["accepted", "refused", "retry", "invalid", "rejected"] as const)) {
+          case "accepted":
+            return { kind: "accepted", status: rng.pick(["success", "failure"] as const), ...(rng.chance(0.7) ? { answer: `answer ${n}` } : {}) };
+          case "rejected":
+            return { kind: "rejected", problems: ["wrong"], final: rng.chance(0.4), error: `rejected ${n}` };
+          case "refused":
+            return { kind: "refused" };
+          case "retry":
+            return { kind: "retry" };
+          case "invalid":
+            return { kind: "invalid" };
+        }
+      };
+      type Input = { context: PlanAndSolveContext };
+      return {
+        actors: {
+          callModel: actor(trace, "callModel", (): Step => {
+            n++;
+            fails("model", 0.08);
+            const calls = Array.from({ length: rng.int(3) }, (_, i) => ({ id: `c${n}.${i}`, name: rng.pick(TOOLS), arguments: "{}" }));
+            return { kind: "reply", reply: { content: `reply ${n}`, tool_calls: calls, usage: {}, finish_reason: "stop" } as unknown as ChatResponse };
+          }),
+          runTodoTool: actor(trace, "runTodoTool", ({ context }: Input) => {
+            fails("todo tool");
+            todos.empty = false;
+            return step(context);
+          }),
+          storePlan: actor(trace, "storePlan", () => fails("store")),
+          markInProgress: actor(trace, "markInProgress", () => fails("begin")),
+          executeTool: actor(trace, "executeTool", ({ context }: Input) => {
+            fails("tool");
+            return step(context);
+          }),
+          recordResult: actor(trace, "recordResult", () => fails("record")),
+          markCompleted: actor(trace, "markCompleted", () => {
+            fails("track");
+            todos.done = rng.chance(0.4);
+          }),
+          validateAnswer: actor(trace, "validateAnswer", () => {
+            fails("verify");
+            return verdict();
+          }),
+          formatResponse: actor(trace, "formatResponse", () => {
+            fails("format");
+            return rng.chance(0.7) ? { answer: `formatted ${n}` } : {};
+          }),
+          finalSummary: actor(trace, "finalSummary", () => {
+            fails("summary", 0.2);
+            return rng.chance(0.7) ? { text: `summary ${n}` } : {};
+          }),
+        },
+        guards: {
+          doneAtLimit: ({ context }: Input) => context.iteration >= context.max_iteration && todos.done,
+          needsPlan: ({ context }: Input) => context.plan_invalid || todos.empty,
+          allDone: () => todos.done,
+        },
+      };
+    };
+
+  it("takes the same microsteps, calls and output for 150 seeded scripts, through every state", async () => {
+    const traces: Trace[] = [];
+    for (let seed = 1; seed <= 150; seed++) traces.push(await compare(planAndSolveMachine, make(seed), { max_iteration: seed % 6 }, { type: "RUN" }));
+    expect(visitedBy(planAndSolveMachine, traces)).toEqual(stateNodes(planAndSolveMachine));
+    const ends = traces.map(ended).filter((end) => end !== "stalled");
+    expect(new Set(ends)).toEqual(new Set(["answer", "GAVE_UP", "INTERNAL", "MAX_ITERATION", "MODEL_BAD_REPLY", "MODEL_UNAVAILABLE"]));
+    // The machine's own flaw, under either runner: a verdict that goes on (refused, retry, invalid) with another
+    // terminate next in the queue targets VERIFYING.ValidateAnswer from itself without `reenter`, so the state is not
+    // entered again, its actor not invoked again, and the run waits for ever. No other run stalls.
+    for (const trace of traces.filter((t) => ended(t) === "stalled")) {
+      const [, path, context] = trace.at(-2)!;
+      expect(path).toBe("VERIFYING.ValidateAnswer");
+      expect((context as PlanAndSolveContext).current?.name).toBe("terminate");
+    }
+  });
+});
+
+describe("plan_and_solve_flow, as xstate's actor runs it", () => {
+  const make =
+    (seed: number): Make =>
+    (trace) => {
+      const rng = random(seed);
+      let n = 0;
+      const outcome = <T>(value: () => T, what: string): FlowOutcome<T> => {
+        n++;
+        if (rng.chance(0.05)) throw failure(rng, what);
+        if (rng.chance(0.15)) return { ok: false, error: runError(rng, what), ...(rng.chance(0.3) ? { fatal: true } : {}) };
+        return { ok: true, value: value() };
+      };
+      const steps = () => Array.from({ length: 1 + rng.int(3) }, (_, i) => `step ${n}.${i}`);
+      return {
+        actors: {
+          plan: actor(trace, "plan", () => outcome(steps, "planner")),
+          execute: actor(trace, "execute", () => outcome(() => `did ${n}`, "executor")),
+          replan: actor(trace, "replan", () => outcome(() => (rng.chance(0.3) ? { response: `answer ${n}` } : { steps: steps() }), "replanner")),
+          summarize: actor(trace, "summarize", () => outcome(() => `summary ${n}`, "summary")),
+        },
+        actions: { planCreated: recorded(trace, "planCreated"), planUpdated: recorded(trace, "planUpdated") },
+      };
+    };
+
+  it("takes the same microsteps, calls and output for 150 seeded scripts, through every state", async () => {
+    const traces: Trace[] = [];
+    for (let seed = 1; seed <= 150; seed++) {
+      const rng = random(-seed);
+      const input = {
+        enable_replanner: rng.chance(0.5),
+        max_replan_rounds: rng.int(4),
+        ...(rng.chance(0.3) ? { pre_plan_steps: ["first", "second"].slice(0, 1 + rng.int(2)) } : {}),
+      };
+      traces.push(await compare(planAndSolveFlowMachine, make(seed), input));
+    }
+    expect(visitedBy(planAndSolveFlowMachine, traces)).toEqual(stateNodes(planAndSolveFlowMachine));
+    expect(new Set(traces.map(ended))).toEqual(new Set(["answer", "ABORTED", "INTERNAL", "MODEL_BAD_REPLY", "MODEL_UNAVAILABLE"]));
+  });
+});
+
+describe("plan_solver, as xstate's actor runs it", () => {
+  const make =
+    (seed: number): Make =>
+    (trace) => {
+      const rng = random(seed);
+      const outcome = <T>(value: () => T, what: string): SolverPhase<T> => {
+        // An actor that rejects is a bug: no transition takes it, and the machine fails.
+        if (rng.chance(0.05)) throw new Error(`${what} broke`);
+        return rng.chance(0.15) ? { ok: false, error: runError(rng, what) } : { ok: true, value: value() };
+      };
+      const draft = (task: string): SolverOutcome =>
+        rng.chance(0.7) ? { task, ok: true, output: `solved ${task}` } : { task, ok: false, error: runError(rng, task) };
+      return {
+        actors: {
+          plan: actor(trace, "plan", () => outcome(() => Array.from({ length: 1 + rng.int(3) }, (_, i) => `task ${i}`), "planner")),
+          solve: actor(trace, "solve", ({ tasks }: { tasks: string[] }) => outcome(() => tasks.map(draft), "solvers")),
+          aggregate: actor(trace, "aggregate", () => outcome(() => "aggregated", "aggregator")),
+        },
+        actions: { announcePlan: recorded(trace, "announcePlan") },
+      };
+    };
+
+  it("takes the same microsteps, calls and output or error for 100 seeded scripts, through every state", async () => {
+    const traces: Trace[] = [];
+    for (let seed = 1; seed <= 100; seed++) {
+      const input = { objective: "the goal", solver: "solver", ...(seed % 2 === 0 ? { aggregator: "aggregator" } : {}) };
+      traces.push(await compare(planSolverMachine, make(seed), input));
+    }
+    expect(visitedBy(planSolverMachine, traces)).toEqual(stateNodes(planSolverMachine));
+    expect(new Set(traces.map(ended))).toEqual(new Set(["answer", "ABORTED", "INTERNAL", "MODEL_BAD_REPLY", "throw"]));
+  });
+});
+
+describe("sop, as xstate's actor runs it", () => {
+  const planOf = (rng: Random, n: number): PlanInstance => {
+    const task = (id: string): TaskInfo => ({
+      task_id: id,
+      step_id: "s1",
+      name: `task ${id}`,
+      assignee: "worker",
+      description: "",
+      optional: rng.chance(0.2),
+      status: rng.pick(["ready", "inprogress", "completed", "error", "skipped"] as const),
+      result_summary: rng.chance(0.5) ? `summary of ${id}` : null,
+      updated_at: "2026-01-01T00:00:00Z",
+    });
+    const status = rng.pick(["running", "running", "completed", "error"] as const);
+    const steps = [{ step_id: "s1", name: "step one", description: "", status, tasks: [task("t1"), task("t2")] }];
+    const times = { created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z" };
+    return { plan_id: `p${n}`, name: "plan", description: "", workflow_template_source: "WF", status, revision: n, run_task_id: null, ...times, steps };
+  };
+  const make =
+    (seed: number): Make =>
+    (trace) => {
+      const rng = random(seed);
+      let n = 0;
+      return {
+        actors: {
+          // Creating or reading the plan fails only on a bug: no transition takes it, and the machine fails.
+          createPlan: actor(trace, "createPlan", () => {
+            if (rng.chance(0.05)) throw new Error("plan tool broke");
+            return rng.chance(0.15) ? { ok: false, error: { code: "CONFIG_INVALID", message: "no plan" } } : { ok: true };
+          }),
+          readPlan: actor(trace, "readPlan", () => {
+            if (rng.chance(0.05)) throw new RuntimeError("NOT_FOUND", "plan disappeared");
+            return planOf(rng, ++n);
+          }),
+          drive: actor(trace, "drive", (): Round => {
+            const outcome = rng.pick(["answered", "answered", "failed", "interrupted"] as const);
+            if (outcome === "answered") return { outcome, answer: `round ${n}` };
+            return outcome === "failed" ? { outcome, error: runError(rng, "strategist") } : { outcome };
+          }),
+        },
+        actions: { announcePlan: recorded(trace, "announcePlan") },
+      };
+    };
+
+  it("takes the same microsteps, calls and output or error for 100 seeded scripts, through every state", async () => {
+    const traces: Trace[] = [];
+    for (let seed = 1; seed <= 100; seed++) traces.push(await compare(sopMachine, make(seed), { strategist: "boss" }));
+    expect(visitedBy(sopMachine, traces)).toEqual(stateNodes(sopMachine));
+    expect(new Set(traces.map(ended))).toEqual(
+      new Set(["answer", "ABORTED", "CONFIG_INVALID", "GAVE_UP", "INTERNAL", "MAX_ITERATION", "MODEL_BAD_REPLY", "throw"]),
+    );
   });
 });
 
