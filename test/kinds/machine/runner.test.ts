@@ -484,12 +484,16 @@ const synthetic =
 
 const note = (what: string) => ({ type: "note" as const, params: { what } });
 
-/** Nested compound states, `always` with inline and named guards, reentry, done events with outputs, both forms of assign, entry and exit order. */
+/**
+ * Nested compound states, `always` with inline and named guards, reentry,
+ * done events with outputs, both forms of assign, entry and exit order, an
+ * event an initial action sends (it waits for the start, and comes before the start event).
+ */
 const nestedMachine = setup({
   types: {
     context: {} as { n: number; trail: string[]; outputs: unknown[] },
     input: {} as { n: number },
-    events: {} as { type: "GO" },
+    events: {} as { type: "GO" } | { type: "TICK" },
   },
   actions: { note: (_, _params: { what: string }) => {} },
   guards: { atLeast: ({ context }, params: { n: number }) => context.n >= params.n },
@@ -500,7 +504,14 @@ const nestedMachine = setup({
   entry: note("root"),
   exit: note("root exit"),
   states: {
-    IDLE: { entry: note("IDLE"), exit: note("IDLE exit"), on: { GO: { target: "LOOP", actions: note("GO") } } },
+    IDLE: {
+      entry: [note("IDLE"), ({ self }) => self.send({ type: "TICK" })],
+      exit: note("IDLE exit"),
+      on: {
+        TICK: { actions: [note("TICK"), assign({ trail: ({ context }) => [...context.trail, "TICK"] })] },
+        GO: { target: "LOOP", actions: note("GO") },
+      },
+    },
     LOOP: {
       initial: "COUNT",
       entry: [note("LOOP"), assign({ trail: ({ context }) => [...context.trail, "LOOP"] })],
@@ -673,6 +684,8 @@ describe("a synthetic machine, as xstate's actor runs it", () => {
     const traces: Trace[] = [];
     for (let n = 0; n < 8; n++) traces.push(await compare(nestedMachine, synthetic({}), { n }, { type: "GO" }));
     expect(visitedBy(nestedMachine, traces)).toEqual(stateNodes(nestedMachine));
+    // The initial action's TICK came before GO.
+    for (const trace of traces) expect((trace.at(-1)![1] as { trail: string[] }).trail.slice(0, 2)).toEqual(["TICK", "LOOP"]);
   });
 
   it("invoked actors: input, done, error, left before they end, left and re-entered, failing unhandled", async () => {
