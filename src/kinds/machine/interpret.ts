@@ -117,6 +117,7 @@ export function interpret(
       for (const invocation of n.invoke) stop(invocation.id);
     }
   };
+  /** A state's actor, made as the state is entered: its input is read now, its start waits for the end of the macrostep. */
   const spawn = (invocation: Invocation, event: unknown): void => {
     const logic = typeof invocation.src === "string" ? (named.actors[invocation.src] ?? machine.implementations.actors[invocation.src]) : invocation.src;
     const creator = creatorOf(logic);
@@ -202,9 +203,10 @@ export function interpret(
     settle(event);
     endMacrostep();
   };
+  /** The macrostep has ended: its actors start and those it stopped are aborted, in the order it met them. */
   const endMacrostep = (): void => {
     observer?.settle();
-    for (const deferred of afterMacrostep.splice(0)) deferred();
+    for (const effect of afterMacrostep.splice(0)) effect();
   };
   /** Start `child`'s work, unless its state was left meanwhile; what it ends with is the machine's next event, unless its state was left by then. */
   const start = (child: Child): void => {
@@ -252,7 +254,7 @@ export function interpret(
       mailbox.length = 0;
       // Every actor is stopped: those of the failed macrostep never start, those at work are aborted (xstate's actor leaves them running).
       for (const id of [...children.keys()]) stop(id);
-      for (const deferred of afterMacrostep.splice(0)) deferred();
+      for (const effect of afterMacrostep.splice(0)) effect();
       reject(error);
     } finally {
       processing = false;
