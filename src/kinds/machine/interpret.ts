@@ -3,14 +3,15 @@
  * machine run microstep by microstep as xstate's actor runs it, with the
  * step's implementations. Events wait their turn in a mailbox; each is one
  * macrostep: its transition, then the transient (`always`) transitions and
- * the raised done events until the machine rests. A state's invoked promise
- * actors start once the macrostep that entered it has ended, if it is still
- * active; leaving the state aborts them and drops what they end with.
+ * the raised done events until the machine rests. As in xstate, a state's
+ * invoked promise actor takes its input as the state is entered and starts
+ * once the macrostep has ended, if its state is still active; leaving the
+ * state drops what it ends with, and aborts it once the macrostep has ended.
  */
 import type { AnyStateMachine } from "xstate";
 import { unreachable } from "../../errors.js";
-import { type Action, actionOf, type Compiled, type Edge, moveOf, type Params, type Ref, type State } from "./compile.js";
-import { creatorOf } from "./kit.js";
+import { type Action, actionOf, type Compiled, type Edge, type Invocation, moveOf, type Params, type Ref, type State } from "./compile.js";
+import { creatorOf, type PromiseCreator } from "./kit.js";
 
 /** The run's own implementations, as `machine.provide` would take them. */
 export interface Implementations {
@@ -29,8 +30,12 @@ export interface MachineObserver {
 
 type AnyEvent = { type: string; [key: string]: unknown };
 
-/** An invoked actor at work; its AbortController is made when its work first reads the signal. */
-interface Running {
+/** An invoked actor, from its state's entry; its AbortController is made when its work first reads the signal. */
+interface Child {
+  id: string;
+  creator: PromiseCreator;
+  input: unknown;
+  started: boolean;
   controller: AbortController | undefined;
 }
 
@@ -60,9 +65,10 @@ export function interpret(
   let processing = false;
   /** While the initial states are entered, the actions that are not assignments wait for the start. */
   let deferred: (() => void)[] | undefined = [];
-  /** Invocations of the states entered in this macrostep, started when it ends. */
-  const toStart: { state: State; index: number; event: unknown }[] = [];
-  const running = new Map<string, Running>();
+  /** The invoked actors of the active states, by id. */
+  const children = new Map<string, Child>();
+  /** What xstate defers to the end of a macrostep: starting the actors invoked in it, aborting those whose state it left. */
+  const afterMacrostep: (() => void)[] = [];
 
   const self = { send: (event: AnyEvent) => send(event) };
   const paramsOf = (p: Params, event: unknown): unknown => (p === undefined ? undefined : typeof p === "function" ? p({ context, event }) : p.value);
@@ -94,7 +100,7 @@ export function interpret(
   const enterAll = (states: State[], event: unknown): void => {
     for (const n of states) {
       execute(n.entry, event);
-      for (let index = 0; index < n.invoke.length; index++) toStart.push({ state: n, index, event });
+      for (const invocation of n.invoke) spawn(invocation, event);
       if (!n.final) continue;
       const parent = n.parent!;
       const own = n.x.output !== undefined ? outputOf(n.x.output, event) : undefined;
@@ -111,11 +117,21 @@ export function interpret(
       for (const invocation of n.invoke) stop(invocation.id);
     }
   };
+  /** A state's actor, made as the state is entered: its input is read now, its start waits for the end of the macrostep. */
+  const spawn = (invocation: Invocation, event: unknown): void => {
+    const logic = typeof invocation.src === "string" ? (named.actors[invocation.src] ?? machine.implementations.actors[invocation.src]) : invocation.src;
+    const creator = creatorOf(logic);
+    if (creator === undefined) unreachable(`machine ${machine.id}: actor '${String(invocation.src)}' was not made with the runner's fromPromise`);
+    const child: Child = { id: invocation.id, creator, input: invocation.input?.({ context, event, self }), started: false, controller: undefined };
+    children.set(child.id, child);
+    afterMacrostep.push(() => start(child));
+  };
   const stop = (id: string): void => {
-    const run = running.get(id);
-    if (run === undefined) return;
-    running.delete(id);
-    run.controller?.abort();
+    const child = children.get(id);
+    if (child === undefined) return;
+    children.delete(id);
+    // One not started yet never starts.
+    if (child.started) afterMacrostep.push(() => child.controller?.abort());
   };
   /** One microstep; true when it changed the state or the context (xstate stops taking `always` transitions otherwise). */
   const microstep = (edge: Edge | undefined, event: unknown): boolean => {
@@ -139,9 +155,19 @@ export function interpret(
   const select = (event: AnyEvent): Edge | undefined => {
     for (const n of leaf.chain) {
       const edges = n.on.get(event.type);
-      if (edges !== undefined) for (const e of edges) if (passes(e.guard, event)) return e;
+      if (edges !== undefined) for (const e of edges) if (passesOn(e, event)) return e;
     }
     return undefined;
+  };
+  /** A guard of an event's transition that throws fails the machine saying where, in xstate's words. */
+  const passesOn = (e: Edge, event: AnyEvent): boolean => {
+    try {
+      return passes(e.guard, event);
+    } catch (error) {
+      const name = e.guard?.name !== undefined ? `'${e.guard.name}' ` : "";
+      const why = (error as Error | undefined)?.message;
+      throw new Error(`Unable to evaluate guard ${name}in transition for event '${event.type}' in state node '${e.source.x.id}':\n${why}`);
+    }
   };
   const selectAlways = (event: unknown): Edge | undefined => {
     for (const n of leaf.chain) if (n.always !== undefined) for (const e of n.always) if (passes(e.guard, event)) return e;
@@ -169,49 +195,47 @@ export function interpret(
   const macrostep = (event: AnyEvent): void => {
     observer?.settle();
     const edge = select(event);
-    if (edge === undefined && event.type.startsWith("xstate.error.actor.")) throw event.error;
+    if (edge === undefined && event.type.startsWith("xstate.error.actor.")) {
+      observer?.microstep(leaf.value, context);
+      throw event.error;
+    }
     microstep(edge, event);
     settle(event);
-    startInvoked();
+    endMacrostep();
   };
-  /** Start the actors of the states entered in the macrostep that are still active. */
-  const startInvoked = (): void => {
+  /** The macrostep has ended: its actors start and those it stopped are aborted, in the order it met them. */
+  const endMacrostep = (): void => {
     observer?.settle();
-    for (const { state, index, event } of toStart.splice(0)) {
-      if (status !== "active" || !leaf.chain.includes(state)) continue;
-      const invocation = state.invoke[index]!;
-      const logic = typeof invocation.src === "string" ? (named.actors[invocation.src] ?? machine.implementations.actors[invocation.src]) : invocation.src;
-      const creator = creatorOf(logic);
-      if (creator === undefined) unreachable(`machine ${machine.id}: actor '${String(invocation.src)}' was not made with the runner's fromPromise`);
-      const run: Running = { controller: undefined };
-      running.set(invocation.id, run);
-      const actorInput = invocation.input?.({ context, event, self });
-      // What it ends with is the machine's next event, unless its state was left meanwhile.
-      const end = (event: AnyEvent): void => {
-        if (running.get(invocation.id) !== run) return;
-        running.delete(invocation.id);
-        send(event);
-      };
-      let work: Promise<unknown>;
-      try {
-        work = Promise.resolve(
-          creator({
-            input: actorInput,
-            get signal() {
-              run.controller ??= new AbortController();
-              return run.controller.signal;
-            },
-            self,
-          }),
-        );
-      } catch (error) {
-        work = Promise.reject(error);
-      }
-      void work.then(
-        (result) => end({ type: `xstate.done.actor.${invocation.id}`, output: result, actorId: invocation.id }),
-        (error: unknown) => end({ type: `xstate.error.actor.${invocation.id}`, error, actorId: invocation.id }),
+    for (const effect of afterMacrostep.splice(0)) effect();
+  };
+  /** Start `child`'s work, unless its state was left meanwhile; what it ends with is the machine's next event, unless its state was left by then. */
+  const start = (child: Child): void => {
+    if (children.get(child.id) !== child) return;
+    child.started = true;
+    const end = (event: AnyEvent): void => {
+      if (children.get(child.id) !== child) return;
+      children.delete(child.id);
+      send(event);
+    };
+    let work: Promise<unknown>;
+    try {
+      work = Promise.resolve(
+        child.creator({
+          input: child.input,
+          get signal() {
+            child.controller ??= new AbortController();
+            return child.controller.signal;
+          },
+          self,
+        }),
       );
+    } catch (error) {
+      work = Promise.reject(error);
     }
+    void work.then(
+      (output) => end({ type: `xstate.done.actor.${child.id}`, output, actorId: child.id }),
+      (error: unknown) => end({ type: `xstate.error.actor.${child.id}`, error, actorId: child.id }),
+    );
   };
   const drain = (): void => {
     for (let e = mailbox.shift(); e !== undefined && status === "active"; e = mailbox.shift()) macrostep(e);
@@ -228,7 +252,9 @@ export function interpret(
     } catch (error) {
       status = "error";
       mailbox.length = 0;
-      for (const id of [...running.keys()]) stop(id);
+      // Every actor is stopped: those of the failed macrostep never start, those at work are aborted (xstate's actor leaves them running).
+      for (const id of [...children.keys()]) stop(id);
+      for (const effect of afterMacrostep.splice(0)) effect();
       reject(error);
     } finally {
       processing = false;
@@ -251,9 +277,9 @@ export function interpret(
     settle(init);
     const initial = deferred ?? [];
     deferred = undefined;
-    if (initial.length > 0) observer?.settle();
+    // As xstate's actor starts: the initial states' actors first, then the actions it deferred.
+    endMacrostep();
     for (const action of initial) action();
-    startInvoked();
     if (options.start !== undefined) mailbox.push(options.start);
     drain();
   });
