@@ -35,16 +35,18 @@ function freshReply(event: unknown): ChatResponse | undefined {
  * call handled, the model is asked again in the phase the todo list is in,
  * unless no model call is left: then a finished list goes to FormatResponse
  * (the summary answers) and an unfinished one to FinalSummary (an error).
- * `before` runs on whichever transition is taken.
+ * `before` runs on whichever transition is taken. Every target is entered
+ * anew, even the state the machine is in (a second terminate after a refused
+ * one validates again): its work starts again.
  */
 function next(before: readonly ("countRound" | "noteVerdict")[] = []) {
   return [
-    { guard: "callsWriteTodos" as const, target: at("PLANNING.CreatePlan"), actions: [...before, "take" as const] },
-    { guard: "callsValidatePlan" as const, target: at("PLANNING.ValidatePlan"), actions: [...before, "take" as const] },
-    { guard: "callsTerminate" as const, target: at("VERIFYING.ValidateAnswer"), actions: [...before, "take" as const] },
-    { guard: "callsUpdateTodo" as const, target: at("SOLVING.ExecuteTool"), actions: [...before, "take" as const] },
-    { guard: "callsWorkTool" as const, target: at("SOLVING.MarkInProgress"), actions: [...before, "take" as const] },
-    { guard: "textReply" as const, target: at("VERIFYING.ValidateAnswer"), actions: [...before, "takeText" as const] },
+    { guard: "callsWriteTodos" as const, target: at("PLANNING.CreatePlan"), reenter: true, actions: [...before, "take" as const] },
+    { guard: "callsValidatePlan" as const, target: at("PLANNING.ValidatePlan"), reenter: true, actions: [...before, "take" as const] },
+    { guard: "callsTerminate" as const, target: at("VERIFYING.ValidateAnswer"), reenter: true, actions: [...before, "take" as const] },
+    { guard: "callsUpdateTodo" as const, target: at("SOLVING.ExecuteTool"), reenter: true, actions: [...before, "take" as const] },
+    { guard: "callsWorkTool" as const, target: at("SOLVING.MarkInProgress"), reenter: true, actions: [...before, "take" as const] },
+    { guard: "textReply" as const, target: at("VERIFYING.ValidateAnswer"), reenter: true, actions: [...before, "takeText" as const] },
     // Out of model calls with every item done: the work is finished, only the answer is missing.
     { guard: "doneAtLimit" as const, target: at("VERIFYING.FormatResponse"), actions: [...before] },
     { guard: "maxReached" as const, target: at("FinalSummary"), actions: [...before] },

@@ -319,16 +319,10 @@ describe("plan_and_solve, as xstate's actor runs it", () => {
     const traces: Trace[] = [];
     for (let seed = 1; seed <= 150; seed++) traces.push(await compare(planAndSolveMachine, make(seed), { max_iteration: seed % 6 }, { type: "RUN" }));
     expect(visitedBy(planAndSolveMachine, traces)).toEqual(stateNodes(planAndSolveMachine));
-    const ends = traces.map(ended).filter((end) => end !== "stalled");
+    const ends = traces.map(ended);
+    // No run rests with nothing left to wait for: a second terminate after a refused one enters ValidateAnswer anew.
+    expect(ends).not.toContain("stalled");
     expect(new Set(ends)).toEqual(new Set(["answer", "GAVE_UP", "INTERNAL", "MAX_ITERATION", "MODEL_BAD_REPLY", "MODEL_UNAVAILABLE"]));
-    // The machine's own flaw, under either runner: a verdict that goes on (refused, retry, invalid) with another
-    // terminate next in the queue targets VERIFYING.ValidateAnswer from itself without `reenter`, so the state is not
-    // entered again, its actor not invoked again, and the run waits for ever. No other run stalls.
-    for (const trace of traces.filter((t) => ended(t) === "stalled")) {
-      const [, path, context] = trace.at(-2)!;
-      expect(path).toBe("VERIFYING.ValidateAnswer");
-      expect((context as PlanAndSolveContext).current?.name).toBe("terminate");
-    }
   });
 });
 
