@@ -8,6 +8,7 @@ import { ConfigError, describeError, type ConfigProblem } from "../errors.js";
 import type { Env } from "./interpolate.js";
 import { MAX_FILE_BYTES, parseTeamText, type UnsetVariable } from "./parse.js";
 import { isRecord } from "./raw.js";
+import { agencyWarnings } from "./agency.js";
 import { pointerSegment, type SourceMap } from "./source.js";
 import { checkReferences, type References } from "./references.js";
 import { resolveTeam } from "./resolve.js";
@@ -73,7 +74,9 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
   problems.push(...(await promptProblems(team, refs, parsed.source)));
   if (problems.length > 0 || valid === undefined) throw new ConfigError(sorted(problems, secrets));
   const resolved = resolveTeam(valid, absolute, dir, refs);
-  const warnings = promptWarnings(team, refs, parsed.source);
+  // The file as written (no defaults filled in), for what it says and what it leaves out.
+  const written = parsed.value as Record<string, unknown>;
+  const warnings = [...promptWarnings(team, refs, parsed.source), ...agencyWarnings(resolved, written, text, parsed.source)];
   return warnings.length > 0 ? { ...resolved, warnings: sorted(warnings, secrets) } : resolved;
 }
 
