@@ -140,6 +140,8 @@ export interface RawCommandTool {
   cwd?: string;
   /** Extra environment variables of the program. @default {} */
   env: Record<string, string>;
+  /** Run the program under bubblewrap (docs/security.md#sandboxes): the root read-only, its working folder and `writable` writable, a private /tmp, no network unless `network: true`, its own PID namespace, killed with the runtime, its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where bubblewrap is missing, a call fails saying so; it never runs unconfined. */
+  sandbox?: unknown;
 }
 
 /** An HTTP endpoint called with the JSON arguments (reserved: the format is fixed, the engine may not run it yet). */

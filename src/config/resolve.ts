@@ -4,7 +4,7 @@
  * computed defaults applied (decided in defaults.ts), prompt files read.
  */
 import { resolve } from "node:path";
-import type { AgentConfig, McpToolConfig, ModelConfig, ResolvedTeam, ToolConfig, Workflow } from "./types.js";
+import type { AgentConfig, McpToolConfig, ModelConfig, ResolvedTeam, Sandbox, ToolConfig, Workflow } from "./types.js";
 import type { References } from "./references.js";
 import type { RawAgent, RawMcpServer, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
 import { agentModel, builtinParameters, commandCwd, entryAgent, flowReplanner, streamIdleTimeout } from "./defaults.js";
@@ -85,7 +85,10 @@ function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
   if ("mcp" in raw) return resolveMcp(common, raw.mcp, dir);
   const base = { ...common, parameters: "builtin" in raw || "module" in raw ? builtinParameters() : raw.parameters };
   if ("builtin" in raw) return { ...base, type: "builtin", builtin: raw.builtin };
-  if ("command" in raw) return { ...base, type: "command", command: resolveArgv(raw.command, dir), cwd: commandCwd(raw.cwd, dir), env: raw.env };
+  if ("command" in raw) {
+    const sandbox = resolveSandbox(raw.sandbox, dir);
+    return { ...base, type: "command", command: resolveArgv(raw.command, dir), cwd: commandCwd(raw.cwd, dir), env: raw.env, ...(sandbox ? { sandbox } : {}) };
+  }
   if ("module" in raw) return { ...base, type: "module", module: resolve(dir, raw.module) };
   return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers, allow_private: raw.http.allow_private };
 }
@@ -191,4 +194,12 @@ function mapValues<T, U>(record: Record<string, T>, f: (key: string, value: T) =
 function checked<T>(value: T | undefined, what: string): T {
   if (value === undefined) unreachable(`resolving the team: ${what}, yet it passed the checks`);
   return value;
+}
+
+/** `sandbox: true` or `{network, writable}` (the schema admits nothing else), paths resolved against the team file. */
+function resolveSandbox(raw: unknown, dir: string): Sandbox | undefined {
+  if (raw === undefined || raw === false) return undefined;
+  if (raw === true) return { network: false, writable: [] };
+  const given = raw as { network?: boolean; writable?: string[] };
+  return { network: given.network ?? false, writable: (given.writable ?? []).map((path) => resolve(dir, path)) };
 }

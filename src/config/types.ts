@@ -92,6 +92,14 @@ export interface CommandToolConfig extends SingleToolConfigBase {
   /** Working directory (absolute). @default the team file's directory */
   cwd: string;
   env: Record<string, string>;
+  /** Run under bubblewrap (docs/security.md#sandboxes); unset: not sandboxed. */
+  sandbox?: Sandbox;
+}
+
+/** A bubblewrap sandbox: the network or not, and the paths (absolute) writable besides the working folder. */
+export interface Sandbox {
+  network: boolean;
+  writable: string[];
 }
 
 export interface HttpToolConfig extends SingleToolConfigBase {

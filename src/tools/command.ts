@@ -5,6 +5,7 @@ import { declaredTool } from "./declared.js";
 import { callProcesses } from "./process-tree.js";
 import type { Tool } from "./types.js";
 import { RuntimeError } from "../errors.js";
+import { sandboxedArgv } from "./sandbox.js";
 
 /** How much of stderr is kept for error messages. */
 const STDERR_KEEP_BYTES = 4096;
@@ -17,7 +18,7 @@ const STDERR_LINES = 5;
  * on Linux with a marker in its environment (see process-tree.ts), so that
  * when the call ends (finished, failed, timed out, aborted) everything it
  * started is killed: its group, and descendants that left the group by
- * setsid() too.
+ * setsid() too. With `sandbox:`, the program runs under bubblewrap (./sandbox.ts).
  */
 export function commandTool(config: CommandToolConfig): Tool {
   return declaredTool(config, (args, ctx) => runCommand(config, args, ctx.signal));
@@ -36,8 +37,17 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
   const processes = callProcesses();
   Object.assign(env, processes.env);
 
+  let argv = [executable, ...rest];
+  if (config.sandbox) {
+    try {
+      argv = sandboxedArgv(argv, config.cwd, config.sandbox, env, `command tool "${config.name}"`);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
   return new Promise((resolve, reject) => {
-    const child = spawn(executable, rest, {
+    const child = spawn(argv[0]!, argv.slice(1), {
       shell: false,
       detached: true,
       cwd: config.cwd,
