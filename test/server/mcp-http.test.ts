@@ -1,0 +1,118 @@
+/**
+ * `runtime mcp TEAM --http` (docs/mcp.md#over-streamable-http): the SDK's
+ * own Client over StreamableHTTPClientTransport against the spawned CLI
+ * (built dist/: `npm run build` first), behind the serve token.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { sqliteStore } from "../../src/store/sqlite/store.js";
+import { BIN, ROOT, runCli } from "../support/cli.js";
+import { approvalTeam, CIRCLE_QUESTION } from "../support/runtime-server.js";
+import { tempDir } from "../support/team.js";
+
+const children: ChildProcess[] = [];
+const clients: Client[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close().catch(() => undefined);
+  for (const child of children.splice(0)) {
+    const exited = new Promise((resolve) => child.once("close", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  }
+});
+
+/** Spawn `runtime mcp FILE --http --port 0` and resolve with its endpoint and the token it printed. */
+async function spawnMcp(file: string, env: Record<string, string> = {}) {
+  const traceDir = tempDir("runtime-mcp-http-");
+  const child = spawn(process.execPath, [BIN, "mcp", file, "--http", "--port", "0", "--trace-dir", traceDir], {
+    cwd: ROOT,
+    env: { ...process.env, RUNTIME_SERVE_TOKEN: "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stderr = "";
+  const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${stderr}`)), 30_000);
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      const m = /on (http:\/\/127\.0\.0\.1:\d+\/mcp) [\s\S]*Bearer (.+)\n/.exec(stderr);
+      if (m?.[1] && m[2]) {
+        clearTimeout(timer);
+        resolve([m[1], m[2]]);
+      }
+    });
+  });
+  return { url, token, traceDir, stderr: () => stderr };
+}
+
+async function connect(url: string, token: string | undefined): Promise<Client> {
+  const client = new Client({ name: "test", version: "1" });
+  const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` };
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  clients.push(client);
+  return client;
+}
+
+describe("runtime mcp --http", { timeout: 90_000 }, () => {
+  it("serves the team behind the printed token: list, call with progress notifications, the run traced", async () => {
+    const served = await spawnMcp("teams/circle-react.yaml");
+    expect(served.token).toMatch(/^[\w-]{43}$/);
+    const client = await connect(served.url, served.token);
+    expect(client.getServerVersion()).toMatchObject({ name: "circle-react" });
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["solver"]);
+
+    const progress: string[] = [];
+    const result = await client.callTool({ name: "solver", arguments: { query: CIRCLE_QUESTION } }, undefined, {
+      onprogress: (p) => progress.push(p.message ?? ""),
+    });
+    expect(result.isError).toBeFalsy();
+    expect(result.content).toEqual([{ type: "text", text: "A circle of radius 5 m has an area of 78.54 m² and a circumference of 31.42 m." }]);
+    expect(progress.slice(0, 3)).toEqual(["run started", "solver started (react)", "solver: round 1"]);
+    expect(progress).toContain("solver calls calculator");
+    expect(progress.at(-1)).toBe("run answered");
+
+    // An ordinary run: in the trace directory's store, answered.
+    const taskId = (result.structuredContent as { task_id: string }).task_id;
+    const store = sqliteStore(served.traceDir);
+    expect(await store.runs.run(taskId)).toMatchObject({ task_id: taskId, result_type: "answer", agent_id: "solver", input: CIRCLE_QUESTION });
+    await store.close();
+  });
+
+  it("answers 401 without the token and with a wrong one; other paths 404 and GET 405", async () => {
+    const served = await spawnMcp("teams/circle-react.yaml", { RUNTIME_SERVE_TOKEN: "mcp-token-0123456789abcdef" });
+    expect(served.token).toBe("<your token>");
+    await expect(connect(served.url, undefined)).rejects.toMatchObject({ code: 401, message: expect.stringContaining("a token is required") });
+    await expect(connect(served.url, "wrong-token-0123456789")).rejects.toMatchObject({ code: 401 });
+    const raw = await fetch(served.url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(raw.status).toBe(401);
+    expect(raw.headers.get("www-authenticate")).toBe('Bearer realm="runtime"');
+
+    const client = await connect(served.url, "mcp-token-0123456789abcdef");
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["solver"]);
+    const auth = { authorization: "Bearer mcp-token-0123456789abcdef" };
+    expect((await fetch(served.url.replace(/\/mcp$/, "/other"), { headers: auth })).status).toBe(404);
+    expect((await fetch(served.url, { headers: { ...auth, accept: "text/event-stream" } })).status).toBe(405);
+  });
+
+  it("a run that needs an approval answers paused, saying how to continue it", async () => {
+    const served = await spawnMcp(approvalTeam());
+    const client = await connect(served.url, served.token);
+    const result = await client.callTool({ name: "solver", arguments: { query: CIRCLE_QUESTION } });
+    expect(result.isError).toBeFalsy();
+    const { task_id } = result.structuredContent as { task_id: string };
+    expect(result.structuredContent).toMatchObject({ result_type: "paused", waiting_for: ["calculator"] });
+    expect((result.content as Array<{ text: string }>)[0]?.text).toBe(
+      `run ${task_id} is paused, waiting for approval of calculator: decide with \`runtime approve ${task_id}\` (or the page and approvals API of \`runtime serve\`), then \`runtime resume ${task_id}\``,
+    );
+  });
+
+  it("refuses to listen beyond loopback without a token of one's own", async () => {
+    const r = await runCli(["mcp", "teams/circle-react.yaml", "--http", "--host", "0.0.0.0", "--port", "0"], { env: { RUNTIME_SERVE_TOKEN: "" } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      "runtime mcp: refusing to listen on 0.0.0.0 without a token of your own: give one with --token or RUNTIME_SERVE_TOKEN (and a TLS proxy beyond this machine)\n",
+    );
+  });
+});
