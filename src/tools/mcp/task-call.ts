@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { OnProgress } from "./connection.js";
+import { RuntimeError } from "../../errors.js";
 
 /** How long a cancelled task's tasks/cancel may take before the call gives up on it. */
 const CANCEL_MS = 2000;
@@ -18,7 +18,7 @@ export async function callAsTask(
   client: Client,
   params: { name: string; arguments: Record<string, unknown> },
   options: RequestOptions & { signal: AbortSignal },
-  onProgress: OnProgress,
+  onProgress: (progress: { message: string }) => void,
 ): Promise<CallToolResult> {
   let taskId: string | undefined;
   let last: string | undefined;
@@ -43,7 +43,7 @@ export async function callAsTask(
           throw message.error;
       }
     }
-    throw new Error("the task ended without a result");
+    throw new RuntimeError("TOOL_FAILED", "the task ended without a result");
   } finally {
     if (taskId !== undefined && options.signal.aborted) {
       const id = taskId;
