@@ -9,14 +9,16 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterEach, describe, expect, it } from "vitest";
 import { sqliteStore } from "../../src/store/sqlite/store.js";
 import { BIN, ROOT, runCli } from "../support/cli.js";
-import { approvalTeam, CIRCLE_QUESTION } from "../support/runtime-server.js";
-import { tempDir } from "../support/team.js";
+import { startOpenAIServer } from "../support/openai-server.js";
+import { approvalTeam, CIRCLE_QUESTION, eventually } from "../support/runtime-server.js";
+import { tempDir, writeTeam } from "../support/team.js";
 
 const children: ChildProcess[] = [];
 const clients: Client[] = [];
 afterEach(async () => {
   for (const c of clients.splice(0)) await c.close().catch(() => undefined);
   for (const child of children.splice(0)) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
     const exited = new Promise((resolve) => child.once("close", resolve));
     child.kill("SIGTERM");
     await exited;
@@ -44,7 +46,8 @@ async function spawnMcp(file: string, env: Record<string, string> = {}) {
       }
     });
   });
-  return { url, token, traceDir, stderr: () => stderr };
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  return { url, token, traceDir, child, exited, stderr: () => stderr };
 }
 
 async function connect(url: string, token: string | undefined): Promise<Client> {
@@ -80,7 +83,7 @@ describe("runtime mcp --http", { timeout: 90_000 }, () => {
     await store.close();
   });
 
-  it("answers 401 without the token and with a wrong one; other paths 404 and GET 405", async () => {
+  it("answers 401 without the token and with a wrong one; other paths 404, a session that is not 404", async () => {
     const served = await spawnMcp("teams/circle-react.yaml", { RUNTIME_SERVE_TOKEN: "mcp-token-0123456789abcdef" });
     expect(served.token).toBe("<your token>");
     await expect(connect(served.url, undefined)).rejects.toMatchObject({ code: 401, message: expect.stringContaining("a token is required") });
@@ -93,7 +96,9 @@ describe("runtime mcp --http", { timeout: 90_000 }, () => {
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["solver"]);
     const auth = { authorization: "Bearer mcp-token-0123456789abcdef" };
     expect((await fetch(served.url.replace(/\/mcp$/, "/other"), { headers: auth })).status).toBe(404);
-    expect((await fetch(served.url, { headers: { ...auth, accept: "text/event-stream" } })).status).toBe(405);
+    // Without a session only an initialize may come; with an unknown one, 404 (the client starts a new session).
+    expect((await fetch(served.url, { headers: { ...auth, accept: "text/event-stream" } })).status).toBe(400);
+    expect((await fetch(served.url, { headers: { ...auth, accept: "text/event-stream", "mcp-session-id": "no-such-session" } })).status).toBe(404);
   });
 
   it("a run that needs an approval answers paused, saying how to continue it", async () => {
@@ -106,6 +111,47 @@ describe("runtime mcp --http", { timeout: 90_000 }, () => {
     expect((result.content as Array<{ text: string }>)[0]?.text).toBe(
       `run ${task_id} is paused, waiting for approval of calculator: decide with \`runtime approve ${task_id}\` (or the page and approvals API of \`runtime serve\`), then \`runtime resume ${task_id}\``,
     );
+  });
+
+  it("a client that goes away interrupts its run; stopping the command interrupts the rest and exits 0, traces kept", async () => {
+    // A model that answers after 30 s: the runs are under way when they are interrupted.
+    const model = await startOpenAIServer({ respond: () => ({ content: "late", delay_ms: 30_000 }) });
+    try {
+      const file = writeTeam(
+        `version: 1
+name: slow
+models:
+  default: { provider: openai, model: test-model, base_url: "${model.url}", api_key: sk-test-0123456789, max_retries: 0, timeout_ms: 60000 }
+agents:
+  solver: { kind: react }
+`,
+      );
+      const served = await spawnMcp(file);
+      const store = sqliteStore(served.traceDir);
+      const running = async (n: number) => {
+        const runs = await store.runs.listRuns();
+        return runs.length === n && model.chatRequests.length === n ? runs : undefined;
+      };
+
+      const leaving = await connect(served.url, served.token);
+      const abort = new AbortController();
+      const call = leaving.callTool({ name: "solver", arguments: { query: "first" } }, undefined, { signal: abort.signal });
+      const [first] = await eventually(() => running(1));
+      abort.abort();
+      await expect(call).rejects.toThrow();
+      await eventually(async () => ((await store.runs.run(first!.task_id))?.result_type === "error" ? true : undefined));
+
+      const staying = await connect(served.url, served.token);
+      void staying.callTool({ name: "solver", arguments: { query: "second" } }).catch(() => undefined);
+      const second = (await eventually(() => running(2))).find((r) => r.input === "second");
+      served.child.kill("SIGTERM");
+      expect(await served.exited).toBe(0);
+      expect(await store.runs.run(second!.task_id)).toMatchObject({ result_type: "error", error: expect.stringMatching(/interrupted/) });
+      expect(await store.runs.run(first!.task_id)).toMatchObject({ result_type: "error", error: expect.stringMatching(/interrupted/) });
+      await store.close();
+    } finally {
+      await model.close();
+    }
   });
 
   it("refuses to listen beyond loopback without a token of one's own", async () => {
