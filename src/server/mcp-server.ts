@@ -25,7 +25,7 @@ export interface TeamMcpServerOptions {
 
 /** The MCP servers of a team, sharing their runs. */
 export interface TeamMcpServers {
-  /** A server to connect to a transport: one for stdio, one per request over stateless Streamable HTTP. */
+  /** A server to connect to a transport: one for stdio, one per session over Streamable HTTP. */
   create(): McpServer;
   /** Resolves once no run is going (their traces written). */
   idle(): Promise<void>;
@@ -70,12 +70,14 @@ function serverOf(team: ResolvedTeam, agents: string[], options: TeamMcpServerOp
       async ({ query }, extra): Promise<CallToolResult> => {
         const token = extra._meta?.progressToken;
         let progress = 0;
+        // Each notification is sent before the result: a client drops progress that comes after it.
+        let sent: Promise<unknown> = Promise.resolve();
         const notify = (event: RunEvent): void => {
           if (token === undefined) return;
           const message = progressMessage(event);
           if (message === undefined) return;
           const notification: ServerNotification = { method: "notifications/progress", params: { progressToken: token, progress: ++progress, message } };
-          extra.sendNotification(notification).catch(() => undefined);
+          sent = Promise.all([sent, extra.sendNotification(notification).catch(() => undefined)]);
         };
         const run = runTeam(team, {
           ...options.run,
@@ -87,6 +89,7 @@ function serverOf(team: ResolvedTeam, agents: string[], options: TeamMcpServerOp
         });
         runs.add(run.result);
         const result = await run.result.finally(() => runs.delete(run.result));
+        await sent;
         return resultOf(result);
       },
     );
