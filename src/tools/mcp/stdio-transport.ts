@@ -34,6 +34,8 @@ export class ServerProcessTransport implements Transport {
   private readonly buffer = new ReadBuffer();
   /** Messages wait in the buffer until the last notification's handlers have run (`deliver`). */
   private delivering = false;
+  /** What waits for the buffered messages to be handed on (the close). */
+  private drained: (() => void) | undefined;
   private stderr = Buffer.alloc(0);
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   /** Why the transport stopped the server itself, when it did. */
@@ -89,7 +91,9 @@ export class ServerProcessTransport implements Transport {
       child.once("close", () => {
         live.delete(this);
         this.markClosed();
-        this.onclose?.();
+        // Messages still waiting their turn (a result sent just before the server exited) go first.
+        if (this.delivering) this.drained = () => this.onclose?.();
+        else this.onclose?.();
       });
     });
   }
@@ -112,7 +116,12 @@ export class ServerProcessTransport implements Transport {
         this.onerror?.(asError(err));
         continue;
       }
-      if (message === null) return;
+      if (message === null) {
+        const then = this.drained;
+        this.drained = undefined;
+        then?.();
+        return;
+      }
       this.onmessage?.(message);
       if ("method" in message && !("id" in message)) {
         this.delivering = true;
