@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { sqliteStore } from "../../src/store/sqlite/store.js";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
-import { approvalTeam, CIRCLE_QUESTION, eventually } from "../support/runtime-server.js";
+import { approvalTeam, CIRCLE_QUESTION, eventually, parseSse, serveTeam } from "../support/runtime-server.js";
 import { tempDir, writeTeam } from "../support/team.js";
 
 const children: ChildProcess[] = [];
@@ -101,8 +101,9 @@ describe("runtime mcp --http", { timeout: 90_000 }, () => {
     expect((await fetch(served.url, { headers: { ...auth, accept: "text/event-stream", "mcp-session-id": "no-such-session" } })).status).toBe(404);
   });
 
-  it("a run that needs an approval answers paused, saying how to continue it", async () => {
-    const served = await spawnMcp(approvalTeam());
+  it("a run that needs an approval answers paused, saying how to continue it; runtime serve over its traces approves it", async () => {
+    const file = approvalTeam();
+    const served = await spawnMcp(file);
     const client = await connect(served.url, served.token);
     const result = await client.callTool({ name: "solver", arguments: { query: CIRCLE_QUESTION } });
     expect(result.isError).toBeFalsy();
@@ -111,6 +112,23 @@ describe("runtime mcp --http", { timeout: 90_000 }, () => {
     expect((result.content as Array<{ text: string }>)[0]?.text).toBe(
       `run ${task_id} is paused, waiting for approval of calculator: decide with \`runtime approve ${task_id}\` (or the page and approvals API of \`runtime serve\`), then \`runtime resume ${task_id}\``,
     );
+
+    // An ordinary run: runtime serve over the same trace directory lists it and its approvals API continues it.
+    const server = await serveTeam(file, served.traceDir);
+    try {
+      const listed = (await (await server.fetch(`${server.url}/v1/runs`)).json()) as { runs: Array<{ task_id: string }> };
+      expect(listed.runs.map((r) => r.task_id)).toContain(task_id);
+      const decided = await server.fetch(`${server.url}/v1/runs/${task_id}/approvals`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ decision: "approve" }),
+      });
+      expect(await decided.json()).toMatchObject({ resumed: true });
+      const events = parseSse(await (await server.fetch(`${server.url}/v1/runs/${task_id}/events`)).text()).map((e) => e.data);
+      expect(events.at(-1)).toMatchObject({ type: "run.finished", result_type: "answer", answer: expect.stringContaining("78.54") });
+    } finally {
+      await server.close();
+    }
   });
 
   it("a client that goes away interrupts its run; stopping the command interrupts the rest and exits 0, traces kept", async () => {
