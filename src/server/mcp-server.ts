@@ -23,14 +23,34 @@ export interface TeamMcpServerOptions {
   run?: Omit<RunOptions, "input" | "agent" | "traceDir" | "signal" | "sinks">;
 }
 
-/** The MCP server of a team; connect it to a transport (stdio for `runtime mcp`). */
-export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions): { server: McpServer; idle(): Promise<void> } {
-  const server = new McpServer({ name: team.name, version: options.version }, { instructions: instructions(team) });
-  const runs = new Set<Promise<RunResult>>();
+/** The MCP servers of a team, sharing their runs. */
+export interface TeamMcpServers {
+  /** A server to connect to a transport: one for stdio, one per session over Streamable HTTP. */
+  create(): McpServer;
+  /** Resolves once no run is going (their traces written). */
+  idle(): Promise<void>;
+}
+
+/** The MCP server of a team, for `runtime mcp` over stdio or Streamable HTTP (src/server/mcp-http.ts). */
+export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions): TeamMcpServers {
   const agents = options.agent !== undefined ? [options.agent] : Object.keys(team.agents);
   for (const name of agents) {
-    const agent = team.agents[name];
-    if (!agent) throw new RuntimeError("NOT_FOUND", `unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
+    if (!team.agents[name]) throw new RuntimeError("NOT_FOUND", `unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
+  }
+  const runs = new Set<Promise<RunResult>>();
+  return {
+    create: () => serverOf(team, agents, options, runs),
+    // Runs still going (their trace being written) when the client went away.
+    idle: async () => {
+      while (runs.size > 0) await Promise.allSettled([...runs]);
+    },
+  };
+}
+
+function serverOf(team: ResolvedTeam, agents: string[], options: TeamMcpServerOptions, runs: Set<Promise<RunResult>>): McpServer {
+  const server = new McpServer({ name: team.name, version: options.version }, { instructions: instructions(team) });
+  for (const name of agents) {
+    const agent = team.agents[name]!;
     server.registerTool(
       name,
       {
@@ -39,10 +59,11 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
         inputSchema: { query: z.string().min(1).describe("The request for the agent, self-contained.") },
         outputSchema: {
           task_id: z.string().describe("The run's task id (`runtime trace TASK_ID`)."),
-          result_type: z.enum(["answer", "error"]),
+          result_type: z.enum(["answer", "error", "paused"]),
           answer: z.string().optional(),
           error: z.string().optional(),
           error_code: z.enum(ERROR_CODES).optional().describe("Why the run failed, as a code (docs/events.md#error-codes)."),
+          waiting_for: z.array(z.string()).optional().describe("A paused run: the tools whose calls wait for approval."),
         },
         annotations: { openWorldHint: true },
       },
@@ -69,26 +90,35 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
         runs.add(run.result);
         const result = await run.result.finally(() => runs.delete(run.result));
         await sent;
-        const text = result.result_type === "answer" ? (result.answer ?? "") : `run failed: ${result.error?.message ?? "unknown error"}`;
-        return {
-          content: [{ type: "text", text }],
-          structuredContent: {
-            task_id: result.task_id,
-            result_type: result.result_type,
-            ...(result.answer !== undefined ? { answer: result.answer } : {}),
-            ...(result.error !== undefined ? { error: result.error.message, error_code: result.error.code } : {}),
-          },
-          ...(result.result_type === "error" ? { isError: true } : {}),
-        };
+        return resultOf(result);
       },
     );
   }
+  return server;
+}
+
+/**
+ * The call's answer: the run's answer; its error with `isError`; or, for a
+ * run paused for approval, how to continue it (docs/mcp.md#approvals-and-budgets).
+ */
+function resultOf(result: RunResult): CallToolResult {
+  const waiting = [...new Set(result.approvals?.map((a) => a.tool))];
+  const text =
+    result.result_type === "answer"
+      ? (result.answer ?? "")
+      : result.result_type === "paused"
+        ? `run ${result.task_id} is paused, waiting for approval of ${waiting.join(", ") || "a tool call"}: decide with \`runtime approve ${result.task_id}\` (or the page and approvals API of \`runtime serve\`), then \`runtime resume ${result.task_id}\``
+        : `run failed: ${result.error?.message ?? "unknown error"}`;
   return {
-    server,
-    // Runs still going (their trace being written) when the client went away.
-    idle: async () => {
-      while (runs.size > 0) await Promise.allSettled([...runs]);
+    content: [{ type: "text", text }],
+    structuredContent: {
+      task_id: result.task_id,
+      result_type: result.result_type,
+      ...(result.answer !== undefined ? { answer: result.answer } : {}),
+      ...(result.error !== undefined ? { error: result.error.message, error_code: result.error.code } : {}),
+      ...(result.result_type === "paused" ? { waiting_for: waiting } : {}),
     },
+    ...(result.result_type === "error" ? { isError: true } : {}),
   };
 }
 

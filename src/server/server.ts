@@ -297,7 +297,7 @@ function decodeId(raw: string | undefined): string {
   }
 }
 
-function hostnameOf(header: string | undefined): string {
+export function hostnameOf(header: string | undefined): string {
   if (!header) return "";
   if (header.startsWith("[")) return header.slice(0, header.indexOf("]") + 1);
   return header.split(":")[0] ?? "";
@@ -314,7 +314,7 @@ function corsHeaders(req: IncomingMessage, allowed: string | undefined): Record<
   };
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+export function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
       const where = `${host}:${port}`;

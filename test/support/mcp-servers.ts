@@ -15,6 +15,8 @@ import { isAlive, sleep } from "./tools.js";
 
 /** The filesystem reference server (a dev dependency), run with node. */
 export const FS_SERVER = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", import.meta.url));
+/** The everything reference server (a dev dependency): progress notifications, a tool that requires MCP tasks. */
+export const EVERYTHING_SERVER = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
 export const NOTES_SERVER = fileURLToPath(new URL("../tools/mcp/fixtures/notes-server.mjs", import.meta.url));
 
 /** A tag to put on a server's command line, to find its processes afterwards. */

@@ -1,37 +1,63 @@
 import type { Command } from "commander";
 import { describeError } from "../../errors.js";
+import { isLoopback } from "../../server/auth.js";
+import type { TeamMcpServers } from "../../server/mcp-server.js";
 import { loadTeamOrReport } from "../load-team.js";
 import { EXIT, type SetExit } from "../exit.js";
+import { untilStopped } from "../signals.js";
 
 interface McpOptions {
   agent?: string;
   traceDir?: string;
+  http?: boolean;
+  port: string;
+  host: string;
+  token?: string;
 }
 
 /**
- * `runtime mcp FILE [--agent NAME]`: serve the team over MCP on stdin and
- * stdout (for Claude Desktop, Cursor or any MCP client) until the client
- * closes stdin. Stdout carries the protocol only; anything else goes to stderr.
+ * `runtime mcp FILE [--agent NAME] [--http --port N]`: serve the team over
+ * MCP (docs/mcp.md#serving-a-team-over-mcp). On stdin and stdout (for Claude
+ * Desktop, Cursor or any MCP client) until the client closes stdin; stdout
+ * carries the protocol only, anything else goes to stderr. With `--http`,
+ * over Streamable HTTP behind the serve token, until stopped.
  */
 export function registerMcp(program: Command, setExit: SetExit): void {
   program
     .command("mcp")
-    .description("serve a team over MCP on stdio: each agent (or --agent) is a tool taking {query}")
+    .description("serve a team over MCP, on stdio or with --http over Streamable HTTP: each agent (or --agent) is a tool taking {query}")
     .argument("<file>", "team file")
     .option("-a, --agent <name>", "serve only this agent")
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
+    .option("--http", "serve Streamable HTTP at /mcp instead of stdio")
+    .option("-p, --port <n>", "with --http: port to listen on; 0 picks a free one", "8788")
+    .option("-H, --host <host>", "with --http: address to listen on (only this one)", "127.0.0.1")
+    .option("--token <token>", "with --http: the token every request must present (default $RUNTIME_SERVE_TOKEN, else a fresh one, printed)")
     .action(async (file: string, opts: McpOptions) => {
       setExit(await serveMcp(file, opts));
     });
 }
 
+const fail = (message: string, code: number): number => {
+  process.stderr.write(`runtime mcp: ${message}\n`);
+  return code;
+};
+
 async function serveMcp(file: string, opts: McpOptions): Promise<number> {
-  const fail = (message: string, code: number): number => {
-    process.stderr.write(`runtime mcp: ${message}\n`);
-    return code;
-  };
-  const [{ StdioServerTransport }, { teamMcpServer }, { resolveTraceDir }, { sqliteStore }, { readFile }] = await Promise.all([
-    import("@modelcontextprotocol/sdk/server/stdio.js"),
+  const port = Number(opts.port);
+  const token = opts.token ?? (process.env["RUNTIME_SERVE_TOKEN"] || undefined);
+  if (opts.http) {
+    // The same rules as `runtime serve` (docs/server.md#authentication).
+    if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
+    if (token !== undefined && token.length < 16) return fail("the token must be at least 16 characters long", EXIT.USAGE);
+    if (!isLoopback(opts.host) && token === undefined) {
+      return fail(
+        `refusing to listen on ${opts.host} without a token of your own: give one with --token or RUNTIME_SERVE_TOKEN (and a TLS proxy beyond this machine)`,
+        EXIT.USAGE,
+      );
+    }
+  }
+  const [{ teamMcpServer }, { resolveTraceDir }, { sqliteStore }, { readFile }] = await Promise.all([
     import("../../server/mcp-server.js"),
     import("../../engine/trace-dir.js"),
     import("../../store/sqlite/store.js"),
@@ -51,9 +77,17 @@ async function serveMcp(file: string, opts: McpOptions): Promise<number> {
     return fail(describeError(err), EXIT.USAGE);
   }
   const pkg = JSON.parse(await readFile(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
-  const { server, idle } = teamMcpServer(team, { ...(opts.agent !== undefined ? { agent: opts.agent } : {}), traceDir, version: pkg.version });
-  const transport = new StdioServerTransport();
+  const servers = teamMcpServer(team, { ...(opts.agent !== undefined ? { agent: opts.agent } : {}), traceDir, version: pkg.version });
+  const serving = `${team.name} (${opts.agent ?? Object.keys(team.agents).join(", ")})`;
+  const code = opts.http ? await serveHttp(servers, serving, { port, host: opts.host, token }) : await serveStdio(servers, serving);
+  await servers.idle();
+  await embedded.close();
+  return code;
+}
 
+async function serveStdio(servers: TeamMcpServers, serving: string): Promise<number> {
+  const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
+  const server = servers.create();
   // The client closing stdin (or a signal) ends the server; runs in flight are cancelled by the SDK's close.
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();
@@ -63,10 +97,26 @@ async function serveMcp(file: string, opts: McpOptions): Promise<number> {
     process.once("SIGTERM", () => void server.close());
   });
   server.server.onerror = (err) => process.stderr.write(`runtime mcp: ${describeError(err)}\n`);
-  await server.connect(transport);
-  process.stderr.write(`runtime mcp: serving ${team.name} (${opts.agent ?? Object.keys(team.agents).join(", ")}) on stdio\n`);
+  await server.connect(new StdioServerTransport());
+  process.stderr.write(`runtime mcp: serving ${serving} on stdio\n`);
   await closed;
-  await idle();
-  await embedded.close();
+  return EXIT.OK;
+}
+
+async function serveHttp(servers: TeamMcpServers, serving: string, opts: { port: number; host: string; token: string | undefined }): Promise<number> {
+  const [{ startMcpHttp }, { newToken }] = await Promise.all([import("../../server/mcp-http.js"), import("../../server/auth.js")]);
+  const token = opts.token ?? newToken();
+  let http: Awaited<ReturnType<typeof startMcpHttp>>;
+  try {
+    http = await startMcpHttp({ servers, port: opts.port, host: opts.host, token });
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
+  process.stderr.write(`runtime mcp: serving ${serving} on ${http.url} (Ctrl-C to stop)\n`);
+  // The token is printed only when the server made it: one given is the caller's to keep.
+  process.stderr.write(`runtime mcp: clients send Authorization: Bearer ${opts.token === undefined ? token : "<your token>"}\n`);
+  await untilStopped();
+  process.stderr.write("runtime mcp: stopping\n");
+  await http.close();
   return EXIT.OK;
 }

@@ -1,9 +1,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult, Tool as McpToolSpec } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, LoggingMessageNotificationSchema, type Tool as McpToolSpec } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolConfig } from "../../config/types.js";
 import { describeError, RuntimeError } from "../../errors.js";
 import { ServerProcessTransport } from "./stdio-transport.js";
+import { callAsTask } from "./task-call.js";
 
 /** How the runtime introduces itself to servers. */
 const CLIENT_INFO = { name: "yaml-agent-runtime", version: "1" };
@@ -11,6 +12,18 @@ const CLIENT_INFO = { name: "yaml-agent-runtime", version: "1" };
 const END_SESSION_MS = 2000;
 /** Pages of tools/list read at most (a server that never stops paginating). */
 const MAX_PAGES = 100;
+/** The least severe log messages a server that logs is asked for (logging/setLevel). */
+const LOG_LEVEL = "info";
+/** Characters of a server's progress or log message kept in a tool.progress event. */
+const MAX_MESSAGE_CHARS = 500;
+
+/** What a server reports while a call runs: a tool.progress event's fields (src/events/types.ts). */
+export interface CallProgress {
+  message?: string;
+  progress?: number;
+  total?: number;
+}
+export type OnProgress = (progress: CallProgress) => void;
 
 /**
  * One running MCP server (docs/mcp.md): the SDK's Client over a stdio
@@ -23,6 +36,8 @@ const MAX_PAGES = 100;
 export class McpConnection {
   private closing = false;
   private lostMessage: string | undefined;
+  /** The progress listeners of the calls under way: a log message from the server goes to each. */
+  private readonly calls = new Set<OnProgress>();
 
   private constructor(
     private readonly config: McpToolConfig,
@@ -54,8 +69,16 @@ export class McpConnection {
       const ended = transport instanceof ServerProcessTransport ? (transport.ended() ?? "closed its connection") : "closed the connection";
       connection?.lost(`MCP server "${config.name}" ${ended}`, onLost);
     };
+    // Log messages are not tied to a request by the protocol: each reaches every call under way (docs/mcp.md#progress-and-log-messages).
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      const { level, logger, data } = n.params;
+      const text = typeof data === "string" ? data : JSON.stringify(data);
+      for (const onProgress of connection?.calls ?? []) onProgress({ message: clip(`${logger ? `${logger} ` : ""}${level}: ${text}`) });
+    });
     try {
       await client.connect(transport, options);
+      // A server that cannot set its level still runs; it just logs as it likes.
+      if (client.getServerCapabilities()?.logging) await client.setLoggingLevel(LOG_LEVEL, options).catch(() => undefined);
       const listed: McpToolSpec[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
@@ -80,16 +103,36 @@ export class McpConnection {
     }
   }
 
-  /** Call tool `name` of the server; its result as the server sent it. */
-  async call(name: string, args: Record<string, unknown>, signal: AbortSignal, timeout_ms: number): Promise<CallToolResult> {
+  /**
+   * Call tool `name` of the server; its result as the server sent it. The
+   * call carries a progressToken: the server's progress notifications, and
+   * its log messages while the call runs, go to `onProgress`. A tool that
+   * requires MCP tasks (`execution.taskSupport: "required"`) is called as a
+   * task, its status messages reported the same way.
+   */
+  async call(spec: McpToolSpec, args: Record<string, unknown>, signal: AbortSignal, timeout_ms: number, onProgress: OnProgress): Promise<CallToolResult> {
     if (this.lostMessage) throw new RuntimeError("TOOL_FAILED", this.lostMessage);
+    const report: OnProgress = (p) => onProgress(p.message === undefined ? p : { ...p, message: clip(p.message) });
+    // The ToolBox's own timeout (the same figure) ends the call first and says so; this one is the SDK's, which must
+    // not be shorter. Progress does not reset it (no resetTimeoutOnProgress): timeout_ms bounds the whole call, as the
+    // ToolBox's timer does (docs/mcp.md#progress-and-log-messages).
+    const options = {
+      signal,
+      timeout: timeout_ms + 1000,
+      onprogress: ({ progress, total, message }: CallProgress) =>
+        // Only the protocol's three fields: a server's extra ones stay out of the event.
+        report({ progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) }),
+    };
+    this.calls.add(report);
     try {
-      // The ToolBox's own timeout (the same figure) ends the call first and says so; this one is the SDK's, which must not be shorter.
-      const result = await this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: timeout_ms + 1000 });
-      return result as CallToolResult;
+      const params = { name: spec.name, arguments: args };
+      if (spec.execution?.taskSupport === "required") return await callAsTask(this.client, params, options, report);
+      return (await this.client.callTool(params, undefined, options)) as CallToolResult;
     } catch (err) {
       if (this.lostMessage) throw new RuntimeError("TOOL_FAILED", this.lostMessage);
       throw new RuntimeError("TOOL_FAILED", `MCP server "${this.config.name}": ${describeError(err).replace(/^MCP error -?\d+: /, "")}`);
+    } finally {
+      this.calls.delete(report);
     }
   }
 
@@ -129,6 +172,10 @@ function offered(config: McpToolConfig, listed: McpToolSpec[]): McpToolSpec[] {
     );
   }
   return config.tools.flatMap((name) => byName.get(name) ?? []);
+}
+
+function clip(text: string): string {
+  return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS - 1)}…` : text;
 }
 
 /** One line for a failed start: the SDK's and fetch's errors name their cause in `cause`. */

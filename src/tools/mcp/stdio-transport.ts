@@ -32,6 +32,10 @@ export class ServerProcessTransport implements Transport {
 
   private child: ChildProcessWithoutNullStreams | undefined;
   private readonly buffer = new ReadBuffer();
+  /** Messages wait in the buffer until the last notification's handlers have run (`deliver`). */
+  private delivering = false;
+  /** What waits for the buffered messages to be handed on (the close). */
+  private drained: (() => void) | undefined;
   private stderr = Buffer.alloc(0);
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   /** Why the transport stopped the server itself, when it did. */
@@ -72,16 +76,7 @@ export class ServerProcessTransport implements Transport {
           void this.close();
           return;
         }
-        for (;;) {
-          try {
-            const message = this.buffer.readMessage();
-            if (message === null) break;
-            this.onmessage?.(message);
-          } catch (err) {
-            // A line that is not JSON-RPC (a server logging to stdout) is skipped and reported, not fatal.
-            this.onerror?.(asError(err));
-          }
-        }
+        this.deliver();
       });
       child.stderr.on("data", (chunk: Buffer) => {
         this.stderr = Buffer.concat([this.stderr, chunk]);
@@ -96,9 +91,47 @@ export class ServerProcessTransport implements Transport {
       child.once("close", () => {
         live.delete(this);
         this.markClosed();
-        this.onclose?.();
+        // Messages still waiting their turn (a result sent just before the server exited) go first.
+        if (this.delivering) this.drained = () => this.onclose?.();
+        else this.onclose?.();
       });
     });
+  }
+
+  /**
+   * Hand the buffered messages on in order. After a notification the rest
+   * wait for the next turn of the event loop: the SDK runs a notification's
+   * handler a microtask later but a response's at once, so the last progress
+   * notification of a call, read in the same chunk as the call's response,
+   * would otherwise find the call gone and be dropped.
+   */
+  private deliver(): void {
+    if (this.delivering) return;
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = this.buffer.readMessage();
+      } catch (err) {
+        // A line that is not JSON-RPC (a server logging to stdout) is skipped and reported, not fatal.
+        this.onerror?.(asError(err));
+        continue;
+      }
+      if (message === null) {
+        const then = this.drained;
+        this.drained = undefined;
+        then?.();
+        return;
+      }
+      this.onmessage?.(message);
+      if ("method" in message && !("id" in message)) {
+        this.delivering = true;
+        setImmediate(() => {
+          this.delivering = false;
+          this.deliver();
+        });
+        return;
+      }
+    }
   }
 
   send(message: JSONRPCMessage): Promise<void> {

@@ -1,7 +1,7 @@
 import type { CallToolResult, Tool as McpToolSpec } from "@modelcontextprotocol/sdk/types.js";
 import type { JsonSchema, McpToolConfig } from "../../config/types.js";
 import type { Tool } from "../types.js";
-import type { McpConnection } from "./connection.js";
+import type { CallProgress, McpConnection } from "./connection.js";
 import { RuntimeError } from "../../errors.js";
 
 /**
@@ -21,7 +21,8 @@ export function mcpTool(config: McpToolConfig, spec: McpToolSpec, connection: Mc
     timeout_ms: config.timeout_ms,
     max_output_bytes: config.max_output_bytes,
     async execute(args, ctx) {
-      return resultForModel(await connection.call(spec.name, args, ctx.signal, config.timeout_ms));
+      const onProgress = (p: CallProgress): void => ctx.emit({ type: "tool.progress", tool: spec.name, call_id: ctx.call_id, ...p });
+      return resultForModel(await connection.call(spec, args, ctx.signal, config.timeout_ms, onProgress));
     },
   };
 }

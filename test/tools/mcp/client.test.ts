@@ -169,6 +169,14 @@ describe("MCP client over stdio: failures are one clear line and leave nothing r
     expect(processesWith(tag)).toEqual([]);
   });
 
+  it("a server that answers and exits at once: the call has its answer, and the progress read with it", async () => {
+    const tools = await servers().tools(stdio("notes", [process.execPath, NOTES_SERVER]), never);
+    const { box, events } = makeBox(tools);
+    const [last] = await box.run([call("last_word", {})]);
+    expect(last).toMatchObject({ ok: true, result: "bye" });
+    expect(events.filter((e) => e.type === "tool.progress")).toMatchObject([{ tool: "last_word", message: "done", progress: 1, total: 1 }]);
+  });
+
   it("what the server started dies with it when it is closed, even a process in its own session", async () => {
     const tag = newTag();
     const s = servers();
