@@ -86,7 +86,7 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
     stream.send(errorBody(500, reply.error.message, { code: reply.error.code }));
     return stream.end(false);
   }
-  // The answer is known whole when the run finishes (docs/protocols.md#streaming).
+  // The answer is known whole when the run finishes (docs/protocols.md#openai-compatible).
   if (reply.text) chunk([{ index: 0, delta: { content: reply.text }, logprobs: null, finish_reason: null }]);
   chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
   if (chat.includeUsage) chunk([], reply.usage);

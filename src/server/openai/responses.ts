@@ -1,5 +1,5 @@
 /**
- * `POST /v1/responses` (docs/protocols.md#responses): the Responses API's
+ * `POST /v1/responses` (docs/protocols.md#openai-compatible): the Responses API's
  * shape over the same runs. A response is a run (`resp_<task_id>`), and a
  * chain of responses is a session (docs/sessions.md): a response without
  * `previous_response_id` starts a new session, one with it runs in that
@@ -130,7 +130,7 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
     send("response.failed", { response: response(task_id, reply) });
     return stream.end(false);
   }
-  // The answer is known whole when the run finishes (docs/protocols.md#streaming): one delta.
+  // The answer is known whole when the run finishes (docs/protocols.md#openai-compatible): one delta.
   const item_id = `msg_${task_id}`;
   const at = { item_id, output_index: 0, content_index: 0 };
   send("response.output_item.added", { output_index: 0, item: message(task_id, "", "in_progress", []) });

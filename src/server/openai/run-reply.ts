@@ -3,7 +3,7 @@
  * launched as every protocol's is (`launchRun`) and followed through the
  * store (src/store/follow.ts) to its run.finished. A run that pauses for an
  * approval answers with a note naming its task_id, the tools waiting and how
- * to approve them (docs/protocols.md#approvals-and-budgets).
+ * to approve them (docs/protocols.md#openai-compatible).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ZERO_USAGE, type PendingApproval, type Usage } from "../../events/types.js";
