@@ -49,13 +49,10 @@ for (const [name, n] of Object.entries({ clients: CLIENTS, total: TOTAL, delay: 
   }
 }
 // Whatever happens, the bench stops by itself.
-setTimeout(
-  () => {
-    console.error("openai-serve: watchdog: still running after 10 minutes; exiting");
-    process.exit(1);
-  },
-  600_000,
-).unref();
+setTimeout(() => {
+  console.error("openai-serve: watchdog: still running after 10 minutes; exiting");
+  process.exit(1);
+}, 600_000).unref();
 
 /** The q-quantile (0..1) of a list of numbers, nearest rank. */
 function quantile(values, q) {
@@ -66,7 +63,21 @@ function quantile(values, q) {
 
 /** Start `runtime serve` on a free port; resolves with its URL and a stop function. */
 async function startRuntime(teamFile, traceDir, token) {
-  const args = [join(ROOT, "bin/runtime.js"), "serve", teamFile, "--port", "0", "--token", token, "--rate", "100000", "--max-runs", String(CLIENTS * 2), "--trace-dir", traceDir];
+  const args = [
+    join(ROOT, "bin/runtime.js"),
+    "serve",
+    teamFile,
+    "--port",
+    "0",
+    "--token",
+    token,
+    "--rate",
+    "100000",
+    "--max-runs",
+    String(CLIENTS * 2),
+    "--trace-dir",
+    traceDir,
+  ];
   const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
   const url = await new Promise((resolve, reject) => {
     let text = "";
@@ -157,7 +168,13 @@ try {
     [
       row("the model itself", direct),
       row("through runtime serve", served),
-      ["added by the runtime", "", fixed(quantile(served.ttft, 0.5) - quantile(direct.ttft, 0.5), 1), fixed(quantile(served.ttft, 0.99) - quantile(direct.ttft, 0.99), 1), ""],
+      [
+        "added by the runtime",
+        "",
+        fixed(quantile(served.ttft, 0.5) - quantile(direct.ttft, 0.5), 1),
+        fixed(quantile(served.ttft, 0.99) - quantile(direct.ttft, 0.99), 1),
+        "",
+      ],
     ],
   );
   if (served.failures || direct.failures) process.exitCode = 1;
