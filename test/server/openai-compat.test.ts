@@ -9,7 +9,9 @@ import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { eventually, serveTeam } from "../support/runtime-server.js";
-import { reactReply, writeTeam } from "../support/team.js";
+import { loadTeam } from "../../src/config/load.js";
+import { startServer } from "../../src/server/server.js";
+import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 const closers: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -170,15 +172,24 @@ describe("OpenAI-compatible serving: the openai client", () => {
     expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("messages");
   });
 
-  it("says a run waits for approval, names how to give it, and the approvals API continues the run", async () => {
-    const { client, server } = await setup(
+  it("says a run waits for approval, names how to give it, and the approvals API continues the run with its history", async () => {
+    const { client, server, model } = await setup(
       (_b, i) =>
         i === 0
           ? { content: reactReply("CALL_TOOL", {}), tool_calls: [{ id: "c1", name: "calculator", arguments: { expression: "6 * 7" } }] }
           : answer("The answer is 42."),
       true,
     );
-    const { data, response } = await client.chat.completions.create({ model: "solver", messages: [{ role: "user", content: "6 times 7?" }] }).withResponse();
+    const { data, response } = await client.chat.completions
+      .create({
+        model: "solver",
+        messages: [
+          { role: "user", content: "Call me Ada." },
+          { role: "assistant", content: "Hello, Ada." },
+          { role: "user", content: "6 times 7?" },
+        ],
+      })
+      .withResponse();
     const taskId = response.headers.get("x-task-id")!;
     const note = data.choices[0]?.message.content ?? "";
     expect(note).toContain(taskId);
@@ -196,6 +207,27 @@ describe("OpenAI-compatible serving: the openai client", () => {
       return got.run.result_type === "answer" ? got.run : undefined;
     });
     expect(run.answer).toBe("The answer is 42.");
+    // The resumed run asked its model with the conversation the client had given.
+    expect(asked(model, 1)).toContain("Hello, Ada.");
+  });
+
+  it("answers the token's rate limit with OpenAI's 429", async () => {
+    const model = await startOpenAIServer({ respond: () => answer("-") });
+    closers.push(model);
+    const server = await startServer({ team: await loadTeam(team(model.url)), traceDir: tempDir("openai-rate-"), port: 0, rate: 1 });
+    closers.push(server);
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.token, maxRetries: 0 });
+    const outcomes = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        client.models.list().then(
+          () => "ok",
+          (e: unknown) => e,
+        ),
+      ),
+    );
+    const limited = outcomes.find((o) => o instanceof OpenAI.RateLimitError) as InstanceType<typeof OpenAI.RateLimitError> | undefined;
+    expect(limited?.code).toBe("rate_limit_exceeded");
+    expect(limited?.headers.get("retry-after")).toBe("1");
   });
 
   it("cancels the run when the client closes a streaming request", async () => {
