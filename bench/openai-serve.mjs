@@ -10,7 +10,10 @@
  * time to first token (request sent to the first content delta read) p50 and
  * p99 through the runtime and straight from the model, and the difference
  * (what serving through the runtime adds), with failures (a non-200, an
- * answer other than the model's, a stream without its usage chunk).
+ * answer other than the model's, a stream without its usage chunk). Beside
+ * them, the same runs through the runtime's own `POST /v1/runs` (time to
+ * its run.finished, which carries the answer), and the server process's CPU
+ * per completion in each (Linux: /proc).
  *
  *   npm run build && node bench/openai-serve.mjs [--quick] [--clients 50] [--total 500] [--delay 200]
  *
@@ -20,7 +23,7 @@
  * writes, the follow, the reply.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -61,6 +64,17 @@ function quantile(values, q) {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 }
 
+/** CPU ms (user + system) a process has used so far, from /proc; NaN where there is none. */
+function cpuOf(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
 /** Start `runtime serve` on a free port; resolves with its URL and a stop function. */
 async function startRuntime(teamFile, traceDir, token) {
   const args = [
@@ -90,6 +104,7 @@ async function startRuntime(teamFile, traceDir, token) {
   });
   return {
     url,
+    cpu: () => cpuOf(child.pid),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -147,6 +162,54 @@ async function load(baseURL, apiKey, model, total, expected) {
 }
 const clients = (total) => Math.min(CLIENTS, total);
 
+/** The same through `POST /v1/runs`: time to the run.finished event, whose answer is checked. */
+async function loadRuns(url, token, total, expected) {
+  const ttft = [];
+  let failures = 0;
+  let next = 0;
+  let firstError;
+  const one = async (i) => {
+    const sent = performance.now();
+    try {
+      const res = await fetch(`${url}/v1/runs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ input: `steps=1 run=${i}` }),
+      });
+      if (res.status !== 200) throw new Error(`status ${res.status}`);
+      let text = "";
+      let finished;
+      for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
+        text += chunk;
+        const at = text.indexOf("event: run.finished\n");
+        if (at >= 0 && finished === undefined && text.indexOf("\n\n", at) > 0) finished = performance.now() - sent;
+      }
+      const data = /event: run\.finished\ndata: (.*)\n/.exec(text)?.[1];
+      if (finished === undefined || !expected(JSON.parse(data ?? "{}").answer ?? "")) throw new Error("no answer");
+      ttft.push(finished);
+    } catch (err) {
+      failures++;
+      firstError ??= err;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients(total) }, async () => {
+      while (next < total) await one(next++);
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  if (firstError) console.error(`openai-serve: first failure (POST /v1/runs): ${firstError.message ?? firstError}`);
+  return { rate: ttft.length / seconds, ttft, failures };
+}
+
+/** A load's figures with the server's CPU per completion spent meanwhile. */
+async function withCpu(server, fn) {
+  const before = server.cpu();
+  const result = await fn();
+  return { ...result, cpu: (server.cpu() - before) / Math.max(1, result.ttft.length) };
+}
+
 const dir = mkdtempSync(join(tmpdir(), "openai-serve-"));
 const model = await startChatServer(DELAY);
 let runtime;
@@ -160,24 +223,35 @@ try {
   // The model's own answer is the react protocol's JSON; the runtime's is the answer inside it.
   const direct = await load(model.url, "bench-key", "bench-model", TOTAL, (t) => t.includes("last=none"));
   await load(`${runtime.url}/v1`, token, "openai-bench", WARMUP, (t) => t === "last=none");
-  const served = await load(`${runtime.url}/v1`, token, "openai-bench", TOTAL, (t) => t === "last=none");
+  const served = await withCpu(runtime, () => load(`${runtime.url}/v1`, token, "openai-bench", TOTAL, (t) => t === "last=none"));
+  await loadRuns(runtime.url, token, WARMUP, (t) => t === "last=none");
+  const runs = await withCpu(runtime, () => loadRuns(runtime.url, token, TOTAL, (t) => t === "last=none"));
 
-  const row = (name, r) => [name, fixed(r.rate, 1), fixed(quantile(r.ttft, 0.5), 1), fixed(quantile(r.ttft, 0.99), 1), r.failures];
+  const row = (name, r) => [
+    name,
+    fixed(r.rate, 1),
+    fixed(quantile(r.ttft, 0.5), 1),
+    fixed(quantile(r.ttft, 0.99), 1),
+    r.cpu === undefined ? "" : fixed(r.cpu, 1),
+    r.failures,
+  ];
   printTable(
-    ["", "completions/s", "TTFT p50 ms", "TTFT p99 ms", "failures"],
+    ["", "completions/s", "TTFT p50 ms", "TTFT p99 ms", "server CPU ms each", "failures"],
     [
       row("the model itself", direct),
       row("through runtime serve", served),
+      row("POST /v1/runs, to run.finished", runs),
       [
         "added by the runtime",
         "",
         fixed(quantile(served.ttft, 0.5) - quantile(direct.ttft, 0.5), 1),
         fixed(quantile(served.ttft, 0.99) - quantile(direct.ttft, 0.99), 1),
         "",
+        "",
       ],
     ],
   );
-  if (served.failures || direct.failures) process.exitCode = 1;
+  if (served.failures || direct.failures || runs.failures) process.exitCode = 1;
 } finally {
   await runtime?.stop();
   model.stop();
