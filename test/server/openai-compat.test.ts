@@ -135,6 +135,7 @@ describe("OpenAI-compatible serving: the openai client", () => {
     expect(text).toBe("About 2.1 million.");
     expect(second.output_text).toBe("About 2.1 million.");
     expect(second.previous_response_id).toBe(first.id);
+    expect(second.metadata?.session_id).toBe(first.metadata?.session_id);
     expect(second.usage?.output_tokens).toBe(7);
     expect(types[0]).toBe("response.created");
     expect(types).toContain("response.output_text.done");

@@ -103,7 +103,7 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
     previous_response_id: request.previous,
     tool_choice: "auto",
     tools: [],
-    metadata: { task_id, ...(reply ? { result_type: reply.status } : {}) },
+    metadata: { task_id, session_id: request.launch.session_id ?? "", ...(reply ? { result_type: reply.status } : {}) },
     usage: reply ? usageOf(reply.usage) : null,
   });
 
