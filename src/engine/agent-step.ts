@@ -14,6 +14,7 @@ import type { ChatClient } from "../models/types.js";
 import type { McpServers } from "../tools/mcp/servers.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
 import type { Approvals } from "./approvals.js";
+import type { Exchange } from "../store/conversations.js";
 import type { Tool } from "../tools/types.js";
 import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
@@ -33,6 +34,8 @@ export interface RunShared {
   session_id: string;
   /** The caller named the session (docs/sessions.md). */
   inSession: boolean;
+  /** The conversation the caller gave (`RunOptions.history`). */
+  history?: readonly Exchange[];
   trace_dir: string;
   /** Plans and todo sessions (the run's store, or the embedded ones under trace_dir). */
   stores: RunStores;
@@ -161,6 +164,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     task_id: run.task_id,
     session_id: run.session_id,
     inSession: run.inSession,
+    ...(run.history ? { history: run.history } : {}),
     signal,
     trace_dir: run.trace_dir,
     stores: run.stores,

@@ -13,6 +13,7 @@ import { RuntimeError } from "../errors.js";
 import { addUsage } from "../events/usage.js";
 import { ZERO_USAGE, type Usage } from "../events/types.js";
 import type { ChatResponse } from "../models/types.js";
+import type { Exchange } from "../store/conversations.js";
 import type { ApprovalRecord, JournalEntry } from "../store/runs.js";
 import type { RecordedCall } from "../tools/toolbox.js";
 import type { ToolOutcome } from "../tools/types.js";
@@ -26,6 +27,8 @@ export interface RunRecord {
   team_file?: string;
   /** The caller named the session: the run reads and extends its conversation (docs/sessions.md). */
   in_session?: boolean;
+  /** The conversation the caller gave with the input (`RunOptions.history`). */
+  history?: Exchange[];
 }
 
 /**

@@ -16,7 +16,7 @@ import { Replay, type RunRecord } from "./replay.js";
 import { start, type RunOptions, type TeamRun } from "./run-team.js";
 import { resolveTraceDir } from "./trace-dir.js";
 
-export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "newId"> & {
+export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "newId"> & {
   /** The run to continue. */
   taskId: string;
 };
@@ -66,12 +66,16 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
     if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
     return start(
       team,
-      { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id },
+      { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record) },
       { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq },
     );
   } finally {
     if (!options.store) await runs.close();
   }
+}
+
+function historyOf(record: RunRecord): Pick<RunOptions, "history"> {
+  return record.history ? { history: record.history } : {};
 }
 
 /** A run that answered already: its stored answer, nothing run or written. */
@@ -85,7 +89,7 @@ function answered(taskId: string, answer: string, usage: Usage): TeamRun {
   };
 }
 
-export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "approver" | "budget"> & {
+export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "approver" | "budget"> & {
   taskId: string;
   /** Where the stored run is. @default $RUNTIME_TRACE_DIR or ./.runtime */
   from?: string;
@@ -119,7 +123,7 @@ export function replayRun(team: ResolvedTeam, options: ReplayOptions): TeamRun {
   });
   return start(
     team,
-    { ...options, input: record.input, agent: record.agent, sessionId: record.session_id, createClient: noClient },
+    { ...options, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record), createClient: noClient },
     { task_id: options.taskId, replay, afterSeq: 0 },
   );
 }

@@ -19,6 +19,7 @@ import { Approvals, type Approver, type Decision } from "./approvals.js";
 import type { Replay } from "./replay.js";
 import type { Store } from "../store/store.js";
 import type { RunWriter } from "../store/runs.js";
+import type { Exchange } from "../store/conversations.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -48,6 +49,12 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Conversation key: a follow-up with the same session continues its state. @default a new id */
   sessionId?: string;
+  /**
+   * The conversation before `input`, as the caller keeps it (an OpenAI
+   * client's earlier messages, docs/protocols.md): the agent sees it as a
+   * session's history (docs/sessions.md), instead of the session's stored turns.
+   */
+  history?: readonly Exchange[];
   /** Called synchronously with every event, in order (progress views, NDJSON). */
   sinks?: EventSink[];
   /**
@@ -195,6 +202,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
         session_id,
         ...(team.file ? { team_file: team.file } : {}),
         ...(inSession ? { in_session: true } : {}),
+        ...(options.history ? { history: [...options.history] } : {}),
       });
     const runs = writer && stores.runs;
     const decide =
@@ -211,6 +219,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       task_id,
       session_id,
       inSession,
+      ...(options.history ? { history: options.history } : {}),
       trace_dir,
       stores,
       client(config) {

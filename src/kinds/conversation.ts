@@ -8,7 +8,7 @@
  */
 import type { ChatMessage } from "../models/types.js";
 import { defaultTemplate } from "../prompts/render.js";
-import type { ConversationState, Turn } from "../store/conversations.js";
+import type { ConversationState, Exchange } from "../store/conversations.js";
 import type { AgentContext } from "./types.js";
 
 /** Characters of earlier turns given whole; beyond them, older turns are summarised. */
@@ -19,13 +19,17 @@ let withHistory: ((data: Record<string, unknown>) => string) | undefined;
 let summaryPrompt: ((data: Record<string, unknown>) => string) | undefined;
 
 /**
- * The request as the agent's model should see it: `input` alone outside a
- * named session or for an agent another one called; else with the
- * session's earlier turns (and their summary) before it.
+ * The request as the agent's model should see it: `input` alone for an
+ * agent another one called, or outside a named session when the caller gave
+ * no conversation; else with the conversation's earlier turns (and their
+ * summary) before it: those the caller gave (`ctx.history`, an OpenAI
+ * client's messages), else the session's stored ones.
  */
 export async function requestWithHistory(ctx: AgentContext, input: string): Promise<string> {
-  if (!ctx.inSession || ctx.scope.parent_step_id !== undefined) return input;
-  const stored = await ctx.remember("conversation", async (): Promise<ConversationState> => {
+  const given = ctx.history;
+  if ((!ctx.inSession && given === undefined) || ctx.scope.parent_step_id !== undefined) return input;
+  const stored = await ctx.remember("conversation", async (): Promise<ConversationState<Exchange>> => {
+    if (given !== undefined) return { turns: [...given], summary: "", through: 0 };
     const store = ctx.stores.conversations();
     try {
       return await store.load(ctx.session_id);
@@ -33,14 +37,15 @@ export async function requestWithHistory(ctx: AgentContext, input: string): Prom
       await store.close();
     }
   });
-  const kept = await summarised(ctx, stored);
+  // A conversation the caller keeps is summarised for this run only: the caller sends it whole each time.
+  const kept = await summarised(ctx, stored, given === undefined);
   if (kept.turns.length === 0 && !kept.summary) return input;
   withHistory ??= defaultTemplate("conversation");
   return withHistory({ summary: kept.summary, turns: kept.turns, input });
 }
 
 /** Turns beyond the budget folded into the summary, by one model call, saved for the session's next runs. */
-async function summarised(ctx: AgentContext, state: ConversationState): Promise<{ summary: string; turns: Turn[] }> {
+async function summarised(ctx: AgentContext, state: ConversationState<Exchange>, save: boolean): Promise<{ summary: string; turns: Exchange[] }> {
   const open = state.turns.slice(state.through);
   let size = 0;
   let keep = open.length;
@@ -57,7 +62,7 @@ async function summarised(ctx: AgentContext, state: ConversationState): Promise<
   const { reply } = await ctx.callModel({ messages });
   const summary = (reply.content ?? "").trim();
   const through = state.through + fold.length;
-  if (!ctx.replaying()) {
+  if (save && !ctx.replaying()) {
     const store = ctx.stores.conversations();
     try {
       await store.saveSummary(ctx.session_id, summary, through, ctx.now());

@@ -12,6 +12,7 @@ import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
 import type { Tool, ToolBox } from "../tools/types.js";
 import type { RunStores } from "../store/store.js";
+import type { Exchange } from "../store/conversations.js";
 
 import type { RunError } from "../errors.js";
 
@@ -82,6 +83,8 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   readonly session_id: string;
   /** The caller named the session: the conversation carries across runs (docs/sessions.md). */
   readonly inSession: boolean;
+  /** The conversation the run's caller gave: read instead of the session's stored turns (src/kinds/conversation.ts). */
+  readonly history?: readonly Exchange[];
   readonly signal: AbortSignal;
   /** Trace directory of the run (embedded stores live there). */
   readonly trace_dir: string;

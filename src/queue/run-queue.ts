@@ -22,6 +22,7 @@ import type pg from "pg";
 import { RuntimeError } from "../errors.js";
 import type { Budget } from "../config/types.js";
 import type { Database, Store } from "../store/store.js";
+import type { Exchange } from "../store/conversations.js";
 import { SCHEMA as S, storeError, transaction } from "../store/postgres/connect.js";
 import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
 
@@ -46,6 +47,8 @@ export interface RunRequest {
   input: string;
   agent?: string;
   session_id?: string;
+  /** The conversation the caller gave with the input (`RunOptions.history`). */
+  history?: Exchange[];
   /** Limits replacing the team's budget (a resume with a larger budget). */
   budget?: Budget;
 }

@@ -168,6 +168,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           sinks: [metrics.sink, ...(options.runSinks?.() ?? [])],
           ...(request.agent !== undefined ? { agent: request.agent } : {}),
           ...(request.session_id !== undefined ? { sessionId: request.session_id } : {}),
+          ...(request.history ? { history: request.history } : {}),
           ...(request.budget ? { budget: { ...team.budget, ...request.budget } } : {}),
         };
         let run: TeamRun | undefined;

@@ -5,6 +5,7 @@ import type { Budget } from "../config/types.js";
 import { newId } from "../ids.js";
 import { decideApprovals as decide } from "../engine/resume.js";
 import { follow, type FollowOptions } from "../store/follow.js";
+import type { Exchange } from "../store/conversations.js";
 import { RUN_STATUSES, type RunStore, type Watch } from "../store/runs.js";
 import { whileQueued } from "../queue/follow.js";
 import type { RunQueue } from "../queue/run-queue.js";
@@ -79,8 +80,14 @@ export interface LaunchedRun {
   cancel?: () => void;
 }
 
+/** What a protocol asks `launchRun` for: a run's body, and the conversation before its input when the client keeps it. */
+export interface LaunchRequest extends StartRunBody {
+  /** The earlier turns the client sent (`RunOptions.history`): read instead of the session's stored ones. */
+  history?: Exchange[];
+}
+
 /** Start a run: queued for workers with a PostgreSQL store, else here (429 past `maxLiveRuns`). */
-export async function launchRun(ctx: ApiContext, body: StartRunBody): Promise<LaunchedRun> {
+export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<LaunchedRun> {
   if (ctx.queued) {
     const task_id = newId();
     await ctx.queued.queue.enqueue({
@@ -89,6 +96,7 @@ export async function launchRun(ctx: ApiContext, body: StartRunBody): Promise<La
       input: body.input,
       ...(body.agent !== undefined ? { agent: body.agent } : {}),
       ...(body.session_id !== undefined ? { session_id: body.session_id } : {}),
+      ...(body.history ? { history: body.history } : {}),
     });
     return { task_id, more: whileQueued(ctx.queued.queue, task_id) };
   }
@@ -100,6 +108,7 @@ export async function launchRun(ctx: ApiContext, body: StartRunBody): Promise<La
     traceDir: ctx.traceDir,
     ...(body.agent !== undefined ? { agent: body.agent } : {}),
     ...(body.session_id !== undefined ? { sessionId: body.session_id } : {}),
+    ...(body.history ? { history: body.history } : {}),
   });
   return {
     task_id: run.task_id,

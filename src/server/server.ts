@@ -17,6 +17,7 @@ import { loadPage, sendPageFile } from "./page.js";
 import { MAX_CLIENT_BUFFER } from "./sse.js";
 import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, streamSession, type ApiContext } from "./runs-api.js";
 import { teamInfo } from "./team-info.js";
+import { isOpenAIPath, sendOpenAIError, serveOpenAI, type OpenAIEndpoint } from "./openai/index.js";
 import { teamSecrets } from "../engine/secrets.js";
 
 export interface ServerOptions {
@@ -124,6 +125,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         res.destroy();
         return;
       }
+      if (isOpenAIPath(req.url)) return sendOpenAIError(res, err, secrets);
       if (err instanceof HttpError) sendError(res, err.status, err.message, err.headers);
       else sendError(res, httpStatusOf(err), redactString(describeError(err), secrets));
     });
@@ -191,6 +193,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return resumeRunApi(ctx, req, res, route.id);
       case "approvals":
         return decideApprovals(ctx, req, res, route.id);
+      case "openai":
+        return serveOpenAI(ctx, req, res, route.endpoint, route.id);
       case "metrics": {
         const counts = queued ? await queued.queue.counts() : undefined;
         const gauges = {
@@ -255,7 +259,8 @@ const STREAMS_END_MS = 2_000;
 
 type Route =
   | { name: "page" | "script" | "timeline" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" }
-  | { name: "events" | "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals" | "sessionEvents"; id: string };
+  | { name: "events" | "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals" | "sessionEvents"; id: string }
+  | { name: "openai"; endpoint: OpenAIEndpoint; id: string };
 
 /** Endpoints by method; a path known under another method answers 405. */
 const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[] = [
@@ -275,6 +280,10 @@ const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[
   { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/approvals$/, route: (id) => ({ name: "approvals", id }) },
   { method: "GET", pattern: /^\/v1\/traces\/([^/]{1,200})$/, route: (id) => ({ name: "trace", id }) },
   { method: "GET", pattern: /^\/v1\/sessions\/([^/]{1,200})\/events$/, route: (id) => ({ name: "sessionEvents", id }) },
+  { method: "GET", pattern: /^\/v1\/models$/, route: () => ({ name: "openai", endpoint: "models", id: "" }) },
+  { method: "GET", pattern: /^\/v1\/models\/([^/]{1,200})$/, route: (id) => ({ name: "openai", endpoint: "model", id }) },
+  { method: "POST", pattern: /^\/v1\/chat\/completions$/, route: () => ({ name: "openai", endpoint: "chat", id: "" }) },
+  { method: "POST", pattern: /^\/v1\/responses$/, route: () => ({ name: "openai", endpoint: "responses", id: "" }) },
 ];
 
 function matchRoute(method: string, path: string): Route {

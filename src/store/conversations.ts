@@ -6,17 +6,25 @@
  * (src/store/postgres/conversations.ts).
  */
 
-/** One finished run of a session: what was asked, what was answered. */
-export interface Turn {
-  task_id: string;
+/** What was asked and what was answered, once. */
+export interface Exchange {
   input: string;
   answer: string;
+}
+
+/** One finished run of a session. */
+export interface Turn extends Exchange {
+  task_id: string;
   ts: string;
 }
 
-/** A session's conversation as stored: turns [0, through) are in `summary`. */
-export interface ConversationState {
-  turns: Turn[];
+/**
+ * A conversation as a run reads it: turns [0, through) are in `summary`. The
+ * stores give a session's turns; a caller may give its own exchanges instead
+ * (`RunOptions.history`).
+ */
+export interface ConversationState<T extends Exchange = Turn> {
+  turns: T[];
   summary: string;
   through: number;
 }

@@ -122,6 +122,37 @@ describe.each(["sqlite", "postgres"])("sessions on %s", (kind) => {
   });
 });
 
+describe("a conversation the caller gives (RunOptions.history)", () => {
+  it("is read as a session's turns, summarised past the budget for that run only, and never stored", async () => {
+    const model = await rememberingModel();
+    const file = team(model.url, "react");
+    const store = await createStore(tempDir("history-store-"));
+    try {
+      await ask(file, "Hello, my name is Edsger.", { store, sessionId: "stored" });
+      // Given, the history stands instead of the session's stored turns.
+      const given = [{ input: "Hello, my name is Barbara.", answer: "Noted." }];
+      expect(await ask(file, "What is my name?", { store, sessionId: "stored", history: given })).toBe("Your name is Barbara.");
+      expect(await ask(file, "What is my name?", { store, history: given })).toBe("Your name is Barbara.");
+      // Past the budget: one summary call, whose summary no session keeps.
+      const long = [...given, ...Array.from({ length: 3 }, (_, i) => ({ input: `Turn ${i}`, answer: "y".repeat(2500) }))];
+      const before = model.chatRequests.length;
+      expect(await ask(file, "What is my name?", { store, sessionId: "stored", history: long })).toBe("Your name is Barbara.");
+      const asked = model.chatRequests.slice(before).map((r) => userText(r.body as ChatBody));
+      expect(asked.filter((t) => t.startsWith("Summarise this conversation"))).toHaveLength(1);
+      const conversations = store.conversations();
+      try {
+        const stored = await conversations.load("stored");
+        expect(stored.summary).toBe("");
+        expect(stored.turns.map((t) => t.input)).toEqual(["Hello, my name is Edsger.", "What is my name?", "What is my name?"]);
+      } finally {
+        await conversations.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe("sessions from the command line", () => {
   it("exec --session carries the conversation; trace --session lists the session's runs", async () => {
     const model = await rememberingModel();

@@ -1,0 +1,86 @@
+/**
+ * A run's reply as the OpenAI-compatible endpoints give it: the run is
+ * launched as every protocol's is (`launchRun`) and followed through the
+ * store (src/store/follow.ts) to its run.finished. A run that pauses for an
+ * approval answers with a note naming its task_id, the tools waiting and how
+ * to approve them (docs/protocols.md#openai-compatible).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ZERO_USAGE, type PendingApproval, type Usage } from "../../events/types.js";
+import { follow } from "../../store/follow.js";
+import { launchRun, type ApiContext, type LaunchRequest, type LaunchedRun } from "../runs-api.js";
+
+/** How a run ended, for a reply. */
+export interface RunReply {
+  status: "answer" | "paused" | "error";
+  /** The answer, or the note of a paused run. */
+  text: string;
+  usage: Usage;
+  /** A failed run's code (src/errors.ts) and message. */
+  error?: { code: string; message: string };
+}
+
+/**
+ * Launch a run for a request and give the run's reply once it is known.
+ * The request's closing (the client went away) cancels the run, as on
+ * `POST /v1/runs`; `started` is called with the task_id before the run is
+ * followed (to send headers). The server's `close()` waits for the reply.
+ */
+export async function replyOf(
+  ctx: ApiContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: LaunchRequest,
+  started: (taskId: string) => void,
+): Promise<{ task_id: string; reply: RunReply | undefined }> {
+  const run = await launchRun(ctx, body);
+  const gone = new AbortController();
+  res.once("close", () => {
+    if (res.writableFinished) return;
+    gone.abort();
+    run.cancel?.();
+  });
+  // A client that went away while the run was being launched (the request itself ends once its body is read).
+  if (req.socket.destroyed) {
+    gone.abort();
+    run.cancel?.();
+  }
+  started(run.task_id);
+  const following = followToEnd(ctx, run, gone.signal);
+  const tracked = following.then(() => {});
+  ctx.streams.add(tracked);
+  void tracked.finally(() => ctx.streams.delete(tracked));
+  return { task_id: run.task_id, reply: await following };
+}
+
+async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSignal): Promise<RunReply | undefined> {
+  const waiting: PendingApproval[] = [];
+  try {
+    for await (const { event } of follow(ctx.store, run.task_id, 0, { more: run.more, signal })) {
+      if (event.type === "approval.requested") waiting.push(event);
+      if (event.type !== "run.finished") continue;
+      const usage = event.usage ?? ZERO_USAGE;
+      if (event.result_type === "answer") return { status: "answer", text: event.answer ?? "", usage };
+      if (event.result_type === "paused") return { status: "paused", text: pausedNote(run.task_id, event.approvals ?? waiting), usage };
+      const message = event.error ?? "the run failed";
+      return { status: "error", text: "", usage, error: { code: event.error_code ?? "RUN_FAILED", message: `run ${run.task_id} failed: ${message}` } };
+    }
+  } catch (err) {
+    if (signal.aborted) return undefined;
+    return { status: "error", text: "", usage: ZERO_USAGE, error: { code: "STORE", message: `cannot follow run ${run.task_id}: ${String(err)}` } };
+  }
+  if (signal.aborted) return undefined;
+  return { status: "error", text: "", usage: ZERO_USAGE, error: { code: "STORE", message: `run ${run.task_id} ended without its run.finished` } };
+}
+
+/** What a client is told of a run waiting for approvals: which, and the two ways to decide. */
+export function pausedNote(taskId: string, approvals: readonly PendingApproval[]): string {
+  const tools = [...new Set(approvals.map((a) => a.tool))].join(", ") || "a tool call";
+  const ids = approvals.map((a) => a.approval_id).join(", ");
+  const id = encodeURIComponent(taskId);
+  return (
+    `Run ${taskId} is waiting for approval of ${tools}${ids ? ` (approval_id ${ids})` : ""}. ` +
+    `Approve or deny with POST /v1/runs/${id}/approvals {"decision": "approve"} (or "deny"), or on this server's page at /?task=${id}; ` +
+    `the run then goes on, and GET /v1/runs/${id}/events follows it to its answer.`
+  );
+}
