@@ -60,7 +60,9 @@ function writtenKeys(raw: Record<string, unknown>, text: string, source: SourceM
   const lines = text.split("\n");
   const out: ConfigProblem[] = [];
   const visit = (value: unknown, at: (string | number)[]): void => {
-    if (Array.isArray(value)) value.forEach((item, i) => visit(item, [...at, i]));
+    if (Array.isArray(value)) {
+      for (const [i, item] of value.entries()) visit(item, [...at, i]);
+    }
     else if (typeof value === "object" && value !== null) for (const [key, item] of Object.entries(value)) visit(item, [...at, key]);
     else if (typeof value === "string" && value !== "" && isSecretKey(String(at.at(-1)))) {
       const where = pointer(...at);
