@@ -62,8 +62,7 @@ function writtenKeys(raw: Record<string, unknown>, text: string, source: SourceM
   const visit = (value: unknown, at: (string | number)[]): void => {
     if (Array.isArray(value)) {
       for (const [i, item] of value.entries()) visit(item, [...at, i]);
-    }
-    else if (typeof value === "object" && value !== null) for (const [key, item] of Object.entries(value)) visit(item, [...at, key]);
+    } else if (typeof value === "object" && value !== null) for (const [key, item] of Object.entries(value)) visit(item, [...at, key]);
     else if (typeof value === "string" && value !== "" && isSecretKey(String(at.at(-1)))) {
       const where = pointer(...at);
       const line = lines[source.position(where).line - 1] ?? "";
