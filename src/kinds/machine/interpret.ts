@@ -9,7 +9,7 @@
  * state drops what it ends with, and aborts it once the macrostep has ended.
  */
 import type { AnyStateMachine } from "xstate";
-import { unreachable } from "../../errors.js";
+import { RuntimeError, unreachable } from "../../errors.js";
 import { type Action, actionOf, type Compiled, type Edge, type Invocation, moveOf, type Params, type Ref, type State } from "./compile.js";
 import { creatorOf, type PromiseCreator } from "./kit.js";
 
@@ -166,7 +166,7 @@ export function interpret(
     } catch (error) {
       const name = e.guard?.name !== undefined ? `'${e.guard.name}' ` : "";
       const why = (error as Error | undefined)?.message;
-      throw new Error(`Unable to evaluate guard ${name}in transition for event '${event.type}' in state node '${e.source.x.id}':\n${why}`);
+      throw new RuntimeError("INTERNAL", `Unable to evaluate guard ${name}in transition for event '${event.type}' in state node '${e.source.x.id}':\n${why}`);
     }
   };
   const selectAlways = (event: unknown): Edge | undefined => {
