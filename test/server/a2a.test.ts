@@ -3,11 +3,14 @@
  * SDK's client over HTTP: the card, sending, streaming, getting and
  * cancelling a task, the token, approvals as `input-required`.
  */
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { TaskState, type Task } from "@a2a-js/sdk";
 import { afterEach, describe, expect, it } from "vitest";
 import { a2aClient, artifactText, collect, userMessage } from "../support/a2a.js";
 import { CIRCLE_QUESTION, approvalTeam, eventually, serveTeam } from "../support/runtime-server.js";
-import { reactReply, writeTeam } from "../support/team.js";
+import { ROOT } from "../support/cli.js";
+import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 const closers: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -58,6 +61,21 @@ describe("A2A server", () => {
     expect(session.runs.map((r) => r.task_id).sort()).toEqual([sent.id, streamedId].sort());
 
     await expect(client.getTask({ tenant: "", id: "no-such-task" })).rejects.toThrow(/not found/i);
+  });
+
+  it("a run that spends the team's budget is a failed task, with the budget statement", async () => {
+    const dir = tempDir("a2a-budget-");
+    cpSync(join(ROOT, "teams"), dir, { recursive: true });
+    const file = join(dir, "circle-react.yaml");
+    writeFileSync(file, readFileSync(file, "utf8").replace("entry: solver\n", "entry: solver\nbudget: { max_model_calls: 1 }\n"));
+    const server = await serveTeam(file);
+    closers.push(server);
+    const client = await a2aClient(server.url, server.token);
+    const task = await client.sendMessage(userMessage(CIRCLE_QUESTION));
+    if (!isTask(task)) throw new Error("expected a task");
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(JSON.stringify(task.status?.message)).toContain("budget reached: the team's max_model_calls is 1");
+    expect(task.metadata).toMatchObject({ budget: { max_model_calls: { limit: 1 } } });
   });
 
   it("cancels a task that is going on", async () => {
