@@ -86,22 +86,19 @@ export interface A2AEndpoint {
 }
 
 export function a2aEndpoint(ctx: ApiContext, tls: boolean): A2AEndpoint {
-  const buses = new RunBuses();
   // The card's URL is the one the client reached this server by (its Host), as the card is read from there.
-  const handlers = new Map<string, { handler: A2ARequestHandler; transport: JsonRpcTransportHandler }>();
+  const baseOf = (req: IncomingMessage) => `${tls ? "https" : "http"}://${req.headers.host ?? "localhost"}`;
+  let served: { handler: A2ARequestHandler; transport: JsonRpcTransportHandler } | undefined;
   const handlerFor = (req: IncomingMessage) => {
-    const base = `${tls ? "https" : "http"}://${req.headers.host ?? "localhost"}`;
-    let entry = handlers.get(base);
-    if (!entry) {
-      const handler = new RunRequestHandler(agentCard(ctx.team, base), ctx, buses);
-      entry = { handler, transport: new JsonRpcTransportHandler(handler) };
-      handlers.set(base, entry);
+    if (!served) {
+      const handler = new RunRequestHandler(agentCard(ctx.team, baseOf(req)), ctx, new RunBuses());
+      served = { handler, transport: new JsonRpcTransportHandler(handler) };
     }
-    return entry;
+    return served;
   };
   return {
     async card(req, res) {
-      sendJson(res, 200, AgentCard.toJSON(await handlerFor(req).handler.getAgentCard()));
+      sendJson(res, 200, AgentCard.toJSON(agentCard(ctx.team, baseOf(req))));
     },
     async rpc(req, res) {
       const body = await readJsonBody(req, ctx.maxBodyBytes);

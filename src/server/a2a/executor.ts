@@ -94,11 +94,11 @@ export class RunExecutor implements AgentExecutor {
 
   /** Follow a run from `after` and tell the SDK what happens, until it ends or pauses. */
   private async tell(taskId: string, contextId: string, after: number, more: ReturnType<typeof moreOf>, bus: ExecutionEventBus): Promise<void> {
-    const status = (state: TaskState, text: string | undefined, event: RunEvent) =>
+    const status = (state: TaskState, text: string | undefined, at: Pick<RunEvent, "seq" | "ts">) =>
       AgentEvent.statusUpdate({
         taskId,
         contextId,
-        status: { state, message: text === undefined ? undefined : agentMessage(taskId, contextId, text, `${taskId}:${event.seq}`), timestamp: event.ts },
+        status: { state, message: text === undefined ? undefined : agentMessage(taskId, contextId, text, `${taskId}:${at.seq}`), timestamp: at.ts },
         metadata: {},
       });
     for await (const { event } of follow(this.ctx.store, taskId, after, { more })) {
@@ -129,8 +129,8 @@ export class RunExecutor implements AgentExecutor {
       }
     }
     // The follow ended without a run.finished: the run's process died, or the store could not be read.
-    const lost = { seq: 0, ts: new Date().toISOString() } as RunEvent;
-    bus.publish(status(TaskState.TASK_STATE_FAILED, `run ${taskId} stopped without finishing; resume it with POST /v1/runs/${taskId}/resume`, lost));
+    const now = { seq: 0, ts: new Date().toISOString() };
+    bus.publish(status(TaskState.TASK_STATE_FAILED, `run ${taskId} stopped without finishing; resume it with POST /v1/runs/${taskId}/resume`, now));
   }
 
   async cancelTask(taskId: string): Promise<void> {
