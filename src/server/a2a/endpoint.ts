@@ -64,7 +64,9 @@ class RunRequestHandler extends DefaultRequestHandler {
     private readonly ctx: ApiContext,
     buses: RunBuses,
   ) {
-    super(card, new RunTaskStore(ctx.store), new RunExecutor(ctx, buses), buses);
+    // A paused run's bus is not kept: the run may go on through the approvals API, with no one
+    // publishing on it; a message in the task makes a new one.
+    super(card, new RunTaskStore(ctx.store), new RunExecutor(ctx, buses), buses, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] });
   }
 
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
