@@ -61,6 +61,12 @@ describe("A2A server", () => {
     expect(session.runs.map((r) => r.task_id).sort()).toEqual([sent.id, streamedId].sort());
 
     await expect(client.getTask({ tenant: "", id: "no-such-task" })).rejects.toThrow(/not found/i);
+    // A message that starts no run is a rejected task that says why.
+    const noText = await client.sendMessage(userMessage({ question: "?" }));
+    expect(noText).toMatchObject({ status: { state: TaskState.TASK_STATE_REJECTED } });
+    expect(JSON.stringify((noText as Task).status?.message)).toContain("the message has no text");
+    const badAgent = await client.sendMessage({ ...userMessage("hi"), message: { ...userMessage("hi").message!, metadata: { agent: "nobody" } } });
+    expect(JSON.stringify((badAgent as Task).status)).toContain("unknown agent 'nobody' (agents: solver)");
   });
 
   it("a run that spends the team's budget is a failed task, with the budget statement", async () => {

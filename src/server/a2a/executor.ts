@@ -6,7 +6,7 @@
  * SDK as task status and artifact updates.
  */
 import { Role, TaskState, type Message, type Part } from "@a2a-js/sdk";
-import { RequestMalformedError, TaskNotCancelableError } from "@a2a-js/sdk/errors";
+import { TaskNotCancelableError } from "@a2a-js/sdk/errors";
 import {
   AgentEvent,
   DefaultExecutionEventBusManager,
@@ -34,13 +34,20 @@ export class RunExecutor implements AgentExecutor {
     if (request.task) return this.answer(request, bus);
     const message = request.userMessage;
     const input = textOf(message.parts);
-    if (!input.trim()) throw new RequestMalformedError("the message has no text: send the question as a text part");
-    if (!SESSION_ID.test(request.contextId)) throw new RequestMalformedError("contextId must be 1-128 characters of letters, digits, '_', '-', '.', ':'");
     const agent = typeof message.metadata?.["agent"] === "string" ? (message.metadata["agent"] as string) : undefined;
+    // A message refused is a rejected task that says why (a throw here would reach the SDK's log with its stack).
+    if (!input.trim()) return reject(request, bus, "the message has no text: send the question as a text part");
+    if (!SESSION_ID.test(request.contextId)) return reject(request, bus, "contextId must be 1-128 characters of letters, digits, '_', '-', '.', ':'");
     if (agent !== undefined && !Object.hasOwn(this.ctx.team.agents, agent)) {
-      throw new RequestMalformedError(`unknown agent '${agent}' (agents: ${Object.keys(this.ctx.team.agents).join(", ")})`);
+      return reject(request, bus, `unknown agent '${agent}' (agents: ${Object.keys(this.ctx.team.agents).join(", ")})`);
     }
-    const run = await launchRun(this.ctx, { input, session_id: request.contextId, ...(agent !== undefined ? { agent } : {}) });
+    let run: Awaited<ReturnType<typeof launchRun>>;
+    try {
+      run = await launchRun(this.ctx, { input, session_id: request.contextId, ...(agent !== undefined ? { agent } : {}) });
+    } catch (err) {
+      // Too many runs in progress (429), the queue's store away: nothing started.
+      return reject(request, bus, describeError(err));
+    }
     // The SDK named the task before the run had an id: the run's id is the task's, and reaches the same bus.
     this.buses.alias(run.task_id, request.taskId);
     bus.publish(
@@ -61,7 +68,8 @@ export class RunExecutor implements AgentExecutor {
     const taskId = request.taskId;
     const events = await this.ctx.store.eventsOfTask(taskId);
     const task = taskOfEvents(taskId, events);
-    if (!task) throw new RequestMalformedError(`no run with task_id ${taskId}`);
+    // The SDK found the task in the same store a moment ago.
+    if (!task) return reject(request, bus, `no run with task_id ${taskId}`);
     bus.publish(AgentEvent.task(task));
     const say = (text: string) =>
       bus.publish(
@@ -141,6 +149,25 @@ export class RunExecutor implements AgentExecutor {
     }
     throw new TaskNotCancelableError(`task ${taskId} is not going on in this server`);
   }
+}
+
+/** Answer a message that starts no run with a task rejected for `reason`. */
+function reject(request: RequestContext, bus: ExecutionEventBus, reason: string): void {
+  const { taskId, contextId } = request;
+  bus.publish(
+    AgentEvent.task({
+      id: taskId,
+      contextId,
+      status: {
+        state: TaskState.TASK_STATE_REJECTED,
+        message: agentMessage(taskId, contextId, reason, `${taskId}:rejected`),
+        timestamp: new Date().toISOString(),
+      },
+      artifacts: [],
+      history: [request.userMessage],
+      metadata: {},
+    }),
+  );
 }
 
 /** The text of a message's text parts. */
