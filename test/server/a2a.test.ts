@@ -132,6 +132,10 @@ replies:
     // Not a decision: it still waits.
     const unclear = await client.sendMessage(userMessage("maybe", { taskId: paused.id, contextId: paused.contextId }));
     expect(unclear).toMatchObject({ id: paused.id, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED } });
+    // One call approved by a data part: the other still waits.
+    const one = await client.sendMessage(userMessage({ decision: "approve", call_id: "call_area" }, { taskId: paused.id, contextId: paused.contextId }));
+    expect(one).toMatchObject({ id: paused.id, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED } });
+    expect(JSON.stringify((one as Task).status?.message)).toContain("still waiting for approval of calculator (call call_circumference)");
     // Approved in the task (streaming): the run goes on to its answer.
     const stream = await collect(client.sendMessageStream(userMessage("approve", { taskId: paused.id, contextId: paused.contextId })));
     const states = stream.flatMap((r) => (r.payload?.$case === "statusUpdate" ? [r.payload.value.status?.state] : []));
