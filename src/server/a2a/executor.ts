@@ -109,36 +109,41 @@ export class RunExecutor implements AgentExecutor {
         status: { state, message: text === undefined ? undefined : agentMessage(taskId, contextId, text, `${taskId}:${at.seq}`), timestamp: at.ts },
         metadata: {},
       });
-    for await (const { event } of follow(this.ctx.store, taskId, after, { more })) {
-      switch (event.type) {
-        case "run.started":
-        case "run.resumed":
-          bus.publish(status(TaskState.TASK_STATE_WORKING, undefined, event));
-          break;
-        case "tool.started":
-          bus.publish(status(TaskState.TASK_STATE_WORKING, `calling ${event.tool}`, event));
-          break;
-        case "tool.progress":
-          if (event.message !== undefined || event.progress !== undefined)
-            bus.publish(
-              status(TaskState.TASK_STATE_WORKING, `${event.tool}: ${event.message ?? `${event.progress}${event.total ? `/${event.total}` : ""}`}`, event),
-            );
-          break;
-        case "run.finished":
-          if (event.result_type === "answer") {
-            bus.publish(
-              AgentEvent.artifactUpdate({ taskId, contextId, artifact: answerArtifact(event.answer ?? ""), append: false, lastChunk: true, metadata: {} }),
-            );
-          }
-          bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: finishedStatus(taskId, contextId, event), metadata: {} }));
-          return;
-        default:
-          break;
+    let why = "its process ended";
+    try {
+      for await (const { event } of follow(this.ctx.store, taskId, after, { more })) {
+        switch (event.type) {
+          case "run.started":
+          case "run.resumed":
+            bus.publish(status(TaskState.TASK_STATE_WORKING, undefined, event));
+            break;
+          case "tool.started":
+            bus.publish(status(TaskState.TASK_STATE_WORKING, `calling ${event.tool}`, event));
+            break;
+          case "tool.progress":
+            if (event.message !== undefined || event.progress !== undefined)
+              bus.publish(
+                status(TaskState.TASK_STATE_WORKING, `${event.tool}: ${event.message ?? `${event.progress}${event.total ? `/${event.total}` : ""}`}`, event),
+              );
+            break;
+          case "run.finished":
+            if (event.result_type === "answer") {
+              bus.publish(
+                AgentEvent.artifactUpdate({ taskId, contextId, artifact: answerArtifact(event.answer ?? ""), append: false, lastChunk: true, metadata: {} }),
+              );
+            }
+            bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: finishedStatus(taskId, contextId, event), metadata: {} }));
+            return;
+          default:
+            break;
+        }
       }
+    } catch (err) {
+      why = `the store could not be read: ${describeError(err)}`;
     }
-    // The follow ended without a run.finished: the run's process died, or the store could not be read.
+    // No run.finished: the task is still working as far as anyone knows (GetTask reads the run), and can be resumed.
     const now = { seq: 0, ts: new Date().toISOString() };
-    bus.publish(status(TaskState.TASK_STATE_FAILED, `run ${taskId} stopped without finishing; resume it with POST /v1/runs/${taskId}/resume`, now));
+    bus.publish(status(TaskState.TASK_STATE_WORKING, `the run's events stopped coming (${why}); POST /v1/runs/${taskId}/resume continues it`, now));
   }
 
   async cancelTask(taskId: string): Promise<void> {
