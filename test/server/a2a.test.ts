@@ -3,13 +3,14 @@
  * SDK's client over HTTP: the card, sending, streaming, getting and
  * cancelling a task, the token, approvals as `input-required`.
  */
+import { spawn } from "node:child_process";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TaskState, type Task } from "@a2a-js/sdk";
 import { afterEach, describe, expect, it } from "vitest";
 import { a2aClient, artifactText, collect, userMessage } from "../support/a2a.js";
-import { CIRCLE_QUESTION, approvalTeam, eventually, serveTeam } from "../support/runtime-server.js";
-import { ROOT } from "../support/cli.js";
+import { CIRCLE_QUESTION, approvalTeam, authedFetch, eventually, serveTeam } from "../support/runtime-server.js";
+import { BIN, ROOT } from "../support/cli.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 const closers: { close(): Promise<void> }[] = [];
@@ -118,6 +119,64 @@ replies:
     expect(run.events.at(-1)).toMatchObject({ type: "run.finished", error_code: "ABORTED" });
     // Cancelling it again answers the same.
     await expect(client.cancelTask({ tenant: "", id: sent.id, metadata: {} })).resolves.toMatchObject({ status: { state: TaskState.TASK_STATE_CANCELED } });
+  });
+
+  it("a task whose server is killed is working, and its run resumes to completed like any other", async () => {
+    const file = writeTeam(
+      `version: 1
+name: slow
+models:
+  offline: { provider: scripted, script: ./script.yaml }
+agents:
+  thinker: { kind: react, model: offline, tools: [terminate] }
+`,
+      { "script.yaml": `version: 1\nreplies:\n  - content: '${reactReply("ANSWER", { answer: "done thinking" })}'\n    delay_ms: 3000\n` },
+    );
+    const traceDir = tempDir("a2a-kill-");
+    const child = spawn(process.execPath, [BIN, "serve", file, "--port", "0", "--trace-dir", traceDir], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
+    const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${stderr}`)), 30_000);
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        const m = /open (http:\/\/127\.0\.0\.1:\d+)\/\?token=([\w-]+)/.exec(stderr);
+        if (m?.[1] && m[2]) {
+          clearTimeout(timer);
+          resolve([m[1], m[2]]);
+        }
+      });
+    });
+    let taskId = "";
+    try {
+      const client = await a2aClient(url, token);
+      const sent = await client.sendMessage({
+        ...userMessage("think"),
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+      });
+      if (!isTask(sent)) throw new Error("expected a task");
+      taskId = sent.id;
+      // Killed while the model thinks.
+      await eventually(async () => {
+        const run = (await (await authedFetch(token)(`${url}/v1/runs/${taskId}`)).json()) as { events?: { type: string }[] };
+        return run.events?.some((e) => e.type === "llm.request") ? true : undefined;
+      });
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
+    }
+    expect(stderr).not.toMatch(/\n\s+at /);
+
+    const server = await serveTeam(file, traceDir);
+    closers.push(server);
+    const client = await a2aClient(server.url, server.token);
+    expect((await client.getTask({ tenant: "", id: taskId })).status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    expect((await server.fetch(`${server.url}/v1/runs/${taskId}/resume`, { method: "POST" })).status).toBe(202);
+    const done = await eventually(async () => {
+      const t = await client.getTask({ tenant: "", id: taskId });
+      return t.status?.state === TaskState.TASK_STATE_COMPLETED ? t : undefined;
+    });
+    expect(artifactText(done)).toBe("done thinking");
   });
 
   it("a run waiting for approval is input-required; approve through A2A and through the approvals API", async () => {
