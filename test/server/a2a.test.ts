@@ -62,6 +62,11 @@ describe("A2A server", () => {
     expect(session.runs.map((r) => r.task_id).sort()).toEqual([sent.id, streamedId].sort());
 
     await expect(client.getTask({ tenant: "", id: "no-such-task" })).rejects.toThrow(/not found/i);
+    // Not JSON: JSON-RPC's parse error; not JSON-RPC: its invalid request.
+    const post = (body: string) =>
+      server.fetch(`${server.url}/a2a`, { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body });
+    expect(await (await post("{not json")).json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
+    expect(await (await post('{"jsonrpc": "2.0", "id": 7, "method": "NoSuchMethod", "params": {}}')).json()).toMatchObject({ id: 7, error: { code: -32601 } });
     // A message that starts no run is a rejected task that says why.
     const noText = await client.sendMessage(userMessage({ question: "?" }));
     expect(noText).toMatchObject({ status: { state: TaskState.TASK_STATE_REJECTED } });

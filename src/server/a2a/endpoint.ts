@@ -11,7 +11,7 @@ import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AgentCard, formatSSEErrorEven
 import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, type User, validateVersion, type A2ARequestHandler } from "@a2a-js/sdk/server";
 import type { CancelTaskRequest, Task } from "@a2a-js/sdk";
 import type { ResolvedTeam } from "../../config/types.js";
-import { BASE_HEADERS, readJsonBody, sendJson } from "../http.js";
+import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "../http.js";
 import type { ApiContext } from "../runs-api.js";
 import { RunBuses, RunExecutor } from "./executor.js";
 import { RunTaskStore } from "./task-view.js";
@@ -103,7 +103,14 @@ export function a2aEndpoint(ctx: ApiContext, tls: boolean): A2AEndpoint {
       sendJson(res, 200, AgentCard.toJSON(agentCard(ctx.team, baseOf(req))));
     },
     async rpc(req, res) {
-      const body = await readJsonBody(req, ctx.maxBodyBytes);
+      let body: unknown;
+      try {
+        body = await readJsonBody(req, ctx.maxBodyBytes);
+      } catch (err) {
+        // A body that is not JSON is JSON-RPC's parse error; a wrong content type or size stays an HTTP refusal.
+        if (!(err instanceof HttpError) || err.status !== 400) throw err;
+        return sendJson(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32700, message: err.message } });
+      }
       const id = typeof body === "object" && body !== null && "id" in body ? (body as { id: unknown }).id : null;
       const { handler, transport } = handlerFor(req);
       const requestedVersion = header(req, A2A_VERSION_HEADER);
