@@ -15,6 +15,8 @@ import { reactReply, writeTeam } from "../support/team.js";
 const closers: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   while (closers.length) await closers.pop()?.close();
+  delete process.env["A2A_TEST_REMOTE_TOKEN"];
+  delete process.env["A2A_TEST_SLOW_TOKEN"];
 });
 
 /** A team whose scripted agent asks the A2A agent `tool` once, then answers with what it said. */
