@@ -11,10 +11,11 @@
  * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
  * - scripted model: model "scripted"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
- * - command, http and mcp tool: effect "write"
+ * - command, http, mcp and a2a tool: effect "write"
  * - command and http tool: parameters {"type":"object","properties":{}}
  * - command tool: env {}
  * - http tool: method "POST", headers {}, allow_private false
+ * - a2a tool: timeout_ms 120000, headers {}
  * - mcp tool (either server): connect_timeout_ms 30000; stdio server: env {}; http server: headers {}
  * - agent (every kind): description "", max_iteration 30, tools [], approval {}
  * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2, verify "checks", max_verify_rounds 2
@@ -29,6 +30,7 @@
  * - agent model: the model named `default`, else the only model (`agentModel`;
  *   references.ts asks it too, to report an agent left without one)
  * - command tool cwd: the team file's directory (`commandCwd`)
+ * - a2a tool parameters: its one `message` (resolve.ts)
  * - built-in and module tool parameters: an empty object schema
  *   (`builtinParameters`; at run time each keeps its own)
  * - plan_and_solve_flow replanner: the flow's planner (`flowReplanner`)

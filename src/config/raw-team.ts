@@ -101,8 +101,8 @@ export interface RawToolParameters {
   [key: string]: unknown;
 }
 
-/** A tool: exactly one of `builtin`, `command`, `http`, `mcp` or `module`. */
-export type RawTool = RawBuiltinTool | RawCommandTool | RawHttpTool | RawMcpTool | RawModuleTool;
+/** A tool: exactly one of `builtin`, `command`, `http`, `mcp`, `module` or `a2a`. */
+export type RawTool = RawBuiltinTool | RawCommandTool | RawHttpTool | RawMcpTool | RawModuleTool | RawRemoteAgentTool;
 
 /** A built-in tool, possibly under another name or with another timeout. */
 export interface RawBuiltinTool {
@@ -199,6 +199,27 @@ export interface RawModuleTool {
   max_output_bytes: number;
   /** What a call does, overriding the module's own `effect` (docs/durable-runs.md). */
   effect?: RawToolEffect;
+  /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
+  approval?: RawToolApproval;
+}
+
+/** A remote agent that speaks A2A (Agent2Agent protocol; docs/protocols.md#a2a-agents-as-tools), such as another team's `runtime serve`. The model gives one `message`; the remote task's text artifacts (or its reply) are the result, its status updates `tool.progress` events, its failure or a timeout the call's error. The agent's card is read once per process. */
+export interface RawRemoteAgentTool {
+  /** The remote agent. */
+  a2a: {
+    /** Base URL of the agent (http or https): its card is read from URL/.well-known/agent-card.json and names the endpoint messages go to. */
+    url: string;
+    /** Request headers of every call (an Authorization header with the remote server's token). Values of secret-named headers never reach a trace or a log. @default {} */
+    headers: Record<string, string>;
+  };
+  /** What the tool does, as the model sees it. Empty for a built-in or a module: its own description. @default "" */
+  description: string;
+  /** Time limit of one call in milliseconds, reading the card included; after it the call fails with TOOL_TIMEOUT and the remote task is cancelled. @default 120000 */
+  timeout_ms: number;
+  /** Cap on a call's output, in bytes; longer output is cut. @default 65536 */
+  max_output_bytes: number;
+  /** What calling the tool does (docs/durable-runs.md): `read` changes nothing, `idempotent` may change something but twice is as once, `write` must not run twice. A resumed run runs a call that started and has no result again only when it is not `write`; a `write` waits for a person's approval. Built-ins declare their own. @default "write" */
+  effect: RawToolEffect;
   /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
   approval?: RawToolApproval;
 }

@@ -83,6 +83,7 @@ function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
     ...(raw.approval !== undefined ? { approval: raw.approval } : {}),
   };
   if ("mcp" in raw) return resolveMcp(common, raw.mcp, dir);
+  if ("a2a" in raw) return { ...common, type: "a2a", parameters: A2A_PARAMETERS, url: raw.a2a.url, headers: raw.a2a.headers };
   const base = { ...common, parameters: "builtin" in raw || "module" in raw ? builtinParameters() : raw.parameters };
   if ("builtin" in raw) return { ...base, type: "builtin", builtin: raw.builtin };
   if ("command" in raw) {
@@ -92,6 +93,14 @@ function resolveTool(name: string, raw: RawTool, dir: string): ToolConfig {
   if ("module" in raw) return { ...base, type: "module", module: resolve(dir, raw.module) };
   return { ...base, type: "http", url: raw.http.url, method: raw.http.method, headers: raw.http.headers, allow_private: raw.http.allow_private };
 }
+
+/** The one argument of an A2A agent as a tool. */
+const A2A_PARAMETERS = {
+  type: "object",
+  properties: { message: { type: "string", minLength: 1, description: "What to ask the agent, in full: it knows nothing of this conversation." } },
+  required: ["message"],
+  additionalProperties: false,
+} as const;
 
 function resolveMcp(
   common: Pick<McpToolConfig, "name" | "description" | "timeout_ms" | "max_output_bytes" | "effect" | "approval">,

@@ -21,6 +21,8 @@ const SECTIONS: Array<{ title: string; ref: string; intro?: string }> = [
   { title: "Tool: `mcp` over Streamable HTTP (`mcp.url`)", ref: "#/$defs/mcpHttpServer" },
   { title: "Tool: `mcp`, keys of both kinds of server", ref: "#/$defs/mcpServerBase" },
   { title: "Tool: `module`", ref: "#/$defs/moduleTool", intro: "See docs/code-tools.md." },
+  { title: "Tool: `a2a`", ref: "#/$defs/remoteAgentTool", intro: "See docs/protocols.md#a2a-agents-as-tools." },
+  { title: "Tool: `a2a.a2a`", ref: "#/$defs/remoteAgentTool/properties/a2a" },
   { title: "Agent: keys of every kind", ref: "#/$defs/agentBase" },
   { title: "Agent: kind `react`", ref: "#/$defs/reactAgent" },
   { title: "Agent: kind `plan_and_solve`", ref: "#/$defs/planAndSolveAgent" },

@@ -111,6 +111,18 @@ export interface HttpToolConfig extends SingleToolConfigBase {
   allow_private: boolean;
 }
 
+/**
+ * A remote A2A agent as a tool (docs/protocols.md#a2a-agents-as-tools): one
+ * `message` argument (its `parameters`, fixed), the remote task's text as
+ * the result.
+ */
+export interface A2AToolConfig extends SingleToolConfigBase {
+  type: "a2a";
+  /** Base URL of the agent; its card is at URL/.well-known/agent-card.json. */
+  url: string;
+  headers: Record<string, string>;
+}
+
 /** An MCP server started as a program, speaking MCP on its stdin and stdout. */
 export interface McpStdioServer {
   transport: "stdio";
@@ -143,7 +155,7 @@ export interface McpToolConfig extends ToolConfigBase {
 }
 
 /** A tool declaration that is one tool (every type but `mcp`). */
-export type SingleToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig | ModuleToolConfig;
+export type SingleToolConfig = BuiltinToolConfig | CommandToolConfig | HttpToolConfig | ModuleToolConfig | A2AToolConfig;
 
 export type ToolConfig = SingleToolConfig | McpToolConfig;
 

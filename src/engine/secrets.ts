@@ -4,7 +4,7 @@ import { isSecretKey } from "../redact.js";
 /**
  * The team's own secrets, masked by value wherever they might appear (the
  * one list, read by the bus of every run and by the server): model API keys,
- * the values of secret-named model headers, and the values of secret-named command and MCP server env variables and http and MCP server headers
+ * the values of secret-named model headers, and the values of secret-named command and MCP server env variables and http, A2A and MCP server headers
  * (`SERVICE_TOKEN`, `X-Api-Key`, `Authorization`), which a tool's output or
  * error could otherwise echo into events and the trace; and the `openai`
  * client's own OPENAI_API_KEY, used when a model names no key.
@@ -25,6 +25,7 @@ function toolSecrets(tool: ToolConfig): Record<string, string> {
     case "command":
       return tool.env;
     case "http":
+    case "a2a":
       return tool.headers;
     case "mcp":
       return tool.server.transport === "stdio" ? tool.server.env : tool.server.headers;

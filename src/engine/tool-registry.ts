@@ -20,6 +20,7 @@ import {
   type TeamNames,
 } from "../config/tool-names.js";
 import type {
+  A2AToolConfig,
   AgentConfig,
   BuiltinToolConfig,
   CommandToolConfig,
@@ -45,6 +46,7 @@ export type ToolEntry =
   | { row: "http"; name: string; config: HttpToolConfig }
   | { row: "module"; name: string; config: ModuleToolConfig }
   | { row: "mcp"; name: string; config: McpToolConfig }
+  | { row: "a2a"; name: string; config: A2AToolConfig }
   | { row: "code"; name: string; tool: Tool }
   | { row: "agent"; name: string; agent: AgentConfig };
 
@@ -104,6 +106,7 @@ const code = {
   plan: lazyCode("Plan Tool's methods", () => import("../plan/tools.js")),
   command: lazyCode("command tools", () => import("../tools/command.js")),
   http: lazyCode("http tools", () => import("../tools/http.js")),
+  a2a: lazyCode("A2A agents as tools", () => import("../tools/a2a.js")),
 };
 
 /** A built-in's code and how a tool is made of it. */
@@ -161,6 +164,11 @@ const ROWS: { [R in ToolEntry["row"]]: Row<Extract<ToolEntry, { row: R }>> } = {
     prepare: () => code.http.load(),
     build: (e, env) => [cached(env.cache, e.name, () => code.http.get().httpTool(e.config))],
     source: () => "http",
+  },
+  a2a: {
+    prepare: () => code.a2a.load(),
+    build: (e, env) => [cached(env.cache, e.name, () => code.a2a.get().a2aTool(e.config))],
+    source: (e) => `a2a ${e.config.url}`,
   },
   module: {
     // Imported once per process (src/tools/module.ts), built once per run.
@@ -250,6 +258,8 @@ function declaredEntry(config: ToolConfig): ToolEntry {
       return { row: "module", name, config };
     case "mcp":
       return { row: "mcp", name, config };
+    case "a2a":
+      return { row: "a2a", name, config };
   }
 }
 

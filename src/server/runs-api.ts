@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedTeam } from "../config/types.js";
-import type { RunEvent } from "../events/types.js";
+import type { PendingApproval, RunEvent } from "../events/types.js";
 import type { Budget } from "../config/types.js";
 import { newId } from "../ids.js";
 import { decideApprovals as decide } from "../engine/resume.js";
@@ -164,7 +164,7 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
     res.writeHead(204, { ...BASE_HEADERS, "x-task-id": taskId }).end();
     return;
   }
-  const more = ctx.queued ? whileQueued(ctx.queued.queue, taskId) : whileLive(ctx.live, taskId);
+  const more = moreOf(ctx, taskId);
   void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, more);
 }
 
@@ -349,19 +349,38 @@ export async function decideApprovals(ctx: ApiContext, req: IncomingMessage, res
     if (value !== undefined && (typeof value !== "string" || value.length > 2000))
       throw new HttpError(400, `${name} must be a string of at most 2000 characters`);
   }
-  if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on; it is not waiting for an approval`);
-  // The whole id, as on every route: the CLI's shortened ids (TraceStore.taskIdsMatching) are for people typing.
-  if ((await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
   const call = (approval_id ?? call_id) as string | undefined;
-  // A NOT_FOUND thrown here answers 404, as any error's code decides (httpStatusOf).
-  const decided = await decide(ctx.store, taskId, {
+  const decided = await approveRun(ctx, taskId, {
     decision,
     ...(call !== undefined ? { call } : {}),
     ...(typeof reason === "string" && reason ? { reason } : {}),
   });
+  sendJson(res, 202, decided);
+}
+
+/**
+ * Decide on calls a paused run waits for (`call`: an approval id or call id;
+ * all when undefined), and once none is left waiting, go on with the run: the
+ * one way every protocol approves (the approvals endpoint, A2A).
+ */
+export async function approveRun(
+  ctx: ApiContext,
+  taskId: string,
+  options: { decision: "approve" | "deny"; call?: string; reason?: string },
+): Promise<{ task_id: string; decided: PendingApproval[]; waiting: PendingApproval[]; resumed: boolean }> {
+  if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on; it is not waiting for an approval`);
+  // The whole id, as on every route: the CLI's shortened ids (TraceStore.taskIdsMatching) are for people typing.
+  if ((await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
+  // A NOT_FOUND thrown here answers 404, as any error's code decides (httpStatusOf).
+  const decided = await decide(ctx.store, taskId, options);
   const resumed = decided.waiting.length === 0;
   if (resumed) await resumeLive(ctx, decided.task_id, undefined);
-  sendJson(res, 202, { task_id: decided.task_id, decided: decided.decided, waiting: decided.waiting, resumed });
+  return { task_id: decided.task_id, decided: decided.decided, waiting: decided.waiting, resumed };
+}
+
+/** `FollowOptions.more` for a run of this server: while a worker holds it (a PostgreSQL store), else while it is live here. */
+export function moreOf(ctx: ApiContext, taskId: string): NonNullable<FollowOptions["more"]> {
+  return ctx.queued ? whileQueued(ctx.queued.queue, taskId) : whileLive(ctx.live, taskId);
 }
 
 async function resumeLive(ctx: ApiContext, taskId: string, budget: Budget | undefined): Promise<void> {

@@ -18,6 +18,7 @@ import { MAX_CLIENT_BUFFER } from "./sse.js";
 import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, streamSession, type ApiContext } from "./runs-api.js";
 import { teamInfo } from "./team-info.js";
 import { isOpenAIPath, sendOpenAIError, serveOpenAI, type OpenAIEndpoint } from "./openai/index.js";
+import type { A2AEndpoint } from "./a2a/endpoint.js";
 import { teamSecrets } from "../engine/secrets.js";
 
 export interface ServerOptions {
@@ -118,6 +119,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     streams: new Set(),
   };
   const page = loadPage();
+  // The A2A SDK is loaded by the first A2A request: a server no A2A client talks to pays nothing for it.
+  let a2aLoaded: Promise<A2AEndpoint> | undefined;
+  const a2a = () => (a2aLoaded ??= import("./a2a/endpoint.js").then((m) => m.a2aEndpoint(ctx, options.tls !== undefined)));
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err: unknown) => {
@@ -153,6 +157,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const ready = await isReady();
       return sendJson(res, ready ? 200 : 503, { ready });
     }
+    // A2A clients read the card before they have a token; it names the team's agents and the scheme (docs/protocols.md#a2a).
+    if (route.name === "agentCard") return (await a2a()).card(req, res);
     gate.allow(presentedToken(req, tokenCookie(port), route.name === "page" ? url.searchParams : undefined));
     if (route.name === "page" && url.searchParams.has("token")) {
       // The page's link carries the token once: it becomes a cookie and leaves the address bar.
@@ -195,6 +201,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return decideApprovals(ctx, req, res, route.id);
       case "openai":
         return serveOpenAI(ctx, req, res, route.endpoint, route.id);
+      case "a2a":
+        return (await a2a()).rpc(req, res);
       case "metrics": {
         const counts = queued ? await queued.queue.counts() : undefined;
         const gauges = {
@@ -210,7 +218,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return;
       }
       default:
-        // "health" and "ready" are answered above, before the token check.
+        // "health", "ready" and "agentCard" are answered above, before the token check.
         route.name satisfies never;
     }
   }
@@ -258,7 +266,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 const STREAMS_END_MS = 2_000;
 
 type Route =
-  | { name: "page" | "script" | "timeline" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" }
+  | { name: "page" | "script" | "timeline" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" | "agentCard" | "a2a" }
   | { name: "events" | "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals" | "sessionEvents"; id: string }
   | { name: "openai"; endpoint: OpenAIEndpoint; id: string };
 
@@ -279,6 +287,8 @@ const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[
   { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/resume$/, route: (id) => ({ name: "resumeRun", id }) },
   { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/approvals$/, route: (id) => ({ name: "approvals", id }) },
   { method: "GET", pattern: /^\/v1\/traces\/([^/]{1,200})$/, route: (id) => ({ name: "trace", id }) },
+  { method: "GET", pattern: /^\/\.well-known\/agent-card\.json$/, route: () => ({ name: "agentCard" }) },
+  { method: "POST", pattern: /^\/a2a$/, route: () => ({ name: "a2a" }) },
   { method: "GET", pattern: /^\/v1\/sessions\/([^/]{1,200})\/events$/, route: (id) => ({ name: "sessionEvents", id }) },
   { method: "GET", pattern: /^\/v1\/models$/, route: () => ({ name: "openai", endpoint: "models", id: "" }) },
   { method: "GET", pattern: /^\/v1\/models\/([^/]{1,200})$/, route: (id) => ({ name: "openai", endpoint: "model", id }) },

@@ -285,7 +285,7 @@ agents:
   {
     name: "tool-without-kind",
     text: `${BASE}tools:\n  lookup:\n    comand: [node, ./lookup.mjs]\n`,
-    expect: ["10:3 /tools/lookup expected exactly one of the keys 'builtin', 'command', 'http', 'mcp' or 'module' (did you mean 'command'?)"],
+    expect: ["10:3 /tools/lookup expected exactly one of the keys 'builtin', 'command', 'http', 'mcp', 'module' or 'a2a' (did you mean 'command'?)"],
   },
   {
     name: "mcp-without-server",

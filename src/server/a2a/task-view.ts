@@ -1,0 +1,96 @@
+/**
+ * A run seen as an A2A task (docs/protocols.md#a2a): the run store is the
+ * truth, and a task is read from a run's events whenever the SDK asks for
+ * one. Same id as the run; `contextId` is its session; its state follows the
+ * run: `working` until its run.finished, then `completed` (the answer as a
+ * text artifact), `failed` (the error), `canceled` (interrupted) or
+ * `input-required` (paused, waiting for approvals; a run.resumed after it is
+ * `working` again).
+ */
+import { Role, TaskState, type Artifact, type Message, type Part, type Task, type TaskStatus } from "@a2a-js/sdk";
+import { UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import type { ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
+import type { EventOf, RunEvent } from "../../events/types.js";
+import type { RunStore } from "../../store/runs.js";
+
+/** The artifact that holds a run's answer. */
+export const ANSWER_ARTIFACT = "answer";
+
+/** An A2A text part. */
+export function textPart(text: string): Part {
+  return { content: { $case: "text", value: text }, mediaType: "text/plain", filename: "", metadata: {} };
+}
+
+/** A message of the agent in a task. */
+export function agentMessage(taskId: string, contextId: string, text: string, messageId: string): Message {
+  return { messageId, taskId, contextId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: {}, extensions: [], referenceTaskIds: [] };
+}
+
+export function answerArtifact(answer: string): Artifact {
+  return { artifactId: ANSWER_ARTIFACT, name: ANSWER_ARTIFACT, description: "The run's answer.", parts: [textPart(answer)], metadata: {}, extensions: [] };
+}
+
+/** What a paused run says it waits for, and how to answer. */
+export function waitingText(finished: EventOf<"run.finished">): string {
+  const calls = (finished.approvals ?? []).map((a) => `${a.tool} (call ${a.call_id})`).join(", ");
+  return `waiting for approval of ${calls || "a tool call"}: answer "approve" or "deny" in this task (or a data part {"decision": "approve"})`;
+}
+
+/** The status a run.finished gives its task, with the message that says why. */
+export function finishedStatus(taskId: string, contextId: string, finished: EventOf<"run.finished">): TaskStatus {
+  const say = (text: string) => agentMessage(taskId, contextId, text, `${taskId}:${finished.seq}`);
+  const timestamp = finished.ts;
+  switch (finished.result_type) {
+    case "answer":
+      return { state: TaskState.TASK_STATE_COMPLETED, message: say(finished.answer ?? ""), timestamp };
+    case "paused":
+      return { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: say(waitingText(finished)), timestamp };
+    case "error":
+      // A cancelled run ends with the error ABORTED "interrupted" (src/errors.ts).
+      return finished.error_code === "ABORTED"
+        ? { state: TaskState.TASK_STATE_CANCELED, message: say(finished.error ?? "interrupted"), timestamp }
+        : { state: TaskState.TASK_STATE_FAILED, message: say(finished.error ?? "the run failed"), timestamp };
+  }
+}
+
+/** The task of a run, from its events; undefined when no run has that id. */
+export function taskOfEvents(taskId: string, events: readonly RunEvent[]): Task | undefined {
+  const started = events.find((e) => e.type === "run.started");
+  if (started?.type !== "run.started") return undefined;
+  const contextId = started.session_id ?? taskId;
+  const last = events.findLast((e) => e.type === "run.finished" || e.type === "run.resumed");
+  const finished = last?.type === "run.finished" ? last : undefined;
+  const input: Message = { ...agentMessage(taskId, contextId, started.input, `${taskId}:input`), role: Role.ROLE_USER };
+  return {
+    id: taskId,
+    contextId,
+    status: finished
+      ? finishedStatus(taskId, contextId, finished)
+      : { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: last?.ts ?? started.ts },
+    artifacts: finished?.result_type === "answer" ? [answerArtifact(finished.answer ?? "")] : [],
+    history: [input],
+    metadata: {
+      agent: started.agent_id,
+      ...(finished ? { usage: finished.usage, ...(finished.budget ? { budget: finished.budget } : {}) } : {}),
+    },
+  };
+}
+
+/**
+ * The SDK's task store over the run store: `load` reads the run, `save`
+ * keeps nothing, since every state the SDK would save is the run's own
+ * (a second copy of runs could only drift from them).
+ */
+export class RunTaskStore implements TaskStore {
+  constructor(private readonly runs: RunStore) {}
+
+  async load(taskId: string, _context: ServerCallContext): Promise<Task | undefined> {
+    return taskOfEvents(taskId, await this.runs.eventsOfTask(taskId));
+  }
+
+  async save(_task: Task, _context: ServerCallContext): Promise<void> {}
+
+  async list(): Promise<never> {
+    throw new UnsupportedOperationError("tasks are not listed over A2A: GET /v1/runs lists the runs");
+  }
+}
