@@ -241,6 +241,8 @@ export interface RawMcpStdioServer extends RawMcpServerBase {
   command: string[];
   /** Extra environment variables of the server (beside PATH and HOME). Values of secret-named variables (`*_TOKEN`, `*_API_KEY`, ...) never reach a trace or a log. @default {} */
   env: Record<string, string>;
+  /** Run the program under bubblewrap (docs/security.md#sandboxes): the root read-only, its working folder and `writable` writable, a private /tmp, no network unless `network: true`, its own PID namespace, killed with the runtime, its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where bubblewrap is missing, a call fails saying so; it never runs unconfined. */
+  sandbox?: unknown;
 }
 
 /** A server reached over Streamable HTTP. */

@@ -109,7 +109,7 @@ function resolveMcp(
 ): McpToolConfig {
   const server: McpToolConfig["server"] =
     "command" in raw
-      ? { transport: "stdio", command: resolveArgv(raw.command, dir), cwd: dir, env: raw.env }
+      ? { transport: "stdio", command: resolveArgv(raw.command, dir), cwd: dir, env: raw.env, ...sandboxOf(raw.sandbox, dir) }
       : { transport: "http", url: raw.url, headers: raw.headers };
   return {
     ...common,
@@ -203,6 +203,11 @@ function mapValues<T, U>(record: Record<string, T>, f: (key: string, value: T) =
 function checked<T>(value: T | undefined, what: string): T {
   if (value === undefined) unreachable(`resolving the team: ${what}, yet it passed the checks`);
   return value;
+}
+
+function sandboxOf(raw: unknown, dir: string): { sandbox?: Sandbox } {
+  const sandbox = resolveSandbox(raw, dir);
+  return sandbox ? { sandbox } : {};
 }
 
 /** `sandbox: true` or `{network, writable}` (the schema admits nothing else), paths resolved against the team file. */

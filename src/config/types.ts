@@ -131,6 +131,8 @@ export interface McpStdioServer {
   /** The team file's directory. */
   cwd: string;
   env: Record<string, string>;
+  /** Run under bubblewrap (docs/security.md#sandboxes); unset: not sandboxed. */
+  sandbox?: Sandbox;
 }
 
 /** An MCP server reached over Streamable HTTP. */

@@ -8,9 +8,12 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { McpToolConfig } from "../../src/config/types.js";
 import { commandTool } from "../../src/tools/command.js";
+import { McpServers } from "../../src/tools/mcp/servers.js";
 import { ROOT } from "../support/cli.js";
 import { requireComponent } from "../support/components.js";
+import { FS_SERVER } from "../support/mcp-servers.js";
 import { call, makeBox } from "../support/tools.js";
 
 /** A program that tries what a sandbox must allow or stop, and says what happened. */
@@ -120,5 +123,41 @@ describe("a sandboxed command tool", () => {
       'TOOL_FAILED: command tool "probe" is sandboxed (sandbox:) and bubblewrap is not installed: install it (apt-get install bubblewrap) or remove sandbox:; it never runs unconfined',
     );
     expect(() => readFileSync(join(dir, "ran.txt"))).toThrow();
+  });
+});
+
+describe("a sandboxed stdio MCP server", () => {
+  requireComponent("bwrap");
+
+  it("starts under bubblewrap, lists and serves its tools, and cannot write outside its folder", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sandbox-mcp-"));
+    mkdirSync(join(ROOT, ".tmp"), { recursive: true });
+    const servers = new McpServers(() => {});
+    try {
+      const config: McpToolConfig = {
+        type: "mcp",
+        name: "fs",
+        description: "",
+        timeout_ms: 10_000,
+        max_output_bytes: 65_536,
+        connect_timeout_ms: 15_000,
+        server: { transport: "stdio", command: [process.execPath, FS_SERVER, dir, ROOT], cwd: dir, env: {}, sandbox: { network: false, writable: [] } },
+      };
+      const tools = await servers.tools(config, new AbortController().signal);
+      const { box } = makeBox(tools);
+      const [inside, outside] = await box.run([
+        call("write_file", { path: join(dir, "inside.txt"), content: "ok" }, "w1"),
+        call("write_file", { path: join(ROOT, ".tmp", "sandbox-mcp-outside.txt"), content: "no" }, "w2"),
+      ]);
+      expect(inside).toMatchObject({ ok: true });
+      expect(readFileSync(join(dir, "inside.txt"), "utf8")).toBe("ok");
+      // The server allows the folder; the sandbox's read-only root refuses the write all the same.
+      expect(outside).toMatchObject({ ok: false });
+      expect(outside!.error).toMatch(/EROFS|read-only/i);
+      const [pid] = await servers.pids();
+      expect(pid).toBeGreaterThan(0);
+    } finally {
+      await servers.close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpStdioServer } from "../../config/types.js";
 import { callProcesses, type CallProcesses } from "../process-tree.js";
+import { sandboxedArgv } from "../sandbox.js";
 import { RuntimeError } from "../../errors.js";
 
 /** How much of the server's stderr is kept for error messages. */
@@ -54,8 +55,16 @@ export class ServerProcessTransport implements Transport {
     // After the server's env: its configuration cannot take the marker away.
     const env = { ...getDefaultEnvironment(), ...this.server.env, ...this.processes.env };
     const executable = program.startsWith(".") ? resolvePath(this.server.cwd, program) : program;
+    let argv = [executable, ...args];
+    if (this.server.sandbox) {
+      try {
+        argv = sandboxedArgv(argv, this.server.cwd, this.server.sandbox, env, "this MCP server");
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     return new Promise((resolve, reject) => {
-      const child = spawn(executable, args, { shell: false, detached: true, cwd: this.server.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn(argv[0]!, argv.slice(1), { shell: false, detached: true, cwd: this.server.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
       this.child = child;
       child.once("spawn", () => {
         track(this);
