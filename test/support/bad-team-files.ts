@@ -296,8 +296,8 @@ agents:
     name: "mcp-command-and-url",
     text: `${BASE}tools:\n  fs:\n    mcp: { command: [node, x.mjs], url: "http://127.0.0.1:9/mcp", headers: {} }\n`,
     expect: [
-      "11:36 /tools/fs/mcp/url unknown key 'url'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'",
-      "11:67 /tools/fs/mcp/headers unknown key 'headers'; expected one of 'command', 'env', 'tools' or 'connect_timeout_ms'",
+      "11:36 /tools/fs/mcp/url unknown key 'url'; expected one of 'command', 'env', 'sandbox', 'tools' or 'connect_timeout_ms'",
+      "11:67 /tools/fs/mcp/headers unknown key 'headers'; expected one of 'command', 'env', 'sandbox', 'tools' or 'connect_timeout_ms'",
     ],
   },
   {
