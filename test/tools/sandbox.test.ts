@@ -3,7 +3,7 @@
  * the real bubblewrap; what it may touch is tried from inside it.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -66,7 +66,7 @@ describe("a sandboxed command tool", () => {
 
   it("writes its working folder and a writable path, nothing else; a private /tmp, no network, only its entry's environment, its own PIDs", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sandbox-cwd-"));
-    // Outside /tmp (which the sandbox replaces with its own): the read-only root is what stops the write.
+    // Outside /tmp where the checkout is (the sandbox replaces /tmp with its own): the read-only root stops the write.
     mkdirSync(join(ROOT, ".tmp"), { recursive: true });
     const outside = mkdtempSync(join(ROOT, ".tmp", "sandbox-outside-"));
     const extra = mkdtempSync(join(tmpdir(), "sandbox-extra-"));
@@ -77,7 +77,10 @@ describe("a sandboxed command tool", () => {
       const [outcome] = await box.run([call("probe", {})]);
       expect(outcome!.ok, JSON.stringify(outcome)).toBe(true);
       const seen = outcome!.result as Record<string, unknown>;
-      expect(seen).toMatchObject({ cwd: "wrote", outside: "EROFS", extra: "wrote", tmp: "wrote" });
+      expect(seen).toMatchObject({ cwd: "wrote", extra: "wrote", tmp: "wrote" });
+      // Read-only (EROFS), or not there at all where the checkout itself lies under the sandbox's own /tmp (ENOENT).
+      expect(["EROFS", "ENOENT"]).toContain(seen.outside);
+      expect(existsSync(join(outside, "made-inside.txt"))).toBe(false);
       expect(readFileSync(join(dir, "made-inside.txt"), "utf8")).toBe("x");
       expect(() => readFileSync("/tmp/sandbox-probe.txt")).toThrow();
       expect(seen.network).not.toBe("connected");
@@ -153,7 +156,8 @@ describe("a sandboxed stdio MCP server", () => {
       expect(readFileSync(join(dir, "inside.txt"), "utf8")).toBe("ok");
       // The server allows the folder; the sandbox's read-only root refuses the write all the same.
       expect(outside).toMatchObject({ ok: false });
-      expect(outside!.error).toMatch(/EROFS|read-only/i);
+      expect(outside!.error).toMatch(/EROFS|read-only|ENOENT/i);
+      expect(existsSync(join(ROOT, ".tmp", "sandbox-mcp-outside.txt"))).toBe(false);
       const [pid] = await servers.pids();
       expect(pid).toBeGreaterThan(0);
     } finally {
