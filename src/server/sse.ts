@@ -14,7 +14,8 @@ const HEARTBEAT_MS = 15_000;
 export const MAX_CLIENT_BUFFER = 256 * 1024;
 
 /**
- * One Server-Sent Events response carrying RunEvents: `id` is the event's
+ * One Server-Sent Events response, the server's only one: run events
+ * (`send`, `sendPaced`) or other JSON (`sendData`). For run events `id` is the event's
  * `seq` (so a reconnecting client's Last-Event-ID asks for newer events only),
  * `event` its type, `data` its JSON. Events come masked from the run's bus
  * (src/events/bus.ts) or from the trace store, which holds only masked events.
@@ -87,10 +88,20 @@ export class EventStream {
     return !this.ended;
   }
 
-  end(): void {
+  /**
+   * A frame of JSON other than a run's event (the OpenAI-compatible
+   * endpoints' chunks, src/server/openai/): `data`, named `event` when given,
+   * without an id; held to the same bound as every frame.
+   */
+  sendData(data: unknown, event?: string): void {
+    this.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** End the stream, after a last frame when given (Chat Completions' `data: [DONE]`). */
+  end(last?: string): void {
     if (this.ended) return;
     this.stop();
-    this.res.end();
+    this.res.end(last);
   }
 
   private write(text: string): void {

@@ -13,7 +13,7 @@ import { errorBody, OpenAIRequestError } from "./errors.js";
 import { conversationOf, saidOf } from "./messages.js";
 import { agentOf } from "./models.js";
 import { replyOf, type RunReply } from "./run-reply.js";
-import { OpenAIStream } from "./sse.js";
+import { EventStream } from "../sse.js";
 
 interface ChatRequest {
   model: string;
@@ -63,13 +63,13 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
     });
     return;
   }
-  let stream: OpenAIStream | undefined;
+  let stream: EventStream | undefined;
   let chunk = (_choices: unknown[], _usage?: Usage): void => {};
   const { reply } = await replyOf(ctx, req, res, launch, (task_id) => {
-    stream = new OpenAIStream(res, { "x-task-id": task_id });
+    stream = new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer);
     const id = `chatcmpl-${task_id}`;
     chunk = (choices, usage) =>
-      stream?.send({
+      stream?.sendData({
         id,
         object: "chat.completion.chunk",
         created,
@@ -83,14 +83,14 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
   if (!reply || !stream) return;
   if (reply.error) {
     // Past the headers, a failure is an error frame: OpenAI's clients raise it from the stream.
-    stream.send(errorBody(500, reply.error.message, { code: reply.error.code }));
-    return stream.end(false);
+    stream.sendData(errorBody(500, reply.error.message, { code: reply.error.code }));
+    return stream.end();
   }
   // The answer is known whole when the run finishes (docs/protocols.md#openai-compatible).
   if (reply.text) chunk([{ index: 0, delta: { content: reply.text }, logprobs: null, finish_reason: null }]);
   chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
   if (chat.includeUsage) chunk([], reply.usage);
-  stream.end(true);
+  stream.end("data: [DONE]\n\n");
 }
 
 /** A run that failed: OpenAI's error body, 500, and no retry (the run is not asked again). */

@@ -16,7 +16,7 @@ import { errorBody, OpenAIRequestError } from "./errors.js";
 import { conversationOf, saidOf, type Said } from "./messages.js";
 import { agentOf } from "./models.js";
 import { replyOf, type RunReply } from "./run-reply.js";
-import { OpenAIStream } from "./sse.js";
+import { EventStream } from "../sse.js";
 
 const RESPONSE_ID = /^resp_([\w.:-]{1,200})$/;
 
@@ -117,18 +117,18 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
     return sendJson(res, 200, response(task_id, reply));
   }
 
-  let stream: OpenAIStream | undefined;
+  let stream: EventStream | undefined;
   let sequence = 0;
-  const send = (type: string, data: Record<string, unknown>) => stream?.send({ type, sequence_number: sequence++, ...data }, type);
+  const send = (type: string, data: Record<string, unknown>) => stream?.sendData({ type, sequence_number: sequence++, ...data }, type);
   const { task_id, reply } = await replyOf(ctx, req, res, request.launch, (id) => {
-    stream = new OpenAIStream(res, { "x-task-id": id });
+    stream = new EventStream(res, { "x-task-id": id }, ctx.maxClientBuffer);
     send("response.created", { response: response(id, undefined) });
     send("response.in_progress", { response: response(id, undefined) });
   });
   if (!reply || !stream) return;
   if (reply.error) {
     send("response.failed", { response: response(task_id, reply) });
-    return stream.end(false);
+    return stream.end();
   }
   // The answer is known whole when the run finishes (docs/protocols.md#openai-compatible): one delta.
   const item_id = `msg_${task_id}`;
@@ -140,7 +140,7 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
   send("response.content_part.done", { ...at, part: textPart(reply.text) });
   send("response.output_item.done", { output_index: 0, item: message(task_id, reply.text, "completed") });
   send("response.completed", { response: response(task_id, reply) });
-  stream.end(false);
+  stream.end();
 }
 
 const textPart = (text: string) => ({ type: "output_text", text, annotations: [], logprobs: [] });
