@@ -3,7 +3,7 @@
  * vector that runs a program confined, or a clear error where bubblewrap is
  * missing. A sandboxed program is never run unconfined.
  */
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import type { Sandbox } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
@@ -30,7 +30,8 @@ function bubblewrap(): string | undefined {
 
 /**
  * `[bwrap, ...options, "--", program, ...args]`: the root read-only, `/dev`
- * and `/proc` of its own, a private `/tmp`, `cwd` and `sandbox.writable`
+ * and `/proc` of its own, a private `/tmp` (what `argv` names under it kept
+ * visible, read-only), `cwd` and `sandbox.writable`
  * writable, every namespace unshared (the network kept only with
  * `network: true`), killed when the runtime dies, its environment exactly
  * `env`. Throws TOOL_FAILED naming the fix where bubblewrap is missing.
@@ -45,6 +46,9 @@ export function sandboxedArgv(argv: readonly string[], cwd: string, sandbox: San
   }
   const options = ["--die-with-parent", "--unshare-all", ...(sandbox.network ? ["--share-net"] : [])];
   options.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
+  // What the argument vector names (the program's script, a folder it serves) stays visible, read-only,
+  // where the private /tmp would hide it; the working folder and `writable` are then bound writable over it.
+  for (const path of argv) if (path.startsWith("/tmp/") && existsSync(path)) options.push("--ro-bind", path, path);
   for (const path of [cwd, ...sandbox.writable]) options.push("--bind", path, path);
   options.push("--chdir", cwd, "--clearenv");
   for (const [key, value] of Object.entries(env)) options.push("--setenv", key, value);
