@@ -1,4 +1,7 @@
 import { spawn } from "node:child_process";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { generateText } from "ai";
+import OpenAI from "openai";
 import { createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { BIN, ROOT, runCli } from "../support/cli.js";
@@ -79,6 +82,39 @@ describe("runtime serve (spawned)", () => {
     }
     expect(await exited).toBe(0);
     expect(output.stderr).toContain("stopping");
+  });
+
+  it("serves the team to the openai client and the AI SDK over its OpenAI-compatible endpoints, streaming and not, the serve token as the API key", async () => {
+    const { child, url, token, exited } = await spawnServe(["teams/circle-react.yaml"]);
+    try {
+      const answer = "A circle of radius 5 m has an area of 78.54 m² and a circumference of 31.42 m.";
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: token, maxRetries: 0 });
+      expect((await client.models.list()).data.map((m) => m.id)).toContain("circle-react");
+      const completion = await client.chat.completions.create({ model: "circle-react", messages: [{ role: "user", content: CIRCLE_QUESTION }] });
+      expect(completion.choices[0]?.message.content).toBe(answer);
+      let streamed = "";
+      const stream = await client.chat.completions.create({
+        model: "circle-react",
+        messages: [{ role: "user", content: CIRCLE_QUESTION }],
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let usage: unknown;
+      for await (const chunk of stream) {
+        streamed += chunk.choices[0]?.delta.content ?? "";
+        usage ??= chunk.usage ?? undefined;
+      }
+      expect(streamed).toBe(answer);
+      expect(usage).toMatchObject({ total_tokens: expect.any(Number) });
+      const sdk = createOpenAICompatible({ name: "runtime", baseURL: `${url}/v1`, apiKey: token });
+      const { text } = await generateText({ model: sdk("circle-react"), prompt: CIRCLE_QUESTION, maxRetries: 0 });
+      expect(text).toBe(answer);
+      const wrong = new OpenAI({ baseURL: `${url}/v1`, apiKey: "not-the-token-0123456789", maxRetries: 0 });
+      await expect(wrong.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
   });
 
   it("on SIGTERM cancels the runs in progress, whose streams end with run.finished error interrupted", async () => {
