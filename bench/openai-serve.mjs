@@ -115,92 +115,82 @@ async function startRuntime(teamFile, traceDir, token) {
 }
 
 /**
- * `total` streamed completions from `clients` clients at once. Per completion:
- * time to the first content delta, and whether it came whole (the expected
- * answer and a usage chunk).
+ * `total` requests from at most CLIENTS clients at once, each timed by
+ * `measure(i)` (ms to its first token; throws when it did not come whole):
+ * the rate of those that did, their times, and how many failed.
  */
-async function load(baseURL, apiKey, model, total, expected) {
-  const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
+async function drive(total, label, measure) {
   const ttft = [];
   let failures = 0;
   let next = 0;
   let firstError;
-  const one = async (i) => {
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(CLIENTS, total) }, async () => {
+      while (next < total) {
+        try {
+          ttft.push(await measure(next++));
+        } catch (err) {
+          failures++;
+          firstError ??= err;
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  if (firstError) console.error(`openai-serve: first failure (${label}): ${firstError.message ?? firstError}`);
+  return { rate: ttft.length / seconds, ttft, failures };
+}
+
+/**
+ * Streamed completions: time to the first content delta, and whether it came
+ * whole (the expected answer and a usage chunk).
+ */
+function load(baseURL, apiKey, model, total, expected) {
+  const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60_000 });
+  return drive(total, model, async (i) => {
     const sent = performance.now();
     let first;
     let text = "";
     let usage;
-    try {
-      const stream = await client.chat.completions.create({
-        model,
-        messages: [{ role: "user", content: `steps=1 run=${i}` }],
-        stream: true,
-        stream_options: { include_usage: true },
-      });
-      for await (const chunk of stream) {
-        const delta = chunk.choices[0]?.delta?.content;
-        if (delta && first === undefined) first = performance.now() - sent;
-        text += delta ?? "";
-        if (chunk.usage) usage = chunk.usage;
-      }
-      if (first === undefined || !expected(text) || !usage) throw new Error(`incomplete stream: ${JSON.stringify(text).slice(0, 200)}`);
-      ttft.push(first);
-    } catch (err) {
-      failures++;
-      firstError ??= err;
+    const stream = await client.chat.completions.create({
+      model,
+      messages: [{ role: "user", content: `steps=1 run=${i}` }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta?.content;
+      if (delta && first === undefined) first = performance.now() - sent;
+      text += delta ?? "";
+      if (chunk.usage) usage = chunk.usage;
     }
-  };
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: clients(total) }, async () => {
-      while (next < total) await one(next++);
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  if (firstError) console.error(`openai-serve: first failure: ${firstError.message ?? firstError}`);
-  return { rate: ttft.length / seconds, ttft, failures };
+    if (first === undefined || !expected(text) || !usage) throw new Error(`incomplete stream: ${JSON.stringify(text).slice(0, 200)}`);
+    return first;
+  });
 }
-const clients = (total) => Math.min(CLIENTS, total);
 
 /** The same through `POST /v1/runs`: time to the run.finished event, whose answer is checked. */
-async function loadRuns(url, token, total, expected) {
-  const ttft = [];
-  let failures = 0;
-  let next = 0;
-  let firstError;
-  const one = async (i) => {
+function loadRuns(url, token, total, expected) {
+  return drive(total, "POST /v1/runs", async (i) => {
     const sent = performance.now();
-    try {
-      const res = await fetch(`${url}/v1/runs`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify({ input: `steps=1 run=${i}` }),
-      });
-      if (res.status !== 200) throw new Error(`status ${res.status}`);
-      let text = "";
-      let finished;
-      for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
-        text += chunk;
-        const at = text.indexOf("event: run.finished\n");
-        if (at >= 0 && finished === undefined && text.indexOf("\n\n", at) > 0) finished = performance.now() - sent;
-      }
-      const data = /event: run\.finished\ndata: (.*)\n/.exec(text)?.[1];
-      if (finished === undefined || !expected(JSON.parse(data ?? "{}").answer ?? "")) throw new Error("no answer");
-      ttft.push(finished);
-    } catch (err) {
-      failures++;
-      firstError ??= err;
+    const res = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ input: `steps=1 run=${i}` }),
+    });
+    if (res.status !== 200) throw new Error(`status ${res.status}`);
+    let text = "";
+    let finished;
+    for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      const at = text.indexOf("event: run.finished\n");
+      if (at >= 0 && finished === undefined && text.indexOf("\n\n", at) > 0) finished = performance.now() - sent;
     }
-  };
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: clients(total) }, async () => {
-      while (next < total) await one(next++);
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  if (firstError) console.error(`openai-serve: first failure (POST /v1/runs): ${firstError.message ?? firstError}`);
-  return { rate: ttft.length / seconds, ttft, failures };
+    const data = /event: run\.finished\ndata: (.*)\n/.exec(text)?.[1];
+    if (finished === undefined || !expected(JSON.parse(data ?? "{}").answer ?? "")) throw new Error("no answer");
+    return finished;
+  });
 }
 
 /** A load's figures with the server's CPU per completion spent meanwhile. */
