@@ -92,6 +92,8 @@ export interface RawScriptedModel {
   script: string;
   /** Model name reported in events. @default "scripted" */
   model: string;
+  /** Give each reply in pieces, as llm.delta events, the way a streaming model does. @default false */
+  stream: boolean;
 }
 
 /** JSON Schema of the tool's arguments (an object). Arguments are validated against it before the tool runs, strictly (ajv strict mode: an unknown keyword is an error). String formats: date, time, date-time, duration, email, hostname, ipv4, ipv6, uri, uuid. */

@@ -39,7 +39,7 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
 }
 
 function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
-  if (raw.provider === "scripted") return { name, provider: "scripted", model: raw.model, script: resolve(dir, raw.script) };
+  if (raw.provider === "scripted") return { name, provider: "scripted", model: raw.model, script: resolve(dir, raw.script), stream: raw.stream };
   const { base_url, api_key, temperature, max_tokens, top_p, seed, roles } = raw;
   return {
     name,

@@ -49,6 +49,8 @@ export interface ScriptedModelConfig {
   model: string;
   /** Absolute path of the YAML script. */
   script: string;
+  /** Give each reply in pieces (llm.delta), as a streaming model does. @default false */
+  stream?: boolean;
 }
 
 export type ModelConfig = OpenAIModelConfig | ScriptedModelConfig;

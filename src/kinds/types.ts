@@ -146,6 +146,12 @@ export type AgentRunner<C extends AgentConfig = AgentConfig> = (ctx: AgentContex
 export interface KindModule<K extends AgentKind = AgentKind> {
   machine: AnyStateMachine;
   run: AgentRunner<Extract<AgentConfig, { kind: K }>>;
+  /**
+   * The answer a reply being streamed holds so far, when the kind's answer is
+   * the text of one model reply (react's ANSWER); undefined while the reply
+   * is not (yet) an answer. Read by src/kinds/answer-text.ts.
+   */
+  partialAnswer?: (reply: string) => string | undefined;
 }
 
 /** One agent kind: what the registry (src/kinds/registry.ts) knows of it. */

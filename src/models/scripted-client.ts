@@ -11,7 +11,7 @@ import { loadScript, type LoadedScript, type ScriptReply } from "./script-format
 import type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolCallRequest } from "./types.js";
 
 /** Scripted model options; `stream` makes replies arrive through `onDelta` in pieces. */
-export type ScriptedClientConfig = ScriptedModelConfig & { stream?: boolean };
+export type ScriptedClientConfig = ScriptedModelConfig;
 
 const DELTA_SIZE = 16;
 

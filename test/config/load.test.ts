@@ -72,7 +72,7 @@ agents:
       fallback: [],
       structured_output: false,
     });
-    expect(team.models.offline).toEqual({ name: "offline", provider: "scripted", model: "scripted", script: join(dir, "script.yaml") });
+    expect(team.models.offline).toEqual({ name: "offline", provider: "scripted", model: "scripted", script: join(dir, "script.yaml"), stream: false });
     expect(team.tools.lookup).toEqual({
       name: "lookup",
       type: "command",

@@ -90,6 +90,28 @@ describe("A2A server", () => {
     expect(task.metadata).toMatchObject({ budget: { max_model_calls: { limit: 1 } } });
   });
 
+  it("streams the answer as it is written: chunks appended to the answer artifact, then the whole answer", async () => {
+    const dir = tempDir("a2a-stream-");
+    cpSync(join(ROOT, "teams"), dir, { recursive: true });
+    const file = join(dir, "circle-react.yaml");
+    writeFileSync(file, readFileSync(file, "utf8").replace("provider: scripted\n", "provider: scripted\n    stream: true\n"));
+    const server = await serveTeam(file);
+    closers.push(server);
+    const client = await a2aClient(server.url, server.token);
+    const stream = await collect(client.sendMessageStream(userMessage(CIRCLE_QUESTION)));
+    const updates = stream.flatMap((r) => (r.payload?.$case === "artifactUpdate" ? [r.payload.value] : []));
+    const last = updates.at(-1)!;
+    const answer = artifactText({ artifacts: [last.artifact!] } as Task);
+    expect(answer).toBe("A circle of radius 5 m has an area of 78.54 m² and a circumference of 31.42 m.");
+    expect(last).toMatchObject({ append: false, lastChunk: true });
+    // Before it: the answer in pieces as the model wrote them, the first a new artifact, the rest appended.
+    const chunks = updates.slice(0, -1);
+    expect(chunks.length).toBeGreaterThan(3);
+    expect(chunks.map((u) => u.append)).toEqual([false, ...chunks.slice(1).map(() => true)]);
+    expect(chunks.every((u) => u.lastChunk === false && u.artifact?.artifactId === last.artifact?.artifactId)).toBe(true);
+    expect(chunks.map((u) => artifactText({ artifacts: [u.artifact!] } as Task)).join("")).toBe(answer);
+  });
+
   it("cancels a task that is going on", async () => {
     const slow = writeTeam(
       `version: 1

@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 /** A two-agent react team on the test server; `approval` makes the calculator wait for a person. */
-function team(url: string, approval = false): string {
+function team(url: string, approval = false, stream = false): string {
   return writeTeam(`version: 1
 name: helpdesk
 models:
@@ -29,7 +29,7 @@ models:
     base_url: ${url}
     api_key: sk-test-model-key
     timeout_ms: 20000
-    max_retries: 0
+    max_retries: 0${stream ? "\n    stream: true" : ""}
 agents:
   solver:
     kind: react
@@ -44,10 +44,10 @@ agents:
 /** What the model was asked, as one text (every message of every request). */
 const asked = (model: OpenAIServer, index: number) => JSON.stringify(model.chatRequests[index]?.body?.messages ?? []);
 
-async function setup(respond: (body: ChatBody, index: number) => Reply, approval = false) {
+async function setup(respond: (body: ChatBody, index: number) => Reply, approval = false, stream = false) {
   const model = await startOpenAIServer({ respond });
   closers.push(model);
-  const server = await serveTeam(team(model.url, approval));
+  const server = await serveTeam(team(model.url, approval, stream));
   closers.push(server);
   const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.token, maxRetries: 0 });
   return { model, server, client };
@@ -94,6 +94,45 @@ describe("OpenAI-compatible serving: the openai client", () => {
     expect(chunks.at(-1)?.choices).toEqual([]);
     expect(chunks.at(-1)?.usage).toEqual({ prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 });
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+  });
+
+  it("streams the answer as the model writes it: a model stalled mid-answer has already given its first words", async () => {
+    const text = "The area of the circle is 78.54 square metres and its circumference is 31.42 metres.";
+    const content = reactReply("ANSWER", { answer: text });
+    // 4 characters a chunk, after the role chunk: stall the model two thirds of the way into the answer.
+    const stallAt = 1 + Math.ceil((content.indexOf(text) + (2 * text.length) / 3) / 4);
+    const { client, server } = await setup(() => ({ content, stall_after_chunks: stallAt }), false, true);
+    const stream = await client.chat.completions.create({ model: "helpdesk", messages: [{ role: "user", content: "Area?" }], stream: true });
+    let given = "";
+    let pieces = 0;
+    for await (const chunk of stream) {
+      const piece = chunk.choices[0]?.delta.content ?? "";
+      if (piece) pieces++;
+      given += piece;
+      // The model never sends the rest: the loop ends here or the test times out.
+      if (given.length >= text.length / 2) break;
+    }
+    // Only the answer's text, in order, in several pieces, while the run has not ended (its model is stalled).
+    expect(pieces).toBeGreaterThan(3);
+    expect(text.startsWith(given)).toBe(true);
+    expect(given.length).toBeGreaterThanOrEqual(text.length / 2);
+    await server.close();
+  });
+
+  it("streams the whole answer as content deltas, in chat completions and in Responses events, when the model streams", async () => {
+    const text = "Paris is the capital of France, on the Seine.";
+    const { client } = await setup(() => answer(text), false, true);
+    const chat = await client.chat.completions.create({ model: "helpdesk", messages: [{ role: "user", content: "Capital?" }], stream: true });
+    const deltas: string[] = [];
+    for await (const chunk of chat) if (chunk.choices[0]?.delta.content) deltas.push(chunk.choices[0].delta.content);
+    expect(deltas.join("")).toBe(text);
+    expect(deltas.length).toBeGreaterThan(3);
+    const responses = client.responses.stream({ model: "helpdesk", input: "Capital?" });
+    const textDeltas: string[] = [];
+    for await (const event of responses) if (event.type === "response.output_text.delta") textDeltas.push(event.delta);
+    expect(textDeltas.join("")).toBe(text);
+    expect(textDeltas.length).toBeGreaterThan(3);
+    expect((await responses.finalResponse()).output_text).toBe(text);
   });
 
   it("gives the agent the earlier turns of the messages, as a session's history", async () => {

@@ -1,5 +1,6 @@
 import type { JsonSchema } from "../../config/types.js";
 import type { ResponseFormat, ToolCallRequest } from "../../models/types.js";
+import { Allow, parse as parsePartialJson } from "partial-json";
 import { parseJsonTolerant } from "../../parse/json.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 
@@ -110,4 +111,27 @@ export function answerFormat(answer: JsonSchema): ResponseFormat {
     ...($defs !== undefined ? { $defs } : {}),
   };
   return { name: "react_answer", schema };
+}
+
+/**
+ * The answer a reply holds so far while it is streamed (`KindModule.partialAnswer`):
+ * the text of `output.answer` once the reply, read as far as it goes,
+ * says ANSWER. Only a reply that opens with the protocol's JSON object
+ * (or its fence) is read: prose may still turn out to hold tool calls or a
+ * JSON reply, so it is known to be the answer only when it is whole.
+ */
+export function partialAnswer(reply: string): string | undefined {
+  const text = reply.trimStart().replace(/^```(?:json)?\s*/, "");
+  if (!text.startsWith("{")) return undefined;
+  let value: unknown;
+  try {
+    value = parsePartialJson(text, Allow.STR | Allow.OBJ | Allow.ARR);
+  } catch {
+    return undefined;
+  }
+  const action = isRecord(value) && isRecord(value.action) ? value.action : undefined;
+  const result = action && isRecord(action.result) ? action.result : action;
+  if (result?.action_type !== "ANSWER" || !isRecord(result.output)) return undefined;
+  const answer = result.output.answer;
+  return typeof answer === "string" ? answer : undefined;
 }

@@ -18,6 +18,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { describeError } from "../../errors.js";
 import type { RunEvent } from "../../events/types.js";
+import { AnswerText } from "../../kinds/answer-text.js";
 import { follow } from "../../store/follow.js";
 import { approveRun, launchRun, moreOf, type ApiContext } from "../runs-api.js";
 import { agentMessage, answerArtifact, finishedStatus, taskOfEvents } from "./task-view.js";
@@ -110,8 +111,16 @@ export class RunExecutor implements AgentExecutor {
         metadata: {},
       });
     let why = "its process ended";
+    // The answer as it is written, in chunks appended to the answer artifact; the whole answer replaces them at the end
+    // (docs/protocols.md#answers-as-they-are-written).
+    const answer = new AnswerText();
+    let chunks = 0;
     try {
       for await (const { event } of follow(this.ctx.store, taskId, after, { more })) {
+        const text = event.type === "run.finished" ? "" : await answer.feed(event);
+        if (text) {
+          bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: answerArtifact(text), append: chunks++ > 0, lastChunk: false, metadata: {} }));
+        }
         switch (event.type) {
           case "run.started":
           case "run.resumed":

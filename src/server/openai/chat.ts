@@ -65,29 +65,37 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
   }
   let stream: EventStream | undefined;
   let chunk = (_choices: unknown[], _usage?: Usage): void => {};
-  const { reply } = await replyOf(ctx, req, res, launch, (task_id) => {
-    stream = new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer);
-    const id = `chatcmpl-${task_id}`;
-    chunk = (choices, usage) =>
-      stream?.sendData({
-        id,
-        object: "chat.completion.chunk",
-        created,
-        model: chat.model,
-        system_fingerprint: null,
-        choices,
-        ...(chat.includeUsage ? { usage: usage ? usageOf(usage) : null } : {}),
-      });
-    chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
-  });
+  const content = (text: string) => chunk([{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }]);
+  const { reply } = await replyOf(
+    ctx,
+    req,
+    res,
+    launch,
+    (task_id) => {
+      stream = new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer);
+      const id = `chatcmpl-${task_id}`;
+      chunk = (choices, usage) =>
+        stream?.sendData({
+          id,
+          object: "chat.completion.chunk",
+          created,
+          model: chat.model,
+          system_fingerprint: null,
+          choices,
+          ...(chat.includeUsage ? { usage: usage ? usageOf(usage) : null } : {}),
+        });
+      chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
+    },
+    // The answer as it is written (docs/protocols.md#answers-as-they-are-written).
+    content,
+  );
   if (!reply || !stream) return;
   if (reply.error) {
     // Past the headers, a failure is an error frame: OpenAI's clients raise it from the stream.
     stream.sendData(errorBody(500, reply.error.message, { code: reply.error.code }));
     return stream.end();
   }
-  // The answer is known whole when the run finishes (docs/protocols.md#openai-compatible).
-  if (reply.text) chunk([{ index: 0, delta: { content: reply.text }, logprobs: null, finish_reason: null }]);
+  if (reply.status === "paused") content(reply.text);
   chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
   if (chat.includeUsage) chunk([], reply.usage);
   stream.end("data: [DONE]\n\n");

@@ -120,24 +120,42 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
   let stream: EventStream | undefined;
   let sequence = 0;
   const send = (type: string, data: Record<string, unknown>) => stream?.sendData({ type, sequence_number: sequence++, ...data }, type);
-  const { task_id, reply } = await replyOf(ctx, req, res, request.launch, (id) => {
-    stream = new EventStream(res, { "x-task-id": id }, ctx.maxClientBuffer);
-    send("response.created", { response: response(id, undefined) });
-    send("response.in_progress", { response: response(id, undefined) });
-  });
+  let taskId = "";
+  let opened = false;
+  const at = () => ({ item_id: `msg_${taskId}`, output_index: 0, content_index: 0 });
+  const open = () => {
+    if (opened) return;
+    opened = true;
+    send("response.output_item.added", { output_index: 0, item: message(taskId, "", "in_progress", []) });
+    send("response.content_part.added", { ...at(), part: textPart("") });
+  };
+  const delta = (text: string) => {
+    open();
+    send("response.output_text.delta", { ...at(), delta: text, logprobs: [] });
+  };
+  const { task_id, reply } = await replyOf(
+    ctx,
+    req,
+    res,
+    request.launch,
+    (id) => {
+      taskId = id;
+      stream = new EventStream(res, { "x-task-id": id }, ctx.maxClientBuffer);
+      send("response.created", { response: response(id, undefined) });
+      send("response.in_progress", { response: response(id, undefined) });
+    },
+    // The answer as it is written (docs/protocols.md#answers-as-they-are-written).
+    delta,
+  );
   if (!reply || !stream) return;
   if (reply.error) {
     send("response.failed", { response: response(task_id, reply) });
     return stream.end();
   }
-  // The answer is known whole when the run finishes (docs/protocols.md#openai-compatible): one delta.
-  const item_id = `msg_${task_id}`;
-  const at = { item_id, output_index: 0, content_index: 0 };
-  send("response.output_item.added", { output_index: 0, item: message(task_id, "", "in_progress", []) });
-  send("response.content_part.added", { ...at, part: textPart("") });
-  if (reply.text) send("response.output_text.delta", { ...at, delta: reply.text, logprobs: [] });
-  send("response.output_text.done", { ...at, text: reply.text, logprobs: [] });
-  send("response.content_part.done", { ...at, part: textPart(reply.text) });
+  if (reply.status === "paused") delta(reply.text);
+  open();
+  send("response.output_text.done", { ...at(), text: reply.text, logprobs: [] });
+  send("response.content_part.done", { ...at(), part: textPart(reply.text) });
   send("response.output_item.done", { output_index: 0, item: message(task_id, reply.text, "completed") });
   send("response.completed", { response: response(task_id, reply) });
   stream.end();

@@ -6,6 +6,7 @@
  * to approve them (docs/protocols.md#openai-compatible).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { AnswerText } from "../../kinds/answer-text.js";
 import { ZERO_USAGE, type PendingApproval, type Usage } from "../../events/types.js";
 import { follow } from "../../store/follow.js";
 import { launchRun, type ApiContext, type LaunchRequest, type LaunchedRun } from "../runs-api.js";
@@ -24,7 +25,9 @@ export interface RunReply {
  * Launch a run for a request and give the run's reply once it is known.
  * The request's closing (the client went away) cancels the run, as on
  * `POST /v1/runs`; `started` is called with the task_id before the run is
- * followed (to send headers). The server's `close()` waits for the reply.
+ * followed (to send headers). With `onText`, the answer's text is given to
+ * it as it is written, the rest of it when the run ends
+ * (src/kinds/answer-text.ts). The server's `close()` waits for the reply.
  */
 export async function replyOf(
   ctx: ApiContext,
@@ -32,6 +35,7 @@ export async function replyOf(
   res: ServerResponse,
   body: LaunchRequest,
   started: (taskId: string) => void,
+  onText?: (text: string) => void,
 ): Promise<{ task_id: string; reply: RunReply | undefined }> {
   const run = await launchRun(ctx, body);
   const gone = new AbortController();
@@ -46,21 +50,31 @@ export async function replyOf(
     run.cancel?.();
   }
   started(run.task_id);
-  const following = followToEnd(ctx, run, gone.signal);
+  const following = followToEnd(ctx, run, gone.signal, onText);
   const tracked = following.then(() => {});
   ctx.streams.add(tracked);
   void tracked.finally(() => ctx.streams.delete(tracked));
   return { task_id: run.task_id, reply: await following };
 }
 
-async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSignal): Promise<RunReply | undefined> {
+async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSignal, onText?: (text: string) => void): Promise<RunReply | undefined> {
   const waiting: PendingApproval[] = [];
+  const answer = onText ? new AnswerText() : undefined;
   try {
     for await (const { event } of follow(ctx.store, run.task_id, 0, { more: run.more, signal })) {
       if (event.type === "approval.requested") waiting.push(event);
-      if (event.type !== "run.finished") continue;
+      if (event.type !== "run.finished") {
+        const text = answer ? await answer.feed(event) : "";
+        if (text) onText?.(text);
+        continue;
+      }
       const usage = event.usage ?? ZERO_USAGE;
-      if (event.result_type === "answer") return { status: "answer", text: event.answer ?? "", usage };
+      if (event.result_type === "answer") {
+        const text = event.answer ?? "";
+        const rest = answer?.rest(text);
+        if (rest) onText?.(rest);
+        return { status: "answer", text, usage };
+      }
       if (event.result_type === "paused") return { status: "paused", text: pausedNote(run.task_id, event.approvals ?? waiting), usage };
       const message = event.error ?? "the run failed";
       return { status: "error", text: "", usage, error: { code: event.error_code ?? "RUN_FAILED", message: `run ${run.task_id} failed: ${message}` } };
