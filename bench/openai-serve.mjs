@@ -205,7 +205,8 @@ const model = await startChatServer(DELAY);
 let runtime;
 try {
   const teamFile = join(dir, "team.yaml");
-  writeFileSync(teamFile, benchTeamYaml(model.url, "openai-bench"));
+  // The model streams, so the answer reaches the clients as it is written (docs/protocols.md#answers-as-they-are-written).
+  writeFileSync(teamFile, benchTeamYaml(model.url, "openai-bench", { stream: true }));
   const token = "bench-token-0123456789abcdef";
   runtime = await startRuntime(teamFile, join(dir, "trace"), token);
   console.log(`openai-serve: ${CLIENTS} streaming clients, ${TOTAL} completions each way, model replies after ${DELAY} ms; ${loadLine()}`);
