@@ -7,7 +7,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BIN, ROOT, runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { authedFetch, CIRCLE_QUESTION, postRun, readSse } from "../support/runtime-server.js";
+import { TaskState, type Task } from "@a2a-js/sdk";
+import { EventSource } from "eventsource";
+import { a2aClient, artifactText, collect, userMessage } from "../support/a2a.js";
+import { approvalTeam, authedFetch, CIRCLE_QUESTION, eventually, postRun, readSse } from "../support/runtime-server.js";
 
 // Spawns the built CLI: run `npm run build` first (npm test does).
 const holders: Server[] = [];
@@ -111,6 +114,67 @@ describe("runtime serve (spawned)", () => {
       expect(text).toBe(answer);
       const wrong = new OpenAI({ baseURL: `${url}/v1`, apiKey: "not-the-token-0123456789", maxRetries: 0 });
       await expect(wrong.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it("serves A2A (the SDK's client: card, 401, input-required approved in the task) and a detached run an EventSource follows to its 204", async () => {
+    const { child, url, token, exited } = await spawnServe([approvalTeam()]);
+    try {
+      const card = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as { name: string };
+      expect(card.name).toBe("circle-react");
+      await expect((await a2aClient(url)).sendMessage(userMessage(CIRCLE_QUESTION))).rejects.toThrow(/401/);
+      const client = await a2aClient(url, token);
+      const paused = (await client.sendMessage(userMessage(CIRCLE_QUESTION))) as Task;
+      expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const approved = await collect(client.sendMessageStream(userMessage("approve", { taskId: paused.id, contextId: paused.contextId })));
+      const states = approved.flatMap((r) => (r.payload?.$case === "statusUpdate" ? [r.payload.value.status?.state] : []));
+      expect(states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(await client.getTask({ tenant: "", id: paused.id }))).toContain("78.54");
+
+      // Detached: 202, approved through the approvals API, followed by an EventSource to its end, then 204.
+      const fetchAuthed = authedFetch(token);
+      const started = await fetchAuthed(`${url}/v1/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json", prefer: "respond-async" },
+        body: JSON.stringify({ input: CIRCLE_QUESTION }),
+      });
+      expect(started.status).toBe(202);
+      const { task_id, events } = (await started.json()) as { task_id: string; events: string };
+      await eventually(async () => {
+        const { run } = (await (await fetchAuthed(`${url}/v1/runs/${task_id}`)).json()) as { run?: { result_type?: string } };
+        return run?.result_type === "paused" ? true : undefined;
+      });
+      const decided = await fetchAuthed(`${url}/v1/runs/${task_id}/approvals`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ decision: "approve" }),
+      });
+      expect(decided.status).toBe(202);
+      const statuses: number[] = [];
+      const source = new EventSource(`${url}${events}`, {
+        fetch: async (input, init) => {
+          const headers = new Headers(init?.headers);
+          headers.set("authorization", `Bearer ${token}`);
+          const response = await fetch(input, { ...init, headers });
+          statuses.push(response.status);
+          return response;
+        },
+      });
+      const answers: string[] = [];
+      source.addEventListener("run.finished", (e) => {
+        const finished = JSON.parse((e as MessageEvent).data as string) as { result_type: string; answer?: string };
+        if (finished.result_type === "answer") answers.push(finished.answer ?? "");
+      });
+      await new Promise<void>((resolve) => {
+        source.onerror = () => {
+          if (source.readyState === EventSource.CLOSED) resolve();
+        };
+      });
+      expect(answers.join("")).toContain("78.54");
+      expect(statuses.at(-1)).toBe(204);
     } finally {
       child.kill("SIGTERM");
     }
