@@ -23,6 +23,8 @@ export type ErrorCode =
   | "PARSE_FAILED"
   | "NOT_FOUND"
   | "PAUSED"
+  /** A guardrail with action block tripped (docs/guardrails.md): the run ends `blocked`. */
+  | "BLOCKED"
   | "REPLAY_DIVERGED"
   /** A database of the store (docs/scale-out.md) failed or could not be reached. */
   | "STORE"
@@ -46,6 +48,7 @@ export const ERROR_CODES = [
   "PARSE_FAILED",
   "NOT_FOUND",
   "PAUSED",
+  "BLOCKED",
   "REPLAY_DIVERGED",
   "STORE",
   "GAVE_UP",

@@ -6,14 +6,14 @@
 import type { ErrorCode } from "../errors.js";
 
 /** Exit codes of PRODUCT.md section 3. */
-export const EXIT = { OK: 0, RUN_ERROR: 1, USAGE: 2, PAUSED: 3, INTERRUPTED: 130 } as const;
+export const EXIT = { OK: 0, RUN_ERROR: 1, USAGE: 2, PAUSED: 3, BLOCKED: 4, INTERRUPTED: 130 } as const;
 
 /** Signature every command module exports: `register<Name>(program, setExit)`. */
 export type SetExit = (code: number) => void;
 
 /**
  * The exit status of a failure, from its code alone (docs/cli.md#exit-status):
- * wrong input 2, a pause 3, a cancelled run 130, anything else 1.
+ * wrong input 2, a pause 3, blocked by a guardrail 4, a cancelled run 130, anything else 1.
  */
 export function exitStatusOf(code: ErrorCode): number {
   switch (code) {
@@ -22,6 +22,8 @@ export function exitStatusOf(code: ErrorCode): number {
       return EXIT.USAGE;
     case "PAUSED":
       return EXIT.PAUSED;
+    case "BLOCKED":
+      return EXIT.BLOCKED;
     case "ABORTED":
       return EXIT.INTERRUPTED;
     default:

@@ -161,6 +161,10 @@ function report(command: string, opts: ReportOptions, result: RunResult, ndjson:
     );
     return EXIT.PAUSED;
   }
+  if (result.result_type === "blocked") {
+    process.stderr.write(`runtime ${command}: ${result.error?.message ?? "blocked by a guardrail"} (runtime trace ${result.task_id})\n`);
+    return EXIT.BLOCKED;
+  }
   // One line, whatever an engine put into its error.
   const error = (result.error?.message ?? "unknown error").replace(/\s*\n\s*/g, " ");
   process.stderr.write(`runtime ${command}: run failed: ${error} (runtime trace ${result.task_id}; runtime resume ${result.task_id}${dir} to try again)\n`);

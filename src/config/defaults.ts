@@ -9,7 +9,8 @@
  * - team: description "", tools {}, workflows {}, allow_outside_paths false
  * - knowledge: top_k 3
  * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
- * - scripted model: model "scripted"
+ * - scripted model: model "scripted", stream false
+ * - guardrail: action "block"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
  * - command, http, mcp and a2a tool: effect "write"
  * - command and http tool: parameters {"type":"object","properties":{}}
@@ -35,6 +36,9 @@
  *   (`builtinParameters`; at run time each keeps its own)
  * - plan_and_solve_flow replanner: the flow's planner (`flowReplanner`)
  * - plan_and_solve verifier: the agent's own model (resolve.ts)
+ * - guardrail name: its check's kind and its `on` (`pii:output`); max_retries
+ *   1 with action retry; timeout_ms 10000 with a command (resolve.ts: the
+ *   schema cannot fill them, the reference checks refuse them elsewhere)
  * - openai model idle_timeout_ms: timeout_ms or 30000, the smaller
  *   (`streamIdleTimeout`)
  * - openai model base_url and api_key: unset or empty is left out, so the

@@ -25,6 +25,8 @@ export interface RawTeam {
   workflows: Record<string, RawWorkflow>;
   /** What one run of the team may spend in all, across every agent it runs. */
   budget?: RawBudget;
+  /** Checks on every agent of the team: its input, its answer, its tool calls' arguments and results (docs/guardrails.md). */
+  guardrails?: RawGuardrail[];
   /** The team's own documents, searched by the `knowledge_lookup` built-in (full text, BM25). Indexed on the first lookup of a loaded team, by heading and paragraph (docs/knowledge.md). */
   knowledge?: RawKnowledge;
   /** Let prompt, script, tool module and knowledge files live outside the team file's folder (symbolic links followed). Off by default, so a team file cannot read /etc/passwd into a prompt. @default false */
@@ -279,6 +281,8 @@ export interface RawAgentBase {
   tools: string[];
   /** What one run of this agent may spend, agents it calls and parallel solvers included. */
   budget?: RawBudget;
+  /** Checks on this agent, after the team's (docs/guardrails.md). */
+  guardrails?: RawGuardrail[];
   /** Tools this agent may call only with a person's approval: `{tool_name: required}` (docs/durable-runs.md#approvals). @default {} */
   approval: Record<string, RawToolApproval>;
 }
@@ -295,6 +299,40 @@ export interface RawPrice {
   input_per_mtok: number;
   /** US dollars per million completion tokens. */
   output_per_mtok: number;
+}
+
+/** One check on an agent's input or answer, or a tool call's arguments or result (docs/guardrails.md). */
+export interface RawGuardrail {
+  /** Its name in events, errors and results. Default: its kind and `on`, as `pii:output`. */
+  name?: string;
+  /** What it checks: the agent's `input`, its `output` (the answer), a tool call's arguments (`tool_input`, before the tool runs) or its result (`tool_output`, before the model sees it). */
+  on: "input" | "output" | "tool_input" | "tool_output";
+  /** `tool_input` and `tool_output` only: the tools it checks. Default: every tool. */
+  tools?: string[];
+  /** Trips when one of these regular expressions (JavaScript, case-insensitive) matches. */
+  deny?: string[];
+  /** Trips past this many characters. */
+  max_chars?: number;
+  /** `output` only: trips unless the answer is JSON matching this schema. */
+  json_schema?: Record<string, unknown>;
+  /** Trips on personal data: e-mail addresses, phone numbers, credit card numbers (Luhn-checked), IBANs (check digits verified). */
+  pii?: Array<"email" | "phone" | "credit_card" | "iban">;
+  /** A program (argument vector, no shell) given `{on, text, agent, tool}` as JSON on stdin: exit 0 passes, exit 1 trips with its stdout as the reason; anything else trips saying the check failed. */
+  command?: string[];
+  /** `command` only: how long the check may take, in ms. Default: 10000. */
+  timeout_ms?: number;
+  /** Run the program under bubblewrap (docs/security.md#sandboxes): the root read-only, its working folder and `writable` writable, a private /tmp, no network unless `network: true`, its own PID namespace, killed with the runtime, its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where bubblewrap is missing, a call fails saying so; it never runs unconfined. */
+  sandbox?: unknown;
+  /** An ES module, relative to the team file, whose default export `(check) => {pass, reason?}` (or a promise of it) is given `{on, text, agent, tool}`. */
+  module?: string;
+  /** A model of `models` that judges the text against `rubric`, pass or fail with a reason. */
+  model?: string;
+  /** `model` only: what the text must satisfy. */
+  rubric?: string;
+  /** When it trips: `block` ends the run (result_type blocked, exit status 4); `redact` masks what matched (deny, pii) and goes on; `retry` gives the reason back to the model (output: as its reply's error, the tool ones: as the call's error), at most `max_retries` times, then blocks. @default "block" */
+  action: "block" | "redact" | "retry";
+  /** `retry` only: how many times. Default: 1. */
+  max_retries?: number;
 }
 
 /** Limits on what a run may spend (docs/budgets.md). The run stops before the model or tool call that would start past one, and ends with an error naming the limit and the figure. */

@@ -13,6 +13,7 @@ import { pointer, type SourceMap } from "./source.js";
 import { createParametersAjv, explainSchemaError } from "./tool-parameters.js";
 import { didYouMean, listNames } from "./suggest.js";
 import { BUILTIN_TOOL_NAMES, holderOf, isBoundToolName, isBuiltinToolName, type TeamNames } from "./tool-names.js";
+import { checkGuardrails, type GuardrailContext } from "./guardrail-refs.js";
 
 /** What the checks learnt that loading and resolving need too. */
 export interface References {
@@ -82,6 +83,18 @@ export function checkReferences(
   const knowledgeTools = new Set(tools.filter(([, t]) => t.builtin === "knowledge_lookup").map(([n]) => n));
   if (!toolSet.has("knowledge_lookup")) knowledgeTools.add("knowledge_lookup");
 
+  const guarded: GuardrailContext = {
+    dir,
+    report,
+    file: (path, at, what) => checkFile(path, at, what, report, { folder: confined }),
+    schemaProblem: compileProblem,
+    models: modelSet,
+    modelNames,
+    used: refs.usedModels,
+    knownTool: (tool) => holderOf(tool, names) !== undefined,
+  };
+  checkGuardrails(team.guardrails, pointer("guardrails"), guarded);
+
   for (const [name, tool] of tools) {
     if (isAgent(name)) report(pointer("tools", name), `'${name}' names both a tool and an agent: rename one`, "key");
     checkTool(name, tool, dir, confined, report);
@@ -99,6 +112,8 @@ export function checkReferences(
     if (model !== undefined && modelSet.has(model)) refs.usedModels.add(model);
     else if (explicit !== undefined) report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
     else if (modelNames.length > 1) report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
+
+    checkGuardrails(agent.guardrails, at("guardrails"), guarded);
 
     const verifier = str(agent.verifier);
     if (agent.kind === "plan_and_solve" && verifier !== undefined) {

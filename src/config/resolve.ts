@@ -4,9 +4,9 @@
  * computed defaults applied (decided in defaults.ts), prompt files read.
  */
 import { resolve } from "node:path";
-import type { AgentConfig, McpToolConfig, ModelConfig, ResolvedTeam, Sandbox, ToolConfig, Workflow } from "./types.js";
+import type { AgentConfig, Guardrail, McpToolConfig, ModelConfig, ResolvedTeam, Sandbox, ToolConfig, Workflow } from "./types.js";
 import type { References } from "./references.js";
-import type { RawAgent, RawMcpServer, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
+import type { RawAgent, RawGuardrail, RawMcpServer, RawModel, RawTeam, RawTool, RawWorkflow } from "./raw-team.js";
 import { agentModel, builtinParameters, commandCwd, entryAgent, flowReplanner, streamIdleTimeout } from "./defaults.js";
 import { unreachable } from "../errors.js";
 
@@ -22,7 +22,7 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
     entry: checked(entryAgent(team.entry, Object.keys(team.agents)), "the team has no agent"),
     models: mapValues(team.models, (name, raw) => resolveModel(name, raw, dir)),
     tools: mapValues(team.tools, (name, raw) => resolveTool(name, raw, dir)),
-    agents: mapValues(team.agents, (name, raw) => resolveAgent(name, raw, dir, modelNames, refs)),
+    agents: mapValues(team.agents, (name, raw) => resolveAgent(name, raw, dir, modelNames, refs, team.guardrails ?? [])),
     workflows: mapValues(team.workflows, (id, raw) => resolveWorkflow(id, raw)),
     ...(team.budget ? { budget: { ...team.budget } } : {}),
     ...(team.knowledge
@@ -120,7 +120,7 @@ function resolveMcp(
   };
 }
 
-function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: ReadonlySet<string>, refs: References): AgentConfig {
+function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: ReadonlySet<string>, refs: References, team: RawGuardrail[]): AgentConfig {
   const common = {
     name,
     description: raw.description,
@@ -129,6 +129,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
     tools: [...raw.tools],
     approval: Object.keys(raw.approval),
     ...(raw.budget ? { budget: { ...raw.budget } } : {}),
+    ...guardrailsOf([...team, ...(raw.guardrails ?? [])], dir),
     ...(raw.system_prompt !== undefined
       ? { system_prompt_file: resolve(dir, raw.system_prompt), prompt: checked(refs.prompts.get(name), `the prompt file of '${name}' was not read`) }
       : raw.prompt !== undefined
@@ -216,4 +217,33 @@ function resolveSandbox(raw: unknown, dir: string): Sandbox | undefined {
   if (raw === true) return { network: false, writable: [] };
   const given = raw as { network?: boolean; writable?: string[] };
   return { network: given.network ?? false, writable: (given.writable ?? []).map((path) => resolve(dir, path)) };
+}
+
+function guardrailsOf(raw: RawGuardrail[], dir: string): { guardrails?: Guardrail[] } {
+  return raw.length > 0 ? { guardrails: raw.map((g) => resolveGuardrail(g, dir)) } : {};
+}
+
+/** A guardrail as the engine runs it (docs/guardrails.md): its one check, paths absolute. */
+function resolveGuardrail(raw: RawGuardrail, dir: string): Guardrail {
+  const check = guardrailCheck(raw, dir);
+  return {
+    name: raw.name ?? `${check.kind}:${raw.on}`,
+    on: raw.on,
+    ...(raw.tools ? { tools: [...raw.tools] } : {}),
+    check,
+    action: raw.action,
+    max_retries: raw.max_retries ?? 1,
+  };
+}
+
+function guardrailCheck(raw: RawGuardrail, dir: string): Guardrail["check"] {
+  if (raw.deny) return { kind: "deny", patterns: [...raw.deny] };
+  if (raw.max_chars !== undefined) return { kind: "max_chars", max: raw.max_chars };
+  if (raw.json_schema) return { kind: "json_schema", schema: raw.json_schema };
+  if (raw.pii) return { kind: "pii", types: [...raw.pii] };
+  if (raw.command)
+    return { kind: "command", command: resolveArgv(raw.command, dir), cwd: dir, timeout_ms: raw.timeout_ms ?? 10_000, ...sandboxOf(raw.sandbox, dir) };
+  if (raw.module !== undefined) return { kind: "module", path: resolve(dir, raw.module) };
+  if (raw.model !== undefined && raw.rubric !== undefined) return { kind: "model", model: raw.model, rubric: raw.rubric };
+  return unreachable("a guardrail with no check passed the reference checks");
 }

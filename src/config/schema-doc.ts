@@ -11,6 +11,7 @@ const SECTIONS: Array<{ title: string; ref: string; intro?: string }> = [
   { title: "Model: provider `scripted`", ref: "#/$defs/scriptedModel" },
   { title: "Model: `price`", ref: "#/$defs/price" },
   { title: "Budget (of the team or of an agent)", ref: "#/$defs/budget", intro: "See docs/budgets.md." },
+  { title: "Guardrail (of the team or of an agent)", ref: "#/$defs/guardrail", intro: "See docs/guardrails.md." },
   { title: "Knowledge", ref: "#/$defs/knowledge", intro: "See docs/knowledge.md." },
   { title: "Tool: `builtin`", ref: "#/$defs/builtinTool" },
   { title: "Tool: `command`", ref: "#/$defs/commandTool" },

@@ -203,6 +203,32 @@ interface AgentConfigBase {
   approval: string[];
   /** What one step of this agent may spend, its children included. */
   budget?: Budget;
+  /** The team's guardrails, then the agent's own (docs/guardrails.md); unset when there is none. */
+  guardrails?: Guardrail[];
+}
+
+export type GuardrailOn = "input" | "output" | "tool_input" | "tool_output"; // as events/types.ts says it
+export type PiiKind = "email" | "phone" | "credit_card" | "iban";
+
+/** What a guardrail checks; exactly one per guardrail. */
+export type GuardrailCheck =
+  | { kind: "deny"; patterns: string[] }
+  | { kind: "max_chars"; max: number }
+  | { kind: "json_schema"; schema: JsonSchema }
+  | { kind: "pii"; types: PiiKind[] }
+  | { kind: "command"; command: string[]; cwd: string; timeout_ms: number; sandbox?: Sandbox }
+  | { kind: "module"; path: string }
+  | { kind: "model"; model: string; rubric: string };
+
+/** One guardrail of an agent (docs/guardrails.md). */
+export interface Guardrail {
+  name: string;
+  on: GuardrailOn;
+  /** tool_input / tool_output: the tools it checks; unset: every tool. */
+  tools?: string[];
+  check: GuardrailCheck;
+  action: "block" | "redact" | "retry";
+  max_retries: number;
 }
 
 export interface ReactAgentConfig extends AgentConfigBase {

@@ -21,6 +21,8 @@ import { StepKeys, type Journal } from "./journal.js";
 import { callModel } from "./model-call.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
 import { stateObserver } from "./state-reporter.js";
+import { StepGuards, type Blocked } from "../guardrails/guard.js";
+import { judge } from "../guardrails/judge.js";
 
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
 const MAX_DEPTH = 16;
@@ -53,6 +55,8 @@ export interface RunShared {
   approvals: Approvals;
   /** Steps still running; the run waits for all of them before it finishes. */
   inflight: Set<Promise<unknown>>;
+  /** The guardrail that blocked the run (docs/guardrails.md): no model or tool call starts after it. */
+  blocked?: Blocked;
   newId(): string;
   now(): Date;
 }
@@ -123,6 +127,15 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   /** The one place a step's result is made: its kind's outcome, or the budget's error, with the usage counted. */
   const settled = async (outcome: Outcome): Promise<AgentResult> => {
     while (children.size > 0) await Promise.allSettled([...children]);
+    // An answer the kind did not put through the output guardrails is checked here; a retry cannot be given, so it blocks.
+    if (outcome.result_type === "answer" && outcome.answer !== undefined && outcome.answer !== checkedAnswer && guards?.applies("output")) {
+      try {
+        const verdict = await guards.check("output", outcome.answer, undefined, { retry: false });
+        if (verdict.ok) outcome = { ...outcome, answer: verdict.text };
+      } catch (err) {
+        outcome = { result_type: "error", error: runErrorOf(err, `agent ${name} failed`) };
+      }
+    }
     // A step whose own budget stopped a call ends with that error, whatever its kind made of it.
     const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
     const ended: Outcome = own !== undefined ? { result_type: "error", error: { code: "BUDGET", message: own } } : outcome;
@@ -141,7 +154,10 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     return run.client(config);
   };
   const accounts = accountsFor(parent?.accounts ?? run.accounts, name, agent.budget);
-  const halt = () => run.approvals.halt();
+  const halt = () => {
+    run.approvals.halt();
+    if (run.blocked) throw new RuntimeError("BLOCKED", `blocked by guardrail '${run.blocked.name}'`);
+  };
   const budget = {
     check: () => {
       for (const a of accounts) a.checkToolCall();
@@ -150,12 +166,48 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       for (const a of accounts) a.toolCall();
     },
   };
-  const stopping = () => run.approvals.paused || accounts.some((a) => a.exhausted !== undefined);
+  const stopping = () => run.approvals.paused || run.blocked !== undefined || accounts.some((a) => a.exhausted !== undefined);
   const fallbacks = (modelName: string): readonly string[] => {
     const config = run.team.models[modelName];
     return config?.provider === "openai" ? config.fallback : [];
   };
   const journal = toolJournal(run.journal, keys);
+
+  const callStepModel: AgentContext["callModel"] = async (call) => {
+    const answered = await callModel(
+      {
+        model: agent.model,
+        client,
+        fallbacks,
+        unavailable: run.unavailableModels,
+        accounts,
+        config: (modelName) => run.team.models[modelName],
+        emit,
+        signal,
+        agent_id: name,
+        journal: run.journal,
+        keys,
+        halt,
+      },
+      call,
+    );
+    spent(answered.reply.usage);
+    return answered;
+  };
+  // The agent's guardrails (docs/guardrails.md); a judge asks its model on the step's one model path.
+  const guards = agent.guardrails?.length
+    ? new StepGuards(agent.guardrails, {
+        agent: name,
+        signal,
+        emit: (body) => out(body, scope),
+        block: (blocked) => {
+          run.blocked ??= blocked;
+        },
+        judge: (model, rubric, subject) => judge(callStepModel, model, rubric, subject),
+      })
+    : undefined;
+  /** The last answer a kind put through the output guardrails itself, as they let it through. */
+  let checkedAnswer: string | undefined;
 
   const ctx: AgentContext = {
     team: run.team,
@@ -169,27 +221,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     trace_dir: run.trace_dir,
     stores: run.stores,
     emit,
-    callModel: async (call) => {
-      const answered = await callModel(
-        {
-          model: agent.model,
-          client,
-          fallbacks,
-          unavailable: run.unavailableModels,
-          accounts,
-          config: (modelName) => run.team.models[modelName],
-          emit,
-          signal,
-          agent_id: name,
-          journal: run.journal,
-          keys,
-          halt,
-        },
-        call,
-      );
-      spent(answered.reply.usage);
-      return answered;
-    },
+    callModel: callStepModel,
     modelName: (modelName) => client(modelName).model,
     tools(extra = []) {
       const { tools, approval } = resolveTools({
@@ -217,6 +249,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         halt,
         ...(approval.size > 0 ? { approval } : {}),
         approve: (request) => run.approvals.decide(request, (body) => out(body, scope)),
+        ...(guards ? { guard: guards } : {}),
       });
     },
     callAgent: (childName, query, options) => child(childName, query, signal, options?.expects),
@@ -231,13 +264,26 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     },
     replaying: () => replay?.replaying(keys.key) ?? false,
     observeStates: (machine, options) => stateObserver(machine, emit, options),
+    async checkAnswer(answer) {
+      if (!guards?.applies("output")) return { ok: true, answer };
+      const verdict = await guards.check("output", answer);
+      if (!verdict.ok) return verdict;
+      checkedAnswer = verdict.text;
+      return { ok: true, answer: verdict.text };
+    },
     newId: run.newId,
     now: run.now,
   };
 
   try {
     await prepareTools(run.team, agent, run.toolCache, run.mcp, signal);
-    return await settled(await runner(ctx, input));
+    // An input guardrail sees the input before the kind (and so any model) does.
+    let given = input;
+    if (guards?.applies("input")) {
+      const verdict = await guards.check("input", input, undefined, { retry: false });
+      if (verdict.ok) given = verdict.text;
+    }
+    return await settled(await runner(ctx, given));
   } catch (err) {
     return settled({ result_type: "error", error: runErrorOf(err, `agent ${name} failed`) });
   }

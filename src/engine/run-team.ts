@@ -9,6 +9,7 @@ import { createChatClient } from "../models/factory.js";
 import { McpServers } from "../tools/mcp/servers.js";
 import type { ChatClient } from "../models/types.js";
 import type { Tool } from "../tools/types.js";
+import type { Blocked } from "../guardrails/guard.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
 import { Journal } from "./journal.js";
 import { providedTools } from "./resolve-tools.js";
@@ -79,12 +80,14 @@ export interface RunOptions {
 
 export interface RunResult {
   task_id: string;
-  /** `paused`: the run waits for the approvals listed (docs/durable-runs.md). */
-  result_type: "answer" | "error" | "paused";
+  /** `paused`: the run waits for the approvals listed (docs/durable-runs.md); `blocked`: a guardrail ended it (docs/guardrails.md). */
+  result_type: "answer" | "error" | "paused" | "blocked";
   answer?: string;
-  /** Why the run failed: a code of the closed union (src/errors.ts) and a message. */
+  /** Why the run failed (or was blocked): a code of the closed union (src/errors.ts) and a message. */
   error?: RunError;
   approvals?: PendingApproval[];
+  /** The guardrail that blocked the run. */
+  guardrail?: Blocked;
   /** Set when the run was cancelled through `signal`. */
   interrupted?: boolean;
   usage: Usage;
@@ -261,6 +264,17 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       const spent = shared.accounts[0]?.exhausted;
       if (spent !== undefined) outcome = { task_id, result_type: "error", error: { code: "BUDGET", message: spent }, usage };
       if (shared.approvals.paused) outcome = { task_id, result_type: "paused", approvals: shared.approvals.pending, usage };
+      // A guardrail blocked it somewhere, even in an agent called as a tool whose caller went on: the run is blocked.
+      if (shared.blocked) {
+        const { name, on, reason } = shared.blocked;
+        outcome = {
+          task_id,
+          result_type: "blocked",
+          guardrail: shared.blocked,
+          error: { code: "BLOCKED", message: `blocked by guardrail '${name}' (${on}): ${reason}` },
+          usage,
+        };
+      }
       if (serverLost !== undefined) outcome = { task_id, result_type: "error", error: { code: "TOOL_FAILED", message: serverLost }, usage };
       else if (options.signal?.aborted) outcome = { task_id, result_type: "error", error: INTERRUPTED, interrupted: true, usage };
     }
@@ -282,6 +296,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       ...(masked.answer !== undefined ? { answer: masked.answer } : {}),
       ...(error ? { error: { code: error.code, message: masked.error ?? error.message } } : {}),
       ...(outcome.approvals ? { approvals: outcome.approvals } : {}),
+      ...(outcome.guardrail ? { guardrail: outcome.guardrail } : {}),
       ...(outcome.interrupted ? { interrupted: true } : {}),
       usage,
     };

@@ -233,6 +233,17 @@ export class RunProjection {
         t.pending_approvals = t.pending_approvals.filter((id) => id !== e.approval_id);
         return t;
       }
+      case "guardrail.passed":
+      case "guardrail.tripped":
+        at.children.push({
+          kind: "guardrail",
+          name: e.name,
+          on: e.on,
+          ...(e.tool !== undefined ? { tool: e.tool } : {}),
+          passed: e.type === "guardrail.passed",
+          ...(e.type === "guardrail.tripped" ? { action: e.action, reason: e.reason } : {}),
+        });
+        return step;
       case "answer.verified":
         at.children.push({ kind: "verified", method: e.method, verdict: e.verdict, problems: e.problems, round: e.round });
         return step;

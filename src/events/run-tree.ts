@@ -131,6 +131,7 @@ export type Entry =
       reason?: string;
       decided: boolean;
     }
+  | { kind: "guardrail"; name: string; on: string; tool?: string; passed: boolean; action?: "block" | "redact" | "retry"; reason?: string }
   | {
       kind: "verified";
       method: string;
@@ -149,7 +150,7 @@ export type Entry =
 
 /** How a run ended, before it was resumed or for good. */
 export interface RunEnd {
-  result_type: "answer" | "error" | "paused";
+  result_type: "answer" | "error" | "paused" | "blocked";
   at: string;
   answer?: string;
   error?: string;

@@ -151,6 +151,14 @@ class TerminalLog {
       case "approval.decided":
         log(`${e.decision === "approve" ? p.green("✓ approved") : p.red("✗ denied")} ${e.tool}${e.reason ? `: ${clip(e.reason, 120)}` : ""}`);
         break;
+      case "guardrail.passed":
+        log(p.dim(`guardrail ${e.name} (${e.on}${e.tool ? ` of ${e.tool}` : ""}) passed`));
+        break;
+      case "guardrail.tripped": {
+        const how = e.action === "redact" ? p.yellow("redacted") : e.action === "retry" ? p.yellow("retry") : p.red("blocked");
+        log(`guardrail ${e.name} (${e.on}${e.tool ? ` of ${e.tool}` : ""}) ${how}: ${clip(e.reason, 200)}`);
+        break;
+      }
       case "answer.verified":
         log(
           e.verdict === "fail"
@@ -167,9 +175,11 @@ class TerminalLog {
         log(
           e.result_type === "answer"
             ? `${p.green("■ answer")} · ${formatDuration(msBetween(since, e.ts))} · ${tokens(e.usage)}`
-            : e.result_type === "paused"
-              ? p.yellow(`⏸ paused: waiting for approval of ${(e.approvals ?? []).map((a) => a.tool).join(", ")}`)
-              : p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`),
+            : e.result_type === "blocked"
+              ? p.red(`⛔ ${clip(e.error ?? "blocked by a guardrail", 300)}`)
+              : e.result_type === "paused"
+                ? p.yellow(`⏸ paused: waiting for approval of ${(e.approvals ?? []).map((a) => a.tool).join(", ")}`)
+                : p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`),
         );
         if (e.budget) log(p.dim(formatBudget(e.budget)));
         break;

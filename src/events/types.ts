@@ -7,6 +7,9 @@
 import type { ErrorCode } from "../errors.js";
 
 /** Token accounting, summed over every model call of a run. */
+/** What a guardrail checks (docs/guardrails.md). */
+export type GuardrailOn = "input" | "output" | "tool_input" | "tool_output";
+
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
@@ -72,6 +75,10 @@ export type RunEventBody =
       via?: string[];
     }
   | { type: "recursion.started"; iteration: number }
+  /** A guardrail found nothing against the text it checked (docs/guardrails.md). */
+  | { type: "guardrail.passed"; name: string; on: GuardrailOn; tool?: string }
+  /** A guardrail tripped: the run is blocked, the text masked, or the reason given back to the model. */
+  | { type: "guardrail.tripped"; name: string; on: GuardrailOn; tool?: string; action: "block" | "redact" | "retry"; reason: string }
   | { type: "llm.request"; model: string; messages: number }
   | {
       type: "llm.response";
@@ -166,13 +173,15 @@ export type RunEventBody =
   | { type: "approval.decided"; approval_id: string; tool: string; call_id: string; decision: ApprovalDecision; reason?: string }
   | {
       type: "run.finished";
-      /** `paused`: the run waits for the approvals listed; `runtime resume` continues it. */
-      result_type: "answer" | "error" | "paused";
+      /** `paused`: the run waits for the approvals listed; `runtime resume` continues it. `blocked`: a guardrail ended it. */
+      result_type: "answer" | "error" | "paused" | "blocked";
       answer?: string;
       error?: string;
       /** The error's code (src/errors.ts, docs/events.md); absent in traces of versions before it was added. */
       error_code?: ErrorCode;
       approvals?: PendingApproval[];
+      /** The guardrail that blocked the run (docs/guardrails.md). */
+      guardrail?: { name: string; on: GuardrailOn; reason: string };
       usage: Usage;
       /** Spent against the team's budget, when it has one (docs/budgets.md). */
       budget?: BudgetStatement;

@@ -135,6 +135,14 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
    * meanwhile, it already holds what those calls did.
    */
   replaying(): boolean;
+  /**
+   * The agent's output guardrails on an answer before the kind takes it
+   * (docs/guardrails.md): the answer to give (masked by a redact), or the
+   * reason to give back to the model (a retry). Throws when one blocks. A
+   * kind that never calls it has its answer checked when its step ends, a
+   * retry there blocking.
+   */
+  checkAnswer(answer: string): Promise<{ ok: true; answer: string } | { ok: false; reason: string }>;
   newId(): string;
   now(): Date;
 }

@@ -59,7 +59,7 @@ function serverOf(team: ResolvedTeam, agents: string[], options: TeamMcpServerOp
         inputSchema: { query: z.string().min(1).describe("The request for the agent, self-contained.") },
         outputSchema: {
           task_id: z.string().describe("The run's task id (`runtime trace TASK_ID`)."),
-          result_type: z.enum(["answer", "error", "paused"]),
+          result_type: z.enum(["answer", "error", "paused", "blocked"]),
           answer: z.string().optional(),
           error: z.string().optional(),
           error_code: z.enum(ERROR_CODES).optional().describe("Why the run failed, as a code (docs/events.md#error-codes)."),
@@ -118,7 +118,7 @@ function resultOf(result: RunResult): CallToolResult {
       ...(result.error !== undefined ? { error: result.error.message, error_code: result.error.code } : {}),
       ...(result.result_type === "paused" ? { waiting_for: waiting } : {}),
     },
-    ...(result.result_type === "error" ? { isError: true } : {}),
+    ...(result.result_type === "error" || result.result_type === "blocked" ? { isError: true } : {}),
   };
 }
 

@@ -28,7 +28,8 @@ export function toSummary(row: RunRow): RunSummary {
     started_at: row.started_at,
   };
   if (row.finished_at !== null) summary.finished_at = row.finished_at;
-  if (row.result_type === "answer" || row.result_type === "error" || row.result_type === "paused") summary.result_type = row.result_type;
+  if (row.result_type === "answer" || row.result_type === "error" || row.result_type === "paused" || row.result_type === "blocked")
+    summary.result_type = row.result_type;
   if (row.answer !== null) summary.answer = row.answer;
   if (row.error !== null) summary.error = row.error;
   if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;

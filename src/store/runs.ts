@@ -15,15 +15,15 @@ export interface RunSummary {
   started_at: string;
   /** Unset while the run is going on, or when its process died before it finished. */
   finished_at?: string;
-  result_type?: "answer" | "error" | "paused";
+  result_type?: "answer" | "error" | "paused" | "blocked";
   answer?: string;
   error?: string;
   usage?: Usage;
 }
 
 /** How a run stands: ended so (`answer`, `error`, `paused`), or not finished (`running`: going on, or its process died). */
-export type RunStatus = "answer" | "error" | "paused" | "running";
-export const RUN_STATUSES: readonly RunStatus[] = ["answer", "error", "paused", "running"];
+export type RunStatus = "answer" | "error" | "paused" | "blocked" | "running";
+export const RUN_STATUSES: readonly RunStatus[] = ["answer", "error", "paused", "blocked", "running"];
 
 /** Filters of a run listing; every one given must hold. */
 export interface RunQuery {

@@ -81,7 +81,7 @@ export class RunMetrics {
       `runtime_runs_started_total ${this.started}`,
       "# HELP runtime_runs_finished_total Runs that ended in this process, by result (answer, error, paused).",
       "# TYPE runtime_runs_finished_total counter",
-      ...["answer", "error", "paused"].map((r) => `runtime_runs_finished_total{result="${r}"} ${this.finished.get(r) ?? 0}`),
+      ...["answer", "error", "paused", "blocked"].map((r) => `runtime_runs_finished_total{result="${r}"} ${this.finished.get(r) ?? 0}`),
       ...this.model.render("runtime_model_call_seconds", "Model call latency, by model.", "model"),
       ...this.tool.render("runtime_tool_call_seconds", "Tool call latency, by tool.", "tool"),
       "# HELP runtime_tokens_total Tokens spent, by kind (prompt, completion).",

@@ -14,7 +14,7 @@ export interface ObservedCall {
 }
 
 export interface Observed {
-  result_type: "answer" | "error" | "paused" | "none";
+  result_type: "answer" | "error" | "paused" | "blocked" | "none";
   answer?: string;
   error?: string;
   tool_calls: ObservedCall[];

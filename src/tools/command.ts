@@ -21,12 +21,35 @@ const STDERR_LINES = 5;
  * setsid() too. With `sandbox:`, the program runs under bubblewrap (./sandbox.ts).
  */
 export function commandTool(config: CommandToolConfig): Tool {
-  return declaredTool(config, (args, ctx) => runCommand(config, args, ctx.signal));
+  return declaredTool(config, async (args, ctx) => {
+    const ran = await runProgram({ ...config, what: `command tool "${config.name}"` }, args, ctx.signal);
+    if (ran.code !== 0) throw new RuntimeError("TOOL_FAILED", exitMessage(ran.code, ran.signal, ran.stderr, ran.stdout));
+    return parseOutput(ran.stdout);
+  });
 }
 
-function runCommand(config: CommandToolConfig, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+/** A program to run: a command tool's, or a command guardrail's (src/guardrails/checks.ts). */
+export type ProgramSpec = Pick<CommandToolConfig, "command" | "cwd" | "env" | "timeout_ms" | "max_output_bytes" | "sandbox"> & {
+  /** What runs it, for messages: `command tool "x"`. */
+  what: string;
+};
+
+/** How a program ended: its exit code (null: killed by `signal`), its stdout and the end of its stderr. */
+export interface ProgramRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run `spec` with `input` as JSON on stdin. Rejects when it cannot start,
+ * times out, writes past its cap or is aborted; else resolves with how it ended.
+ */
+export function runProgram(spec: ProgramSpec, input: unknown, signal: AbortSignal): Promise<ProgramRun> {
+  const config = spec;
   const [program, ...rest] = config.command;
-  if (program === undefined) return Promise.reject(new RuntimeError("CONFIG_INVALID", `command tool "${config.name}" has an empty command`));
+  if (program === undefined) return Promise.reject(new RuntimeError("CONFIG_INVALID", `${spec.what} has an empty command`));
   if (signal.aborted) return Promise.reject(new RuntimeError("ABORTED", "aborted"));
   const executable = program.startsWith(".") ? resolvePath(config.cwd, program) : program;
   const env: Record<string, string> = {};
@@ -40,13 +63,13 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
   let argv = [executable, ...rest];
   if (config.sandbox) {
     try {
-      argv = sandboxedArgv(argv, config.cwd, config.sandbox, env, `command tool "${config.name}"`);
+      argv = sandboxedArgv(argv, config.cwd, config.sandbox, env, spec.what);
     } catch (err) {
       return Promise.reject(err);
     }
   }
 
-  return new Promise((resolve, reject) => {
+  return new Promise<ProgramRun>((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), {
       shell: false,
       detached: true,
@@ -84,7 +107,7 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
     });
     // A program that never reads stdin closes it early; that is not an error.
     child.stdin.on("error", () => undefined);
-    child.stdin.end(JSON.stringify(args));
+    child.stdin.end(JSON.stringify(input));
 
     // Whatever the program left running dies with it; otherwise a background
     // grandchild holding stdout open would keep the call waiting.
@@ -100,9 +123,7 @@ function runCommand(config: CommandToolConfig, args: Record<string, unknown>, si
     child.on("close", (code, sig) => {
       cleanUp();
       if (failure) return reject(failure);
-      const out = Buffer.concat(stdout).toString("utf8");
-      if (code !== 0) return reject(new RuntimeError("TOOL_FAILED", exitMessage(code, sig, stderr.toString("utf8"), out)));
-      resolve(parseOutput(out));
+      resolve({ code, signal: sig, stdout: Buffer.concat(stdout).toString("utf8"), stderr: stderr.toString("utf8") });
     });
   });
 }

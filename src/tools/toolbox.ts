@@ -28,12 +28,24 @@ export interface ToolBoxOptions {
   halt?(): void;
   /** Asks for the decision on a call that needs one; throws when the run pauses for it instead. */
   approve?: Approve;
+  /** The step's tool_input and tool_output guardrails (src/guardrails/guard.ts); unset when it has none. */
+  guard?: ToolGuard;
   /**
    * Whether the run is stopping (paused, out of budget): a call failing then
    * failed because of that, so its outcome is not journalled and a resume
    * runs it again.
    */
   stopping?(): boolean;
+}
+
+/**
+ * Checks of a call's arguments before it runs and of its result before the
+ * model sees it (docs/guardrails.md): the value to go on with, or the reason
+ * the call fails with (a retry); a block throws.
+ */
+export interface ToolGuard {
+  applies(on: "tool_input" | "tool_output", tool: string): boolean;
+  check(on: "tool_input" | "tool_output", text: string, tool: string): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
 }
 
 /** A call that needs a person's decision before it runs. */
@@ -162,6 +174,11 @@ async function reuse(
   options.budget?.count();
   const emit = opened.quiet ? () => {} : options.emit;
   emit({ type: "tool.started", tool: outcome.tool, call_id: outcome.call_id, arguments: outcome.arguments }, scope);
+  // Replayed offline, the guardrails look again at what they looked at (their events are the run's).
+  if (!opened.quiet && options.guard) {
+    await guarded(options.guard, "tool_input", outcome.tool, outcome.arguments);
+    if (outcome.ok) await guarded(options.guard, "tool_output", outcome.tool, outcome.result);
+  }
   if (tool?.replay === "rerun" && parsed.ok) await execute(tool, parsed.value, outcome.call_id, scope, Object.assign({}, options, { emit }));
   else await undefined;
   emit({ type: "tool.finished", ...outcome }, scope);
@@ -174,10 +191,18 @@ async function runOne(call: ToolCallRequest, allowed: Map<string, Tool>, scope: 
   const opened = options.journal?.open(call, args);
   const tool = allowed.get(call.name);
   if (opened?.recorded?.kind === "result") return reuse(opened, opened.recorded.outcome, tool, parsed, scope, options);
-  const checked = check(call, parsed, tool, allowed);
+  let checked = check(call, parsed, tool, allowed);
+  // A tool_input guardrail sees the arguments before anyone is asked or anything runs (docs/guardrails.md).
+  let refused: Settled | undefined;
+  if (checked.ok && options.guard) {
+    const verdict = await guarded(options.guard, "tool_input", call.name, checked.args);
+    if (!verdict.ok) refused = { ok: false, error: verdict.reason };
+    else if (verdict.value !== undefined) checked = { ...checked, args: verdict.value as Record<string, unknown> };
+  }
   // Once stopped with no result, a write may have run: never again without a person's say.
   const in_doubt = checked.ok && opened?.recorded?.kind === "started" && checked.tool.effect === "write";
-  const asks = checked.ok && opened !== undefined && (in_doubt || checked.tool.approval === "required" || options.approval?.has(call.name) === true);
+  const asks =
+    checked.ok && !refused && opened !== undefined && (in_doubt || checked.tool.approval === "required" || options.approval?.has(call.name) === true);
   // A run pausing starts nothing new, but every call of the reply that needs a decision still asks for it.
   if (!asks) options.halt?.();
   // A call that would start past a budget is not started: the step ends with the budget's error.
@@ -194,10 +219,40 @@ async function runOne(call: ToolCallRequest, allowed: Map<string, Tool>, scope: 
     options.emit({ type: "tool.started", tool: call.name, call_id: call.id, arguments: args }, scope);
   }
   if (opened) options.journal?.started(opened.key, call, args);
-  const settled = decided ?? (checked.ok ? await run(checked.tool, checked.args, call, scope, options) : checked);
+  let settled = refused ?? decided ?? (checked.ok ? await run(checked.tool, checked.args, call, scope, options) : checked);
+  // A tool_output guardrail sees the result before the model does.
+  if (settled.ok && !refused && !decided && options.guard) {
+    const verdict = await guarded(options.guard, "tool_output", call.name, settled.result);
+    if (!verdict.ok) settled = { ok: false, error: verdict.reason };
+    else if (verdict.value !== undefined) settled = { ok: true, result: verdict.value };
+  }
   const duration_ms = Math.round(performance.now() - started);
   // An error that only says the run is stopping is not the call's outcome: a resume runs the call again.
   return settle(call, args, settled, duration_ms, scope, options, opened?.key, settled.ok || !(options.signal.aborted || options.stopping?.()));
+}
+
+/**
+ * A value through a guard: its text (a string as it is, anything else as
+ * JSON) checked; `value` is the masked value when a guardrail redacted it
+ * (undefined: unchanged). Masked JSON that no longer parses fails the call.
+ */
+async function guarded(
+  guard: ToolGuard,
+  on: "tool_input" | "tool_output",
+  tool: string,
+  value: unknown,
+): Promise<{ ok: true; value?: unknown } | { ok: false; reason: string }> {
+  if (!guard.applies(on, tool)) return { ok: true };
+  const text = typeof value === "string" ? value : JSON.stringify(value ?? null);
+  const verdict = await guard.check(on, text, tool);
+  if (!verdict.ok) return verdict;
+  if (verdict.text === text) return { ok: true };
+  if (typeof value === "string") return { ok: true, value: verdict.text };
+  try {
+    return { ok: true, value: JSON.parse(verdict.text) as unknown };
+  } catch {
+    return { ok: false, reason: `a guardrail masked part of the ${on === "tool_input" ? "arguments" : "result"}, which is no longer JSON` };
+  }
 }
 
 function approve(options: ToolBoxOptions, request: ApprovalRequest): ReturnType<Approve> {

@@ -66,6 +66,13 @@ export class ArgsValidator {
     return { ok: false, error: `invalid arguments for ${tool}: ${formatAjvErrors(validate.errors ?? [])}` };
   }
 
+  /** What is wrong with `value` under `schema` (a guardrail's json_schema, docs/guardrails.md); undefined when it matches. */
+  mismatch(schema: JsonSchema, value: unknown): string | undefined {
+    const validate = this.compile(schema);
+    if (typeof validate === "string") return `the schema is invalid: ${validate}`;
+    return validate(value) ? undefined : formatAjvErrors(validate.errors ?? []);
+  }
+
   private compile(schema: JsonSchema): ValidateFunction | string {
     let entry = this.compiled.get(schema);
     if (entry === undefined) {

@@ -47,7 +47,9 @@ export function renderRunTree(events: readonly RunEvent[], options: TreeOptions 
       ? paint.green("answer")
       : end.result_type === "paused"
         ? paint.yellow("paused")
-        : paint.red("error")
+        : end.result_type === "blocked"
+          ? paint.red("blocked")
+          : paint.red("error")
     : paint.yellow(`unfinished (last event seq ${run.last_seq})`);
   const lines = [
     paint.bold(`task ${run.task_id}`) +
@@ -151,6 +153,7 @@ class Drawer {
       return p.yellow(
         `⏸ paused: waiting for approval of ${(end.approvals ?? []).map((a) => `${a.tool} (call ${a.call_id}, approval ${a.approval_id})`).join(", ")}`,
       );
+    if (end.result_type === "blocked") return p.red(`⛔ ${end.error ?? "blocked by a guardrail"}`);
     if (failed === "stopped") return p.red(`✗ stopped: ${end.error ?? end.result_type}`);
     return end.result_type === "answer" ? `${p.green("answer")}: ${end.answer ?? ""}` : p.red(`✗ error: ${end.error ?? "(no message)"}`);
   }
@@ -226,6 +229,12 @@ class Drawer {
             p.yellow(`approval asked for ${e.tool} (call ${e.call_id}, approval ${e.approval_id})${e.in_doubt ? " · in doubt: it may have run" : ""}`),
           );
         return leaf(`${e.decision === "approve" ? p.green("approved") : p.red("denied")} ${e.tool} (call ${e.call_id})${e.reason ? `: ${e.reason}` : ""}`);
+      case "guardrail": {
+        const what = `guardrail ${e.name} (${e.on}${e.tool ? ` of ${e.tool}` : ""})`;
+        if (e.passed) return leaf(`${what} ${p.green("passed")}`);
+        const how = e.action === "redact" ? p.yellow("redacted") : e.action === "retry" ? p.yellow("retry") : p.red("blocked");
+        return leaf(`${what} ${how}: ${clip(oneLine(e.reason ?? ""), max * 2)}`);
+      }
       case "verified": {
         const head = `verify (${e.method}) round ${e.round}: `;
         if (e.verdict === "fail")

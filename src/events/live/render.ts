@@ -87,7 +87,9 @@ export function renderSummary(view: LiveState, options: { width: number; now: nu
       ? p.green(`✓ answered in ${took}`)
       : outcome === "paused"
         ? p.yellow(`⏸ paused after ${took}`)
-        : p.red(`✗ ${outcome === "error" ? "failed" : "stopped"} after ${took}`);
+        : outcome === "blocked"
+          ? p.red(`⛔ blocked after ${took}`)
+          : p.red(`✗ ${outcome === "error" ? "failed" : "stopped"} after ${took}`);
   return [truncate([head, ...figures(view)].join(" · "), Math.max(1, options.width))];
 }
 

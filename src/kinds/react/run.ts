@@ -82,7 +82,12 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
         };
       },
     });
-    return { reply, action: reading?.action ?? parseReply(reply.content, reply.tool_calls, reply.finish_reason) };
+    const action = reading?.action ?? parseReply(reply.content, reply.tool_calls, reply.finish_reason);
+    if (action.action_type !== "ANSWER") return { reply, action };
+    // The output guardrails see the answer before the machine takes it: a retry's reason is this recursion's error (docs/guardrails.md).
+    const checked = await ctx.checkAnswer(action.answer);
+    if (!checked.ok) return { reply, action: { action_type: "INVALID", observe: action.observe, thought: action.thought, error: checked.reason } };
+    return { reply, action: { ...action, answer: checked.answer } };
   };
 
   // The machine's work and events, bound to this step.

@@ -45,6 +45,9 @@ export function finishedStatus(taskId: string, contextId: string, finished: Even
       return { state: TaskState.TASK_STATE_COMPLETED, message: say(finished.answer ?? ""), timestamp };
     case "paused":
       return { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: say(waitingText(finished)), timestamp };
+    case "blocked":
+      // A guardrail refused the work (docs/guardrails.md): the agent declines the task.
+      return { state: TaskState.TASK_STATE_REJECTED, message: say(finished.error ?? "blocked by a guardrail"), timestamp };
     case "error":
       // A cancelled run ends with the error ABORTED "interrupted" (src/errors.ts).
       return finished.error_code === "ABORTED"

@@ -57,7 +57,7 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
       object: "chat.completion",
       created,
       model: chat.model,
-      choices: [{ index: 0, message: { role: "assistant", content: reply.text, refusal: null }, logprobs: null, finish_reason: "stop" }],
+      choices: [{ index: 0, message: { role: "assistant", content: reply.text, refusal: null }, logprobs: null, finish_reason: finishReason(reply) }],
       usage: usageOf(reply.usage),
       system_fingerprint: null,
     });
@@ -95,11 +95,14 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
     stream.sendData(errorBody(500, reply.error.message, { code: reply.error.code }));
     return stream.end();
   }
-  if (reply.status === "paused") content(reply.text);
-  chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
+  if (reply.status === "paused" || reply.status === "blocked") content(reply.text);
+  chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason(reply) }]);
   if (chat.includeUsage) chunk([], reply.usage);
   stream.end("data: [DONE]\n\n");
 }
+
+/** A run a guardrail blocked ends as OpenAI's filtered replies do (docs/protocols.md#openai-compatible). */
+const finishReason = (reply: RunReply) => (reply.status === "blocked" ? "content_filter" : "stop");
 
 /** A run that failed: OpenAI's error body, 500, and no retry (the run is not asked again). */
 function failed(res: ServerResponse, reply: RunReply): void {

@@ -93,9 +93,9 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
     id: `resp_${task_id}`,
     object: "response",
     created_at,
-    status: reply === undefined ? "in_progress" : reply.error ? "failed" : "completed",
+    status: reply === undefined ? "in_progress" : reply.error ? "failed" : reply.status === "blocked" ? "incomplete" : "completed",
     error: reply?.error ? { code: "server_error", message: reply.error.message } : null,
-    incomplete_details: null,
+    incomplete_details: reply?.status === "blocked" ? { reason: "content_filter" } : null,
     instructions: null,
     model: request.model,
     output: reply && !reply.error ? [message(task_id, reply.text, "completed")] : [],
@@ -152,12 +152,12 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
     send("response.failed", { response: response(task_id, reply) });
     return stream.end();
   }
-  if (reply.status === "paused") delta(reply.text);
+  if (reply.status === "paused" || reply.status === "blocked") delta(reply.text);
   open();
   send("response.output_text.done", { ...at(), text: reply.text, logprobs: [] });
   send("response.content_part.done", { ...at(), part: textPart(reply.text) });
   send("response.output_item.done", { output_index: 0, item: message(task_id, reply.text, "completed") });
-  send("response.completed", { response: response(task_id, reply) });
+  send(reply.status === "blocked" ? "response.incomplete" : "response.completed", { response: response(task_id, reply) });
   stream.end();
 }
 

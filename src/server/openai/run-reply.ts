@@ -13,8 +13,8 @@ import { launchRun, type ApiContext, type LaunchRequest, type LaunchedRun } from
 
 /** How a run ended, for a reply. */
 export interface RunReply {
-  status: "answer" | "paused" | "error";
-  /** The answer, or the note of a paused run. */
+  status: "answer" | "paused" | "blocked" | "error";
+  /** The answer, the note of a paused run, or what blocked it (docs/guardrails.md). */
   text: string;
   usage: Usage;
   /** A failed run's code (src/errors.ts) and message. */
@@ -76,6 +76,7 @@ async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSigna
         return { status: "answer", text, usage };
       }
       if (event.result_type === "paused") return { status: "paused", text: pausedNote(run.task_id, event.approvals ?? waiting), usage };
+      if (event.result_type === "blocked") return { status: "blocked", text: event.error ?? "blocked by a guardrail", usage };
       const message = event.error ?? "the run failed";
       return { status: "error", text: "", usage, error: { code: event.error_code ?? "RUN_FAILED", message: `run ${run.task_id} failed: ${message}` } };
     }

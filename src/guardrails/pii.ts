@@ -1,0 +1,64 @@
+/**
+ * Personal data in text (docs/guardrails.md#pii): candidates found by
+ * pattern, then confirmed by `validator` (a card number's Luhn digit, an
+ * IBAN's check digits, an address's shape), so that order numbers and
+ * dates are not taken for cards or phones.
+ */
+import validator from "validator";
+import type { PiiKind } from "../config/types.js";
+
+/** Where one piece of personal data is, in UTF-16 indices. */
+export interface PiiSpan {
+  type: PiiKind;
+  start: number;
+  end: number;
+}
+
+const digits = (text: string) => text.replace(/\D/g, "");
+
+interface Finder {
+  pattern: RegExp;
+  confirm(match: string): boolean;
+}
+
+// Cards and IBANs first: their digits would otherwise read as phone numbers.
+const FINDERS: Array<[PiiKind, Finder]> = [
+  ["credit_card", { pattern: /(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])/g, confirm: (m) => validator.isCreditCard(digits(m)) }],
+  ["iban", { pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/gi, confirm: (m) => validator.isIBAN(m.replace(/ /g, "").toUpperCase()) }],
+  ["email", { pattern: /[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*\.\p{L}{2,}/gu, confirm: (m) => validator.isEmail(m) }],
+  [
+    "phone",
+    {
+      pattern: /(?<![\w.])(?:\+|00)?\d[\d ().-]{6,18}\d(?![\w.])/g,
+      // 8 to 15 digits (E.164), with a separator or a + (a bare run of digits is more often an id).
+      confirm: (m) => {
+        const n = digits(m).length;
+        return n >= 8 && n <= 15 && /[+ ().-]/.test(m) && !/^\d{4}-\d{2}-\d{2}$/.test(m);
+      },
+    },
+  ],
+];
+
+/** Every piece of personal data of the kinds asked for, in text order, none overlapping. */
+export function findPii(text: string, kinds: readonly PiiKind[]): PiiSpan[] {
+  const found: PiiSpan[] = [];
+  const overlaps = (start: number, end: number) => found.some((s) => start < s.end && s.start < end);
+  for (const [type, finder] of FINDERS) {
+    for (const match of text.matchAll(finder.pattern)) {
+      const start = match.index ?? 0;
+      const end = start + match[0].length;
+      // A card's digits are not a phone number, whichever kinds are asked for.
+      if (overlaps(start, end) || !finder.confirm(match[0])) continue;
+      found.push({ type, start, end });
+    }
+  }
+  return found.filter((s) => kinds.includes(s.type)).sort((a, b) => a.start - b.start);
+}
+
+const NAMES: Record<PiiKind, string> = { email: "an e-mail address", phone: "a phone number", credit_card: "a credit card number", iban: "an IBAN" };
+
+/** "an e-mail address and a credit card number". */
+export function describePii(spans: readonly PiiSpan[]): string {
+  const kinds = [...new Set(spans.map((s) => NAMES[s.type]))];
+  return kinds.length <= 1 ? (kinds[0] ?? "") : `${kinds.slice(0, -1).join(", ")} and ${kinds.at(-1)}`;
+}
