@@ -207,7 +207,7 @@ interface AgentConfigBase {
   guardrails?: Guardrail[];
 }
 
-export type GuardrailOn = "input" | "output" | "tool_input" | "tool_output"; // as events/types.ts says it
+import type { GuardrailOn } from "../events/types.js";
 export type PiiKind = "email" | "phone" | "credit_card" | "iban";
 
 /** What a guardrail checks; exactly one per guardrail. */

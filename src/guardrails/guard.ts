@@ -6,9 +6,9 @@
  * `max_retries` times in the step, then blocks; `block` marks the run
  * blocked and throws, so no model or tool call starts after it.
  */
-import type { Guardrail, GuardrailOn } from "../config/types.js";
+import type { Guardrail } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
-import type { RunEventBody } from "../events/types.js";
+import type { GuardrailOn, RunEventBody } from "../events/types.js";
 import type { CheckPorts, Subject, Trip } from "./checks.js";
 
 /** What a checked text may go on as: itself or masked; or the reason to give back to the model. */

@@ -5,13 +5,17 @@
  * generated, not once the run has ended. Only the entry agent's answer is
  * given, and only when its kind's answer is the text of one model reply
  * (`KindModule.partialAnswer`) and the model streams (`stream: true`); else
- * the whole answer comes with the run's end.
+ * the whole answer comes with the run's end. An agent with output
+ * guardrails is not streamed: its answer is whole once they have passed it
+ * (docs/guardrails.md).
  */
-import type { AgentKind } from "../config/types.js";
+import type { AgentKind, ResolvedTeam } from "../config/types.js";
 import type { RunEvent } from "../events/types.js";
 import { KINDS } from "./registry.js";
 
 export class AnswerText {
+  constructor(private readonly team: ResolvedTeam) {}
+
   /** The entry agent's step, once started. */
   private step: string | undefined;
   private read: ((reply: string) => string | undefined) | undefined;
@@ -28,7 +32,8 @@ export class AnswerText {
       case "agent.started":
         if (this.step === undefined && event.parent_step_id === undefined) {
           this.step = event.step_id;
-          this.read = (await KINDS[event.kind as AgentKind]?.load())?.partialAnswer;
+          const guarded = this.team.agents[event.agent_id]?.guardrails?.some((g) => g.on === "output") === true;
+          if (!guarded) this.read = (await KINDS[event.kind as AgentKind]?.load())?.partialAnswer;
         }
         return "";
       case "llm.request":

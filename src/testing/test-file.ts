@@ -38,7 +38,7 @@ export interface CallsExpectation {
 
 export interface Expectations {
   /** @default "answer", or "error" when `error` is given */
-  result: "answer" | "error" | "paused";
+  result: "answer" | "error" | "paused" | "blocked";
   answer?: TextMatcher;
   error?: TextMatcher;
   tool_calls?: CallsExpectation;

@@ -3,14 +3,20 @@
  * the entry agent's answer, and what is given when the run ends.
  */
 import { describe, expect, it } from "vitest";
+import type { ResolvedTeam } from "../../src/config/types.js";
 import type { RunEvent, RunEventBody } from "../../src/events/types.js";
 import { AnswerText } from "../../src/kinds/answer-text.js";
 import { partialAnswer } from "../../src/kinds/react/protocol.js";
 import { reactReply } from "../support/team.js";
 
+/** A team whose agent "a" has no guardrails; "g" has an output guardrail. */
+const TEAM = {
+  agents: { a: { guardrails: undefined }, g: { guardrails: [{ on: "output" }] } },
+} as unknown as ResolvedTeam;
+
 let seq = 0;
-const ev = (body: RunEventBody, step_id = "s1", parent_step_id?: string): RunEvent =>
-  ({ seq: ++seq, ts: "", task_id: "t", agent_id: "a", step_id, ...(parent_step_id ? { parent_step_id } : {}), ...body }) as RunEvent;
+const ev = (body: RunEventBody, step_id = "s1", parent_step_id?: string, agent_id = "a"): RunEvent =>
+  ({ seq: ++seq, ts: "", task_id: "t", agent_id, step_id, ...(parent_step_id ? { parent_step_id } : {}), ...body }) as RunEvent;
 
 /** Feeds `reply` to `text` in pieces of `size`, as llm.delta events of `step`; what was given. */
 async function stream(text: AnswerText, reply: string, step = "s1", size = 5): Promise<string[]> {
@@ -24,7 +30,7 @@ async function stream(text: AnswerText, reply: string, step = "s1", size = 5): P
 }
 
 async function started(kind = "react"): Promise<AnswerText> {
-  const text = new AnswerText();
+  const text = new AnswerText(TEAM);
   await text.feed(ev({ type: "agent.started", kind, input: "q" }));
   return text;
 }
@@ -59,6 +65,13 @@ describe("AnswerText", () => {
     expect(await stream(text, reactReply("ANSWER", { answer: "the helper's answer" }), "s2")).toEqual([]);
     expect(await stream(text, "Prose that may still turn out to call a tool.")).toEqual([]);
     expect(text.rest("The answer.")).toBe("The answer.");
+  });
+
+  it("gives nothing of an agent with output guardrails: its answer comes whole once they passed it", async () => {
+    const text = new AnswerText(TEAM);
+    await text.feed(ev({ type: "agent.started", kind: "react", input: "q" }, "s1", undefined, "g"));
+    expect(await stream(text, reactReply("ANSWER", { answer: "checked first" }))).toEqual([]);
+    expect(text.rest("checked first")).toBe("checked first");
   });
 
   it("gives nothing for a kind whose answer is not one reply", async () => {

@@ -113,7 +113,7 @@ export class RunExecutor implements AgentExecutor {
     let why = "its process ended";
     // The answer as it is written, in chunks appended to the answer artifact; the whole answer replaces them at the end
     // (docs/protocols.md#answers-as-they-are-written).
-    const answer = new AnswerText();
+    const answer = new AnswerText(this.ctx.team);
     let chunks = 0;
     try {
       for await (const { event } of follow(this.ctx.store, taskId, after, { more })) {

@@ -59,7 +59,7 @@ export async function replyOf(
 
 async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSignal, onText?: (text: string) => void): Promise<RunReply | undefined> {
   const waiting: PendingApproval[] = [];
-  const answer = onText ? new AnswerText() : undefined;
+  const answer = onText ? new AnswerText(ctx.team) : undefined;
   try {
     for await (const { event } of follow(ctx.store, run.task_id, 0, { more: run.more, signal })) {
       if (event.type === "approval.requested") waiting.push(event);
