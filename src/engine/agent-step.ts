@@ -24,6 +24,14 @@ import { stateObserver } from "./state-reporter.js";
 import { StepGuards, type Blocked } from "../guardrails/guard.js";
 import { judge } from "../guardrails/judge.js";
 
+/** What a guardrail's judge is told it judges. */
+const WHAT = {
+  input: "the request an agent was given",
+  output: "an agent's answer",
+  tool_input: "the arguments of a tool call",
+  tool_output: "the result of a tool call",
+};
+
 /** Agents calling agents deeper than this are refused (cycles are already refused at load time). */
 const MAX_DEPTH = 16;
 
@@ -203,7 +211,8 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         block: (blocked) => {
           run.blocked ??= blocked;
         },
-        judge: (model, rubric, subject) => judge(callStepModel, model, rubric, subject),
+        judge: (model, rubric, subject) =>
+          judge(callStepModel, model, rubric, { text: subject.text, what: `${WHAT[subject.on]}${subject.tool ? ` (${subject.tool})` : ""}` }),
       })
     : undefined;
   /** The last answer a kind put through the output guardrails itself, as they let it through. */

@@ -11,6 +11,9 @@ export interface ObservedCall {
   name: string;
   call_id: string;
   arguments: unknown;
+  /** Its result, or its error, once it finished. */
+  result?: unknown;
+  error?: string;
 }
 
 export interface Observed {
@@ -48,6 +51,12 @@ export function observe(events: readonly RunEvent[]): Observed {
           arguments: typeof e.arguments === "string" ? (parseObject(e.arguments) ?? e.arguments) : e.arguments,
         });
         break;
+      case "tool.finished": {
+        const call = out.tool_calls.findLast((c) => c.call_id === e.call_id);
+        if (call && e.ok) call.result = e.result;
+        else if (call) call.error = e.error ?? "failed";
+        break;
+      }
       case "todo.updated":
       case "todo.completed":
         out.todos = e.todos.map((item) => ({ ...item }));

@@ -22,6 +22,7 @@ import type { ChatClient } from "../models/types.js";
 import { compare, type Difference } from "./expectations.js";
 import { observe } from "./observe.js";
 import { readTestFile, type TestCase, type TestFile } from "./test-file.js";
+import { askJudge, describeJudgeError, judgedText, readVerdicts, storedVerdict, storeVerdict } from "./verdicts.js";
 
 /** A test file ready to run: its team loaded, its recordings read. */
 export interface PreparedFile {
@@ -84,6 +85,10 @@ async function prepareOne(file: string, record: boolean): Promise<PreparedFile> 
   }
   const recordings = new Map<string, LoadedScript>();
   for (const [i, c] of test.cases.entries()) {
+    const judge = c.expect.judge?.model;
+    if (judge !== undefined && !team.models[judge]) {
+      problems.push(await problemAt(test.file, `/cases/${i}/expect/judge/model`, `unknown model '${judge}' (models: ${Object.keys(team.models).join(", ")})`));
+    }
     if (c.agent !== undefined && !team.agents[c.agent]) {
       problems.push(await problemAt(test.file, `/cases/${i}/agent`, `unknown agent '${c.agent}' (agents: ${Object.keys(team.agents).join(", ")})`));
     }
@@ -160,6 +165,10 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
       rewritten = c.replies.file;
     }
     const differences = compare(c.expect, seen);
+    if (c.expect.judge) {
+      const judged = await judgeCase(file, c, seen, options.record === true, controller.signal);
+      if (judged) differences.push(judged);
+    }
     if (live && !rewritten)
       differences.push({
         what: "recording",
@@ -173,6 +182,40 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
     clearTimeout(timer);
     await rm(traceDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A judged case's verdict (docs/testing.md#judged-cases): asked live and
+ * stored when recording, else the stored one for this answer; the
+ * difference when it fails or cannot be had, undefined when it passes.
+ */
+async function judgeCase(
+  file: PreparedFile,
+  c: TestCase,
+  seen: ReturnType<typeof observe>,
+  record: boolean,
+  signal: AbortSignal,
+): Promise<Difference | undefined> {
+  const judge = c.expect.judge;
+  if (!judge) return undefined;
+  const text = judgedText(judge, seen);
+  let verdict: { pass: boolean; reason: string };
+  if (record) {
+    const model = file.team.models[judge.model];
+    if (!model) return { what: "judge", expected: `a model '${judge.model}' in the team`, actual: "none" };
+    try {
+      const asked = await askJudge(model, judge, text, signal);
+      storeVerdict(file.test.file, c.name, asked);
+      verdict = asked;
+    } catch (err) {
+      return { what: "judge", expected: "a verdict", actual: describeJudgeError(err) };
+    }
+  } else {
+    const stored = storedVerdict(readVerdicts(file.test.file).get(c.name), judge, text);
+    if ("problem" in stored) return { what: "judge", expected: "a recorded verdict", actual: stored.problem };
+    verdict = stored.verdict;
+  }
+  return verdict.pass ? undefined : { what: "judge", expected: `to satisfy: ${judge.rubric}`, actual: `fails: ${verdict.reason || "no reason given"}` };
 }
 
 /** The replies a case runs on: inline ones, or its recording. */

@@ -45,6 +45,8 @@ export interface Expectations {
   todos?: { count?: number; all?: string; completed?: number };
   plan?: { steps?: number; finished?: number; status?: string; tasks?: Record<string, string> };
   budget?: { max_model_calls?: number; max_tool_calls?: number; max_tokens?: number };
+  /** A model judges the answer (and the tool calls, with `trajectory`) against the rubric (docs/testing.md#judged-cases). */
+  judge?: { rubric: string; model: string; trajectory: boolean };
 }
 
 /** Where the model's replies come from: inline, or a scripted-model file. */
@@ -130,6 +132,7 @@ interface RawCase {
     todos?: Expectations["todos"];
     plan?: Expectations["plan"];
     budget?: Expectations["budget"];
+    judge?: { rubric: string; model: string; trajectory?: boolean };
   };
 }
 
@@ -186,6 +189,7 @@ function resolveCase(raw: RawCase, index: number, dir: string, source: SourceMap
       ...(expect.todos ? { todos: expect.todos } : {}),
       ...(expect.plan ? { plan: expect.plan } : {}),
       ...(expect.budget ? { budget: expect.budget } : {}),
+      ...(expect.judge ? { judge: { rubric: expect.judge.rubric, model: expect.judge.model, trajectory: expect.judge.trajectory === true } } : {}),
     },
     line: source.position(at()).line,
   };

@@ -46,9 +46,9 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   server: ["queue", "store", "telemetry", "engine", "graph", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
   queue: ["store", "telemetry", "engine", "kinds", "models", "tools", "plan", "trace", "events", "config", ...LEAVES], // runs taken from a PostgreSQL queue by workers
   store: ["plan", "events", ...LEAVES], // where runs are kept: one port per domain, SQLite and PostgreSQL adapters
-  testing: ["engine", "models", "events", "config", ...LEAVES], // runtime test: agent test files run through runTeam
+  testing: ["engine", "guardrails", "models", "events", "config", ...LEAVES], // runtime test: agent test files run through runTeam
   engine: ["store", "guardrails", "kinds", "models", "tools", "plan", "prompts", "trace", "events", "config", ...LEAVES],
-  guardrails: ["kinds", "tools", "events", "config", ...LEAVES], // checks on what goes into and out of agents and tools (docs/guardrails.md)
+  guardrails: ["kinds", "models", "tools", "events", "config", ...LEAVES], // checks on what goes into and out of agents and tools (docs/guardrails.md)
   graph: ["kinds", "models", "tools", "plan", "prompts", "events", "config", ...LEAVES], // draws the kinds' machines
   kinds: ["models", "tools", "plan", "prompts", "events", "config", ...LEAVES],
   models: ["events", "config", ...LEAVES],
