@@ -137,7 +137,8 @@ export type RunEventBody =
    * docs/plan-and-solve.md#verifying): `checks` (numbers against the recorded
    * tool results) or `model` (a verification call). `unclear`: the verifier's
    * reply could not be read, and the answer is taken. `round` counts the
-   * verifications of this step.
+   * verifications of this step. `usage`: what the verification call cost
+   * (`model` only; the run's usage counts it too).
    */
   | {
       type: "answer.verified";
@@ -146,6 +147,7 @@ export type RunEventBody =
       problems: string[];
       answer: string;
       round: number;
+      usage?: Usage;
     }
   | {
       /** A stopped run goes on from its journal (docs/durable-runs.md); `seq` continues. */

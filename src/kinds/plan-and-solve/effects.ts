@@ -105,7 +105,8 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     const [outcome] = await toolbox.run([call], { trace_id });
     if (!outcome) unreachable(`the tool box returned no outcome for ${call.name}`);
     if (outcome.ok && call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name)) {
-      recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result });
+      const item = todos.current()?.content;
+      recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result, ...(item ? { item } : {}) });
     }
     return outcome;
   };
@@ -117,7 +118,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
    */
   const check = async (answer: string, can_retry: boolean, answerTo: (message: string) => void): Promise<Verdict | undefined> => {
     if (agent.verify === "off") return undefined;
-    const outcome = await verifyAnswer(ctx, { question: d.input, answer, recorded, trace_id, round: ++verifications });
+    const outcome = await verifyAnswer(ctx, { question: d.input, answer, recorded, unbacked: todos.unbacked(), trace_id, round: ++verifications });
     if (outcome.verdict !== "fail") return undefined;
     rejections += 1;
     const final = rejections > agent.max_verify_rounds || !can_retry;
@@ -146,7 +147,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     execute,
     record: (outcome) => memory.addOutcome(outcome),
     begin: () => void todos.begin(),
-    track: (outcome) => void todos.track(outcome.ok),
+    track: (outcome) => void todos.track(outcome.ok, outcome.tool),
     storePlan: () => todos.persist(),
 
     async verify({ call, text, may_refuse, can_retry }): Promise<Verdict> {

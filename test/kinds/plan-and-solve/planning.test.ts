@@ -96,7 +96,8 @@ describe("PLANNING is reviewed and comes first", () => {
     const file = team(server.url);
     writeFileSync(file, readFileSync(file, "utf8").replace("terminate]\n  other:", "terminate]\n    verify: model\n  other:"));
     expect(readFileSync(file, "utf8")).toContain("verify: model");
-    const { events } = await runPlan(file, "Area and circumference of a circle of radius 5?");
+    // Asked without listing its parts, so only the model can see the gap (a listed part is checked without it, below).
+    const { events } = await runPlan(file, "How large is a circle of radius 5, and how long is its edge?");
     const results = finished(events)
       .filter((e) => e.tool === "validate_plan")
       .map((e) => e.result as { valid: boolean; problems: string[] });
@@ -107,6 +108,33 @@ describe("PLANNING is reviewed and comes first", () => {
     });
     expect(results[1]).toMatchObject({ valid: true, problems: [] });
     expect(reviews).toBe(2);
+  });
+
+  it("by default (verify: checks), validate_plan flags a part the request lists that no item mentions, without a model call", async () => {
+    let n = 0;
+    const server = await startOpenAIServer({
+      respond() {
+        const step = n++;
+        if (step === 0) return calls(call("p1", "write_todos", todos("Compute the area with the calculator")), call("v1", "validate_plan", {}));
+        return calls(
+          call("p2", "write_todos", todos("Compute the area with the calculator", "Compute the circumference with the calculator")),
+          call("v2", "validate_plan", {}),
+          call("t", "terminate", { answer: "unused" }),
+        );
+      },
+    });
+    servers.push(server);
+    const { events } = await runPlan(team(server.url), "What are the area and circumference of a circle with radius 5 meters?");
+    const results = finished(events)
+      .filter((e) => e.tool === "validate_plan")
+      .map((e) => e.result as { valid: boolean; problems: string[] });
+    expect(results[0]).toEqual({
+      valid: false,
+      problems: ["Coverage: the request asks for the circumference, which no item mentions"],
+      advice: "Fix these problems with write_todos, then continue.",
+    });
+    expect(results[1]).toMatchObject({ valid: true, problems: [] });
+    expect(events.some((e) => e.type === "llm.response" && e.action_type === "REVIEW_PLAN")).toBe(false);
   });
 
   it("reminds a model that skips write_todos once, without running its tool; then lets it work", async () => {
