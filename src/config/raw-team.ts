@@ -321,7 +321,9 @@ export interface RawPlanAndSolveAgent extends RawAgentBase {
   todo_complete_after: number;
   /** Recent failed tool calls after which the active todo item is marked blocked automatically. @default 2 */
   todo_block_after: number;
-  /** How VERIFYING checks a final answer before accepting it (docs/plan-and-solve.md#verifying). `checks`: numbers in the answer that no recorded tool result, tool argument or the question supports, near a computed result, send it back (no model call). `model`: the checks, then one verification model call that sees the recorded results and the answer and returns a verdict. `off`: the answer is taken as it is. @default "checks" */
+  /** Whether a work tool may run before the todo list is written (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed). `required`: while the list is empty, work tools are refused with a reminder to plan (only when the agent has write_todos or create_todo_list). `optional`: tools run with or without a plan. @default "required" */
+  plan: "required" | "optional";
+  /** How VERIFYING checks a final answer before accepting it (docs/plan-and-solve.md#verifying). `checks`: figures that misquote or mislabel a recorded tool result, figures no tool backs when an item names a tool never called, and parts the question lists that the answer leaves out send it back (no model call). `model`: the checks, then one verification model call that sees the recorded results and the answer and returns a verdict. `off`: the answer is taken as it is. @default "checks" */
   verify: "off" | "checks" | "model";
   /** The model (a name under `models`) of the verification call when `verify: model`. Defaults to the agent's own model. */
   verifier?: string;

@@ -144,6 +144,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
         kind: "plan_and_solve",
         todo_complete_after: raw.todo_complete_after,
         todo_block_after: raw.todo_block_after,
+        plan: raw.plan,
         verify: raw.verify,
         verifier: raw.verifier ?? common.model,
         max_verify_rounds: raw.max_verify_rounds,

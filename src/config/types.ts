@@ -213,6 +213,8 @@ export interface PlanAndSolveAgentConfig extends AgentConfigBase {
   todo_complete_after: number;
   /** Recent failures after which the active todo item is blocked. @default 2 */
   todo_block_after: number;
+  /** Whether work tools wait for a todo list (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed). @default "required" */
+  plan: "required" | "optional";
   /** How VERIFYING checks a final answer (docs/plan-and-solve.md#verifying). @default "checks" */
   verify: "off" | "checks" | "model";
   /** The model of the verification call (`verify: model`). @default the agent's model */

@@ -87,21 +87,18 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       todo_block_after: d.thresholds.block_after,
     });
 
-  /** The round whose work calls were refused for want of a plan: the one reminder (docs/design/plan-and-solve-design.md: PLANNING comes first). */
-  let planReminder: string | undefined;
+  /** The tool that writes the plan, when the agent has one: then a plan comes first, unless `plan: optional` (docs/design/plan-and-solve-design.md: PLANNING comes first). */
   const writeTool = toolbox.specs.find((t) => t.name === "write_todos" || t.name === "create_todo_list")?.name;
+  const planRequired = writeTool !== undefined && agent.plan !== "optional";
+
+  const refuseUnplanned = (call: ToolCallRequest): ToolOutcome =>
+    toolbox.refuse(
+      call,
+      `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. This call was not run.`,
+      { trace_id },
+    );
 
   const execute = async (call: ToolCallRequest): Promise<ToolOutcome> => {
-    const work = call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name);
-    if (work && writeTool && todos.isEmpty() && (planReminder === undefined || planReminder === trace_id)) {
-      planReminder = trace_id;
-      return toolbox.refuse(
-        call,
-        `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. ` +
-          `This call was not run; after this reminder, tools run with or without a plan.`,
-        { trace_id },
-      );
-    }
     const [outcome] = await toolbox.run([call], { trace_id });
     if (!outcome) unreachable(`the tool box returned no outcome for ${call.name}`);
     if (outcome.ok && call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name)) {
@@ -135,6 +132,8 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
 
   return {
     todos,
+    planRequired,
+    refuseUnplanned,
 
     async callModel(iteration) {
       lastIteration = iteration;
