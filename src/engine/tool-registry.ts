@@ -278,7 +278,8 @@ function guardedByPlan(tool: Tool, planTool: () => PlanTool): Tool {
     ...tool,
     execute: (args, ctx) => {
       const rules = planTool().rulesFor(ctx.scope);
-      return rules ? rules.guardAgentCall(tool.name, ctx.scope.agent_id, () => tool.execute(args, ctx)) : tool.execute(args, ctx);
+      const query = typeof args["query"] === "string" ? args["query"] : "";
+      return rules ? rules.guardAgentCall(tool.name, ctx.scope.agent_id, query, () => tool.execute(args, ctx)) : tool.execute(args, ctx);
     },
   };
 }
