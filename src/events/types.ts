@@ -120,7 +120,11 @@ export type RunEventBody =
       duration_ms: number;
     }
   | { type: "plan.created"; steps: string[] }
-  | { type: "plan.updated"; steps: string[]; finished?: number }
+  /**
+   * A plan written again. `done`: the steps marked done (1-based, in any
+   * order), a step kept done by its text once marked; `finished`: how many.
+   */
+  | { type: "plan.updated"; steps: string[]; finished?: number; done?: number[] }
   | { type: "todo.updated"; session_id: string; version: number; todos: TodoItem[] }
   | { type: "todo.item_progress"; session_id: string; version: number; item: TodoItem }
   | { type: "todo.completed"; session_id: string; version: number; todos: TodoItem[] }
