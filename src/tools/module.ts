@@ -44,12 +44,17 @@ async function importChecked(path: string): Promise<Exports> {
   return exports as unknown as Exports;
 }
 
-/** The runnable tool of a `module:` entry whose module is loaded (`loadToolModule`). */
-export function moduleTool(config: ModuleToolConfig, exports: Exports): Tool {
+/**
+ * The runnable tool of a `module:` entry whose module is loaded
+ * (`loadToolModule`); its errors show their frames inside `root`, the team's
+ * folder, relative to it.
+ */
+export function moduleTool(config: ModuleToolConfig, exports: Exports, root?: string): Tool {
   const tool = codeTool(config.name, exports, {
     timeout_ms: config.timeout_ms,
     max_output_bytes: config.max_output_bytes,
     description: config.description,
+    ...(root ? { root } : {}),
   });
   // The team file may say more than the module: its effect wins, and calls may need approval.
   return { ...tool, ...(config.effect ? { effect: config.effect } : {}), ...(config.approval ? { approval: config.approval } : {}) };
