@@ -346,6 +346,8 @@ export interface RawPlanAndSolveFlowAgent extends RawAgentBase {
   max_replan_rounds: number;
   /** Steps given before planning (a fixed prefix of the plan). */
   pre_plan_steps?: string[];
+  /** An ES module (a path relative to the team file) that reads the planner's and the replanner's replies instead of the JSON parser (docs/flows.md#parser): it exports parsePlan(text) returning {steps: [...]}, and/or parseAction(text) returning {action: {response} | {steps}}; what it returns is checked against the same schema. The replies are then asked without the JSON format instructions. */
+  parser?: string;
 }
 
 /** A Plan → N Solvers → Aggregator pipeline (docs/design/plan-solver-design.md). */

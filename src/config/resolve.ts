@@ -159,6 +159,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
         max_replan_rounds: raw.max_replan_rounds,
         replanner: flowReplanner(raw),
         ...(raw.pre_plan_steps !== undefined ? { pre_plan_steps: [...raw.pre_plan_steps] } : {}),
+        ...(raw.parser !== undefined ? { parser: resolve(dir, raw.parser) } : {}),
       };
     case "plan_solver":
       return {

@@ -237,6 +237,8 @@ export interface PlanAndSolveFlowConfig extends AgentConfigBase {
   /** @default 30 */
   max_replan_rounds: number;
   pre_plan_steps?: string[];
+  /** Absolute path of the module that reads planner and replanner replies (docs/flows.md#parser). */
+  parser?: string;
 }
 
 export interface PlanSolverConfig extends AgentConfigBase {
