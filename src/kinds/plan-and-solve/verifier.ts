@@ -2,7 +2,7 @@
  * VERIFYING.ValidateAnswer (docs/design/plan-and-solve-design.md diagram 1: CheckResults "Review
  * Outputs", ValidateAnswer "Verify Calculations"; docs/plan-and-solve.md#verifying):
  * a proposed final answer is checked against what the run recorded before it
- * is accepted. `checks`: the deterministic number check (answer-checks.ts).
+ * is accepted. `checks`: the deterministic checks (answer-checks.ts).
  * `model`: those checks, then one model call (the agent's model or its
  * `verifier`) that sees the question, the recorded results and the answer,
  * and answers a structured verdict. Each verification is an `answer.verified`
