@@ -138,7 +138,9 @@ async function readStructured<T>(text: string, schema: JsonSchema, read: (text: 
     return { ok: false, errors: `the parser could not read it: ${describeError(err)}` };
   }
   const validate = validatorFor(schema);
-  return validate(value) ? { ok: true, value: value as T } : { ok: false, errors: `the parser's result does not match the schema: ${formatErrors(validate.errors ?? [])}` };
+  return validate(value)
+    ? { ok: true, value: value as T }
+    : { ok: false, errors: `the parser's result does not match the schema: ${formatErrors(validate.errors ?? [])}` };
 }
 
 /**

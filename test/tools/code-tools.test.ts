@@ -164,7 +164,9 @@ describe("module tools", () => {
     const file = team(server.url, "  add: { module: ./add.mjs }\n", "add", { "add.mjs": moduleSource(key, body, extra), "sum-lib.mjs": lib });
     const { finished } = await run(file);
     const error = String(finished[0]?.error);
-    expect(error).toMatch(/^TypeError: Cannot read properties of undefined \(reading 'value'\) \[at deeper \(sum-lib\.mjs:5:\d+\) < helper \(sum-lib\.mjs:2:\d+\) < execute \(add\.mjs:10:\d+\)\]$/);
+    expect(error).toMatch(
+      /^TypeError: Cannot read properties of undefined \(reading 'value'\) \[at deeper \(sum-lib\.mjs:5:\d+\) < helper \(sum-lib\.mjs:2:\d+\) < execute \(add\.mjs:10:\d+\)\]$/,
+    );
     expect(error).not.toMatch(/\/tmp|file:/);
     expect(lastAssistant(server.chatRequests[1]!.body!)).toContain("TypeError: Cannot read properties of undefined");
   });

@@ -57,7 +57,9 @@ export function numberProblems(answer: string, question: string, recorded: reado
       continue;
     }
     if (written.some((s) => matches(n.value, n.decimals, s)) || derived.some((s) => matches(n.value, n.decimals, s))) continue;
-    const near = computed.filter((c) => c.value !== 0 && Math.sign(c.value) === Math.sign(n.value) && (ratio(n.value, c.value) <= NEAR_FACTOR || shifted(n, c.value)));
+    const near = computed.filter(
+      (c) => c.value !== 0 && Math.sign(c.value) === Math.sign(n.value) && (ratio(n.value, c.value) <= NEAR_FACTOR || shifted(n, c.value)),
+    );
     if (near.length === 0) continue;
     const closest = near.find((c) => shifted(n, c.value)) ?? near.reduce((a, b) => (Math.abs(b.value - n.value) < Math.abs(a.value - n.value) ? b : a));
     problems.push(`the answer says ${n.text}, but no tool result supports it: ${source(closest.from)} returned ${closest.value}${forItem(closest.from)}`);
@@ -132,7 +134,10 @@ export function numbersIn(text: string): WrittenNumber[] {
 function wordsValue(text: string): number {
   let total = 0;
   let group = 0;
-  for (const w of text.toLowerCase().split(/[\s-]+/).filter((x) => x !== "and")) {
+  for (const w of text
+    .toLowerCase()
+    .split(/[\s-]+/)
+    .filter((x) => x !== "and")) {
     const unit = UNITS.indexOf(w);
     const ten = TENS.indexOf(w);
     if (unit >= 0) group += unit;
@@ -255,7 +260,11 @@ const LISTED = /\b(\p{L}{4,})((?:,\s*(?:the\s+)?\p{L}{4,})*),?\s+and\s+(?:the\s+
  * answer that never mentions one of them leaves part of the request undone.
  */
 export function listedParts(request: string): string[] {
-  const parts = [...request.matchAll(LISTED)].flatMap((m) => [m[1] ?? "", ...(m[2] ?? "").split(",").map((w) => w.replace(/^\s*(?:the\s+)?/i, "")), m[3] ?? ""]);
+  const parts = [...request.matchAll(LISTED)].flatMap((m) => [
+    m[1] ?? "",
+    ...(m[2] ?? "").split(",").map((w) => w.replace(/^\s*(?:the\s+)?/i, "")),
+    m[3] ?? "",
+  ]);
   return [...new Set(parts.map((p) => p.trim().toLowerCase()).filter((p) => p.length >= 4 && !COMMON.has(p) && !STOP.has(p)))];
 }
 

@@ -92,11 +92,9 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
   const planRequired = writeTool !== undefined && agent.plan !== "optional";
 
   const refuseUnplanned = (call: ToolCallRequest): ToolOutcome =>
-    toolbox.refuse(
-      call,
-      `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. This call was not run.`,
-      { trace_id },
-    );
+    toolbox.refuse(call, `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. This call was not run.`, {
+      trace_id,
+    });
 
   const execute = async (call: ToolCallRequest): Promise<ToolOutcome> => {
     const [outcome] = await toolbox.run([call], { trace_id });

@@ -58,7 +58,10 @@ export async function verifyAnswer(ctx: AgentContext<PlanAndSolveAgentConfig>, r
   const mode = ctx.agent.verify;
   if (mode === "off") return { verdict: "pass", problems: [] };
   const report = (method: "checks" | "model", verdict: AnswerVerdict, usage?: Usage) => {
-    ctx.emit({ type: "answer.verified", method, ...verdict, answer: request.answer, round: request.round, ...(usage ? { usage } : {}) }, { trace_id: request.trace_id });
+    ctx.emit(
+      { type: "answer.verified", method, ...verdict, answer: request.answer, round: request.round, ...(usage ? { usage } : {}) },
+      { trace_id: request.trace_id },
+    );
     return verdict;
   };
   const problems = [
@@ -97,7 +100,8 @@ async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: 
   const verdict = parsed?.verdict;
   const problems = Array.isArray(parsed?.problems) ? parsed.problems.filter((p): p is string => typeof p === "string" && p.trim() !== "") : [];
   const usage = reply.usage;
-  if (verdict === "fail") return { usage, verdict: { verdict: "fail", problems: problems.length > 0 ? problems : ["the verifier found the answer wrong without saying why"] } };
+  if (verdict === "fail")
+    return { usage, verdict: { verdict: "fail", problems: problems.length > 0 ? problems : ["the verifier found the answer wrong without saying why"] } };
   if (verdict === "pass") return { usage, verdict: { verdict: "pass", problems: [] } };
   return { usage, verdict: { verdict: "unclear", problems: [`the verifier's reply is not a verdict: ${(reply.content ?? "").slice(0, 200)}`] } };
 }

@@ -142,5 +142,8 @@ export function planProgress(plan: string): { steps: string[]; marked: number[] 
 
 /** A step's identity across plans: its words, case and punctuation aside. */
 function stepKey(step: string): string {
-  return step.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+  return step
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim();
 }

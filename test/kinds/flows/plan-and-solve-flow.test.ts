@@ -160,10 +160,13 @@ export function parseAction(text) {
     const dir = traceDir();
     writeFileSync(join(dir, "parse.mjs"), "export function parsePlan(text) { return { steps: [] }; }\n");
     writeFileSync(join(dir, "broken.mjs"), "export const parsePlan = 42;\n");
-    const run = (parser: string) => runAll({ ...makeTeam(url, flowAgent({ parser: join(dir, parser) }), ["planner", "executor"]), dir }, { input: "go", traceDir: dir });
+    const run = (parser: string) =>
+      runAll({ ...makeTeam(url, flowAgent({ parser: join(dir, parser) }), ["planner", "executor"]), dir }, { input: "go", traceDir: dir });
 
     const { result } = await run("parse.mjs");
-    expect(result.error?.message).toBe("planner 'planner' gave no valid Plan, even after one repair: the parser's result does not match the schema: /steps must NOT have fewer than 1 items");
+    expect(result.error?.message).toBe(
+      "planner 'planner' gave no valid Plan, even after one repair: the parser's result does not match the schema: /steps must NOT have fewer than 1 items",
+    );
     expect(queryOf(requestsOf("planner")[1]!)).toContain("It cannot be used: the parser's result does not match the schema");
     const broken = await run("broken.mjs");
     expect(broken.result.result_type).toBe("error");

@@ -144,7 +144,8 @@ describe("PLANNING is reviewed and comes first", () => {
         bodies.push(body);
         if (index === 0) return calls(call("a1", "calculator", { expression: "round(pi * 5^2, 2)" }), call("a2", "calculator", { expression: "1 + 1" }));
         if (index === 1) return calls(call("a3", "calculator", { expression: "round(pi * 5^2, 2)" })); // still no plan: refused again
-        if (index === 2) return calls(call("p", "write_todos", todos("Compute the area with the calculator")), call("a4", "calculator", { expression: "round(pi * 5^2, 2)" }));
+        if (index === 2)
+          return calls(call("p", "write_todos", todos("Compute the area with the calculator")), call("a4", "calculator", { expression: "round(pi * 5^2, 2)" }));
         if (index === 3) return calls(call("d", "update_todo_item", { index: 1, status: "completed" }));
         return calls(call("t", "terminate", { answer: "78.54 m²" }));
       },
@@ -182,7 +183,11 @@ describe("PLANNING is reviewed and comes first", () => {
     writeFileSync(file, readFileSync(file, "utf8").replace("terminate]\n  other:", "terminate]\n    plan: optional\n  other:"));
     const { result, events } = await runPlan(file, "Area of a circle of radius 5?");
     expect(result).toMatchObject({ result_type: "answer", answer: "78.54 m²" });
-    expect(finished(events).filter((e) => e.tool === "calculator").map((e) => e.ok)).toEqual([true]);
+    expect(
+      finished(events)
+        .filter((e) => e.tool === "calculator")
+        .map((e) => e.ok),
+    ).toEqual([true]);
   });
 
   it("reviewPlan: tools named in items are checked against the agent's own", () => {

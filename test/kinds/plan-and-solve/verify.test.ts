@@ -189,8 +189,16 @@ function itemSolver(answers: string[], seen: string[]): (body: ChatBody) => Repl
 describe("the default checks on the seed's probes (verify: checks, no model call)", () => {
   const RIGHT = "The area is 78.54 m² and the circumference 31.42 m (the diameter is 10 m).";
   it.each([
-    ["ten times off", "The area is 785.4 m² and the circumference 31.42 m.", /the answer says 785\.4, but no tool result supports it: calculator\(.*\) returned 78\.54 \(item "Compute the area with the calculator"\)/],
-    ["area and circumference swapped", "The area is 31.42 m² and the circumference 78.54 m.", /the answer gives 31\.42 as the area, but calculator\(.*\) returned 78\.54 \(item "Compute the area with the calculator"\)/],
+    [
+      "ten times off",
+      "The area is 785.4 m² and the circumference 31.42 m.",
+      /the answer says 785\.4, but no tool result supports it: calculator\(.*\) returned 78\.54 \(item "Compute the area with the calculator"\)/,
+    ],
+    [
+      "area and circumference swapped",
+      "The area is 31.42 m² and the circumference 78.54 m.",
+      /the answer gives 31\.42 as the area, but calculator\(.*\) returned 78\.54 \(item "Compute the area with the calculator"\)/,
+    ],
     ["a figure in words", "The area is seventy m² and the circumference 31.42 m.", /the answer says seventy, but no tool result supports it/],
     ["a part of the question left out", "The area is 78.54 m².", /the question asks for the circumference, which the answer does not give/],
   ])("refuses %s, then takes the corrected answer", async (_name, wrong, problem) => {
@@ -221,7 +229,8 @@ describe("the default checks on the seed's probes (verify: checks, no model call
         bodies.push(body);
         const step = n++;
         if (step === 0) return calls(call("plan", "write_todos", todos("Compute the area with the calculator")));
-        if (step === 1) return calls(call("s1", "update_todo_item", { index: 1, status: "in_progress" }), call("d1", "update_todo_item", { index: 1, status: "completed" }));
+        if (step === 1)
+          return calls(call("s1", "update_todo_item", { index: 1, status: "in_progress" }), call("d1", "update_todo_item", { index: 1, status: "completed" }));
         return calls(call(`t${step}`, "terminate", { answer: "The area is about 80 m²." }));
       },
     });
