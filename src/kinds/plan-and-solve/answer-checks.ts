@@ -249,13 +249,17 @@ function brief(args: unknown): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
-/** "the area and circumference", "area, perimeter and diagonal": the parts a request lists. */
-const LISTED = /\b(\p{L}{4,})((?:,\s*(?:the\s+)?\p{L}{4,})*),?\s+and\s+(?:the\s+|its\s+)?(\p{L}{4,})\b/giu;
+/**
+ * "the area and circumference of", "the mean, median and mode for": the parts
+ * a request lists, as nouns after "the" and before "of", "for" or "in" (so
+ * "read the file and summarize it" lists nothing).
+ */
+const LISTED = /\bthe\s+(\p{L}{4,})((?:,\s*(?:the\s+)?\p{L}{4,})*),?\s+and\s+(?:the\s+|its\s+)?(\p{L}{4,})\s+(?:of|for|in)\b/giu;
 
 /**
  * The parts a request asks for by listing them ("What are the area and
- * circumference of ..."): the words of each English "A, B and C" list of the
- * request, common words left out. Coverage without a model call
+ * circumference of ..."): the words of each English "the A, B and C of"
+ * list of the request, common words left out. Coverage without a model call
  * (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed): a plan or an
  * answer that never mentions one of them leaves part of the request undone.
  */

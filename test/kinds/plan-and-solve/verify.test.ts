@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../../src/events/types.js";
 import { TraceStore } from "../../../src/store/sqlite/trace-store.js";
-import { numberProblems, numbersIn } from "../../../src/kinds/plan-and-solve/answer-checks.js";
+import { listedParts, missingParts, numberProblems, numbersIn } from "../../../src/kinds/plan-and-solve/answer-checks.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../../support/openai-server.js";
 import { tempDir, writeTeam } from "../../support/team.js";
 import { call, calls, finalTodos, planTeam, runPlan, todos, toolResult, walked } from "../../support/plan-and-solve.js";
@@ -247,5 +247,16 @@ describe("the default checks on the seed's probes (verify: checks, no model call
       'item 1 ("Compute the area with the calculator") names calculator, which was never called: the answer\'s figures (80) rest on no tool result',
     ]);
     expect(result.result_type).toBe("error");
+  });
+});
+
+describe("the listed parts of a request", () => {
+  it("reads 'the A, B and C of/for/in' lists only, and finds the parts a text leaves out", () => {
+    expect(listedParts("What are the area and circumference of a circle?")).toEqual(["area", "circumference"]);
+    expect(listedParts("Give the mean, median and mode for these numbers.")).toEqual(["mean", "median", "mode"]);
+    expect(listedParts("Read the file and summarize it.")).toEqual([]);
+    expect(listedParts("Compute the area and then answer.")).toEqual([]);
+    expect(missingParts("What are the areas and circumferences of two circles?", "Area 78.54 m², circumference 31.42 m")).toEqual([]);
+    expect(missingParts("What are the area and circumference of a circle?", "The area is 78.54 m².")).toEqual(["circumference"]);
   });
 });
