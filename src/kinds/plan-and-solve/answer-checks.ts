@@ -11,7 +11,8 @@
  *   one rounded to the answer's decimals (78.5 for 78.54).
  * - *Misquoted*: an unsupported number within a factor of NEAR_FACTOR of a
  *   computed one, or a computed one with its decimal point moved (785.4 for
- *   78.54). A number far from every computed one (a year, "2 decimals") is
+ *   78.54) when the answer does not also quote the computed one (then it is
+ *   a unit conversion: 31.42 m, 3142 cm). A number far from every computed one (a year, "2 decimals") is
  *   not judged: the check looks for a misquoted result, not for every claim.
  * - *Mislabelled*: a computed number the answer names with a word that
  *   belongs to another result's item or arguments and not to its own ("the
@@ -47,7 +48,10 @@ export function numberProblems(answer: string, question: string, recorded: reado
   const labels = labelsOf(recorded);
   const problems: string[] = [];
   const seen = new Set<string>();
-  for (const n of numbersIn(answer)) {
+  const inAnswer = numbersIn(answer);
+  // A computed figure the answer also quotes as it is: a power of ten away from it is a unit conversion (31.42 m, 3142 cm).
+  const moved = (n: WrittenNumber, value: number) => shifted(n, value) && !inAnswer.some((a) => matches(a.value, a.decimals, value));
+  for (const n of inAnswer) {
     if (seen.has(n.text)) continue;
     seen.add(n.text);
     const sources = computed.filter((c) => matches(n.value, n.decimals, c.value));
@@ -58,10 +62,10 @@ export function numberProblems(answer: string, question: string, recorded: reado
     }
     if (written.some((s) => matches(n.value, n.decimals, s)) || derived.some((s) => matches(n.value, n.decimals, s))) continue;
     const near = computed.filter(
-      (c) => c.value !== 0 && Math.sign(c.value) === Math.sign(n.value) && (ratio(n.value, c.value) <= NEAR_FACTOR || shifted(n, c.value)),
+      (c) => c.value !== 0 && Math.sign(c.value) === Math.sign(n.value) && (ratio(n.value, c.value) <= NEAR_FACTOR || moved(n, c.value)),
     );
     if (near.length === 0) continue;
-    const closest = near.find((c) => shifted(n, c.value)) ?? near.reduce((a, b) => (Math.abs(b.value - n.value) < Math.abs(a.value - n.value) ? b : a));
+    const closest = near.find((c) => moved(n, c.value)) ?? near.reduce((a, b) => (Math.abs(b.value - n.value) < Math.abs(a.value - n.value) ? b : a));
     problems.push(`the answer says ${n.text}, but no tool result supports it: ${source(closest.from)} returned ${closest.value}${forItem(closest.from)}`);
   }
   return problems;

@@ -162,6 +162,9 @@ describe("the number check", () => {
       'the answer says 78.45, but no tool result supports it: calculator({"expression":"round(pi * 5^2, 2)"}) returned 78.54',
     ]);
     expect(numberProblems("Area 100 m².", "", [])).toEqual([]);
+    // A power of ten away: a misplaced decimal point, unless the answer quotes the figure as well (a unit conversion).
+    expect(numberProblems("Circumference 3142 cm.", "radius 5", recorded)).toHaveLength(1);
+    expect(numberProblems("Circumference 31.42 m (3142 cm).", "radius 5", recorded)).toEqual([]);
   });
 });
 
