@@ -119,7 +119,7 @@ export class TodoLoopContext {
     }
     const check = checkTransition(item.status, status);
     if (!check.ok) throw new RuntimeError("TOOL_REFUSED", `Cannot mark item ${index} ${status}: ${check.reason}.`);
-    const uncalled = status === "completed" && check.changed ? this.namedTools(item).filter((t) => !this.calledFor.get(index)?.has(t)) : [];
+    const uncalled = status === "completed" && check.changed ? this.uncalled(item) : [];
     if (uncalled.length > 0) {
       // docs/plan-and-solve.md#verifying: "Compute the area with the calculator" is not done until the calculator ran.
       throw new RuntimeError(
@@ -170,7 +170,8 @@ export class TodoLoopContext {
     if (ok) {
       item.successes += 1;
       item.recent_failures = 0;
-      if (item.successes >= this.completeAfter) this.finishActive(item, "completed");
+      // An item that names a tool stays in progress until that tool ran for it, however many other calls succeed.
+      if (item.successes >= this.completeAfter && this.uncalled(item).length === 0) this.finishActive(item, "completed");
     } else {
       item.recent_failures += 1;
       if (item.recent_failures >= this.blockAfter) this.finishActive(item, "blocked");
@@ -190,6 +191,11 @@ export class TodoLoopContext {
     return this.state.items
       .filter((i) => i.status !== "completed")
       .flatMap((i) => this.namedTools(i).flatMap((tool) => (this.called.has(tool) ? [] : [{ index: i.index, content: i.content, tool }])));
+  }
+
+  /** The work tools an item names that have not run for it in this run. */
+  private uncalled(item: TrackedItem): string[] {
+    return this.namedTools(item).filter((t) => !this.calledFor.get(item.index)?.has(t));
   }
 
   /** The work tools an item names, as words of its text. */
