@@ -361,7 +361,9 @@ export interface RawPlanAndSolveAgent extends RawAgentBase {
   todo_complete_after: number;
   /** Recent failed tool calls after which the active todo item is marked blocked automatically. @default 2 */
   todo_block_after: number;
-  /** How VERIFYING checks a final answer before accepting it (docs/plan-and-solve.md#verifying). `checks`: numbers in the answer that no recorded tool result, tool argument or the question supports, near a computed result, send it back (no model call). `model`: the checks, then one verification model call that sees the recorded results and the answer and returns a verdict. `off`: the answer is taken as it is. @default "checks" */
+  /** Whether a work tool may run before the todo list is written (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed). `required`: while the list is empty, work tools are refused with a reminder to plan (only when the agent has write_todos or create_todo_list). `optional`: tools run with or without a plan. @default "required" */
+  plan: "required" | "optional";
+  /** How VERIFYING checks a final answer before accepting it (docs/plan-and-solve.md#verifying). `checks`: figures that misquote or mislabel a recorded tool result, figures no tool backs when an item names a tool never called, and parts the question lists that the answer leaves out send it back (no model call). `model`: the checks, then one verification model call that sees the recorded results and the answer and returns a verdict. `off`: the answer is taken as it is. @default "checks" */
   verify: "off" | "checks" | "model";
   /** The model (a name under `models`) of the verification call when `verify: model`. Defaults to the agent's own model. */
   verifier?: string;
@@ -384,6 +386,8 @@ export interface RawPlanAndSolveFlowAgent extends RawAgentBase {
   max_replan_rounds: number;
   /** Steps given before planning (a fixed prefix of the plan). */
   pre_plan_steps?: string[];
+  /** An ES module (a path relative to the team file) that reads the planner's and the replanner's replies instead of the JSON parser (docs/flows.md#parser): it exports parsePlan(text) returning {steps: [...]}, and/or parseAction(text) returning {action: {response} | {steps}}; what it returns is checked against the same schema. The replies are then asked without the JSON format instructions. */
+  parser?: string;
 }
 
 /** A Plan → N Solvers → Aggregator pipeline (docs/design/plan-solver-design.md). */

@@ -151,6 +151,10 @@ export function checkReferences(
       }
     }
 
+    // What the parser module exports is checked when a run loads it (src/kinds/plan-and-solve-flow/parser.ts).
+    const parser = agent.kind === "plan_and_solve_flow" ? str(agent.parser) : undefined;
+    if (parser !== undefined) checkFile(resolve(dir, parser), at("parser"), "parser module", report, { folder: confined });
+
     const promptFile = str(agent.system_prompt);
     if (promptFile !== undefined && agent.prompt !== undefined) {
       report(at("prompt"), "give either 'system_prompt' (a file) or 'prompt' (inline text), not both");

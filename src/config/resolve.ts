@@ -145,6 +145,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
         kind: "plan_and_solve",
         todo_complete_after: raw.todo_complete_after,
         todo_block_after: raw.todo_block_after,
+        plan: raw.plan,
         verify: raw.verify,
         verifier: raw.verifier ?? common.model,
         max_verify_rounds: raw.max_verify_rounds,
@@ -159,6 +160,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
         max_replan_rounds: raw.max_replan_rounds,
         replanner: flowReplanner(raw),
         ...(raw.pre_plan_steps !== undefined ? { pre_plan_steps: [...raw.pre_plan_steps] } : {}),
+        ...(raw.parser !== undefined ? { parser: resolve(dir, raw.parser) } : {}),
       };
     case "plan_solver":
       return {

@@ -241,6 +241,8 @@ export interface PlanAndSolveAgentConfig extends AgentConfigBase {
   todo_complete_after: number;
   /** Recent failures after which the active todo item is blocked. @default 2 */
   todo_block_after: number;
+  /** Whether work tools wait for a todo list (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed). @default "required" */
+  plan: "required" | "optional";
   /** How VERIFYING checks a final answer (docs/plan-and-solve.md#verifying). @default "checks" */
   verify: "off" | "checks" | "model";
   /** The model of the verification call (`verify: model`). @default the agent's model */
@@ -263,6 +265,8 @@ export interface PlanAndSolveFlowConfig extends AgentConfigBase {
   /** @default 30 */
   max_replan_rounds: number;
   pre_plan_steps?: string[];
+  /** Absolute path of the module that reads planner and replanner replies (docs/flows.md#parser). */
+  parser?: string;
 }
 
 export interface PlanSolverConfig extends AgentConfigBase {

@@ -35,7 +35,7 @@ export interface ResolvedTools {
  * name the team does not hold offers its own name.
  */
 export async function prepareTools(team: ResolvedTeam, agent: AgentConfig, cache: Map<string, Tool>, mcp: McpServers, signal: AbortSignal): Promise<void> {
-  const env: PrepareEnv = { cache, mcp, signal };
+  const env: PrepareEnv = { cache, mcp, signal, team };
   const entries = new Map<string, ToolEntry | undefined>([...new Set(agent.tools)].map((name) => [name, entryOf(name, team, new Map())]));
   // All at once (servers start in parallel); the first failure in allow-list order is the one reported.
   const prepared = await Promise.allSettled([...entries.values()].map((entry) => (entry ? rowOf(entry).prepare?.(entry, env) : undefined)));

@@ -59,11 +59,11 @@ export interface PrepareEnv {
   cache: Map<string, Tool>;
   mcp: McpServers;
   signal: AbortSignal;
+  team: ResolvedTeam;
 }
 
 /** What building an entry may use, beyond what preparing it made ready. */
 export interface BuildEnv extends PrepareEnv {
-  team: ResolvedTeam;
   /** The Plan Tool of the run's store. */
   planTool(): PlanTool;
   callAgent: CallAgentFromTool;
@@ -173,7 +173,7 @@ const ROWS: { [R in ToolEntry["row"]]: Row<Extract<ToolEntry, { row: R }>> } = {
   module: {
     // Imported once per process (src/tools/module.ts), built once per run.
     prepare: async (e, env) => {
-      if (!env.cache.has(e.name)) env.cache.set(e.name, moduleTool(e.config, await loadToolModule(e.config.module)));
+      if (!env.cache.has(e.name)) env.cache.set(e.name, moduleTool(e.config, await loadToolModule(e.config.module), env.team.dir));
     },
     build: (e, env) => [env.cache.get(e.name) ?? unreachable(`the module of tool "${e.name}" was not loaded before use`)],
     source: () => "module",
@@ -278,7 +278,8 @@ function guardedByPlan(tool: Tool, planTool: () => PlanTool): Tool {
     ...tool,
     execute: (args, ctx) => {
       const rules = planTool().rulesFor(ctx.scope);
-      return rules ? rules.guardAgentCall(tool.name, ctx.scope.agent_id, () => tool.execute(args, ctx)) : tool.execute(args, ctx);
+      const query = typeof args["query"] === "string" ? args["query"] : "";
+      return rules ? rules.guardAgentCall(tool.name, ctx.scope.agent_id, query, () => tool.execute(args, ctx)) : tool.execute(args, ctx);
     },
   };
 }

@@ -177,13 +177,13 @@ export class RunProjection {
         return this.calls.finishTool(step, at, e);
       case "plan.created":
       case "plan.updated":
-        t.plan = { steps: e.steps, ...(e.type === "plan.updated" && e.finished !== undefined ? { finished: e.finished } : {}) };
+        t.plan = { steps: e.steps, ...progressOf(e) };
         t.checklist = { source: "plan" };
         at.children.push({
           kind: "plan",
           steps: e.steps,
           updated: e.type === "plan.updated",
-          ...(e.type === "plan.updated" && e.finished !== undefined ? { finished: e.finished } : {}),
+          ...progressOf(e),
         });
         return t;
       case "task.status":
@@ -329,4 +329,10 @@ function upsertItem(todos: readonly TodoItem[], item: TodoItem): TodoItem[] {
   const next = todos.map((t) => (t.index === item.index ? item : t));
   if (!todos.some((t) => t.index === item.index)) next.push(item);
   return next.sort((a, b) => a.index - b.index);
+}
+
+/** A plan event's progress: how many steps are done, and which. */
+function progressOf(e: EventOf<"plan.created" | "plan.updated">): { finished?: number; done?: number[] } {
+  if (e.type !== "plan.updated") return {};
+  return { ...(e.finished !== undefined ? { finished: e.finished } : {}), ...(e.done ? { done: e.done } : {}) };
 }

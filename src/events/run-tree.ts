@@ -110,7 +110,7 @@ export type Entry =
   | ModelCall
   | ToolCall
   | { kind: "states"; machine: string; path: string[] }
-  | { kind: "plan"; steps: string[]; finished?: number; updated: boolean }
+  | { kind: "plan"; steps: string[]; finished?: number; done?: number[]; updated: boolean }
   | {
       kind: "todo";
       event: "todo.updated" | "todo.completed" | "todo.item_progress";
@@ -183,7 +183,7 @@ export interface RunTree {
   model_calls: number;
   tool_calls: number;
   /** The latest plan (plan.created / plan.updated) and its Plan Tool task statuses. */
-  plan?: { steps: string[]; finished?: number };
+  plan?: { steps: string[]; finished?: number; done?: number[] };
   plan_tasks: Record<string, PlanTaskStatus>;
   /** Todo lists by session, each its newest version (stale versions are dropped). */
   todos: Record<string, { version: number; todos: TodoItem[] }>;

@@ -127,7 +127,11 @@ export type RunEventBody =
       duration_ms: number;
     }
   | { type: "plan.created"; steps: string[] }
-  | { type: "plan.updated"; steps: string[]; finished?: number }
+  /**
+   * A plan written again. `done`: the steps marked done (1-based, in any
+   * order), a step kept done by its text once marked; `finished`: how many.
+   */
+  | { type: "plan.updated"; steps: string[]; finished?: number; done?: number[] }
   | { type: "todo.updated"; session_id: string; version: number; todos: TodoItem[] }
   | { type: "todo.item_progress"; session_id: string; version: number; item: TodoItem }
   | { type: "todo.completed"; session_id: string; version: number; todos: TodoItem[] }
@@ -144,7 +148,8 @@ export type RunEventBody =
    * docs/plan-and-solve.md#verifying): `checks` (numbers against the recorded
    * tool results) or `model` (a verification call). `unclear`: the verifier's
    * reply could not be read, and the answer is taken. `round` counts the
-   * verifications of this step.
+   * verifications of this step. `usage`: what the verification call cost
+   * (`model` only; the run's usage counts it too).
    */
   | {
       type: "answer.verified";
@@ -153,6 +158,7 @@ export type RunEventBody =
       problems: string[];
       answer: string;
       round: number;
+      usage?: Usage;
     }
   | {
       /** A stopped run goes on from its journal (docs/durable-runs.md); `seq` continues. */

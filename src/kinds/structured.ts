@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import { lazily } from "../lazy.js";
-import { INTERRUPTED, prefixed, type RunError } from "../errors.js";
+import { describeError, INTERRUPTED, prefixed, type RunError } from "../errors.js";
 import type { JsonSchema } from "../config/types.js";
 import { addUsage } from "../events/usage.js";
 import type { Usage } from "../events/types.js";
@@ -127,40 +127,59 @@ function branchNames(parentSchema: unknown): string {
 export type Asked<T> = { ok: true; value: T; usage: Usage } | { ok: false; error: RunError; usage: Usage };
 
 /**
+ * A reply read by the team's own `read` function (a flow's `parser:`,
+ * docs/flows.md#parser), then validated against `schema` like any parsed reply.
+ */
+async function readStructured<T>(text: string, schema: JsonSchema, read: (text: string) => unknown): Promise<Structured<T>> {
+  let value: unknown;
+  try {
+    value = await read(text);
+  } catch (err) {
+    return { ok: false, errors: `the parser could not read it: ${describeError(err)}` };
+  }
+  const validate = validatorFor(schema);
+  return validate(value)
+    ? { ok: true, value: value as T }
+    : { ok: false, errors: `the parser's result does not match the schema: ${formatErrors(validate.errors ?? [])}` };
+}
+
+/**
  * Ask agent `agent` for an answer matching `schema`: the query plus the
  * schema's format instructions; an answer that does not parse or validate
  * goes back ONCE with the errors for repair. `role` names the agent in errors.
+ * With `read` (a flow's `parser:`), the query goes as it is, the agent
+ * answers in its own format, and `read` turns the answer into the value.
  */
-export async function askStructured<T>(ctx: AgentContext, role: string, agent: string, query: string, schema: JsonSchema): Promise<Asked<T>> {
+export async function askStructured<T>(
+  ctx: AgentContext,
+  role: string,
+  agent: string,
+  query: string,
+  schema: JsonSchema,
+  read?: (text: string) => unknown,
+): Promise<Asked<T>> {
   const title = typeof schema.title === "string" ? schema.title : "answer";
-  const first = await ctx.callAgent(agent, withFormatInstructions(query, schema), { expects: schema });
+  const ask = (text: string) => (read ? ctx.callAgent(agent, text) : ctx.callAgent(agent, text, { expects: schema }));
+  const parse = (text: string) => (read ? readStructured<T>(text, schema, read) : parseStructured<T>(text, schema));
+  const first = await ask(read ? query : withFormatInstructions(query, schema));
   let usage = first.usage;
   if (first.result_type === "error") return { ok: false, error: prefixed(`${role} '${agent}' failed: `, first.error), usage };
-  const parsed = parseStructured<T>(first.answer ?? "", schema);
+  const parsed = await parse(first.answer ?? "");
   if (parsed.ok) return { ok: true, value: parsed.value, usage };
   if (ctx.signal.aborted) return { ok: false, error: INTERRUPTED, usage };
 
-  const repair = await ctx.callAgent(agent, repairQuery(query, first.answer ?? "", parsed.errors, schema), { expects: schema });
+  const repair = await ask(repairQuery(query, first.answer ?? "", parsed.errors, read ? undefined : schema));
   usage = addUsage(usage, repair.usage);
   if (repair.result_type === "error") {
     return { ok: false, error: prefixed(`${role} '${agent}' failed while repairing its ${title}: `, repair.error), usage };
   }
-  const repaired = parseStructured<T>(repair.answer ?? "", schema);
+  const repaired = await parse(repair.answer ?? "");
   if (repaired.ok) return { ok: true, value: repaired.value, usage };
   return { ok: false, error: { code: "PARSE_FAILED", message: `${role} '${agent}' gave no valid ${title}, even after one repair: ${repaired.errors}` }, usage };
 }
 
 /** The repair round-trip: the agent starts afresh, so the query carries everything. */
-function repairQuery(query: string, answer: string, errors: string, schema: JsonSchema): string {
-  return [
-    query,
-    "",
-    "Your previous answer was:",
-    answer,
-    "",
-    `It cannot be used: ${errors}.`,
-    "Answer again, correcting these problems.",
-    "",
-    formatInstructions(schema),
-  ].join("\n");
+function repairQuery(query: string, answer: string, errors: string, schema?: JsonSchema): string {
+  const lines = [query, "", "Your previous answer was:", answer, "", `It cannot be used: ${errors}.`, "Answer again, correcting these problems."];
+  return (schema ? [...lines, "", formatInstructions(schema)] : lines).join("\n");
 }

@@ -106,6 +106,6 @@ export interface PlanRules {
   readonly plan_id: string;
   /** A status change by `caller`: `apply` runs when the rules allow it, else the reason is thrown. */
   guardUpdate<T extends { ok: boolean }>(change: { task_id: string; status: TaskStatus; caller: string }, apply: () => Promise<T>): Promise<T>;
-  /** A call of the agent `agent` by `caller`: `call` runs when the rules allow it, else the reason is thrown. */
-  guardAgentCall<T>(agent: string, caller: string, call: () => Promise<T>): Promise<T>;
+  /** A call of the agent `agent` by `caller` with `query`: `call` runs when the rules allow it, else the reason is thrown. */
+  guardAgentCall<T>(agent: string, caller: string, query: string, call: () => Promise<T>): Promise<T>;
 }

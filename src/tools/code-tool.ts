@@ -4,6 +4,7 @@
  * too. Either becomes a `Tool` run by the ToolBox like any other: arguments
  * validated against `parameters`, a timeout, an output cap, events.
  */
+import { isAbsolute, relative, sep } from "node:path";
 import { codeToolLimits } from "../config/defaults.js";
 import type { JsonSchema } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
@@ -91,9 +92,10 @@ export function shapeProblem(exports: Record<string, unknown>): string | undefin
 export function codeTool(
   name: string,
   exports: Pick<ToolDefinition, "description" | "parameters" | "effect" | "execute">,
-  limits: { timeout_ms: number; max_output_bytes: number; description?: string },
+  limits: { timeout_ms: number; max_output_bytes: number; description?: string; root?: string },
 ): Tool {
   const run = exports.execute;
+  const root = limits.root;
   return {
     name,
     description: limits.description || exports.description,
@@ -102,8 +104,48 @@ export function codeTool(
     timeout_ms: limits.timeout_ms,
     max_output_bytes: limits.max_output_bytes,
     // `this` stays the exports object, for a module that exports a class-like object.
-    execute: async (args, ctx) => run.call(exports, args, { signal: ctx.signal, call_id: ctx.call_id, agent_id: ctx.scope.agent_id }),
+    execute: async (args, ctx) => {
+      try {
+        return await run.call(exports, args, { signal: ctx.signal, call_id: ctx.call_id, agent_id: ctx.scope.agent_id });
+      } catch (err) {
+        // The runtime's own errors (an abort, a refusal) keep their code and words.
+        if (err instanceof RuntimeError) throw err;
+        throw new RuntimeError("TOOL_FAILED", thrownText(err, root), { cause: err });
+      }
+    },
   };
+}
+
+/** How many stack frames a tool's error shows the model. */
+const MAX_FRAMES = 3;
+
+/**
+ * What a code tool threw, in one line for the model (docs/code-tools.md#errors):
+ * its type unless a plain Error ("TypeError: x is not a function"), and with
+ * `root` (a module tool's team folder) the top frames that lie inside it,
+ * relative to it: "[at add (lib/sum.mjs:3:9) < execute (add.mjs:12:5)]".
+ * Frames elsewhere (Node's, the runtime's) are left out, so no absolute
+ * path reaches the model.
+ */
+export function thrownText(err: unknown, root?: string): string {
+  if (!(err instanceof Error)) return String(err);
+  const message = err.message.split("\n")[0] || "the tool failed";
+  const typed = err.name && err.name !== "Error" ? `${err.name}: ${message}` : message;
+  const frames = root ? framesIn(err.stack ?? "", root) : [];
+  return frames.length > 0 ? `${typed} [at ${frames.join(" < ")}]` : typed;
+}
+
+function framesIn(stack: string, root: string): string[] {
+  const out: string[] = [];
+  for (const line of stack.split("\n")) {
+    const m = /^\s*at (?:(.+?) \()?(?:file:\/\/)?(\/[^():]+):(\d+):(\d+)\)?$/.exec(line);
+    if (!m) continue;
+    const path = relative(root, decodeURIComponent(m[2] ?? ""));
+    if (path.startsWith("..") || isAbsolute(path) || path.split(sep).includes("node_modules")) continue;
+    out.push(`${m[1] ? `${m[1].replace(/^(?:async )?(?:Module\.)?/, "")} ` : ""}(${path}:${m[3]}:${m[4]})`);
+    if (out.length >= MAX_FRAMES) break;
+  }
+  return out;
 }
 
 function defined(definition: ToolDefinition): { timeout_ms?: number; max_output_bytes?: number } {

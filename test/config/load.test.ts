@@ -112,6 +112,7 @@ agents:
       prompt: "You solve. {{current_state}}",
       todo_complete_after: 3,
       todo_block_after: 2,
+      plan: "required",
       verify: "checks",
       verifier: "default",
       max_verify_rounds: 2,

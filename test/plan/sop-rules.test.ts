@@ -163,4 +163,36 @@ describe("the sop kind enforces the workflow on a careless strategist", () => {
     expect(seen.map((r) => r.ok)).toEqual([true, false, true, true, true, true]);
     expect(seen[1]?.error).toMatch(/^refused: task t3 "Verdict" is assigned to reviewer/);
   });
+
+  it("ties an assignee's answer to the task the query names: an answer about t2 does not complete t3", async () => {
+    const seen: Array<{ ok: boolean; result?: unknown; error?: string }> = [];
+    const server = await serve(
+      [
+        () => status("t2", "inprogress"),
+        () => status("t3", "inprogress"),
+        () => call("reviewer", { query: "Please look at everything" }), // two tasks in progress, neither named
+        () => call("reviewer", { query: "t2: check the facts" }),
+        () => status("t3", "completed", "hazards (never asked)"),
+        () => status("t2", "completed", "accepted"),
+        () => call("reviewer", { query: "Write the verdict" }), // its one task in progress now
+        () => status("t3", "completed", "approved"),
+        () => status("t1", "skipped", "not needed"),
+      ],
+      seen,
+    );
+    const { result, plan } = await run(team(server.url, "free"));
+    expect(result.result_type, result.error?.message).toBe("answer");
+    expect(seen.map((r) => r.ok)).toEqual([true, true, false, true, false, true, true, true, true]);
+    expect(seen[2]?.error).toBe(
+      'refused: reviewer has 2 tasks in progress (t2 "Check", t3 "Verdict"): name the task the query is about (its task_id, e.g. "t2: ..."), one task per call.',
+    );
+    expect(seen[4]?.error).toBe(
+      'refused: task t3 "Verdict" is assigned to reviewer, who has not worked on it since it went inprogress (its answers since were about t2). Ask reviewer to do it, then mark it completed with what it answered.',
+    );
+    expect(plan?.steps.flatMap((s) => s.tasks.map((t) => `${t.task_id}:${t.status}:${t.result_summary}`))).toEqual([
+      "t1:skipped:not needed",
+      "t2:completed:accepted",
+      "t3:completed:approved",
+    ]);
+  });
 });

@@ -148,10 +148,27 @@ describe("module tools", () => {
     const body = "if (args.a === 1) throw new Error('no such sum'); return 'x'.repeat(5000);";
     const file = team(server.url, "  add: { module: ./add.mjs, max_output_bytes: 100 }\n", "add", { "add.mjs": moduleSource(key, body) });
     const { result, finished } = await run(file);
-    expect(finished[0]).toMatchObject({ ok: false, error: "no such sum" });
+    // The throw's frames inside the team's folder come with it, relative to the folder.
+    expect(finished[0]).toMatchObject({ ok: false, error: expect.stringMatching(/^no such sum \[at execute \(add\.mjs:10:\d+\)\]$/) });
     expect(finished[1]).toMatchObject({ ok: true, result: expect.stringMatching(/^x{100}\n\[output truncated: 5002 bytes exceeded the cap of 100 bytes\]$/) });
     expect(lastAssistant(server.chatRequests[1]!.body!)).toContain("no such sum");
     expect(result.answer).toBe("ok");
+  });
+
+  it("gives the model a throw's type and its top frames in the team's folder, never an absolute path", async () => {
+    const key = `mod-${Math.random()}`;
+    const server = await serve([callTool("add", { a: 1, b: 2 }), answer("ok")]);
+    const body = "return helper(args);";
+    const extra = 'import { helper } from "./sum-lib.mjs";';
+    const lib = "export function helper(args) {\n  return deeper(args);\n}\nfunction deeper(args) {\n  return args.missing.value;\n}\n";
+    const file = team(server.url, "  add: { module: ./add.mjs }\n", "add", { "add.mjs": moduleSource(key, body, extra), "sum-lib.mjs": lib });
+    const { finished } = await run(file);
+    const error = String(finished[0]?.error);
+    expect(error).toMatch(
+      /^TypeError: Cannot read properties of undefined \(reading 'value'\) \[at deeper \(sum-lib\.mjs:5:\d+\) < helper \(sum-lib\.mjs:2:\d+\) < execute \(add\.mjs:10:\d+\)\]$/,
+    );
+    expect(error).not.toMatch(/\/tmp|file:/);
+    expect(lastAssistant(server.chatRequests[1]!.body!)).toContain("TypeError: Cannot read properties of undefined");
   });
 
   it("aborts the module's signal when the run is cancelled", async () => {

@@ -115,14 +115,15 @@ export function checklistOf(state: LiveState): Checklist | undefined {
   const plan = run.plan;
   if (!plan) return undefined;
   const running = run.status === "running";
+  const firstOpen = plan.done ? plan.steps.findIndex((_, i) => !plan.done?.includes(i + 1)) : (plan.finished ?? -1);
   const items = plan.steps.map((step, i): CheckItem => {
     const task = PLAN_TASK_STEP.exec(step)?.[1];
     const status = task !== undefined ? run.plan_tasks[task] : undefined;
     if (status !== undefined) return { text: oneLine(step), mark: TASK_MARK[status] };
-    if (plan.finished !== undefined) {
-      if (i < plan.finished) return { text: oneLine(step), mark: "done" };
-      if (i === plan.finished && running) return { text: oneLine(step), mark: "active" };
-    }
+    // Steps done in any order (plan.updated's `done`), else the first `finished` ones.
+    const done = plan.done ? plan.done.includes(i + 1) : plan.finished !== undefined && i < plan.finished;
+    if (done) return { text: oneLine(step), mark: "done" };
+    if (running && plan.finished !== undefined && i === firstOpen) return { text: oneLine(step), mark: "active" };
     return { text: oneLine(step), mark: "pending" };
   });
   const done = items.filter((i) => i.mark === "done" || i.mark === "skipped").length;

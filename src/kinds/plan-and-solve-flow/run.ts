@@ -18,6 +18,7 @@ import type { AgentContext, AgentRunner } from "../types.js";
 import { type Outcome, planAndSolveFlowMachine } from "./machine.js";
 import { type ImplementationsOf, runMachine } from "../run-machine.js";
 import { type Action, askStructured, loadSchema, type Plan } from "../structured.js";
+import { loadParser, type ReplyReader } from "./parser.js";
 
 /** The PlanAndSolve flow design's executor framing of one step. */
 export function executorQuery(step: string, past_steps: string): string {
@@ -68,10 +69,22 @@ export const runPlanAndSolveFlow: AgentRunner<PlanAndSolveFlowConfig> = (ctx, in
 /** The machine's actors and actions for this step: the planner, executor, replanner, the summary. */
 function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolveFlowConfig, input: string) {
   const interrupted = <T>(): Outcome<T> => ({ ok: false, error: INTERRUPTED, fatal: true });
+  // The team's reader of planner and replanner replies (docs/flows.md#parser), imported when first needed;
+  // a module that does not load is the flow's one-line error.
+  const reader = async (which: "plan" | "action"): Promise<Outcome<ReplyReader | undefined>> => {
+    if (!config.parser) return { ok: true, value: undefined };
+    try {
+      return { ok: true, value: (await loadParser(config.parser))[which] };
+    } catch (err) {
+      return { ok: false, error: runErrorOf(err), fatal: true };
+    }
+  };
 
   const services = {
     async plan(): Promise<Outcome<string[]>> {
-      const asked = await askStructured<Plan>(ctx, "planner", config.planner, input, loadSchema("plan"));
+      const read = await reader("plan");
+      if (!read.ok) return read;
+      const asked = await askStructured<Plan>(ctx, "planner", config.planner, input, loadSchema("plan"), read.value);
       if (ctx.signal.aborted) return interrupted();
       return asked.ok ? { ok: true, value: asked.value.steps } : { ok: false, error: asked.error };
     },
@@ -85,7 +98,9 @@ function bindFlow(ctx: AgentContext<PlanAndSolveFlowConfig>, config: PlanAndSolv
 
     async replan(plan_str: string, past_steps: string): Promise<Outcome<Action["action"]>> {
       const query = replannerQuery(input, plan_str, past_steps);
-      const asked = await askStructured<Action>(ctx, "replanner", config.replanner, query, loadSchema("action"));
+      const read = await reader("action");
+      if (!read.ok) return read;
+      const asked = await askStructured<Action>(ctx, "replanner", config.replanner, query, loadSchema("action"), read.value);
       if (ctx.signal.aborted) return interrupted();
       return asked.ok ? { ok: true, value: asked.value.action } : { ok: false, error: asked.error };
     },

@@ -1,4 +1,6 @@
 import { fromPromise } from "../machine/kit.js";
+import { pending } from "./machine.js";
+import { TODO_TOOL_NAMES } from "./todo-tools.js";
 import type { PlanAndSolveContext, PlanAndSolveEffects, Step, Verdict } from "./types.js";
 
 /**
@@ -9,10 +11,15 @@ import type { PlanAndSolveContext, PlanAndSolveEffects, Step, Verdict } from "./
 export function planAndSolveImplementations(effects: PlanAndSolveEffects) {
   return {
     actors: {
-      callModel: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => ({
-        kind: "reply",
-        reply: await effects.callModel(context.iteration + 1),
-      })),
+      /** AnalyzeProblem, CheckNextTask, CheckResults: ask the model; in AnalyzeProblem, first refuse a work tool called before any plan. */
+      callModel: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
+        if (context.unplanned && context.current) {
+          const outcome = effects.refuseUnplanned(context.current);
+          effects.record(outcome);
+          return { kind: "outcome", outcome };
+        }
+        return { kind: "reply", reply: await effects.callModel(context.iteration + 1) };
+      }),
       /** CreatePlan, ValidatePlan: run the todo tool and answer it at once. */
       runTodoTool: fromPromise<Step, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
         const outcome = await effects.execute(context.current!);
@@ -50,6 +57,10 @@ export function planAndSolveImplementations(effects: PlanAndSolveEffects) {
     guards: {
       doneAtLimit: ({ context }: { context: PlanAndSolveContext }) => context.iteration >= context.max_iteration && effects.todos.allTerminal(),
       needsPlan: ({ context }: { context: PlanAndSolveContext }) => context.plan_invalid || effects.todos.isEmpty(),
+      callsUnplanned: ({ context, event }: { context: PlanAndSolveContext; event: unknown }) => {
+        const head = pending(context, event)[0];
+        return head !== undefined && effects.planRequired && effects.todos.isEmpty() && head.name !== "terminate" && !TODO_TOOL_NAMES.has(head.name);
+      },
       allDone: () => effects.todos.allTerminal(),
     },
   };

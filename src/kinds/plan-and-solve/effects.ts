@@ -87,25 +87,21 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
       todo_block_after: d.thresholds.block_after,
     });
 
-  /** The round whose work calls were refused for want of a plan: the one reminder (docs/design/plan-and-solve-design.md: PLANNING comes first). */
-  let planReminder: string | undefined;
+  /** The tool that writes the plan, when the agent has one: then a plan comes first, unless `plan: optional` (docs/design/plan-and-solve-design.md: PLANNING comes first). */
   const writeTool = toolbox.specs.find((t) => t.name === "write_todos" || t.name === "create_todo_list")?.name;
+  const planRequired = writeTool !== undefined && agent.plan !== "optional";
+
+  const refuseUnplanned = (call: ToolCallRequest): ToolOutcome =>
+    toolbox.refuse(call, `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. This call was not run.`, {
+      trace_id,
+    });
 
   const execute = async (call: ToolCallRequest): Promise<ToolOutcome> => {
-    const work = call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name);
-    if (work && writeTool && todos.isEmpty() && (planReminder === undefined || planReminder === trace_id)) {
-      planReminder = trace_id;
-      return toolbox.refuse(
-        call,
-        `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. ` +
-          `This call was not run; after this reminder, tools run with or without a plan.`,
-        { trace_id },
-      );
-    }
     const [outcome] = await toolbox.run([call], { trace_id });
     if (!outcome) unreachable(`the tool box returned no outcome for ${call.name}`);
     if (outcome.ok && call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name)) {
-      recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result });
+      const item = todos.current()?.content;
+      recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result, ...(item ? { item } : {}) });
     }
     return outcome;
   };
@@ -117,7 +113,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
    */
   const check = async (answer: string, can_retry: boolean, answerTo: (message: string) => void): Promise<Verdict | undefined> => {
     if (agent.verify === "off") return undefined;
-    const outcome = await verifyAnswer(ctx, { question: d.input, answer, recorded, trace_id, round: ++verifications });
+    const outcome = await verifyAnswer(ctx, { question: d.input, answer, recorded, unbacked: todos.unbacked(), trace_id, round: ++verifications });
     if (outcome.verdict !== "fail") return undefined;
     rejections += 1;
     const final = rejections > agent.max_verify_rounds || !can_retry;
@@ -134,6 +130,8 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
 
   return {
     todos,
+    planRequired,
+    refuseUnplanned,
 
     async callModel(iteration) {
       lastIteration = iteration;
@@ -146,7 +144,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
     execute,
     record: (outcome) => memory.addOutcome(outcome),
     begin: () => void todos.begin(),
-    track: (outcome) => void todos.track(outcome.ok),
+    track: (outcome) => void todos.track(outcome.ok, outcome.tool),
     storePlan: () => todos.persist(),
 
     async verify({ call, text, may_refuse, can_retry }): Promise<Verdict> {

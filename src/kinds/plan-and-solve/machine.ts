@@ -13,7 +13,7 @@ const notProvided = (what: string) => async () => unreachable(`plan_and_solve ma
 const at = (path: string) => `#${ID}.${path}`;
 
 /** The calls still to handle: a fresh reply's, else the queue. */
-function pending(context: PlanAndSolveContext, event: unknown): ToolCallRequest[] {
+export function pending(context: PlanAndSolveContext, event: unknown): ToolCallRequest[] {
   const step = (event as { output?: Step }).output;
   return step?.kind === "reply" ? step.reply.tool_calls : context.queue;
 }
@@ -40,11 +40,14 @@ function freshReply(event: unknown): ChatResponse | undefined {
  * one validates again): its work starts again.
  */
 function next(before: readonly ("countRound" | "noteVerdict")[] = []) {
+  const unplanned = ["take", "markUnplanned"] as const;
   return [
     { guard: "callsWriteTodos" as const, target: at("PLANNING.CreatePlan"), reenter: true, actions: [...before, "take" as const] },
     { guard: "callsValidatePlan" as const, target: at("PLANNING.ValidatePlan"), reenter: true, actions: [...before, "take" as const] },
     { guard: "callsTerminate" as const, target: at("VERIFYING.ValidateAnswer"), reenter: true, actions: [...before, "take" as const] },
     { guard: "callsUpdateTodo" as const, target: at("SOLVING.ExecuteTool"), reenter: true, actions: [...before, "take" as const] },
+    // A work tool before any plan is refused where the plan is asked for, never in SOLVING (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed).
+    { guard: "callsUnplanned" as const, target: at("PLANNING.AnalyzeProblem"), reenter: true, actions: [...before, ...unplanned] },
     { guard: "callsWorkTool" as const, target: at("SOLVING.MarkInProgress"), reenter: true, actions: [...before, "take" as const] },
     { guard: "textReply" as const, target: at("VERIFYING.ValidateAnswer"), reenter: true, actions: [...before, "takeText" as const] },
     // Out of model calls with every item done: the work is finished, only the answer is missing.
@@ -106,6 +109,7 @@ export const planAndSolveMachine = setup({
     // The todo list's state is the runner's: these read it through `provide` as well.
     doneAtLimit: () => false,
     needsPlan: () => false,
+    callsUnplanned: () => false,
     allDone: () => false,
     outcomeFailed: ({ event }) => {
       const step = (event as { output?: Step }).output;
@@ -133,14 +137,16 @@ export const planAndSolveMachine = setup({
       return { current, queue, outcome: undefined, text: undefined };
     }),
     takeText: assign(({ event }) => ({ current: undefined, queue: [], text: freshReply(event)?.content ?? "" })),
-    countRound: assign(({ context }) => ({ iteration: context.iteration + 1 })),
+    // A refusal answered in AnalyzeProblem is no model call.
+    countRound: assign(({ context, event }) => ({ iteration: context.iteration + (freshReply(event) ? 1 : 0), unplanned: false })),
+    markUnplanned: assign({ unplanned: true }),
     noteVerdict: assign(({ context, event }) => ({
       refused: context.refused || (event as { output?: Verdict }).output?.kind === "refused",
     })),
   },
 }).createMachine({
   id: ID,
-  context: ({ input }) => ({ ...input, iteration: 0, queue: [], refused: false, plan_invalid: false }),
+  context: ({ input }) => ({ ...input, iteration: 0, queue: [], refused: false, plan_invalid: false, unplanned: false }),
   initial: "IDLE",
   states: {
     IDLE: { on: { RUN: [{ guard: "maxReached", target: "FinalSummary" }, { target: "PLANNING" }] } },

@@ -7,9 +7,10 @@ import { createEffects } from "./effects.js";
 import { planAndSolveMachine } from "./machine.js";
 import { requestWithHistory } from "../conversation.js";
 import { reviewCoverage } from "./verifier.js";
+import { missingParts } from "./answer-checks.js";
 import { Memory } from "./memory.js";
 import { TodoLoopContext } from "./todo-context.js";
-import { todoTools } from "./todo-tools.js";
+import { TODO_TOOL_NAMES, todoTools } from "./todo-tools.js";
 import { runMachine } from "../run-machine.js";
 import { BUILTIN_TOOL_NAMES } from "../../config/tool-names.js";
 import type { AgentConfig, ResolvedTeam } from "../../config/types.js";
@@ -47,6 +48,7 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       ...(store ? { store, initial: initial ?? { version: 0, items: [] }, replaying: () => ctx.replaying() } : {}),
       now: () => ctx.now(),
       ...limits,
+      work_tools: agent.tools.filter((t) => t !== "terminate" && !TODO_TOOL_NAMES.has(t)),
     });
     const effects = createEffects({
       ctx,
@@ -55,7 +57,7 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       todos,
       // In a named session, the request comes after the conversation so far (docs/sessions.md).
       memory: new Memory(await requestWithHistory(ctx, input)),
-      toolbox: ctx.tools(todoTools(todos, toolNames(ctx.team, agent), agent.verify === "model" ? (items) => reviewCoverage(ctx, input, items) : undefined)),
+      toolbox: ctx.tools(todoTools(todos, toolNames(ctx.team, agent), (items) => coverage(ctx, input, items))),
       thresholds: limits,
       round: (id) => {
         trace_id = id;
@@ -76,6 +78,18 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
     await store?.close();
   }
 };
+
+/**
+ * validate_plan's coverage review (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed):
+ * unless `verify: off`, the parts the request lists that no item mentions;
+ * with `verify: model` and no such gap, the model's judgement as well.
+ */
+async function coverage(ctx: Parameters<typeof runPlanAndSolve>[0], request: string, items: readonly { index: number; content: string }[]): Promise<string[]> {
+  if (ctx.agent.verify === "off") return [];
+  const gaps = missingParts(request, items.map((i) => i.content).join("\n"));
+  if (gaps.length > 0) return gaps.map((p) => `Coverage: the request asks for the ${p}, which no item mentions`);
+  return ctx.agent.verify === "model" ? reviewCoverage(ctx, request, items) : [];
+}
 
 /** The agent's tools, and the team's others (declared tools, built-ins) it cannot call: what validate_plan checks a plan against. */
 function toolNames(team: ResolvedTeam, agent: AgentConfig): ToolNames {

@@ -23,6 +23,8 @@ export interface TodoLoopOptions {
   complete_after: number;
   /** Failed tool calls in a row after which the active item is blocked (the agent's `todo_block_after`). */
   block_after: number;
+  /** The agent's work tools: an item that names one is completed only after a successful call of it. */
+  work_tools?: readonly string[];
 }
 
 const MARK: Record<TodoStatus, string> = {
@@ -48,6 +50,9 @@ export class TodoLoopContext {
   private state: TodoSessionState;
   private readonly completeAfter: number;
   private readonly blockAfter: number;
+  /** The work tools called successfully in this run, per item and in all. */
+  private readonly calledFor = new Map<number, Set<string>>();
+  private readonly called = new Set<string>();
 
   constructor(private readonly options: TodoLoopOptions) {
     this.session_id = options.session_id;
@@ -94,6 +99,7 @@ export class TodoLoopContext {
       }),
     );
     const active = items.find((i) => i.status === "in_progress")?.index;
+    this.calledFor.clear();
     this.state = { version: this.state.version, items, ...(active ? { active } : {}) };
     this.changed("list", false);
     return this.items;
@@ -113,6 +119,15 @@ export class TodoLoopContext {
     }
     const check = checkTransition(item.status, status);
     if (!check.ok) throw new RuntimeError("TOOL_REFUSED", `Cannot mark item ${index} ${status}: ${check.reason}.`);
+    const uncalled = status === "completed" && check.changed ? this.uncalled(item) : [];
+    if (uncalled.length > 0) {
+      // docs/plan-and-solve.md#verifying: "Compute the area with the calculator" is not done until the calculator ran.
+      throw new RuntimeError(
+        "TOOL_REFUSED",
+        `Cannot mark item ${index} completed: it names ${uncalled.join(", ")}, which has not been called for it. ` +
+          `Call ${uncalled.join(", ")} while item ${index} is in progress, or mark the item skipped.`,
+      );
+    }
     const notesChanged = notes !== undefined && notes !== item.notes;
     if (!check.changed && !notesChanged) return publicItem(item);
     const wasDone = this.allTerminal();
@@ -145,21 +160,48 @@ export class TodoLoopContext {
    * Attribute one finished non-todo tool call to the active item and apply
    * the heuristics. Returns the item it changed, if any.
    */
-  track(ok: boolean): TodoItem | undefined {
+  track(ok: boolean, tool?: string): TodoItem | undefined {
+    if (ok && tool) this.called.add(tool);
     const item = this.activeItem() ?? this.startNextPending();
     if (!item) return undefined;
+    if (ok && tool) this.calledFor.set(item.index, (this.calledFor.get(item.index) ?? new Set()).add(tool));
     const wasDone = this.allTerminal();
     item.tool_calls_count += 1;
     if (ok) {
       item.successes += 1;
       item.recent_failures = 0;
-      if (item.successes >= this.completeAfter) this.finishActive(item, "completed");
+      // An item that names a tool stays in progress until that tool ran for it, however many other calls succeed.
+      if (item.successes >= this.completeAfter && this.uncalled(item).length === 0) this.finishActive(item, "completed");
     } else {
       item.recent_failures += 1;
       if (item.recent_failures >= this.blockAfter) this.finishActive(item, "blocked");
     }
     this.changed(item, wasDone);
     return publicItem(item);
+  }
+
+  /** The item tool calls are attributed to now, if any (no item starts). */
+  current(): TodoItem | undefined {
+    const item = this.activeItem();
+    return item ? publicItem(item) : undefined;
+  }
+
+  /** Items not completed that name a work tool this run never called successfully: what an answer's figures cannot rest on. */
+  unbacked(): Array<{ index: number; content: string; tool: string }> {
+    return this.state.items
+      .filter((i) => i.status !== "completed")
+      .flatMap((i) => this.namedTools(i).flatMap((tool) => (this.called.has(tool) ? [] : [{ index: i.index, content: i.content, tool }])));
+  }
+
+  /** The work tools an item names that have not run for it in this run. */
+  private uncalled(item: TrackedItem): string[] {
+    return this.namedTools(item).filter((t) => !this.calledFor.get(item.index)?.has(t));
+  }
+
+  /** The work tools an item names, as words of its text. */
+  private namedTools(item: TrackedItem): string[] {
+    const words = new Set(item.content.toLowerCase().match(/[\p{L}_][\p{L}\p{N}_-]*/gu) ?? []);
+    return (this.options.work_tools ?? []).filter((t) => words.has(t.toLowerCase()));
   }
 
   /** Skip every open item with a note (the run ends with them unfinished). */

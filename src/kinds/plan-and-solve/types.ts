@@ -20,6 +20,10 @@ export type Verdict =
 export interface PlanAndSolveEffects {
   /** Read by guards only: whether a plan exists and whether it is done. */
   todos: { isEmpty(): boolean; allTerminal(): boolean; openItems(): TodoItem[] };
+  /** Whether a work tool must wait for a plan: the agent can write one and did not say `plan: optional`. */
+  planRequired: boolean;
+  /** Answer a work tool called before any plan with a refusal, unrun. */
+  refuseUnplanned(call: ToolCallRequest): ToolOutcome;
   /** One round: recursion.started, the prompt rendered afresh, llm.request/response; stores the reply. */
   callModel(iteration: number): Promise<ChatResponse>;
   /** Run one tool call through the tool box (validation, allow-list, events). */
@@ -69,6 +73,8 @@ export interface PlanAndSolveContext extends PlanAndSolveInput {
   refused: boolean;
   /** validate_plan found problems: plan again before solving. */
   plan_invalid: boolean;
+  /** `current` is a work tool called before any plan: AnalyzeProblem refuses it instead of asking the model. */
+  unplanned: boolean;
   answer?: string;
   status?: "success" | "failure";
   error?: RunError;

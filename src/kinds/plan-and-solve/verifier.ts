@@ -2,7 +2,7 @@
  * VERIFYING.ValidateAnswer (docs/design/plan-and-solve-design.md diagram 1: CheckResults "Review
  * Outputs", ValidateAnswer "Verify Calculations"; docs/plan-and-solve.md#verifying):
  * a proposed final answer is checked against what the run recorded before it
- * is accepted. `checks`: the deterministic number check (answer-checks.ts).
+ * is accepted. `checks`: the deterministic checks (answer-checks.ts).
  * `model`: those checks, then one model call (the agent's model or its
  * `verifier`) that sees the question, the recorded results and the answer,
  * and answers a structured verdict. Each verification is an `answer.verified`
@@ -11,7 +11,8 @@
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import { parseJsonTolerant } from "../../parse/json.js";
 import type { AgentContext } from "../types.js";
-import { numberProblems, type RecordedResult } from "./answer-checks.js";
+import type { Usage } from "../../events/types.js";
+import { missingParts, numberProblems, type RecordedResult, unbackedProblems } from "./answer-checks.js";
 
 /** What a verification decided. */
 export interface AnswerVerdict {
@@ -45,6 +46,8 @@ export interface VerifyRequest {
   question: string;
   answer: string;
   recorded: readonly RecordedResult[];
+  /** Items not completed that name a tool the run never called (TodoLoopContext.unbacked). */
+  unbacked: readonly { index: number; content: string; tool: string }[];
   /** The recursion the verification belongs to. */
   trace_id: string;
   round: number;
@@ -54,17 +57,25 @@ export interface VerifyRequest {
 export async function verifyAnswer(ctx: AgentContext<PlanAndSolveAgentConfig>, request: VerifyRequest): Promise<AnswerVerdict> {
   const mode = ctx.agent.verify;
   if (mode === "off") return { verdict: "pass", problems: [] };
-  const report = (method: "checks" | "model", verdict: AnswerVerdict) => {
-    ctx.emit({ type: "answer.verified", method, ...verdict, answer: request.answer, round: request.round }, { trace_id: request.trace_id });
+  const report = (method: "checks" | "model", verdict: AnswerVerdict, usage?: Usage) => {
+    ctx.emit(
+      { type: "answer.verified", method, ...verdict, answer: request.answer, round: request.round, ...(usage ? { usage } : {}) },
+      { trace_id: request.trace_id },
+    );
     return verdict;
   };
-  const problems = numberProblems(request.answer, request.question, request.recorded);
+  const problems = [
+    ...unbackedProblems(request.answer, request.question, request.unbacked),
+    ...numberProblems(request.answer, request.question, request.recorded),
+    ...missingParts(request.question, request.answer).map((p) => `the question asks for the ${p}, which the answer does not give`),
+  ];
   const checked = report("checks", { verdict: problems.length > 0 ? "fail" : "pass", problems });
   if (checked.verdict === "fail" || mode === "checks") return checked;
-  return report("model", await askVerifier(ctx, request));
+  const { verdict, usage } = await askVerifier(ctx, request);
+  return report("model", verdict, usage);
 }
 
-async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: VerifyRequest): Promise<AnswerVerdict> {
+async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: VerifyRequest): Promise<{ verdict: AnswerVerdict; usage: Usage }> {
   const results = request.recorded.slice(-MAX_RESULTS).map((r) => ({
     tool: r.tool,
     arguments: r.arguments,
@@ -88,9 +99,11 @@ async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: 
   const parsed = read.ok ? (read.value as Record<string, unknown>) : undefined;
   const verdict = parsed?.verdict;
   const problems = Array.isArray(parsed?.problems) ? parsed.problems.filter((p): p is string => typeof p === "string" && p.trim() !== "") : [];
-  if (verdict === "fail") return { verdict: "fail", problems: problems.length > 0 ? problems : ["the verifier found the answer wrong without saying why"] };
-  if (verdict === "pass") return { verdict: "pass", problems: [] };
-  return { verdict: "unclear", problems: [`the verifier's reply is not a verdict: ${(reply.content ?? "").slice(0, 200)}`] };
+  const usage = reply.usage;
+  if (verdict === "fail")
+    return { usage, verdict: { verdict: "fail", problems: problems.length > 0 ? problems : ["the verifier found the answer wrong without saying why"] } };
+  if (verdict === "pass") return { usage, verdict: { verdict: "pass", problems: [] } };
+  return { usage, verdict: { verdict: "unclear", problems: [`the verifier's reply is not a verdict: ${(reply.content ?? "").slice(0, 200)}`] } };
 }
 
 const COVERAGE_INSTRUCTIONS =

@@ -23,8 +23,8 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   // A caller that expects a schema (a planner's Plan) gets it as structured output where the model takes it.
   const format = ctx.expects && toolbox.specs.length === 0 ? answerFormat(ctx.expects) : undefined;
   let planned = false;
-  /** The steps of the latest plan, for the last report: an answer finishes them all. */
-  let lastPlan: string[] = [];
+  /** The steps the model has marked done, by their text: a step stays done however the plan is reordered. */
+  const doneSteps = new Set<string>();
   // In a named session, the request comes after the conversation so far (docs/sessions.md).
   const request = await requestWithHistory(ctx, input);
 
@@ -101,13 +101,15 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
       startRecursion: (_, { iteration, trace_id, over }) => {
         if (!over) ctx.emit({ type: "recursion.started", iteration }, { trace_id });
       },
-      // The plan follows the reply that made it; steps the model marked done are reported finished.
+      // The plan follows the reply that made it; the steps the model marked done, in any order, are reported done.
       announcePlan: (_, { plan, trace_id }) => {
         if (!plan) return;
-        const { steps, finished } = planProgress(plan);
-        ctx.emit(planned ? { type: "plan.updated", steps, ...(finished > 0 ? { finished } : {}) } : { type: "plan.created", steps }, { trace_id });
+        const { steps, marked } = planProgress(plan);
+        for (const i of marked) doneSteps.add(stepKey(steps[i - 1] ?? ""));
+        const done = steps.flatMap((step, i) => (doneSteps.has(stepKey(step)) ? [i + 1] : []));
+        const progress = done.length > 0 ? { finished: done.length, done } : {};
+        ctx.emit(planned ? { type: "plan.updated", steps, ...progress } : { type: "plan.created", steps }, { trace_id });
         planned = true;
-        lastPlan = steps;
       },
     },
   } satisfies ImplementationsOf<typeof reactMachine>;
@@ -121,8 +123,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
       traceId: (context) => (context as { trace_id: string }).trace_id,
     },
   );
-  // The answer ends the plan: every step of it is finished (docs/design/react-design.md: the chat stream says which steps are done).
-  if (planned && output.result_type === "answer" && lastPlan.length > 0) ctx.emit({ type: "plan.updated", steps: lastPlan, finished: lastPlan.length });
+  // The answer finishes no step the model did not mark done (docs/design/react-design.md: the chat stream says which steps are done).
   return output;
 };
 
@@ -134,13 +135,20 @@ export function planSteps(plan: string): string[] {
 /** A done mark at the start of a step: `[x]`, `[done]`, `✓`, `✔`, `(done)`. */
 const DONE_MARK = /^(?:\[(?:x|X|done)\]|✓|✔|\(done\))\s*/;
 
-/** A plan's steps and how many of them are done: those marked done, counted from the first (the ReAct design's "steps eliminated"). */
-export function planProgress(plan: string): { steps: string[]; finished: number } {
+/** A plan's steps and which of them carry a done mark (1-based, in any order: the ReAct design's "steps eliminated"). */
+export function planProgress(plan: string): { steps: string[]; marked: number[] } {
   const lines = plan
     .split("\n")
     .map((line) => line.replace(/^\s*(?:\d+[.)]|[-*•])\s*/, "").trim())
     .filter((line) => line.length > 0);
-  const done = lines.map((line) => DONE_MARK.test(line));
-  const finished = done.indexOf(false) === -1 ? done.length : done.indexOf(false);
-  return { steps: lines.map((line) => line.replace(DONE_MARK, "").trim()), finished };
+  const marked = lines.flatMap((line, i) => (DONE_MARK.test(line) ? [i + 1] : []));
+  return { steps: lines.map((line) => line.replace(DONE_MARK, "").trim()), marked };
+}
+
+/** A step's identity across plans: its words, case and punctuation aside. */
+function stepKey(step: string): string {
+  return step
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim();
 }

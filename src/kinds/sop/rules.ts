@@ -8,8 +8,13 @@
  *   `inprogress`: asking `analyst` while only a reviewer's task is open is
  *   refused, naming the task in progress and who it is for.
  * - **Work before completion.** A task is `completed` only after its assignee
- *   worked on it in this run: a call of that agent that succeeded and ended
- *   after the task went `inprogress`, or the caller is the assignee itself.
+ *   worked on it in this run: a call of that agent about that task that
+ *   succeeded and ended after the task went `inprogress`, or the caller is
+ *   the assignee itself.
+ * - **One task per call.** A call of an assignee is about its task in
+ *   progress; when it has several in progress, the query names the one it
+ *   is about (its task_id or its name), else the call is refused. So one
+ *   answer about t1 never completes t2.
  * - **Order.** Unless the workflow says `order: free`, a task starts
  *   (`ready → inprogress`) only when every task of the earlier steps has
  *   settled (completed, skipped or error).
@@ -45,8 +50,8 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
    * work the run did.
    */
   const sawAll = (plan: PlanInstance) => tasksOf(plan).every((t) => t.status === (seen.get(t.task_id) ?? "ready"));
-  /** Successful assignee calls, with when they ended. */
-  const worked: Array<{ agent: string; endedAt: number }> = [];
+  /** Successful assignee calls, the tasks they were about (undefined: not judged) and when they ended. */
+  const worked: Worked[] = [];
   let queue: Promise<unknown> = Promise.resolve();
   const inTurn = <T>(work: () => Promise<T>): Promise<T> => {
     const result = queue.then(work, work);
@@ -83,18 +88,52 @@ export function sopRules(planTool: PlanTool, plan_id: string, workflow: Workflow
         return outcome;
       });
     },
-    async guardAgentCall(agent, _caller, call) {
-      await inTurn(async () => {
+    async guardAgentCall(agent, _caller, query, call) {
+      const about = await inTurn(async () => {
         // A replay runs in a scratch store where the plan was never created: nothing to judge against.
         const plan = await planTool.get_plan_structure(plan_id);
-        const refusal = plan && sawAll(plan) ? roleRefusal(plan, agent) : undefined;
+        if (!plan || !sawAll(plan)) return undefined;
+        const refusal = roleRefusal(plan, agent);
         if (refusal) throw new RuntimeError("TOOL_REFUSED", refusal);
+        return taskOfCall(plan, agent, query);
       });
       const result = await call();
-      worked.push({ agent, endedAt: ++clock });
+      worked.push({ agent, ...(about ? { tasks: about } : {}), endedAt: ++clock });
       return result;
     },
   };
+}
+
+interface Worked {
+  agent: string;
+  /** The tasks the call was about; absent when the rules did not judge it (an assignee outside the workflow, a replay). */
+  tasks?: string[];
+  endedAt: number;
+}
+
+/**
+ * The tasks a call of `agent` is about: its one task in progress, or, with
+ * several, those the query names (task_id or name, as a word); a query that
+ * names none of several is refused, so no answer counts for a task it was
+ * not asked about.
+ */
+function taskOfCall(plan: PlanInstance, agent: string, query: string): string[] | undefined {
+  const mine = tasksOf(plan).filter((t) => t.assignee === agent && t.status === "inprogress");
+  if (mine.length === 0) return undefined;
+  if (mine.length === 1) return [mine[0]!.task_id];
+  const named = mine.filter((t) => namesTask(query, t));
+  if (named.length > 0) return named.map((t) => t.task_id);
+  const list = mine.map((t) => `${t.task_id} "${t.name}"`).join(", ");
+  throw new RuntimeError(
+    "TOOL_REFUSED",
+    `refused: ${agent} has ${mine.length} tasks in progress (${list}): name the task the query is about (its task_id, e.g. "${mine[0]!.task_id}: ..."), one task per call.`,
+  );
+}
+
+function namesTask(query: string, task: TaskInfo): boolean {
+  const words = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? [];
+  const said = ` ${words(query).join(" ")} `;
+  return said.includes(` ${task.task_id.toLowerCase()} `) || said.includes(` ${words(task.name).join(" ")} `);
 }
 
 function tasksOf(plan: PlanInstance): TaskInfo[] {
@@ -111,12 +150,19 @@ function orderRefusal(plan: PlanInstance, task: TaskInfo, workflow: Workflow): s
   return `refused: task ${task.task_id} belongs to step ${step?.step_id} "${step?.name}", and the earlier steps are not settled: ${list}. Complete, skip or fail those first (the workflow's steps run in order).`;
 }
 
-function workRefusal(task: TaskInfo, caller: string, since: number | undefined, worked: ReadonlyArray<{ agent: string; endedAt: number }>): string | undefined {
+function workRefusal(task: TaskInfo, caller: string, since: number | undefined, worked: readonly Worked[]): string | undefined {
   // A task these rules never saw start (it went inprogress before a resume, its call replayed from the journal) is not judged.
   if (since === undefined || caller === task.assignee) return undefined;
-  if (worked.some((w) => w.agent === task.assignee && w.endedAt > since)) return undefined;
-  const others = [...new Set(worked.filter((w) => w.endedAt > since && w.agent !== task.assignee).map((w) => w.agent))];
-  const instead = others.length > 0 ? ` (since then you asked ${others.join(", ")}, not the assignee)` : "";
+  const after = worked.filter((w) => w.endedAt > since);
+  if (after.some((w) => w.agent === task.assignee && (w.tasks === undefined || w.tasks.includes(task.task_id)))) return undefined;
+  const others = [...new Set(after.filter((w) => w.agent !== task.assignee).map((w) => w.agent))];
+  const elsewhere = [...new Set(after.filter((w) => w.agent === task.assignee).flatMap((w) => w.tasks ?? []))];
+  const instead =
+    elsewhere.length > 0
+      ? ` (its answers since were about ${elsewhere.join(", ")})`
+      : others.length > 0
+        ? ` (since then you asked ${others.join(", ")}, not the assignee)`
+        : "";
   return `refused: task ${task.task_id} "${task.name}" is assigned to ${task.assignee}, who has not worked on it since it went inprogress${instead}. Ask ${task.assignee} to do it, then mark it completed with what it answered.`;
 }
 

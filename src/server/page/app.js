@@ -112,7 +112,7 @@ function apply(event) {
       break;
     case "plan.created":
     case "plan.updated":
-      view.plan = { steps: event.steps, finished: event.finished ?? 0 };
+      view.plan = { steps: event.steps, finished: event.finished ?? 0, done: event.done };
       drawPlan();
       break;
     case "todo.updated":
@@ -294,14 +294,14 @@ const TASK_MARK = { ready: "☐", inprogress: "◐", completed: "☑", error: "�
  * those get their task's status from the Plan Tool's task.status events.
  */
 function drawPlan() {
-  const { steps, finished } = view.plan;
+  const { steps, finished, done } = view.plan;
   const { id, status, tasks } = view.planTool;
   const shown = new Set();
   const items = steps.map((s, i) => {
     const text = String(s);
     const taskId = /^[^\s/]+\/(\S+) /.exec(text)?.[1];
     const taskStatus = taskId !== undefined ? tasks.get(taskId) : undefined;
-    if (taskStatus === undefined) return el("li", i < finished ? "done" : "", text);
+    if (taskStatus === undefined) return el("li", (done ? done.includes(i + 1) : i < finished) ? "done" : "", text);
     shown.add(taskId);
     return planTask(`${TASK_MARK[taskStatus] ?? "?"} ${text}`, taskStatus);
   });

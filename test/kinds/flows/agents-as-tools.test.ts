@@ -75,8 +75,10 @@ describe("agents as tools", () => {
 
   it("cancels the child with the caller: it ends interrupted before the run does", async () => {
     server = await startOpenAIServer({
-      respond(body): Reply {
+      respond(body, index): Reply {
         if (isHelper(body)) return { ...answer("far too late"), delay_ms: 60_000 };
+        // A plan first: until there is one, a plan_and_solve agent's work tools are refused.
+        if (index === 0) return { content: null, tool_calls: [{ id: "plan", name: "write_todos", arguments: { todos: [{ content: "Ask the helper" }] } }] };
         return { content: null, tool_calls: [{ id: "ask", name: "helper", arguments: { query: "think hard" } }] };
       },
     });

@@ -1,3 +1,5 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { executorQuery } from "../../../src/kinds/plan-and-solve-flow/run.js";
 import { TraceStore } from "../../../src/store/sqlite/trace-store.js";
@@ -125,6 +127,50 @@ describe("plan_and_solve_flow", () => {
     expect(updates.at(-1)).toMatchObject({ steps: ["look up the formula", "compute pi * 5^2"], finished: 2 });
     const flowStates = ofType(events, "state.changed").filter((e) => e.machine === "plan_and_solve_flow");
     expect(flowStates.map((e) => e.to)).toEqual(["PLAN", "EXECUTE", "REPLAN", "EXECUTE", "REPLAN", "DONE"]);
+  });
+
+  it("reads planner and replanner replies with the team's parser module, validated like JSON ones", async () => {
+    const { url } = await serve({
+      planner: () => answer("PLAN\n- find the radius\n- compute the area"),
+      executor: executeEcho,
+      replanner: (_, nth) => (nth === 0 ? answer("CONTINUE\n- compute the area") : answer("DONE The area is 78.54")),
+    });
+    const dir = traceDir();
+    writeFileSync(
+      join(dir, "parse.mjs"),
+      `const items = (text) => text.split("\\n").filter((l) => l.startsWith("- ")).map((l) => l.slice(2));
+export function parsePlan(text) { return { steps: items(text) }; }
+export function parseAction(text) {
+  return text.startsWith("DONE ") ? { action: { response: text.slice(5) } } : { action: { steps: items(text) } };
+}
+`,
+    );
+    const team = { ...makeTeam(url, flowAgent({ enable_replanner: true, parser: join(dir, "parse.mjs") }), ["planner", "executor", "replanner"]), dir };
+    const { result, events } = await runAll(team, { input: "Area of a circle of radius 5?", traceDir: dir });
+
+    expect(result).toMatchObject({ result_type: "answer", answer: "The area is 78.54" });
+    expect(ofType(events, "plan.created").map((e) => e.steps)).toEqual([["find the radius", "compute the area"]]);
+    // The replies are the parser's to read: the queries carry no JSON format instructions.
+    expect(queryOf(requestsOf("planner")[0]!)).toBe("Area of a circle of radius 5?");
+    expect(queryOf(requestsOf("replanner")[0]!)).not.toContain("JSON");
+  });
+
+  it("sends a parser's result that fails the schema back once, then fails in one line; a parser that cannot load is one line too", async () => {
+    const { url } = await serve({ planner: () => answer("nothing useful"), executor: executeEcho });
+    const dir = traceDir();
+    writeFileSync(join(dir, "parse.mjs"), "export function parsePlan(text) { return { steps: [] }; }\n");
+    writeFileSync(join(dir, "broken.mjs"), "export const parsePlan = 42;\n");
+    const run = (parser: string) =>
+      runAll({ ...makeTeam(url, flowAgent({ parser: join(dir, parser) }), ["planner", "executor"]), dir }, { input: "go", traceDir: dir });
+
+    const { result } = await run("parse.mjs");
+    expect(result.error?.message).toBe(
+      "planner 'planner' gave no valid Plan, even after one repair: the parser's result does not match the schema: /steps must NOT have fewer than 1 items",
+    );
+    expect(queryOf(requestsOf("planner")[1]!)).toContain("It cannot be used: the parser's result does not match the schema");
+    const broken = await run("broken.mjs");
+    expect(broken.result.result_type).toBe("error");
+    expect(broken.result.error?.message).toMatch(/^parser module .*broken\.mjs: parsePlan must be a function$/);
   });
 
   it("sends a malformed plan back once for repair", async () => {

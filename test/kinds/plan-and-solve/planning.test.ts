@@ -4,7 +4,7 @@ import type { RunEvent } from "../../../src/events/types.js";
 import { reviewPlan } from "../../../src/kinds/plan-and-solve/todo-tools.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer } from "../../support/openai-server.js";
 import { writeTeam } from "../../support/team.js";
-import { call, calls, runPlan, todos } from "../../support/plan-and-solve.js";
+import { call, calls, runPlan, todos, walked } from "../../support/plan-and-solve.js";
 
 const servers: OpenAIServer[] = [];
 afterEach(async () => {
@@ -96,7 +96,8 @@ describe("PLANNING is reviewed and comes first", () => {
     const file = team(server.url);
     writeFileSync(file, readFileSync(file, "utf8").replace("terminate]\n  other:", "terminate]\n    verify: model\n  other:"));
     expect(readFileSync(file, "utf8")).toContain("verify: model");
-    const { events } = await runPlan(file, "Area and circumference of a circle of radius 5?");
+    // Asked without listing its parts, so only the model can see the gap (a listed part is checked without it, below).
+    const { events } = await runPlan(file, "How large is a circle of radius 5, and how long is its edge?");
     const results = finished(events)
       .filter((e) => e.tool === "validate_plan")
       .map((e) => e.result as { valid: boolean; problems: string[] });
@@ -109,13 +110,43 @@ describe("PLANNING is reviewed and comes first", () => {
     expect(reviews).toBe(2);
   });
 
-  it("reminds a model that skips write_todos once, without running its tool; then lets it work", async () => {
+  it("by default (verify: checks), validate_plan flags a part the request lists that no item mentions, without a model call", async () => {
+    let n = 0;
+    const server = await startOpenAIServer({
+      respond() {
+        const step = n++;
+        if (step === 0) return calls(call("p1", "write_todos", todos("Compute the area with the calculator")), call("v1", "validate_plan", {}));
+        return calls(
+          call("p2", "write_todos", todos("Compute the area with the calculator", "Compute the circumference with the calculator")),
+          call("v2", "validate_plan", {}),
+          call("t", "terminate", { answer: "unused" }),
+        );
+      },
+    });
+    servers.push(server);
+    const { events } = await runPlan(team(server.url), "What are the area and circumference of a circle with radius 5 meters?");
+    const results = finished(events)
+      .filter((e) => e.tool === "validate_plan")
+      .map((e) => e.result as { valid: boolean; problems: string[] });
+    expect(results[0]).toEqual({
+      valid: false,
+      problems: ["Coverage: the request asks for the circumference, which no item mentions"],
+      advice: "Fix these problems with write_todos, then continue.",
+    });
+    expect(results[1]).toMatchObject({ valid: true, problems: [] });
+    expect(events.some((e) => e.type === "llm.response" && e.action_type === "REVIEW_PLAN")).toBe(false);
+  });
+
+  it("requires a plan before work tools: each call before write_todos is refused unrun, in PLANNING.AnalyzeProblem, never SOLVING", async () => {
     const bodies: ChatBody[] = [];
     const server = await startOpenAIServer({
       respond(body, index) {
         bodies.push(body);
         if (index === 0) return calls(call("a1", "calculator", { expression: "round(pi * 5^2, 2)" }), call("a2", "calculator", { expression: "1 + 1" }));
-        if (index === 1) return calls(call("a3", "calculator", { expression: "round(pi * 5^2, 2)" })); // still no plan: runs now
+        if (index === 1) return calls(call("a3", "calculator", { expression: "round(pi * 5^2, 2)" })); // still no plan: refused again
+        if (index === 2)
+          return calls(call("p", "write_todos", todos("Compute the area with the calculator")), call("a4", "calculator", { expression: "round(pi * 5^2, 2)" }));
+        if (index === 3) return calls(call("d", "update_todo_item", { index: 1, status: "completed" }));
         return calls(call("t", "terminate", { answer: "78.54 m²" }));
       },
     });
@@ -126,10 +157,37 @@ describe("PLANNING is reviewed and comes first", () => {
     expect(calcs.map((e) => [e.call_id, e.ok])).toEqual([
       ["a1", false],
       ["a2", false],
-      ["a3", true],
+      ["a3", false],
+      ["a4", true],
     ]);
-    expect(calcs[0]?.error).toMatch(/^Plan first: write the todo list with write_todos/);
+    expect(calcs[0]?.error).toBe("Plan first: write the todo list with write_todos (one concrete step per item), then do the steps. This call was not run.");
     expect(toolMessage(bodies[1]!, "a1")).toContain("Plan first");
+    expect(toolMessage(bodies[2]!, "a3")).toContain("Plan first");
+    // Each refused call is answered where the plan is asked for; SOLVING starts with the first call that runs.
+    const states = walked(events, "plan_and_solve");
+    expect(states.slice(0, states.indexOf("PLANNING.CreatePlan"))).toEqual(["IDLE", "PLANNING.AnalyzeProblem"]);
+    expect(states.filter((s) => s === "SOLVING.ExecuteTool")).toHaveLength(2); // a4, then the update
+    // The refusals are no model calls: five replies, five requests.
+    expect(bodies).toHaveLength(5);
+  });
+
+  it("plan: optional lets work tools run before any plan", async () => {
+    const server = await startOpenAIServer({
+      respond(_body, index) {
+        if (index === 0) return calls(call("a1", "calculator", { expression: "round(pi * 5^2, 2)" }));
+        return calls(call("t", "terminate", { answer: "78.54 m²" }));
+      },
+    });
+    servers.push(server);
+    const file = team(server.url);
+    writeFileSync(file, readFileSync(file, "utf8").replace("terminate]\n  other:", "terminate]\n    plan: optional\n  other:"));
+    const { result, events } = await runPlan(file, "Area of a circle of radius 5?");
+    expect(result).toMatchObject({ result_type: "answer", answer: "78.54 m²" });
+    expect(
+      finished(events)
+        .filter((e) => e.tool === "calculator")
+        .map((e) => e.ok),
+    ).toEqual([true]);
   });
 
   it("reviewPlan: tools named in items are checked against the agent's own", () => {

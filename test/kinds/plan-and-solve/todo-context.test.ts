@@ -230,3 +230,20 @@ describe("todo tools", () => {
     ]);
   });
 });
+
+describe("an item that names a tool", () => {
+  it("is completed, by hand or automatically, only once that tool ran for it", () => {
+    const todos = new TodoLoopContext({ session_id: "s1", emit: () => {}, complete_after: 2, block_after: 2, work_tools: ["calculator", "knowledge_lookup"] });
+    todos.replace([{ content: "Compute the area with the calculator" }, { content: "Write the answer" }]);
+    todos.begin();
+    // Two lookups succeed: enough for the heuristics, not for an item that names the calculator.
+    todos.track(true, "knowledge_lookup");
+    todos.track(true, "knowledge_lookup");
+    expect(statuses(todos)).toEqual(["in_progress", "pending"]);
+    expect(() => todos.update(1, "completed")).toThrow(/^Cannot mark item 1 completed: it names calculator, which has not been called for it/);
+    expect(todos.unbacked()).toEqual([{ index: 1, content: "Compute the area with the calculator", tool: "calculator" }]);
+    todos.track(true, "calculator");
+    expect(statuses(todos)).toEqual(["completed", "pending"]);
+    expect(todos.unbacked()).toEqual([]);
+  });
+});

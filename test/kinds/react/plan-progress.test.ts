@@ -1,7 +1,7 @@
 /**
  * The chat stream says which plan steps are done (docs/design/react-design.md): a react model
- * that plans again marks the steps it finished with [x], and its answer
- * finishes the plan; `plan.updated.finished` counts them.
+ * that plans again marks the steps it finished with [x], in any order;
+ * `plan.updated.done` lists them and `finished` counts them.
  */
 import { afterEach, expect, it } from "vitest";
 import { loadTeam } from "../../../src/config/load.js";
@@ -15,12 +15,15 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-it("reports finished steps as the model marks them, and all of them at the answer", async () => {
+it("reports the steps the model marks done, in any order and by identity; the answer finishes no other", async () => {
   const replies: Reply[] = [
-    { content: reactReply("PLAN", { plan: "1. Compute the area.\n2. Compute the circumference.\n3. Answer." }) },
-    { content: null, tool_calls: [{ name: "calculator", arguments: { expression: "round(pi * 25, 2)" } }] },
-    { content: reactReply("PLAN", { plan: "1. [x] Compute the area.\n2. Compute the circumference.\n3. Answer." }) },
+    { content: reactReply("PLAN", { plan: "1. Compute the area.\n2. Compute the circumference.\n3. Check the units." }) },
     { content: null, tool_calls: [{ name: "calculator", arguments: { expression: "round(2 * pi * 5, 2)" } }] },
+    // The second step first: done out of order.
+    { content: reactReply("PLAN", { plan: "1. Compute the area.\n2. [x] Compute the circumference.\n3. Check the units." }) },
+    { content: null, tool_calls: [{ name: "calculator", arguments: { expression: "round(pi * 25, 2)" } }] },
+    // Reordered, and the circumference's mark dropped: it stays done, by its text.
+    { content: reactReply("PLAN", { plan: "1. Compute the circumference.\n2. [x] Compute the area.\n3. Check the units." }) },
     { content: reactReply("ANSWER", { answer: "78.54 m² and 31.42 m" }) },
   ];
   const server = await startOpenAIServer({ replies });
@@ -36,17 +39,18 @@ agents:
   const plans = [];
   for await (const e of run.events) if (e.type === "plan.created" || e.type === "plan.updated") plans.push(e);
   expect((await run.result).answer).toBe("78.54 m² and 31.42 m");
-  const steps = ["Compute the area.", "Compute the circumference.", "Answer."];
-  expect(plans.map((p) => [p.type, p.steps, p.type === "plan.updated" ? p.finished : undefined])).toEqual([
-    ["plan.created", steps, undefined],
-    ["plan.updated", steps, 1],
-    ["plan.updated", steps, 3],
+  const first = ["Compute the area.", "Compute the circumference.", "Check the units."];
+  const reordered = ["Compute the circumference.", "Compute the area.", "Check the units."];
+  expect(plans.map((p) => [p.type, p.steps, p.type === "plan.updated" ? p.finished : undefined, p.type === "plan.updated" ? p.done : undefined])).toEqual([
+    ["plan.created", first, undefined, undefined],
+    ["plan.updated", first, 1, [2]],
+    ["plan.updated", reordered, 2, [1, 2]],
   ]);
 });
 
-it("counts done marks from the first step only, in the forms models write them", () => {
-  expect(planProgress("1. [x] a\n2. ✓ b\n3. c")).toEqual({ steps: ["a", "b", "c"], finished: 2 });
-  expect(planProgress("1. [done] a\n2. b\n3. [x] c")).toEqual({ steps: ["a", "b", "c"], finished: 1 });
-  expect(planProgress("- (done) a\n- [X] b")).toEqual({ steps: ["a", "b"], finished: 2 });
-  expect(planProgress("1. a\n2. b")).toEqual({ steps: ["a", "b"], finished: 0 });
+it("reads done marks on any step, in the forms models write them", () => {
+  expect(planProgress("1. [x] a\n2. ✓ b\n3. c")).toEqual({ steps: ["a", "b", "c"], marked: [1, 2] });
+  expect(planProgress("1. [done] a\n2. b\n3. [x] c")).toEqual({ steps: ["a", "b", "c"], marked: [1, 3] });
+  expect(planProgress("- (done) a\n- [X] b")).toEqual({ steps: ["a", "b"], marked: [1, 2] });
+  expect(planProgress("1. a\n2. b")).toEqual({ steps: ["a", "b"], marked: [] });
 });
