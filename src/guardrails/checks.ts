@@ -5,11 +5,11 @@
  * module that throws, a judge that does not answer) trips: a guardrail
  * fails closed.
  */
-import { pathToFileURL } from "node:url";
 import type { Guardrail, GuardrailCheck } from "../config/types.js";
 import { describeError, RuntimeError } from "../errors.js";
 import { parseJsonTolerant } from "../parse/json.js";
 import { runProgram } from "../tools/command.js";
+import { loadTeamModule } from "../tools/module.js";
 import { argsValidator } from "../tools/validate-args.js";
 import { describePii, findPii } from "./pii.js";
 
@@ -101,19 +101,12 @@ async function commandCheck(check: Extract<GuardrailCheck, { kind: "command" }>,
 }
 
 type ModuleCheck = (subject: Subject) => unknown;
-const modules = new Map<string, Promise<ModuleCheck>>();
 
 async function moduleCheck(path: string, subject: Subject): Promise<Trip | undefined> {
-  let loading = modules.get(path);
-  if (!loading) {
-    loading = import(pathToFileURL(path).href).then((m: Record<string, unknown>) => {
-      if (typeof m.default !== "function") throw new RuntimeError("CONFIG_INVALID", `guardrail module ${path} has no default export function`);
-      return m.default as ModuleCheck;
-    });
-    modules.set(path, loading);
-    // A failed load is tried again next time (the file may be fixed).
-    loading.catch(() => modules.delete(path));
-  }
+  // The team's modules load one way (src/tools/module.ts): once, a failed load tried again.
+  const loading = loadTeamModule<ModuleCheck>(path, "guardrail module", (m) =>
+    typeof m.default === "function" ? (m.default as ModuleCheck) : "it has no default export function",
+  );
   let verdict: unknown;
   try {
     verdict = await (await loading)(subject);
