@@ -43,7 +43,12 @@ export interface Spawned {
 
 /** Spawn `runtime serve ARGS --port 0` with `env` added, and resolve once it listens. */
 export async function spawnServe(args: string[], env: Record<string, string> = {}): Promise<Spawned> {
-  const child = spawn(process.execPath, [BIN, "serve", ...args, "--port", "0"], {
+  return spawnRuntime(["serve", ...args, "--port", "0"], env, /listening on (https?:\/\/[^/\s]+)\//);
+}
+
+/** Spawn `runtime ARGS` with `env` added, and resolve once its output matches `ready` (its first group: the URL, if any). */
+export async function spawnRuntime(args: string[], env: Record<string, string>, ready: RegExp): Promise<Spawned> {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -51,18 +56,18 @@ export async function spawnServe(args: string[], env: Record<string, string> = {
   let output = "";
   const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL within 30 s; output: ${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`not ready within 30 s; output: ${output}`)), 30_000);
     const read = (d: Buffer) => {
       output += d.toString();
-      const m = /listening on (https?:\/\/[^/\s]+)\//.exec(output);
-      if (m?.[1]) {
+      const m = ready.exec(output);
+      if (m) {
         clearTimeout(timer);
-        resolve(m[1]);
+        resolve(m[1] ?? "");
       }
     };
     child.stdout.on("data", read);
     child.stderr.on("data", read);
-    child.on("close", (code) => reject(new Error(`runtime serve exited (${code}) before listening: ${output}`)));
+    child.on("close", (code) => reject(new Error(`runtime ${args[0]} exited (${code}) before it was ready: ${output}`)));
   });
   return {
     url,
