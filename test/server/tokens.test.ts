@@ -10,12 +10,15 @@ import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TaskState } from "@a2a-js/sdk";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import OpenAI from "openai";
+import { sqliteStore } from "../../src/store/sqlite/store.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runCli } from "../support/cli.js";
 import { a2aClient, userMessage } from "../support/a2a.js";
-import { approvalTeam, authedFetch, CIRCLE_QUESTION, parseSse, postRun } from "../support/runtime-server.js";
-import { spawnServe, tokensFile, type Spawned } from "../support/tokens.js";
+import { approvalTeam, authedFetch, CIRCLE_QUESTION, parseSse, postRun, readSse } from "../support/runtime-server.js";
+import { spawnRuntime, spawnServe, tokensFile, type Spawned } from "../support/tokens.js";
 import { tempDir } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 90_000 });
@@ -71,6 +74,15 @@ describe("runtime serve --tokens", () => {
     // Nor may bob join her conversation: its history would reach his run.
     expect((await post("bob", "/v1/runs", { input: "hello", session_id: "alice-chat" })).status).toBe(404);
     expect((await json(await as("bob")(`${url}/v1/runs`))).runs).toEqual([]);
+    // Her conversation's stream: her run's events for her, nothing for bob (the stream stays open: read for a second).
+    const sessionEvents = async (who: keyof typeof tokens) => {
+      const seen: string[] = [];
+      const response = await as(who)(`${url}/v1/sessions/alice-chat/events`, { signal: AbortSignal.timeout(1_000) });
+      await readSse(response, (e) => void seen.push(e.data.type)).catch(() => undefined);
+      return seen;
+    };
+    expect(await sessionEvents("alice")).toContain("run.started");
+    expect(await sessionEvents("bob")).toEqual([]);
     // Over the OpenAI-compatible API: her response is not one bob may continue.
     const bobOpenAI = new OpenAI({ baseURL: `${url}/v1`, apiKey: tokens.bob, maxRetries: 0 });
     await expect(bobOpenAI.responses.create({ model: "solver", input: "go on", previous_response_id: `resp_${id}` })).rejects.toMatchObject({
@@ -179,6 +191,45 @@ describe("runtime serve --tokens", () => {
     const { task_id } = (await first.json()) as { task_id: string };
     await parseSse(await (await authedFetch(tokens.busy)(`${url}/v1/runs/${task_id}/events`)).text());
     expect((await start(tokens.busy)).status).toBe(202);
+  });
+
+  it("runtime mcp --http --tokens: a session is its opener's, needs the run scope, and its runs are recorded as the caller's", async () => {
+    const tokens = { alice: newSecret(), bob: newSecret(), reader: newSecret() };
+    const file = tokensFile([
+      { name: "alice", token: tokens.alice, scopes: ["run"] },
+      { name: "bob", token: tokens.bob, scopes: ["run"] },
+      { name: "reader", token: tokens.reader, scopes: ["read"] },
+    ]);
+    const traceDir = tempDir("tokens-mcp-");
+    const served = await spawnRuntime(
+      ["mcp", "teams/circle-react.yaml", "--http", "--port", "0", "--tokens", file, "--trace-dir", traceDir],
+      {},
+      /on (http:\/\/127\.0\.0\.1:\d+\/mcp)/,
+    );
+    spawned.push(served);
+    const connect = async (token: string) => {
+      const client = new Client({ name: "test", version: "1" });
+      const transport = new StreamableHTTPClientTransport(new URL(served.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+      await client.connect(transport);
+      return { client, transport };
+    };
+    await expect(connect(tokens.reader)).rejects.toThrow(/lacks the 'run' scope/);
+    const alice = await connect(tokens.alice);
+    const result = await alice.client.callTool({ name: "solver", arguments: { query: CIRCLE_QUESTION } });
+    const taskId = (result.structuredContent as { task_id: string }).task_id;
+    // Bob naming alice's session reaches nothing.
+    const intrude = await authedFetch(tokens.bob)(served.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": alice.transport.sessionId ?? "" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+    });
+    expect(intrude.status).toBe(404);
+    await alice.client.close();
+    await served.stop();
+    const store = sqliteStore(traceDir);
+    expect(await store.runs.run(taskId)).toMatchObject({ task_id: taskId, caller: "alice" });
+    await store.close();
+    expect(served.output()).not.toContain(tokens.alice);
   });
 
   it("a tokens file with a plain token, an unknown scope, a duplicate name or an unset variable is refused in one located line each", async () => {
