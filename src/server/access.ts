@@ -5,10 +5,19 @@
  * caller that started it, as stored with the run) unless it is `admin`.
  * Someone else's run answers as a run that does not exist: 404.
  */
-import type { RunSummary } from "../store/runs.js";
+import type { RunQueue } from "../queue/run-queue.js";
+import type { RunStore, RunSummary } from "../store/runs.js";
 import { may, type Caller, type Scope } from "./auth.js";
 import { HttpError } from "./http.js";
-import type { ApiContext } from "./runs-api.js";
+import type { LiveRuns } from "./live-runs.js";
+
+/** What the checks read of a request's context (`ApiContext`, src/server/runs-api.ts). */
+interface ApiContext {
+  caller: Caller;
+  store: RunStore;
+  live: LiveRuns;
+  queued?: { queue: RunQueue };
+}
 
 const WHAT: Record<Scope, string> = {
   run: "start or continue runs",

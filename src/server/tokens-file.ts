@@ -47,13 +47,15 @@ let validator: ValidateFunction | undefined;
 
 /** Read a tokens file; every problem throws one ConfigError naming FILE:LINE:COL. `env` holds the `token_env` variables. */
 export function loadTokensFile(file: string, env: Env = process.env): CallerEntry[] {
-  let text: string;
+  const fail = (why: string) => new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read the tokens file: ${why}` }]);
+  let text: string | undefined;
   try {
-    if (statSync(file).size > MAX_FILE_BYTES) throw new Error("larger than 1 MB");
-    text = readFileSync(file, "utf8");
+    // A file past the team file's limit is not read at all.
+    if (statSync(file).size <= MAX_FILE_BYTES) text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read the tokens file: ${describeError(err)}` }]);
+    throw fail(describeError(err));
   }
+  if (text === undefined) throw fail("it is larger than 1 MB");
   return parseTokens(text, file, env);
 }
 

@@ -5,6 +5,7 @@
  * (src/server/access.ts).
  */
 import type { ServerCallContext, User } from "@a2a-js/sdk/server";
+import { unreachable } from "../../errors.js";
 import type { Caller } from "../auth.js";
 
 export class CallerUser implements User {
@@ -21,6 +22,6 @@ export class CallerUser implements User {
 export function callerOf(context: ServerCallContext | undefined): Caller {
   const user = context?.user;
   // Every context is made by the endpoint, with its caller: one without is a bug.
-  if (!(user instanceof CallerUser)) throw new Error("an A2A call without its caller");
+  if (!(user instanceof CallerUser)) unreachable("an A2A call without its caller");
   return user.caller;
 }
