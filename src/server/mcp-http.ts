@@ -24,7 +24,7 @@ export interface McpHttpOptions {
   host: string;
   /** The one token every request presents (a caller with every scope), unless `callers` are given. */
   token?: string;
-  /** Callers with tokens of their own (`--tokens FILE`, src/server/callers.ts): a session is its opener's, and needs the `run` scope. */
+  /** Callers with tokens of their own (`--tokens FILE`, src/server/tokens-file.ts): a session is its opener's, and needs the `run` scope. */
   callers?: readonly CallerEntry[];
   /** Requests per second the token may make, on average. @default 50, as `runtime serve` */
   rate?: number;

@@ -45,7 +45,7 @@ export interface ServerOptions {
   token?: string;
   /**
    * Callers with tokens and scopes of their own (`--tokens FILE`,
-   * src/server/callers.ts), instead of the one `token`: each run belongs to
+   * src/server/tokens-file.ts), instead of the one `token`: each run belongs to
    * the caller that started it (docs/security.md#who-can-reach-what).
    */
   callers?: readonly CallerEntry[];

@@ -1,3 +1,8 @@
+/**
+ * A conversation's events as one stream (docs/sessions.md): the session's
+ * runs the caller may read (src/server/access.ts), then each new one as it
+ * is stored.
+ */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { follow } from "../store/follow.js";
 import type { Watch } from "../store/runs.js";

@@ -1,5 +1,5 @@
 /**
- * The caller of an A2A call (src/server/callers.ts) as the SDK's user of
+ * The caller of an A2A call (src/server/auth.ts) as the SDK's user of
  * its context: the endpoint makes every call's context with one, and the
  * executor and the task store read it to check what the call may reach
  * (src/server/access.ts).
