@@ -104,8 +104,9 @@ export class Gate {
     const given = sha256(presented ?? "");
     let found: CallerEntry | undefined;
     // Every entry is compared, equal lengths each (digests), so the time says nothing of which one matched.
-    for (const c of this.callers) if (timingSafeEqual(given, c.digest) && presented !== undefined) found = c;
-    if (!found) {
+    for (const c of this.callers) if (timingSafeEqual(given, c.digest)) found = c;
+    // No token, or an empty one, is no one's (whatever digest a file holds).
+    if (!found || !presented) {
       throw new HttpError(401, "a token is required: send Authorization: Bearer TOKEN (the token runtime serve printed, --token or RUNTIME_SERVE_TOKEN)", {
         "www-authenticate": 'Bearer realm="runtime"',
       });
