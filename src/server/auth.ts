@@ -93,6 +93,8 @@ export class Gate {
     private readonly callers: readonly CallerEntry[],
     /** Requests per second a caller may make on average, unless its entry says. */
     rate: number,
+    /** Which token a refused request is told to send. */
+    private readonly which = "the token runtime serve printed, --token or RUNTIME_SERVE_TOKEN",
   ) {
     for (const c of callers) {
       const r = c.rate ?? rate;
@@ -107,7 +109,7 @@ export class Gate {
     for (const c of this.callers) if (timingSafeEqual(given, c.digest)) found = c;
     // No token, or an empty one, is no one's (whatever digest a file holds).
     if (!found || !presented) {
-      throw new HttpError(401, "a token is required: send Authorization: Bearer TOKEN (the token runtime serve printed, --token or RUNTIME_SERVE_TOKEN)", {
+      throw new HttpError(401, `a token is required: send Authorization: Bearer TOKEN (${this.which})`, {
         "www-authenticate": 'Bearer realm="runtime"',
       });
     }

@@ -51,7 +51,9 @@ interface Session {
 }
 
 export async function startMcpHttp(options: McpHttpOptions): Promise<McpHttpServer> {
-  const gate = new Gate(options.callers ?? [serveTokenCaller(options.token ?? "")], options.rate ?? 50);
+  const gate = options.callers
+    ? new Gate(options.callers, options.rate ?? 50, "your own, of the tokens file")
+    : new Gate([serveTokenCaller(options.token ?? "")], options.rate ?? 50);
   const maxSessions = options.maxSessions ?? 100;
   const idleMs = options.idleMs ?? 3_600_000;
   const sessions = new Map<string, Session>();

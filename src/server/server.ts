@@ -92,7 +92,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
   const token = options.callers ? "" : (options.token ?? newToken());
-  const gate = new Gate(options.callers ?? [serveTokenCaller(token)], options.rate ?? 50);
+  const gate = options.callers
+    ? new Gate(options.callers, options.rate ?? 50, "your own, of the tokens file")
+    : new Gate([serveTokenCaller(token)], options.rate ?? 50);
   const traceDir = resolveTraceDir(options.traceDir);
   const secrets = teamSecrets(options.team);
   const metrics = new RunMetrics();

@@ -53,6 +53,12 @@ describe("runtime serve --tokens", () => {
     };
     const json = async (response: Response) => JSON.parse(await text(response)) as Record<string, unknown>;
 
+    // No token, or one of no caller: 401, told which token to send.
+    const anonymous = await fetch(`${url}/v1/runs`);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.text()).toMatch(/your own, of the tokens file/);
+    expect((await authedFetch(newSecret())(`${url}/v1/runs`)).status).toBe(401);
+
     // Alice's run pauses for approval; its run.started names her, never her token.
     const { response, events } = await postRun(url, { input: CIRCLE_QUESTION, session_id: "alice-chat" }, tokens.alice);
     expect(response.status).toBe(200);
