@@ -43,6 +43,8 @@ export interface ParseOptions {
   interpolate?: boolean;
   /** What the top level must be, as messages say it. @default "a mapping with version, name, models and agents" */
   expected?: string;
+  /** The top level is a list, not a mapping (a tokens file, docs/server.md#authentication). @default false */
+  list?: boolean;
 }
 
 /** Parse team file text. Problems are returned, never thrown. */
@@ -86,9 +88,9 @@ export function parseTeamText(text: string, file: string, env: Env, options: Par
   const value = walker.node(doc.contents, "", 0);
   if (doc.contents === null || value === null) {
     problems.push({ file, line: 1, col: 1, path: "", message: `the file is empty: expected ${expected}` });
-  } else if (!yaml().isMap(doc.contents) && walker.problems.length === 0) {
+  } else if (!(options.list ? yaml().isSeq(doc.contents) : yaml().isMap(doc.contents)) && walker.problems.length === 0) {
     const { line, col } = lines.linePos(doc.contents.range?.[0] ?? 0);
-    const got = Array.isArray(value) ? "a list" : `'${String(value)}'`;
+    const got = Array.isArray(value) ? "a list" : typeof value === "object" ? "a mapping" : `'${String(value)}'`;
     problems.push({ file, line, col, path: "", message: `expected ${expected}, got ${got}` });
   }
   return { value, source, problems: [...problems, ...walker.problems], unset: walker.unset };

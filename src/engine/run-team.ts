@@ -51,6 +51,11 @@ export interface RunOptions {
   /** Conversation key: a follow-up with the same session continues its state. @default a new id */
   sessionId?: string;
   /**
+   * Who started the run: the name of the server's caller (docs/security.md#who-can-reach-what),
+   * recorded in `run.started` and so with the run as its owner. Never a token.
+   */
+  caller?: string;
+  /**
    * The conversation before `input`, as the caller keeps it (an OpenAI
    * client's earlier messages, docs/protocols.md): the agent sees it as a
    * session's history (docs/sessions.md), instead of the session's stored turns.
@@ -245,7 +250,16 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     };
     const scope = { agent_id: agentName };
     if (resuming) bus.emit({ type: "run.resumed", input: options.input, after_seq: continued?.afterSeq ?? 0 }, scope);
-    else bus.emit({ type: "run.started", input: options.input, ...(inSession ? { session_id } : {}) }, scope);
+    else
+      bus.emit(
+        {
+          type: "run.started",
+          input: options.input,
+          ...(inSession ? { session_id } : {}),
+          ...(options.caller !== undefined ? { caller: options.caller } : {}),
+        },
+        scope,
+      );
     const signal = options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal;
     let outcome: RunResult;
     if (traceError) {

@@ -55,6 +55,8 @@ export type RunEventBody =
       input: string;
       /** The conversation the run belongs to, when its caller named one (docs/sessions.md). */
       session_id?: string;
+      /** The name of the server's caller who started the run, its owner (docs/security.md#who-can-reach-what); never the token. */
+      caller?: string;
     }
   | { type: "agent.started"; kind: string; input: string }
   | {

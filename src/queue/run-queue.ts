@@ -51,6 +51,8 @@ export interface RunRequest {
   history?: Exchange[];
   /** Limits replacing the team's budget (a resume with a larger budget). */
   budget?: Budget;
+  /** The server's caller who asked for it, its owner (`RunOptions.caller`). */
+  caller?: string;
 }
 
 /** A run a worker has claimed: its request and how many times it was claimed (1 the first time). */
@@ -298,6 +300,25 @@ export class RunQueue {
       this.db.pool.query<{ state: RequestState }>(`SELECT state FROM ${S}.run_requests WHERE task_id = $1`, [taskId]),
     );
     return rows[0]?.state;
+  }
+
+  /** Who asked for a run (`RunRequest.caller`): its owner before its run.started is stored; undefined when never queued or asked by no caller. */
+  async callerOf(taskId: string): Promise<string | undefined> {
+    const { rows } = await this.guard("cannot read the run's state", () =>
+      this.db.pool.query<{ caller: string | null }>(`SELECT request_json::jsonb->>'caller' AS caller FROM ${S}.run_requests WHERE task_id = $1`, [taskId]),
+    );
+    return rows[0]?.caller ?? undefined;
+  }
+
+  /** How many runs `caller` asked for are queued or running, on any server of the store (its `runs_max`, docs/security.md). */
+  async liveOf(caller: string): Promise<number> {
+    const { rows } = await this.guard("cannot count runs", () =>
+      this.db.pool.query<{ n: number }>(
+        `SELECT COUNT(*)::int AS n FROM ${S}.run_requests WHERE state IN ('queued', 'running') AND request_json::jsonb->>'caller' = $1`,
+        [caller],
+      ),
+    );
+    return rows[0]?.n ?? 0;
   }
 
   /** Runs queued, running and done (for metrics). */

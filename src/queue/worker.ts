@@ -169,6 +169,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           ...(request.agent !== undefined ? { agent: request.agent } : {}),
           ...(request.session_id !== undefined ? { sessionId: request.session_id } : {}),
           ...(request.history ? { history: request.history } : {}),
+          ...(request.caller !== undefined ? { caller: request.caller } : {}),
           ...(request.budget ? { budget: { ...team.budget, ...request.budget } } : {}),
         };
         let run: TeamRun | undefined;

@@ -17,6 +17,8 @@ export class LiveRun {
   result!: Promise<RunResult>;
   /** The seq of this run's run.finished, once emitted. */
   finishedSeq: number | undefined;
+  /** The caller who started it (`RunOptions.caller`): its owner until its run.started is stored, and its share of `runs_max`. */
+  caller: string | undefined;
 
   /** Bound so it can be handed to `runTeam` as a sink. */
   readonly sink = (event: RunEvent): void => {
@@ -56,9 +58,17 @@ export class LiveRuns {
     return this.runs.get(taskId);
   }
 
+  /** How many of the live runs `caller` started. */
+  countOf(caller: string): number {
+    let n = 0;
+    for (const run of this.runs.values()) if (run.caller === caller) n++;
+    return n;
+  }
+
   /** Start a run of `team`; it is forgotten here once it has finished (its trace stays in the store). */
   start(team: ResolvedTeam, options: Omit<RunOptions, "signal" | "sinks">): LiveRun {
     const live = new LiveRun();
+    live.caller = options.caller;
     // A run emits its first event before it returns; the sink catches it all the same.
     return this.track(
       live,

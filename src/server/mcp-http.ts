@@ -12,7 +12,8 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { Gate, isLoopback, presentedToken, tokenCookie } from "./auth.js";
+import { requireScope } from "./access.js";
+import { Gate, isLoopback, presentedToken, serveTokenCaller, tokenCookie, type CallerEntry } from "./auth.js";
 import { HttpError, sendError } from "./http.js";
 import type { TeamMcpServers } from "./mcp-server.js";
 import { hostnameOf, listen } from "./server.js";
@@ -21,7 +22,10 @@ export interface McpHttpOptions {
   servers: TeamMcpServers;
   port: number;
   host: string;
-  token: string;
+  /** The one token every request presents (a caller with every scope), unless `callers` are given. */
+  token?: string;
+  /** Callers with tokens of their own (`--tokens FILE`, src/server/tokens-file.ts): a session is its opener's, and needs the `run` scope. */
+  callers?: readonly CallerEntry[];
   /** Requests per second the token may make, on average. @default 50, as `runtime serve` */
   rate?: number;
   /** Sessions at once; a new one past it gets 429. @default 100 */
@@ -42,23 +46,27 @@ export const MCP_PATH = "/mcp";
 interface Session {
   transport: StreamableHTTPServerTransport;
   lastSeen: number;
+  /** The caller who opened it: only its requests reach it. */
+  caller: string;
 }
 
 export async function startMcpHttp(options: McpHttpOptions): Promise<McpHttpServer> {
-  const gate = new Gate(options.token, options.rate ?? 50);
+  const gate = options.callers
+    ? new Gate(options.callers, options.rate ?? 50, "your own, of the tokens file")
+    : new Gate([serveTokenCaller(options.token ?? "")], options.rate ?? 50);
   const maxSessions = options.maxSessions ?? 100;
   const idleMs = options.idleMs ?? 3_600_000;
   const sessions = new Map<string, Session>();
   let port = options.port;
 
-  const open = async (): Promise<StreamableHTTPServerTransport> => {
+  const open = async (caller: string): Promise<StreamableHTTPServerTransport> => {
     if (sessions.size >= maxSessions) {
       throw new HttpError(429, `too many MCP sessions (${maxSessions} at most): end one with DELETE, or retry later`, { "retry-after": "1" });
     }
-    const server = options.servers.create();
+    const server = options.servers.create(caller);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
-      onsessioninitialized: (id) => void sessions.set(id, { transport, lastSeen: Date.now() }),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, lastSeen: Date.now(), caller }),
     });
     await server.connect(transport);
     // Closing the transport (DELETE, idle, shutdown) closes the server, which aborts its calls, so their runs.
@@ -75,18 +83,20 @@ export async function startMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
     }
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (path !== MCP_PATH) throw new HttpError(404, `no such endpoint: ${path} (MCP is served at ${MCP_PATH})`);
-    gate.allow(presentedToken(req, tokenCookie(port)));
+    // Every tool of this server starts a run: a session is for callers with the `run` scope.
+    const caller = gate.allow(presentedToken(req, tokenCookie(port)));
+    requireScope(caller, "run");
     const id = req.headers["mcp-session-id"];
     let transport: StreamableHTTPServerTransport;
     if (typeof id === "string") {
       const session = sessions.get(id);
-      // The protocol's answer to an unknown or ended session: 404, and the client starts a new one.
-      if (!session) throw new HttpError(404, "no such MCP session (it ended): start a new one");
+      // The protocol's answer to an unknown or ended session: 404, and the client starts a new one. Another caller's is unknown to this one.
+      if (!session || session.caller !== caller.name) throw new HttpError(404, "no such MCP session (it ended): start a new one");
       session.lastSeen = Date.now();
       transport = session.transport;
     } else {
       if (req.method !== "POST") throw new HttpError(400, "start a session with an initialize request (POST)");
-      transport = await open();
+      transport = await open(caller.name);
       // A first request that was not an initialize leaves no session: nothing of it stays.
       res.once("close", () => {
         if (transport.sessionId === undefined) void transport.close();

@@ -25,8 +25,8 @@ export interface TeamMcpServerOptions {
 
 /** The MCP servers of a team, sharing their runs. */
 export interface TeamMcpServers {
-  /** A server to connect to a transport: one for stdio, one per session over Streamable HTTP. */
-  create(): McpServer;
+  /** A server to connect to a transport: one for stdio, one per session over Streamable HTTP (its runs recorded as `caller`'s). */
+  create(caller?: string): McpServer;
   /** Resolves once no run is going (their traces written). */
   idle(): Promise<void>;
 }
@@ -39,7 +39,7 @@ export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions)
   }
   const runs = new Set<Promise<RunResult>>();
   return {
-    create: () => serverOf(team, agents, options, runs),
+    create: (caller) => serverOf(team, agents, caller === undefined ? options : { ...options, run: { ...options.run, caller } }, runs),
     // Runs still going (their trace being written) when the client went away.
     idle: async () => {
       while (runs.size > 0) await Promise.allSettled([...runs]);

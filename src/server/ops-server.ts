@@ -8,7 +8,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { RuntimeError } from "../errors.js";
-import { Gate, presentedToken } from "./auth.js";
+import { Gate, presentedToken, serveTokenCaller } from "./auth.js";
 import { BASE_HEADERS, HttpError, sendError, sendJson } from "./http.js";
 
 export interface OpsServerOptions {
@@ -25,7 +25,7 @@ export interface OpsServer {
 }
 
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
-  const gate = new Gate(options.token, 10);
+  const gate = new Gate([serveTokenCaller(options.token)], 10);
   const server = createServer((req, res) => {
     void (async () => {
       const path = new URL(req.url ?? "/", "http://localhost").pathname;

@@ -11,10 +11,12 @@ import { whileQueued } from "../queue/follow.js";
 import type { RunQueue } from "../queue/run-queue.js";
 import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRuns } from "./live-runs.js";
-import { EventStream, lastEventId, lastRunEventId } from "./sse.js";
+import { EventStream, lastEventId } from "./sse.js";
+import { checkRun, checkSession, ownRuns, requireScope, mayReach } from "./access.js";
+import type { Caller } from "./auth.js";
 
-/** What the run endpoints share. */
-export interface ApiContext {
+/** What the run endpoints of a server share. */
+export interface ServerContext {
   team: ResolvedTeam;
   traceDir: string;
   /** Where runs are read from (and kept, for runs of this process). */
@@ -32,6 +34,11 @@ export interface ApiContext {
   maxClientBuffer: number;
   /** The run streams being sent: the server lets them end before it closes (its `close()`). */
   streams: Set<Promise<void>>;
+}
+
+/** What a request's handlers get: the server's context and the caller its token names (src/server/access.ts checks what it may reach). */
+export interface ApiContext extends ServerContext {
+  caller: Caller;
 }
 
 /** The body of `POST /v1/runs`. */
@@ -86,8 +93,22 @@ export interface LaunchRequest extends StartRunBody {
   history?: Exchange[];
 }
 
-/** Start a run: queued for workers with a PostgreSQL store, else here (429 past `maxLiveRuns`). */
+/**
+ * Start a run for the request's caller, its owner: queued for workers with a
+ * PostgreSQL store, else here (429 past `maxLiveRuns`, or past the caller's
+ * `runs_max`). The caller needs the `run` scope, and a session it names must be its own.
+ */
 export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<LaunchedRun> {
+  const { caller } = ctx;
+  requireScope(caller, "run");
+  if (body.session_id !== undefined) await checkSession(ctx, body.session_id);
+  if (caller.runsMax !== undefined) {
+    // Counted across the store's servers with a queue; two requests at the same moment may both pass.
+    const going = ctx.queued ? await ctx.queued.queue.liveOf(caller.name) : ctx.live.countOf(caller.name);
+    if (going >= caller.runsMax) {
+      throw new HttpError(429, `caller ${caller.name} has ${going} runs in progress, its runs_max; retry when one has finished`, { "retry-after": "1" });
+    }
+  }
   if (ctx.queued) {
     const task_id = newId();
     await ctx.queued.queue.enqueue({
@@ -97,6 +118,7 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
       ...(body.agent !== undefined ? { agent: body.agent } : {}),
       ...(body.session_id !== undefined ? { session_id: body.session_id } : {}),
       ...(body.history ? { history: body.history } : {}),
+      caller: caller.name,
     });
     return { task_id, more: whileQueued(ctx.queued.queue, task_id) };
   }
@@ -109,6 +131,7 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
     ...(body.agent !== undefined ? { agent: body.agent } : {}),
     ...(body.session_id !== undefined ? { sessionId: body.session_id } : {}),
     ...(body.history ? { history: body.history } : {}),
+    caller: caller.name,
   });
   return {
     task_id: run.task_id,
@@ -154,6 +177,7 @@ function prefersAsync(req: IncomingMessage): boolean {
  * while the run is live in this process, each new one until run.finished.
  */
 export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
+  await checkRun(ctx, taskId, "read");
   const after = lastEventId(req.headers["last-event-id"]);
   const state = ctx.queued ? await ctx.queued.queue.stateOf(taskId) : undefined;
   const going = ctx.queued ? state === "queued" || state === "running" : ctx.live.get(taskId) !== undefined;
@@ -205,84 +229,9 @@ function whileLive(live: LiveRuns, taskId: string): NonNullable<FollowOptions["m
   };
 }
 
-/**
- * `GET /v1/sessions/:session_id/events`: the events of every run of a
- * conversation (docs/sessions.md), oldest run first, then those of its runs
- * as they are stored, whichever run of this server or worker of its store
- * runs them, until the client leaves. Ids are `<task_id>:<seq>`; a
- * reconnecting client's Last-Event-ID resumes after that event.
- */
-export async function streamSession(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, sessionId: string): Promise<void> {
-  if (!/^[\w.:-]{1,128}$/.test(sessionId)) throw new HttpError(400, "a session id is 1-128 characters of letters, digits, '_', '-', '.', ':'");
-  const after = lastRunEventId(req.headers["last-event-id"]);
-  const stream = new EventStream(res, { "x-session-id": sessionId }, ctx.maxClientBuffer, "run");
-  const gone = new AbortController();
-  /** The session's runs, oldest first; per run the last seq sent (MAX_SAFE_INTEGER: all the client had). */
-  const runs: string[] = [];
-  const sent = new Map<string, number>();
-  /** Runs heard of since they were last read; runs heard of that may be new to the session; runs of other sessions. */
-  const pending = new Set<string>();
-  const unknown = new Set<string>();
-  const foreign = new Set<string>();
-  let relist = true;
-  let wake = (): void => {};
-  stream.onClose(() => {
-    gone.abort();
-    wake();
-  });
-  let watch: Watch | undefined;
-  try {
-    // Listening before the first read: a commit after it is heard, one before it is read.
-    watch = await ctx.store.watch("*", (task) => {
-      if (task === "*") {
-        relist = true;
-        for (const run of runs) pending.add(run);
-      } else if (sent.has(task)) pending.add(task);
-      else if (!foreign.has(task)) {
-        unknown.add(task);
-        relist = true;
-      }
-      wake();
-    });
-    for (let first = true; stream.open; first = false) {
-      if (relist) {
-        relist = false;
-        const heard = [...unknown];
-        unknown.clear();
-        const listed = (await ctx.store.listRuns({ session: sessionId, limit: 1000 })).reverse().map((r) => r.task_id);
-        for (const task of listed) {
-          if (sent.has(task)) continue;
-          runs.push(task);
-          sent.set(task, 0);
-          pending.add(task);
-        }
-        // A run's first commit holds its run.started, so a run heard of and not listed is another session's.
-        for (const task of heard) if (!sent.has(task)) foreign.add(task);
-        if (first && after) {
-          // What the client had: every run before its last one, and that one up to its last event.
-          const at = runs.indexOf(after.task_id);
-          for (const task of runs.slice(0, Math.max(at, 0))) sent.set(task, Number.MAX_SAFE_INTEGER);
-          if (at >= 0) sent.set(after.task_id, after.seq);
-        }
-      }
-      for (const task of runs) {
-        if (!pending.delete(task) || sent.get(task) === Number.MAX_SAFE_INTEGER) continue;
-        for await (const { event } of follow(ctx.store, task, sent.get(task) ?? 0, { more: () => false, signal: gone.signal })) {
-          if (!(await stream.sendPaced(event))) return;
-          sent.set(task, event.seq);
-        }
-      }
-      if (pending.size === 0 && !relist && stream.open) await new Promise<void>((resolve) => (wake = resolve));
-    }
-  } catch {
-    stream.end();
-  } finally {
-    watch?.close();
-  }
-}
-
 /** `GET /v1/runs/:task_id`: the run's summary and every event. */
 export async function getRun(ctx: ApiContext, res: ServerResponse, taskId: string): Promise<void> {
+  await checkRun(ctx, taskId, "read");
   const run = await ctx.store.run(taskId);
   if (!run) throw new HttpError(404, `no run with task_id ${taskId}`);
   const events = await ctx.store.eventsOfTask(taskId);
@@ -306,6 +255,7 @@ export async function listRuns(ctx: ApiContext, res: ServerResponse, query: URLS
   const status = RUN_STATUSES.find((s) => s === given);
   if (given !== null && given !== "" && status === undefined) throw new HttpError(400, `status must be one of ${RUN_STATUSES.join(", ")}, got "${given}"`);
   const runs = await ctx.store.listRuns({
+    ...ownRuns(ctx),
     limit,
     ...(agent !== null && agent !== "" ? { agent } : {}),
     ...(session !== null && session !== "" ? { session } : {}),
@@ -316,8 +266,12 @@ export async function listRuns(ctx: ApiContext, res: ServerResponse, query: URLS
 
 /** `GET /v1/traces/:trace_id`: the events of one recursion. */
 export async function getTrace(ctx: ApiContext, res: ServerResponse, traceId: string): Promise<void> {
+  requireScope(ctx.caller, "read");
   const events: RunEvent[] = await ctx.store.eventsOfTrace(traceId);
-  if (events.length === 0) throw new HttpError(404, `no events with trace_id ${traceId}`);
+  const runs = [...new Set(events.map((e) => e.task_id))];
+  // A recursion of someone else's run is as one that does not exist.
+  const reachable = await Promise.all(runs.map((task) => mayReach(ctx, task, "read")));
+  if (events.length === 0 || reachable.includes(false)) throw new HttpError(404, `no events with trace_id ${traceId}`);
   sendJson(res, 200, { trace_id: traceId, events });
 }
 
@@ -326,6 +280,7 @@ export async function getTrace(ctx: ApiContext, res: ServerResponse, traceId: st
  * its journal in this server; follow it with `GET .../events`.
  */
 export async function resumeRunApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, taskId: string): Promise<void> {
+  await checkRun(ctx, taskId, "run");
   const body = await readJsonBody(req, ctx.maxBodyBytes, { optional: true });
   const budget = parseBudget(body);
   await resumeLive(ctx, taskId, budget);
@@ -368,6 +323,7 @@ export async function approveRun(
   taskId: string,
   options: { decision: "approve" | "deny"; call?: string; reason?: string },
 ): Promise<{ task_id: string; decided: PendingApproval[]; waiting: PendingApproval[]; resumed: boolean }> {
+  await checkRun(ctx, taskId, "approve");
   if (ctx.live.get(taskId)) throw new HttpError(409, `run ${taskId} is going on; it is not waiting for an approval`);
   // The whole id, as on every route: the CLI's shortened ids (TraceStore.taskIdsMatching) are for people typing.
   if ((await ctx.store.lastSeq(taskId)) === 0) throw new HttpError(404, `no run with task_id ${taskId}`);
@@ -379,7 +335,7 @@ export async function approveRun(
 }
 
 /** `FollowOptions.more` for a run of this server: while a worker holds it (a PostgreSQL store), else while it is live here. */
-export function moreOf(ctx: ApiContext, taskId: string): NonNullable<FollowOptions["more"]> {
+export function moreOf(ctx: ServerContext, taskId: string): NonNullable<FollowOptions["more"]> {
   return ctx.queued ? whileQueued(ctx.queued.queue, taskId) : whileLive(ctx.live, taskId);
 }
 

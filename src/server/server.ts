@@ -10,12 +10,14 @@ import { sqliteStore } from "../store/sqlite/store.js";
 import type { Store } from "../store/store.js";
 import { RunQueue } from "../queue/run-queue.js";
 import { RunMetrics } from "../telemetry/metrics.js";
-import { Gate, isLoopback, newToken, presentedToken, tokenCookie } from "./auth.js";
+import { Gate, isLoopback, newToken, presentedToken, serveTokenCaller, tokenCookie, type CallerEntry } from "./auth.js";
 import { BASE_HEADERS, HttpError, httpStatusOf, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
 import { MAX_CLIENT_BUFFER } from "./sse.js";
-import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, streamSession, type ApiContext } from "./runs-api.js";
+import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, type ApiContext, type ServerContext } from "./runs-api.js";
+import { streamSession } from "./session-stream.js";
+import { requireScope } from "./access.js";
 import { teamInfo } from "./team-info.js";
 import { isOpenAIPath, sendOpenAIError, serveOpenAI, type OpenAIEndpoint } from "./openai/index.js";
 import type { A2AEndpoint } from "./a2a/endpoint.js";
@@ -41,6 +43,12 @@ export interface ServerOptions {
    * non-loopback address refuses to start without one given.
    */
   token?: string;
+  /**
+   * Callers with tokens and scopes of their own (`--tokens FILE`,
+   * src/server/tokens-file.ts), instead of the one `token`: each run belongs to
+   * the caller that started it (docs/security.md#who-can-reach-what).
+   */
+  callers?: readonly CallerEntry[];
   /** Bytes that may wait for one SSE client before it is dropped (it reconnects with Last-Event-ID). @default 262144 */
   maxClientBuffer?: number;
   /** Requests per second the token may make on average. @default 50 */
@@ -62,7 +70,7 @@ export interface RunningServer {
   /** Base URL, e.g. `http://127.0.0.1:8787`. */
   url: string;
   port: number;
-  /** The token requests must present. */
+  /** The token requests must present; empty when `callers` were given (each has its own). */
   token: string;
   /** The page's URL with the token, as printed at start: opening it logs the browser in. */
   pageUrl: string;
@@ -76,14 +84,17 @@ export const DEFAULT_HOST = "127.0.0.1";
 /** Start the HTTP server of `runtime serve` over one loaded team. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const host = options.host ?? DEFAULT_HOST;
-  if (!isLoopback(host) && !options.token) {
+  if (options.token !== undefined && options.callers !== undefined) throw new RuntimeError("USAGE", "give either a token or a tokens file, not both");
+  if (!isLoopback(host) && !options.token && !options.callers) {
     throw new RuntimeError(
       "USAGE",
       `refusing to listen on ${host} with a token anyone could have missed: give your own with --token or RUNTIME_SERVE_TOKEN (and use --tls-cert/--tls-key or a TLS proxy beyond this machine)`,
     );
   }
-  const token = options.token ?? newToken();
-  const gate = new Gate(token, options.rate ?? 50);
+  const token = options.callers ? "" : (options.token ?? newToken());
+  const gate = options.callers
+    ? new Gate(options.callers, options.rate ?? 50, "your own, of the tokens file")
+    : new Gate([serveTokenCaller(token)], options.rate ?? 50);
   const traceDir = resolveTraceDir(options.traceDir);
   const secrets = teamSecrets(options.team);
   const metrics = new RunMetrics();
@@ -107,7 +118,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await queued?.queue.close();
     await embedded?.close();
   };
-  const ctx: ApiContext = {
+  const ctx: ServerContext = {
     team: options.team,
     traceDir,
     store: (options.store ?? embedded)!.runs,
@@ -159,11 +170,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     // A2A clients read the card before they have a token; it names the team's agents and the scheme (docs/protocols.md#a2a).
     if (route.name === "agentCard") return (await a2a()).card(req, res);
-    gate.allow(presentedToken(req, tokenCookie(port), route.name === "page" ? url.searchParams : undefined));
+    const presented = presentedToken(req, tokenCookie(port), route.name === "page" ? url.searchParams : undefined);
+    // Every route below is the caller's: what it may reach is checked where a run is named (src/server/access.ts).
+    const rctx: ApiContext = { ...ctx, caller: gate.allow(presented) };
     if (route.name === "page" && url.searchParams.has("token")) {
       // The page's link carries the token once: it becomes a cookie and leaves the address bar.
       url.searchParams.delete("token");
-      const cookie = `${tokenCookie(port)}=${token}; HttpOnly; SameSite=Strict; Path=/${options.tls ? "; Secure" : ""}`;
+      const cookie = `${tokenCookie(port)}=${presented}; HttpOnly; SameSite=Strict; Path=/${options.tls ? "; Secure" : ""}`;
       res.writeHead(303, { ...BASE_HEADERS, location: `${url.pathname}${url.search}`, "set-cookie": cookie }).end();
       return;
     }
@@ -184,26 +197,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       case "team":
         return sendJson(res, 200, teamInfo(ctx.team));
       case "startRun":
-        return startRun(ctx, req, res);
+        return startRun(rctx, req, res);
       case "listRuns":
-        return listRuns(ctx, res, url.searchParams);
+        return listRuns(rctx, res, url.searchParams);
       case "getRun":
-        return getRun(ctx, res, route.id);
+        return getRun(rctx, res, route.id);
       case "runEvents":
-        return streamEvents(ctx, req, res, route.id);
+        return streamEvents(rctx, req, res, route.id);
       case "trace":
-        return getTrace(ctx, res, route.id);
+        return getTrace(rctx, res, route.id);
       case "sessionEvents":
-        return streamSession(ctx, req, res, route.id);
+        return streamSession(rctx, req, res, route.id);
       case "resumeRun":
-        return resumeRunApi(ctx, req, res, route.id);
+        return resumeRunApi(rctx, req, res, route.id);
       case "approvals":
-        return decideApprovals(ctx, req, res, route.id);
+        return decideApprovals(rctx, req, res, route.id);
       case "openai":
-        return serveOpenAI(ctx, req, res, route.endpoint, route.id);
+        return serveOpenAI(rctx, req, res, route.endpoint, route.id);
       case "a2a":
-        return (await a2a()).rpc(req, res);
+        return (await a2a()).rpc(req, res, rctx.caller);
       case "metrics": {
+        // How busy the whole server is, every caller's runs counted.
+        requireScope(rctx.caller, "admin");
         const counts = queued ? await queued.queue.counts() : undefined;
         const gauges = {
           runtime_runs_live: { help: "Runs this server is running or streaming now.", value: ctx.live.size },
@@ -244,7 +259,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     url: base,
     port,
     token,
-    pageUrl: `${base}/?token=${encodeURIComponent(token)}`,
+    pageUrl: token ? `${base}/?token=${encodeURIComponent(token)}` : `${base}/`,
     async close() {
       await ctx.live.cancelAll();
       // The cancelled runs' streams send their run.finished once it is stored (one commit later), then end;

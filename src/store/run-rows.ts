@@ -17,6 +17,7 @@ export interface RunRow {
   answer: string | null;
   error: string | null;
   usage_json: string | null;
+  caller: string | null;
 }
 
 /** A run's summary from its row. */
@@ -33,6 +34,7 @@ export function toSummary(row: RunRow): RunSummary {
   if (row.answer !== null) summary.answer = row.answer;
   if (row.error !== null) summary.error = row.error;
   if (row.usage_json !== null) summary.usage = JSON.parse(row.usage_json) as Usage;
+  if (row.caller !== null) summary.caller = row.caller;
   return summary;
 }
 

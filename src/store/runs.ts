@@ -19,6 +19,8 @@ export interface RunSummary {
   answer?: string;
   error?: string;
   usage?: Usage;
+  /** The caller of `runtime serve` who started it (`run.started.caller`, docs/security.md); unset for runs started otherwise. */
+  caller?: string;
 }
 
 /** How a run stands: ended so (`answer`, `error`, `paused`), or not finished (`running`: going on, or its process died). */
@@ -33,6 +35,8 @@ export interface RunQuery {
   session?: string;
   /** Runs with this status. */
   status?: RunStatus;
+  /** Runs this caller started (`RunSummary.caller`). */
+  caller?: string;
   /** @default 20 */
   limit?: number;
 }

@@ -18,7 +18,8 @@ const OUTCOMES = ["answer", "error", "paused", "running"] as const;
 /**
  * Run `i`: entry agent `pipeline` (every third run `solo`), which calls
  * `helper` in every other run; it ends by turns in answer, error, paused or
- * not at all; runs 0..9 belong to the session `chat`.
+ * not at all; runs 0..9 belong to the session `chat`; every fifth run was
+ * started by the caller `alice`, the one after it by `bob`, the rest by no caller.
  */
 function runEvents(i: number): RunEvent[] {
   const task = `task-${String(i).padStart(4, "0")}`;
@@ -27,7 +28,7 @@ function runEvents(i: number): RunEvent[] {
   let seq = 0;
   const event = (body: RunEventBody, agent = entry): RunEvent => ({ ...body, seq: ++seq, ts: minute, task_id: task, agent_id: agent }) as RunEvent;
   const events = [
-    event({ type: "run.started", input: `question ${i}`, ...(i < 10 ? { session_id: "chat" } : {}) }),
+    event({ type: "run.started", input: `question ${i}`, ...(i < 10 ? { session_id: "chat" } : {}), ...(CALLERS[i % 5] ? { caller: CALLERS[i % 5] } : {}) }),
     event({ type: "agent.started", kind: "react", input: "" }),
   ];
   if (i % 2 === 0) events.push(event({ type: "agent.started", kind: "react", input: "" }, "helper"));
@@ -37,6 +38,7 @@ function runEvents(i: number): RunEvent[] {
   return events;
 }
 
+const CALLERS = ["alice", "bob"];
 const RUNS = 1_200;
 const ALL = Array.from({ length: RUNS }, (_, i) => runEvents(i));
 
@@ -49,6 +51,7 @@ function expected(query: RunQuery): string[] {
     if (query.agent !== undefined && !agents.includes(query.agent)) continue;
     if (query.status !== undefined && OUTCOMES[i % 4] !== query.status) continue;
     if (query.session !== undefined && !(query.session === "chat" && i < 10)) continue;
+    if (query.caller !== undefined && CALLERS[i % 5] !== query.caller) continue;
     ids.push(`task-${String(i).padStart(4, "0")}`);
   }
   return ids.slice(0, query.limit ?? 20);
@@ -66,6 +69,10 @@ const QUERIES: RunQuery[] = [
   { session: "chat", status: "answer" },
   { session: "chat", agent: "helper", status: "running" },
   { status: "error", agent: "nobody" },
+  { caller: "alice", limit: 1000 },
+  { caller: "bob", session: "chat" },
+  { caller: "alice", status: "paused", agent: "helper" },
+  { caller: "mallory" },
 ];
 
 /** An append, whether the adapter answers at once or with a promise. */
@@ -241,6 +248,10 @@ describe.each(adapters())("runs on $name", (adapter) => {
     }
     // More answered runs than a store reading a thousand rows and filtering them could find.
     expect(await runs.listRuns({ status: "answer", limit: 1000 })).toHaveLength(300);
+    // A run's owner is in its summary (run.started.caller), and only there: runs started by no caller have none.
+    expect((await runs.run("task-0005"))?.caller).toBe("alice");
+    expect((await runs.run("task-0006"))?.caller).toBe("bob");
+    expect(await runs.run("task-0007")).not.toHaveProperty("caller");
   });
 
   it("a shortened task id names the one run whose id it begins or ends, compared exactly", async () => {

@@ -116,13 +116,13 @@ describe("TraceStore", () => {
     expect(rows).toEqual([{ session_id: "chat-1", task_id: "task-s", started_at: "2025-03-01T10:00:00.000Z" }]);
   });
 
-  test("uses the WAL journal, records schema_version 6, stores a run's events in batches and indexes them by task and recursion", () => {
+  test("uses the WAL journal, records schema_version 7, stores a run's events in batches and indexes them by task and recursion", () => {
     const dir = tempDir();
     openStore(dir).append(todoRun("t")[0]!);
     const db = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
+      expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "7" });
       const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
       expect(tables).toContain("event_batches");
       expect(tables).not.toContain("events");
@@ -175,7 +175,7 @@ describe("TraceStore", () => {
     expect(() => store.appendMany([a[2]!, b[1]!])).toThrow(/UNIQUE constraint failed: event_batches.first_seq/);
   });
 
-  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 6", () => {
+  test("a store written by schema_version 1 (fixture) keeps loading, reading and taking appends, migrated to 7", () => {
     const dir = tempDir();
     const db = new Database(join(dir, TRACE_DB_FILE));
     db.exec(readFileSync(fileURLToPath(new URL("./fixtures/traces-v1.sql", import.meta.url)), "utf8"));
@@ -239,7 +239,7 @@ describe("TraceStore", () => {
     expect(() => store.append({ ...todoRun("after-v4")[0]! })).toThrow(/UNIQUE/);
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
-      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
+      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "7" });
       const tables = check.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string; sql: string }[];
       expect(tables.map((t) => t.name)).not.toContain("events_old");
       expect(tables.map((t) => t.name)).not.toContain("journal_old");
@@ -279,7 +279,7 @@ describe("TraceStore", () => {
     expect(() => store.appendMany([old[old.length - 1]!])).toThrow(/UNIQUE/);
     const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
     try {
-      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "6" });
+      expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "7" });
       expect(check.prepare("SELECT type, name FROM sqlite_master WHERE name LIKE 'events%' ORDER BY name").all()).toEqual([
         { type: "view", name: "events" },
         { type: "trigger", name: "events_insert" },
@@ -344,13 +344,32 @@ describe("TraceStore", () => {
     for (const t of ["old-0", "old-150", "old-299"]) expect(store.eventsOfTask(t)).toEqual(old.filter((e) => e.task_id === t));
   });
 
+  test("a store of schema_version 6 gains the runs' caller: its runs keep no owner, new runs are listed by caller", () => {
+    const dir = tempDir();
+    const [started] = todoRun("old");
+    TraceStore.open(dir).close();
+    const db = new Database(join(dir, TRACE_DB_FILE));
+    // Version 6 as it was: no caller column, nor its index.
+    db.exec("DROP INDEX runs_caller; ALTER TABLE runs DROP COLUMN caller; UPDATE meta SET value = '6' WHERE key = 'schema_version';");
+    db.prepare("INSERT INTO runs (task_id, agent_id, input, started_at) VALUES ('old', 'a', 'q', '2025-01-01T00:00:00.000Z')").run();
+    db.close();
+    const store = openStore(dir);
+    store.append({ ...started!, task_id: "new", caller: "alice" } as RunEvent);
+    expect(store.run("old")?.caller).toBeUndefined();
+    expect(store.run("new")?.caller).toBe("alice");
+    expect(store.listRuns({ caller: "alice" }).map((r) => r.task_id)).toEqual(["new"]);
+    const check = new Database(join(dir, TRACE_DB_FILE), { readonly: true });
+    expect(check.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: "7" });
+    check.close();
+  });
+
   test("refuses a store written by a newer schema, with a clear message", () => {
     const dir = tempDir();
     TraceStore.open(dir).close();
     const db = new Database(join(dir, TRACE_DB_FILE));
-    db.prepare("UPDATE meta SET value = '7' WHERE key = 'schema_version'").run();
+    db.prepare("UPDATE meta SET value = '8' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => TraceStore.open(dir)).toThrow(/schema_version 7, newer than this runtime supports \(6\)/);
+    expect(() => TraceStore.open(dir)).toThrow(/schema_version 8, newer than this runtime supports \(7\)/);
   });
 
   test("a reader does not create a missing store, and a file that is not a database is reported in one line", () => {

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { describeError } from "../../errors.js";
-import { isLoopback } from "../../server/auth.js";
+import { isLoopback, type CallerEntry } from "../../server/auth.js";
 import type { TeamMcpServers } from "../../server/mcp-server.js";
 import { loadTeamOrReport } from "../load-team.js";
 import { EXIT, type SetExit } from "../exit.js";
@@ -13,6 +13,7 @@ interface McpOptions {
   port: string;
   host: string;
   token?: string;
+  tokens?: string;
 }
 
 /**
@@ -33,6 +34,7 @@ export function registerMcp(program: Command, setExit: SetExit): void {
     .option("-p, --port <n>", "with --http: port to listen on; 0 picks a free one", "8788")
     .option("-H, --host <host>", "with --http: address to listen on (only this one)", "127.0.0.1")
     .option("--token <token>", "with --http: the token every request must present (default $RUNTIME_SERVE_TOKEN, else a fresh one, printed)")
+    .option("--tokens <file>", "with --http: callers with tokens of their own, instead of --token (as runtime serve --tokens; a session needs the run scope)")
     .action(async (file: string, opts: McpOptions) => {
       setExit(await serveMcp(file, opts));
     });
@@ -45,12 +47,19 @@ const fail = (message: string, code: number): number => {
 
 async function serveMcp(file: string, opts: McpOptions): Promise<number> {
   const port = Number(opts.port);
-  const token = opts.token ?? (process.env["RUNTIME_SERVE_TOKEN"] || undefined);
+  if (opts.tokens !== undefined && opts.token !== undefined) return fail("give either --token or --tokens, not both", EXIT.USAGE);
+  const token = opts.tokens !== undefined ? undefined : (opts.token ?? (process.env["RUNTIME_SERVE_TOKEN"] || undefined));
+  let callers: CallerEntry[] | undefined;
   if (opts.http) {
     // The same rules as `runtime serve` (docs/server.md#authentication).
     if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
     if (token !== undefined && token.length < 16) return fail("the token must be at least 16 characters long", EXIT.USAGE);
-    if (!isLoopback(opts.host) && token === undefined) {
+    try {
+      if (opts.tokens !== undefined) callers = (await import("../../server/tokens-file.js")).loadTokensFile(opts.tokens);
+    } catch (err) {
+      return fail((err as Error).message, EXIT.USAGE);
+    }
+    if (!isLoopback(opts.host) && token === undefined && callers === undefined) {
       return fail(
         `refusing to listen on ${opts.host} without a token of your own: give one with --token or RUNTIME_SERVE_TOKEN (and a TLS proxy beyond this machine)`,
         EXIT.USAGE,
@@ -79,7 +88,7 @@ async function serveMcp(file: string, opts: McpOptions): Promise<number> {
   const pkg = JSON.parse(await readFile(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
   const servers = teamMcpServer(team, { ...(opts.agent !== undefined ? { agent: opts.agent } : {}), traceDir, version: pkg.version });
   const serving = `${team.name} (${opts.agent ?? Object.keys(team.agents).join(", ")})`;
-  const code = opts.http ? await serveHttp(servers, serving, { port, host: opts.host, token }) : await serveStdio(servers, serving);
+  const code = opts.http ? await serveHttp(servers, serving, { port, host: opts.host, token, callers }) : await serveStdio(servers, serving);
   await servers.idle();
   await embedded.close();
   return code;
@@ -103,18 +112,22 @@ async function serveStdio(servers: TeamMcpServers, serving: string): Promise<num
   return EXIT.OK;
 }
 
-async function serveHttp(servers: TeamMcpServers, serving: string, opts: { port: number; host: string; token: string | undefined }): Promise<number> {
+async function serveHttp(
+  servers: TeamMcpServers,
+  serving: string,
+  opts: { port: number; host: string; token: string | undefined; callers: CallerEntry[] | undefined },
+): Promise<number> {
   const [{ startMcpHttp }, { newToken }] = await Promise.all([import("../../server/mcp-http.js"), import("../../server/auth.js")]);
-  const token = opts.token ?? newToken();
+  const token = opts.callers ? undefined : (opts.token ?? newToken());
   let http: Awaited<ReturnType<typeof startMcpHttp>>;
   try {
-    http = await startMcpHttp({ servers, port: opts.port, host: opts.host, token });
+    http = await startMcpHttp({ servers, port: opts.port, host: opts.host, ...(opts.callers ? { callers: opts.callers } : { token }) });
   } catch (err) {
     return fail(describeError(err), EXIT.USAGE);
   }
   process.stderr.write(`runtime mcp: serving ${serving} on ${http.url} (Ctrl-C to stop)\n`);
   // The token is printed only when the server made it: one given is the caller's to keep.
-  process.stderr.write(`runtime mcp: clients send Authorization: Bearer ${opts.token === undefined ? token : "<your token>"}\n`);
+  process.stderr.write(`runtime mcp: clients send Authorization: Bearer ${opts.token === undefined && token !== undefined ? token : "<your token>"}\n`);
   await untilStopped();
   process.stderr.write("runtime mcp: stopping\n");
   await http.close();

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { describeError } from "../../errors.js";
-import { isLoopback } from "../../server/auth.js";
+import { isLoopback, type CallerEntry } from "../../server/auth.js";
 import { loadTeamOrReport } from "../load-team.js";
 import type { Telemetry } from "../../telemetry/telemetry.js";
 import type { Store } from "../../store/store.js";
@@ -16,6 +16,7 @@ interface ServeOptions {
   traceDir?: string;
   corsOrigin?: string;
   token?: string;
+  tokens?: string;
   tlsCert?: string;
   tlsKey?: string;
   rate: string;
@@ -35,6 +36,10 @@ export function registerServe(program: Command, setExit: SetExit): void {
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
     .option("--cors-origin <origin>", "allow this origin (e.g. http://localhost:3000) to call the API; off by default")
     .option("--token <token>", "the token every request must present (default $RUNTIME_SERVE_TOKEN, else a fresh one, printed)")
+    .option(
+      "--tokens <file>",
+      "callers with tokens and scopes of their own, instead of --token (YAML: name, token_sha256 or token_env, scopes; docs/server.md#authentication)",
+    )
     .option("--tls-cert <file>", "serve HTTPS with this certificate (PEM); needs --tls-key")
     .option("--tls-key <file>", "the certificate's private key (PEM)")
     .option("--rate <n>", "requests per second the token may make on average", "50")
@@ -60,9 +65,18 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   if (!(rate > 0)) return fail(`--rate must be a positive number, not '${opts.rate}'`, EXIT.USAGE);
   const maxRuns = Number(opts.maxRuns);
   if (!Number.isInteger(maxRuns) || maxRuns < 1) return fail(`--max-runs must be a positive integer, not '${opts.maxRuns}'`, EXIT.USAGE);
-  const token = opts.token ?? (process.env["RUNTIME_SERVE_TOKEN"] || undefined);
+  if (opts.tokens !== undefined && opts.token !== undefined) return fail("give either --token or --tokens, not both", EXIT.USAGE);
+  // A tokens file names every caller: RUNTIME_SERVE_TOKEN is not one of them.
+  const token = opts.tokens !== undefined ? undefined : (opts.token ?? (process.env["RUNTIME_SERVE_TOKEN"] || undefined));
   if (token !== undefined && token.length < 16) return fail("the token must be at least 16 characters long", EXIT.USAGE);
-  if (!isLoopback(opts.host) && token === undefined) {
+  let callers: CallerEntry[] | undefined;
+  try {
+    // Loaded only when asked for: the YAML parser and ajv stay out of a plain start.
+    if (opts.tokens !== undefined) callers = (await import("../../server/tokens-file.js")).loadTokensFile(opts.tokens);
+  } catch (err) {
+    return fail((err as Error).message, EXIT.USAGE);
+  }
+  if (!isLoopback(opts.host) && token === undefined && callers === undefined) {
     return fail(
       `refusing to listen on ${opts.host} without a token of your own: give one with --token or RUNTIME_SERVE_TOKEN (and use --tls-cert/--tls-key or a TLS proxy beyond this machine)`,
       EXIT.USAGE,
@@ -112,6 +126,7 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
       rate,
       maxLiveRuns: maxRuns,
       ...(token !== undefined ? { token } : {}),
+      ...(callers ? { callers } : {}),
       ...(tls ? { tls } : {}),
       ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
       ...(opts.corsOrigin !== undefined ? { corsOrigin: opts.corsOrigin } : {}),
@@ -124,8 +139,9 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
     return fail(describeError(err), EXIT.RUN_ERROR);
   }
   // The token is printed only when the server made it: one given is the caller's to keep.
-  const shown = token === undefined ? server.pageUrl : `${server.url}/?token=<your token>`;
+  const shown = token === undefined && !callers ? server.pageUrl : `${server.url}/?token=<your token>`;
   process.stderr.write(`runtime serve: ${team.name} listening on ${server.url}/ (Ctrl-C to stop)\n`);
+  if (callers) process.stderr.write(`runtime serve: ${callers.length} caller(s) from ${opts.tokens}: ${callers.map((c) => c.name).join(", ")}\n`);
   if (store) process.stderr.write(`runtime serve: runs are queued in ${store.location} for \`runtime worker\` processes\n`);
   if (telemetry) process.stderr.write(`runtime serve: sending spans to ${telemetry.endpoint}\n`);
   process.stderr.write(`runtime serve: open ${shown}; API requests send Authorization: Bearer <token>\n`);

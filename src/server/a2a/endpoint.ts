@@ -8,11 +8,15 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk";
-import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, type User, validateVersion, type A2ARequestHandler } from "@a2a-js/sdk/server";
+import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion, type A2ARequestHandler } from "@a2a-js/sdk/server";
 import type { CancelTaskRequest, Task } from "@a2a-js/sdk";
 import type { ResolvedTeam } from "../../config/types.js";
 import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "../http.js";
-import type { ApiContext } from "../runs-api.js";
+import type { ServerContext } from "../runs-api.js";
+import { checkRun } from "../access.js";
+import type { Caller } from "../auth.js";
+import { CallerUser, callerOf } from "./caller.js";
+import { TaskNotFoundError } from "@a2a-js/sdk/errors";
 import { RunBuses, RunExecutor } from "./executor.js";
 import { RunTaskStore } from "./task-view.js";
 
@@ -61,15 +65,19 @@ export function agentCard(team: ResolvedTeam, baseUrl: string): AgentCard {
 class RunRequestHandler extends DefaultRequestHandler {
   constructor(
     card: AgentCard,
-    private readonly ctx: ApiContext,
+    private readonly ctx: ServerContext,
     buses: RunBuses,
   ) {
     // A paused run's bus is not kept: the run may go on through the approvals API, with no one
     // publishing on it; a message in the task makes a new one.
-    super(card, new RunTaskStore(ctx.store), new RunExecutor(ctx, buses), buses, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] });
+    super(card, new RunTaskStore(ctx), new RunExecutor(ctx, buses), buses, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] });
   }
 
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    // Cancelling is the owner's, as continuing it is (src/server/access.ts); someone else's task is not found.
+    await checkRun({ ...this.ctx, caller: callerOf(context) }, params.id, "run").catch(() => {
+      throw new TaskNotFoundError(`Task not found: ${params.id}`);
+    });
     const run = this.ctx.live.get(params.id);
     if (run) {
       run.cancel();
@@ -83,11 +91,11 @@ class RunRequestHandler extends DefaultRequestHandler {
 export interface A2AEndpoint {
   /** `GET /.well-known/agent-card.json`: answered without the token, as A2A clients fetch it. */
   card(req: IncomingMessage, res: ServerResponse): Promise<void>;
-  /** `POST /a2a`: one JSON-RPC request (behind the token); streaming methods answer Server-Sent Events. */
-  rpc(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** `POST /a2a`: one JSON-RPC request of `caller` (behind the token); streaming methods answer Server-Sent Events. */
+  rpc(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void>;
 }
 
-export function a2aEndpoint(ctx: ApiContext, tls: boolean): A2AEndpoint {
+export function a2aEndpoint(ctx: ServerContext, tls: boolean): A2AEndpoint {
   // The card's URL is the one the client reached this server by (its Host), as the card is read from there.
   const baseOf = (req: IncomingMessage) => `${tls ? "https" : "http"}://${req.headers.host ?? "localhost"}`;
   let served: { handler: A2ARequestHandler; transport: JsonRpcTransportHandler } | undefined;
@@ -102,7 +110,7 @@ export function a2aEndpoint(ctx: ApiContext, tls: boolean): A2AEndpoint {
     async card(req, res) {
       sendJson(res, 200, AgentCard.toJSON(agentCard(ctx.team, baseOf(req))));
     },
-    async rpc(req, res) {
+    async rpc(req, res, caller) {
       let body: unknown;
       try {
         body = await readJsonBody(req, ctx.maxBodyBytes);
@@ -116,8 +124,8 @@ export function a2aEndpoint(ctx: ApiContext, tls: boolean): A2AEndpoint {
       const requestedVersion = header(req, A2A_VERSION_HEADER);
       let answer: Awaited<ReturnType<JsonRpcTransportHandler["handle"]>>;
       try {
-        // The gate let the request in: it holds the serve token.
-        const context = new ServerCallContext({ user: TOKEN_HOLDER, ...(requestedVersion ? { requestedVersion } : {}) });
+        // The gate let the request in: the caller its token names is the call's user, and every task read or started is checked against it.
+        const context = new ServerCallContext({ user: new CallerUser(caller), ...(requestedVersion ? { requestedVersion } : {}) });
         validateVersion(context.requestedVersion, await handler.getAgentCard(), "JSONRPC");
         answer = await transport.handle(body as Record<string, unknown>, context);
       } catch (err) {
@@ -147,8 +155,6 @@ export function a2aEndpoint(ctx: ApiContext, tls: boolean): A2AEndpoint {
     },
   };
 }
-
-const TOKEN_HOLDER: User = { isAuthenticated: true, userName: "token" };
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name.toLowerCase()];

@@ -20,14 +20,15 @@ import { describeError } from "../../errors.js";
 import type { RunEvent } from "../../events/types.js";
 import { AnswerText } from "../../kinds/answer-text.js";
 import { follow } from "../../store/follow.js";
-import { approveRun, launchRun, moreOf, type ApiContext } from "../runs-api.js";
+import { approveRun, launchRun, moreOf, type ServerContext } from "../runs-api.js";
+import { callerOf } from "./caller.js";
 import { agentMessage, answerArtifact, finishedStatus, taskOfEvents } from "./task-view.js";
 
 const SESSION_ID = /^[\w.:-]{1,128}$/;
 
 export class RunExecutor implements AgentExecutor {
   constructor(
-    private readonly ctx: ApiContext,
+    private readonly ctx: ServerContext,
     private readonly buses: RunBuses,
   ) {}
 
@@ -44,7 +45,10 @@ export class RunExecutor implements AgentExecutor {
     }
     let run: Awaited<ReturnType<typeof launchRun>>;
     try {
-      run = await launchRun(this.ctx, { input, session_id: request.contextId, ...(agent !== undefined ? { agent } : {}) });
+      run = await launchRun(
+        { ...this.ctx, caller: callerOf(request.context) },
+        { input, session_id: request.contextId, ...(agent !== undefined ? { agent } : {}) },
+      );
     } catch (err) {
       // Too many runs in progress (429), the queue's store away: nothing started.
       return reject(request, bus, describeError(err));
@@ -93,7 +97,7 @@ export class RunExecutor implements AgentExecutor {
     if (!decision) return say(`this task waits for approval: answer "approve" or "deny" (or a data part {"decision": "approve"})`);
     const after = events.at(-1)?.seq ?? 0;
     try {
-      const decided = await approveRun(this.ctx, taskId, decision);
+      const decided = await approveRun({ ...this.ctx, caller: callerOf(request.context) }, taskId, decision);
       if (!decided.resumed) return say(`decided; still waiting for approval of ${decided.waiting.map((a) => `${a.tool} (call ${a.call_id})`).join(", ")}`);
     } catch (err) {
       return say(describeError(err));

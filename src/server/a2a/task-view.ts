@@ -11,7 +11,9 @@ import { Role, TaskState, type Artifact, type Message, type Part, type Task, typ
 import { UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
 import type { EventOf, RunEvent } from "../../events/types.js";
-import type { RunStore } from "../../store/runs.js";
+import { mayReach } from "../access.js";
+import type { ServerContext } from "../runs-api.js";
+import { callerOf } from "./caller.js";
 
 /** The artifact that holds a run's answer. */
 export const ANSWER_ARTIFACT = "answer";
@@ -85,10 +87,12 @@ export function taskOfEvents(taskId: string, events: readonly RunEvent[]): Task 
  * (a second copy of runs could only drift from them).
  */
 export class RunTaskStore implements TaskStore {
-  constructor(private readonly runs: RunStore) {}
+  constructor(private readonly ctx: ServerContext) {}
 
-  async load(taskId: string, _context: ServerCallContext): Promise<Task | undefined> {
-    return taskOfEvents(taskId, await this.runs.eventsOfTask(taskId));
+  /** The task of a run the call's caller may read (src/server/access.ts); someone else's is not found. */
+  async load(taskId: string, context: ServerCallContext): Promise<Task | undefined> {
+    if (!(await mayReach({ ...this.ctx, caller: callerOf(context) }, taskId, "read"))) return undefined;
+    return taskOfEvents(taskId, await this.ctx.store.eventsOfTask(taskId));
   }
 
   async save(_task: Task, _context: ServerCallContext): Promise<void> {}

@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Usage } from "../../events/types.js";
 import { storedRun } from "../../engine/resume.js";
+import { mayReach } from "../access.js";
 import { newId } from "../../ids.js";
 import { readJsonBody, sendJson } from "../http.js";
 import type { ApiContext, LaunchRequest } from "../runs-api.js";
@@ -67,7 +68,8 @@ function messageItem(item: unknown, param: string): unknown {
 /** The session of the run a previous response was: its chain goes on there. */
 async function sessionOf(ctx: ApiContext, previous: unknown): Promise<string> {
   const taskId = typeof previous === "string" ? RESPONSE_ID.exec(previous)?.[1] : undefined;
-  const record = taskId ? await storedRun(ctx.store, taskId).catch(() => undefined) : undefined;
+  // Someone else's response is as one that does not exist (src/server/access.ts).
+  const record = taskId && (await mayReach(ctx, taskId, "read")) ? await storedRun(ctx.store, taskId).catch(() => undefined) : undefined;
   if (!record?.in_session) {
     throw new OpenAIRequestError(404, `Previous response with id '${String(previous)}' not found.`, {
       param: "previous_response_id",

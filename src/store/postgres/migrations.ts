@@ -163,6 +163,14 @@ CREATE TABLE ${S}.session_summaries (
   updated_at TEXT NOT NULL
 );`,
   },
+  {
+    version: 5,
+    // Runs stored before it have none: only an admin caller sees them (docs/security.md#who-can-reach-what).
+    name: "the caller who started a run (run.started.caller)",
+    sql: `
+ALTER TABLE ${S}.runs ADD COLUMN caller TEXT;
+CREATE INDEX runs_caller ON ${S}.runs (caller, started_at);`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)?.version ?? 0;

@@ -85,9 +85,9 @@ export class PostgresRunStore implements RunStore {
         ]);
       } else if (e.type === "run.started") {
         await client.query(
-          `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at`,
-          [e.task_id, e.agent_id, e.input, e.ts],
+          `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at, caller) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at, caller = excluded.caller`,
+          [e.task_id, e.agent_id, e.input, e.ts, e.caller ?? null],
         );
         if (e.session_id !== undefined) {
           await client.query(`INSERT INTO ${S}.run_sessions (session_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
@@ -179,6 +179,10 @@ export class PostgresRunStore implements RunStore {
     else if (query.status !== undefined) {
       params.push(query.status);
       where.push(`result_type = $${params.length}`);
+    }
+    if (query.caller !== undefined) {
+      params.push(query.caller);
+      where.push(`caller = $${params.length}`);
     }
     params.push(query.limit ?? 20);
     const rows = await this.query<RunRow>(

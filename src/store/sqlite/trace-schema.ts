@@ -1,7 +1,8 @@
 /**
  * The schema of `traces.db` (src/store/sqlite/trace-store.ts) as migrations
  * (src/store/sqlite/schema.ts): version 6 creates it, or moves a file of
- * versions 1-5 to it; the agent and session indexes are built in place.
+ * versions 1-5 to it; version 7 adds the runs' caller; the agent and
+ * session indexes are built in place.
  */
 import type Database from "better-sqlite3";
 import { hasMeta, latestVersion, setMeta, type Schema } from "./schema.js";
@@ -160,6 +161,12 @@ export const TRACE_SCHEMA: Schema = {
       version: 6,
       name: "events in batches, a rowid journal, approvals (from versions 1-5 too)",
       up: (db, from) => (from === 0 ? db.exec(SCHEMA) : fromOlderSchema(db, from)),
+    },
+    {
+      version: 7,
+      // Runs stored before it have none: only an admin caller sees them (docs/security.md#who-can-reach-what).
+      name: "the caller who started a run (run.started.caller)",
+      up: (db) => db.exec("ALTER TABLE runs ADD COLUMN caller TEXT; CREATE INDEX IF NOT EXISTS runs_caller ON runs (caller, started_at);"),
     },
   ],
   indexes: [AGENT_INDEX, SESSION_INDEX],

@@ -60,8 +60,8 @@ export class TraceStore {
     this.insertBatch = db.prepare("INSERT INTO event_batches (task_id, first_seq, last_seq, json) VALUES (?, ?, ?, ?)");
     this.insertTrace = db.prepare("INSERT OR IGNORE INTO event_traces (trace_id, batch_id) VALUES (?, ?)");
     this.upsertStarted = db.prepare(
-      `INSERT INTO runs (task_id, agent_id, input, started_at) VALUES (@task_id, @agent_id, @input, @ts)
-       ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at`,
+      `INSERT INTO runs (task_id, agent_id, input, started_at, caller) VALUES (@task_id, @agent_id, @input, @ts, @caller)
+       ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at, caller = excluded.caller`,
     );
     this.upsertFinished = db.prepare(
       `INSERT INTO runs (task_id, agent_id, input, started_at, finished_at, result_type, answer, error, usage_json)
@@ -186,7 +186,7 @@ export class TraceStore {
     } else if (safe.type === "agent.started") {
       this.insertRunAgent.run({ agent_id: safe.agent_id, task_id: safe.task_id, ts: safe.ts });
     } else if (safe.type === "run.started") {
-      this.upsertStarted.run({ task_id: safe.task_id, agent_id: safe.agent_id, input: safe.input, ts: safe.ts });
+      this.upsertStarted.run({ task_id: safe.task_id, agent_id: safe.agent_id, input: safe.input, ts: safe.ts, caller: safe.caller ?? null });
       if (safe.session_id !== undefined) this.insertRunSession.run({ session_id: safe.session_id, task_id: safe.task_id, ts: safe.ts });
     } else if (safe.type === "run.finished") {
       this.upsertFinished.run({
@@ -304,6 +304,10 @@ export class TraceStore {
     else if (query.status !== undefined) {
       params.status = query.status;
       where.push("result_type = @status");
+    }
+    if (query.caller !== undefined) {
+      params.caller = query.caller;
+      where.push("caller = @caller");
     }
     const rows = this.db
       .prepare(`SELECT * FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY started_at DESC, task_id LIMIT @limit`)
