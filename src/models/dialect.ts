@@ -63,6 +63,34 @@ export class ThinkFilter {
   }
 }
 
+/** A reply's `content`, read: its text, and the reasoning its thinking parts carried. */
+export interface ContentRead {
+  text: string | null;
+  reasoning?: string;
+}
+
+/**
+ * `content` as servers send it: a string, or a list of parts (Mistral's
+ * reasoning models: `{"type": "text", "text": ...}` and `{"type": "thinking",
+ * "thinking": [{"type": "text", "text": ...}]}`), streamed or not. Text parts
+ * are joined; thinking parts are reasoning, never the reply. Anything else
+ * (null, a part of an unknown type) carries no text.
+ */
+export function readContent(content: unknown): ContentRead {
+  if (typeof content === "string") return { text: content };
+  if (!Array.isArray(content)) return { text: null };
+  let text: string | null = null;
+  let reasoning = "";
+  for (const part of content as unknown[]) {
+    if (typeof part === "string") text = (text ?? "") + part;
+    if (typeof part !== "object" || part === null) continue;
+    const { type, text: partText, thinking } = part as { type?: unknown; text?: unknown; thinking?: unknown };
+    if (type === "text" && typeof partText === "string") text = (text ?? "") + partText;
+    else if (type === "thinking") reasoning += readContent(thinking).text ?? "";
+  }
+  return reasoning ? { text, reasoning } : { text };
+}
+
 // ---------------------------------------------------------------- chat templates with rules
 
 /** The layouts a request can be sent in. */

@@ -155,6 +155,8 @@ const VARIANTS: Variant[] = [
   { name: "<think> blocks, streamed", reasoning: true, dialect: { reasoning: "think_tags" }, stream: true },
   { name: "reasoning_content (refused if sent back)", reasoning: true, dialect: { reasoning: "reasoning_content" } },
   { name: "reasoning_content, streamed", reasoning: true, dialect: { reasoning: "reasoning_content" }, stream: true },
+  { name: "thinking parts in a list content (Mistral)", reasoning: true, dialect: { reasoning: "thinking_parts" } },
+  { name: "thinking parts, streamed", reasoning: true, dialect: { reasoning: "thinking_parts" }, stream: true },
   { name: "roles must alternate", dialect: { roles: "alternate" } },
   { name: "no system role", dialect: { roles: "no_system" } },
   { name: "tool calls without ids", dialect: { tool_ids: "missing" } },

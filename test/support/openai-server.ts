@@ -24,6 +24,7 @@ import {
   sleepUnlessGone,
   streamToolCallStart,
   strictProblems,
+  thinkingPart,
   usageForDialect,
 } from "./openai-server-dialects.js";
 
@@ -316,8 +317,7 @@ function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: num
         index: 0,
         message: {
           role: "assistant",
-          content: message.content,
-          ...(message.reasoning ? { [message.reasoning.field]: message.reasoning.text } : {}),
+          ...contentFields(message),
           refusal: null,
           ...(message.tool_calls.length > 0 ? { tool_calls: message.tool_calls.map((c) => messageToolCall(c, ctx.dialect)) } : {}),
         },
@@ -329,6 +329,12 @@ function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: num
   };
   if (reply.drip_ms || reply.stall_after_chunks !== undefined || reply.reset_mid_body) return sendJsonFaulty(res, completion, reply);
   sendJson(res, 200, completion);
+}
+
+/** `content` and the reasoning field of a non-streamed message, as the dialect renders them. */
+function contentFields({ content, reasoning }: RenderedMessage): Record<string, unknown> {
+  if (reasoning?.field !== "thinking_parts") return { content, ...(reasoning ? { [reasoning.field]: reasoning.text } : {}) };
+  return { content: [thinkingPart(reasoning.text), ...(content ? [{ type: "text", text: content }] : [])] };
 }
 
 const NGINX_PAGE = "<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>";
@@ -410,10 +416,15 @@ function streamChunks(plan: StreamPlan): unknown[] {
   });
   const { message, chunkSize } = plan;
   const chunks: unknown[] = [chunk({ role: "assistant", content: message.reasoning ? null : "" })];
+  const parts = message.reasoning?.field === "thinking_parts";
   if (message.reasoning) {
-    for (const piece of split(message.reasoning.text, chunkSize)) chunks.push(chunk({ [message.reasoning.field]: piece }));
+    for (const piece of split(message.reasoning.text, chunkSize)) {
+      chunks.push(chunk(parts ? { content: [thinkingPart(piece)] } : { [message.reasoning.field]: piece }));
+    }
   }
-  for (const piece of split(message.content ?? "", chunkSize)) chunks.push(chunk({ content: piece }));
+  split(message.content ?? "", chunkSize).forEach((piece, i) => {
+    chunks.push(chunk({ content: parts && i === 0 ? [{ type: "text", text: piece }] : piece }));
+  });
   message.tool_calls.forEach((call, index) => {
     chunks.push(chunk({ tool_calls: [streamToolCallStart(call, index, plan.dialect)] }));
     for (const piece of split(call.arguments, chunkSize)) {
