@@ -56,6 +56,8 @@ export interface RawOpenaiModel {
   temperature?: number;
   /** Cap on tokens generated per reply; unset leaves the endpoint's default. */
   max_tokens?: number;
+  /** The request field that carries max_tokens on Chat Completions. Unset: `max_completion_tokens` for the models that want it (OpenAI's o-series and gpt-5 family, by model id), `max_tokens` for the rest. The Responses API always uses `max_output_tokens`. */
+  max_tokens_param?: "max_tokens" | "max_completion_tokens";
   /** Nucleus sampling; unset leaves the endpoint's default. */
   top_p?: number;
   /** Sampling seed, for servers that honour it. */

@@ -16,6 +16,8 @@ export interface OpenAIModelConfig {
   api_key?: string;
   temperature?: number;
   max_tokens?: number;
+  /** The Chat Completions field carrying `max_tokens`; unset: by model id (`maxTokensParam` in src/models/dialect.ts). */
+  max_tokens_param?: "max_tokens" | "max_completion_tokens";
   top_p?: number;
   seed?: number;
   /** Deadline of a whole model call, retries included. @default 60000 */

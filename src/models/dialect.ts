@@ -91,6 +91,20 @@ export function readContent(content: unknown): ContentRead {
   return reasoning ? { text, reasoning } : { text };
 }
 
+// ---------------------------------------------------------------- the token limit's name
+
+/**
+ * OpenAI's reasoning models (o1, o3, o4-mini, ...) and the gpt-5 family refuse
+ * `max_tokens` and want `max_completion_tokens`; recognised by model id, also
+ * behind a router's prefix (`openai/o3`, `azure/gpt-5-mini`).
+ */
+const WANTS_COMPLETION_TOKENS = /(?:^|\/)(?:o\d|gpt-5)(?:$|[-.:_])/i;
+
+/** The Chat Completions field that carries a model's `max_tokens`: as set, else by model id. */
+export function maxTokensParam(model: string, forced: "max_tokens" | "max_completion_tokens" | undefined): "max_tokens" | "max_completion_tokens" {
+  return forced ?? (WANTS_COMPLETION_TOKENS.test(model) ? "max_completion_tokens" : "max_tokens");
+}
+
 // ---------------------------------------------------------------- chat templates with rules
 
 /** The layouts a request can be sent in. */

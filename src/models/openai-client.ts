@@ -18,7 +18,7 @@ import OpenAI from "openai";
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { RuntimeError } from "../errors.js";
 import type { OpenAIModelConfig } from "../config/types.js";
-import { layOut, layoutFromRefusal, type RoleLayout } from "./dialect.js";
+import { layOut, layoutFromRefusal, maxTokensParam, type RoleLayout } from "./dialect.js";
 import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
 import { readCompletion, StreamReader } from "./openai-reply.js";
 import { modelFetch } from "./model-fetch.js";
@@ -184,7 +184,7 @@ function requestBody(config: OpenAIModelConfig, request: ChatRequest, layout: Ro
   };
   if (request.tools && request.tools.length > 0) params.tools = request.tools.map(toWireTool);
   if (config.temperature !== undefined) params.temperature = config.temperature;
-  if (config.max_tokens !== undefined) params.max_tokens = config.max_tokens;
+  if (config.max_tokens !== undefined) params[maxTokensParam(config.model, config.max_tokens_param)] = config.max_tokens;
   if (config.top_p !== undefined) params.top_p = config.top_p;
   if (config.seed !== undefined) params.seed = config.seed;
   if (request.response_format) {

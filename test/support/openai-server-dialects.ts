@@ -83,8 +83,12 @@ export function strictProblems(body: ChatBody | undefined): string[] {
     problems.push(...toolCallProblems(m, i, seenIds));
   });
   problems.push(...toolAnswerProblems(messages));
+  if ("max_tokens" in body && typeof body.model === "string" && /^(o\d|gpt-5)/.test(body.model)) problems.push(MAX_TOKENS_MESSAGE);
   return problems;
 }
+
+/** OpenAI's answer to `max_tokens` sent to a reasoning model (o-series, gpt-5 family). */
+export const MAX_TOKENS_MESSAGE = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
 
 function messageShapeProblems(m: Message, i: number): string[] {
   const problems: string[] = [];
