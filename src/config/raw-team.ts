@@ -289,12 +289,14 @@ export type RawToolEffect = "read" | "idempotent" | "write";
 /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
 export type RawToolApproval = "required";
 
-/** US dollars per million prompt (input) and completion (output) tokens. */
+/** US dollars per million prompt (input) and completion (output) tokens; prompt tokens read from the server's cache at `cached_input_per_mtok` where it reports them. */
 export interface RawPrice {
   /** US dollars per million prompt tokens. */
   input_per_mtok: number;
-  /** US dollars per million completion tokens. */
+  /** US dollars per million completion tokens (reasoning tokens included). */
   output_per_mtok: number;
+  /** US dollars per million prompt tokens read from the server's prompt cache (`cached_tokens` in its usage). Unset: the same as input_per_mtok. */
+  cached_input_per_mtok?: number;
 }
 
 /** Limits on what a run may spend (docs/budgets.md). The run stops before the model or tool call that would start past one, and ends with an error naming the limit and the figure. */

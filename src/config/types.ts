@@ -34,8 +34,8 @@ export interface OpenAIModelConfig {
   headers: Record<string, string>;
   /** Fields merged into every request body. */
   extra_body: Record<string, unknown>;
-  /** US dollars per million prompt and completion tokens, for `budget.max_cost_usd`. */
-  price?: { input_per_mtok: number; output_per_mtok: number };
+  /** US dollars per million prompt, cached prompt and completion tokens, for `budget.max_cost_usd`. */
+  price?: { input_per_mtok: number; output_per_mtok: number; cached_input_per_mtok?: number };
   /** The server takes `response_format: json_schema` (strict). @default false */
   structured_output: boolean;
   /** A role layout forced from the first request; unset: detected from the server's refusal. */

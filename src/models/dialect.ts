@@ -229,13 +229,45 @@ export function toolCallsInContent(content: string | null): { content: string | 
 
 // ---------------------------------------------------------------- usage
 
-/** Usage as reported; missing or partial usage is counted as unknown instead of read as 0 (see `Usage.unknown`). */
-export function usageOf(usage: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null | undefined): Usage {
-  const prompt = usage?.prompt_tokens;
-  const completion = usage?.completion_tokens;
+/** Usage as servers report it: Chat Completions' names, the Responses API's, and DeepSeek's cache count. */
+export interface WireUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
+  /** DeepSeek's name for the cached part of the prompt. */
+  prompt_cache_hit_tokens?: number;
+  input_tokens?: number;
+  output_tokens?: number;
+  input_tokens_details?: { cached_tokens?: number | null } | null;
+  output_tokens_details?: { reasoning_tokens?: number | null } | null;
+}
+
+/**
+ * Usage as reported; missing or partial usage is counted as unknown instead
+ * of read as 0 (see `Usage.unknown`). Cached and reasoning tokens are kept
+ * where the server reports them above 0 (docs/budgets.md).
+ */
+export function usageOf(usage: WireUsage | null | undefined): Usage {
+  const prompt = usage?.prompt_tokens ?? usage?.input_tokens;
+  const completion = usage?.completion_tokens ?? usage?.output_tokens;
   const complete = typeof prompt === "number" && typeof completion === "number";
   const prompt_tokens = typeof prompt === "number" ? prompt : 0;
   const completion_tokens = typeof completion === "number" ? completion : 0;
   const total_tokens = typeof usage?.total_tokens === "number" ? usage.total_tokens : prompt_tokens + completion_tokens;
-  return complete ? { prompt_tokens, completion_tokens, total_tokens } : { prompt_tokens, completion_tokens, total_tokens, unknown: 1 };
+  const cached = count(usage?.prompt_tokens_details?.cached_tokens ?? usage?.input_tokens_details?.cached_tokens ?? usage?.prompt_cache_hit_tokens);
+  const reasoning = count(usage?.completion_tokens_details?.reasoning_tokens ?? usage?.output_tokens_details?.reasoning_tokens);
+  return {
+    prompt_tokens,
+    completion_tokens,
+    total_tokens,
+    ...(cached ? { cached_tokens: cached } : {}),
+    ...(reasoning ? { reasoning_tokens: reasoning } : {}),
+    ...(complete ? {} : { unknown: 1 }),
+  };
+}
+
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
 }

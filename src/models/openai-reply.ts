@@ -7,7 +7,7 @@
  */
 import { RuntimeError } from "../errors.js";
 import type { Usage } from "../events/types.js";
-import { normaliseToolCalls, readContent, splitThink, ThinkFilter, toolCallsInContent, usageOf, type WireToolCall } from "./dialect.js";
+import { normaliseToolCalls, readContent, splitThink, ThinkFilter, toolCallsInContent, usageOf, type WireToolCall, type WireUsage } from "./dialect.js";
 import type { ChatResponse } from "./types.js";
 
 /** What a reply is read with. */
@@ -32,7 +32,7 @@ export function readCompletion(data: unknown, options: ReadOptions, hint: string
     // A web page or a proxy answering 200: not an OpenAI-compatible endpoint at this URL.
     throw badReply(options, "the reply is not a chat completion", hint);
   }
-  const body = data as { choices?: Array<{ message?: WireMessage; finish_reason?: string | null }>; usage?: Usage | null };
+  const body = data as { choices?: Array<{ message?: WireMessage; finish_reason?: string | null }>; usage?: WireUsage | null };
   const choice = Array.isArray(body.choices) ? body.choices[0] : undefined;
   if (!choice?.message) throw badReply(options, "the reply has no choices");
   const message = choice.message;
@@ -106,7 +106,7 @@ export class StreamReader {
   push(chunk: unknown): void {
     this.chunks++;
     const c = chunk as {
-      usage?: Usage | null;
+      usage?: WireUsage | null;
       choices?: Array<{ delta?: Omit<WireMessage, "tool_calls"> & { tool_calls?: WireDeltaCall[] | null }; finish_reason?: string | null }>;
     };
     if (c.usage) this.usage = usageOf(c.usage);

@@ -41,8 +41,11 @@ export interface ReplyToolCall {
 export interface MessageReply {
   content?: string | null;
   tool_calls?: ReplyToolCall[];
-  /** Missing fields are estimated (chars / 4). */
-  usage?: { prompt_tokens?: number; completion_tokens?: number };
+  /**
+   * Missing counts are estimated (chars / 4); cached and reasoning tokens, when given, are
+   * reported as OpenAI does (`prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`).
+   */
+  usage?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number; reasoning_tokens?: number };
   finish_reason?: string;
   delay_ms?: number;
   /** Streaming only: destroy the socket after this many SSE chunks. */
@@ -388,14 +391,21 @@ function usageOf(reply: MessageReply, body: ChatBody, message: RenderedMessage) 
     (message.content ?? "").length + (message.reasoning?.text.length ?? 0) + message.tool_calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
   const prompt_tokens = reply.usage?.prompt_tokens ?? Math.ceil(promptChars / 4);
   const completion_tokens = reply.usage?.completion_tokens ?? Math.ceil(completionChars / 4);
-  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+  const { cached_tokens, reasoning_tokens } = reply.usage ?? {};
+  return {
+    prompt_tokens,
+    completion_tokens,
+    total_tokens: prompt_tokens + completion_tokens,
+    ...(cached_tokens !== undefined ? { prompt_tokens_details: { cached_tokens, audio_tokens: 0 } } : {}),
+    ...(reasoning_tokens !== undefined ? { completion_tokens_details: { reasoning_tokens, audio_tokens: 0 } } : {}),
+  };
 }
 
 interface StreamPlan extends ReplyContext {
   id: string;
   model: string;
   message: RenderedMessage;
-  usage: Record<string, number> | undefined;
+  usage: Record<string, unknown> | undefined;
   finishReason: string;
   body: ChatBody;
   reply: MessageReply;
