@@ -48,6 +48,8 @@ export interface RawOpenaiModel {
   provider: "openai";
   /** Model id sent to the endpoint. */
   model: string;
+  /** The API spoken: `chat_completions` (POST /chat/completions, every OpenAI-compatible server) or `responses` (POST /responses, OpenAI's Responses API: reasoning models keep their reasoning between turns, carried encrypted with `store: false`; `max_tokens` goes as `max_output_tokens`; `seed` is not sent). @default "chat_completions" */
+  api: "chat_completions" | "responses";
   /** Base URL of the endpoint. Unset or empty: the openai client's own OPENAI_BASE_URL, else api.openai.com. */
   base_url?: string;
   /** API key. Unset or empty: the openai client's own OPENAI_API_KEY. Never logged or traced. */

@@ -45,6 +45,7 @@ function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
     name,
     provider: "openai",
     model: raw.model,
+    api: raw.api,
     timeout_ms: raw.timeout_ms,
     max_retries: raw.max_retries,
     stream: raw.stream,

@@ -10,6 +10,8 @@ export interface OpenAIModelConfig {
   name: string;
   provider: "openai";
   model: string;
+  /** The API spoken (docs/model-servers.md#the-responses-api). @default "chat_completions" */
+  api: "chat_completions" | "responses";
   /** Undefined: the openai client's own OPENAI_BASE_URL / default. */
   base_url?: string;
   /** Undefined: the openai client's own OPENAI_API_KEY. Never logged. */

@@ -47,7 +47,7 @@ export function readCompletion(data: unknown, options: ReadOptions, hint: string
 }
 
 /** The pieces of a reply, before the dialects are undone. */
-interface Parts {
+export interface Parts {
   content: string | null;
   reasoning: string | undefined;
   calls: WireToolCall[];
@@ -55,7 +55,8 @@ interface Parts {
   usage: Usage;
 }
 
-function assemble(parts: Parts, options: ReadOptions): ChatResponse {
+/** A reply from its pieces, the dialects undone: reasoning split off, calls in the content read as calls, ids made unique. */
+export function assemble(parts: Parts, options: ReadOptions): ChatResponse {
   const split = splitThink(parts.content);
   let content = split.content;
   let calls = parts.calls;

@@ -28,6 +28,8 @@ import {
   usageForDialect,
 } from "./openai-server-dialects.js";
 
+import { chatBodyOf, finalStatus, outputItems, type ResponsePlan, responseEvents, responseObject, responsesProblems } from "./openai-server-responses.js";
+
 export { roleSequence, strictProblems, type Dialect } from "./openai-server-dialects.js";
 
 /** A tool call the server answers with; object arguments are JSON-encoded, strings sent verbatim. */
@@ -166,12 +168,16 @@ export interface OpenAIServer {
   requests: ReceivedRequest[];
   /** Only the chat completion requests. */
   readonly chatRequests: ReceivedRequest[];
+  /** Only the Responses API requests (their bodies as sent; `respond` saw each as a chat body, `chatBodyOf`). */
+  readonly responsesRequests: ReceivedRequest[];
   close(): Promise<void>;
 }
 
 /** Starts the server on a random port of 127.0.0.1. */
 export async function startOpenAIServer(options: OpenAIServerOptions = {}): Promise<OpenAIServer> {
   const requests: ReceivedRequest[] = [];
+  /** The encrypted content of every reasoning item sent, which the Responses API takes back. */
+  const issued = new Set<string>();
   let chatIndex = 0;
   let requestCounter = 0;
 
@@ -206,7 +212,8 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       sendJson(res, 200, { object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "test" })) });
       return;
     }
-    if (record.method !== "POST" || path !== "/v1/chat/completions") {
+    const responses = path === "/v1/responses";
+    if (record.method !== "POST" || (path !== "/v1/chat/completions" && !responses)) {
       sendJson(res, 404, { error: { message: `test server: no route ${record.method} ${path}` } });
       return;
     }
@@ -215,14 +222,16 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       return;
     }
 
-    const refusal = refusalFor(options, record.body);
+    // A Responses request is answered from the same replies, read as the chat request it amounts to.
+    const body = responses ? chatBodyOf(record.body) : record.body;
+    const refusal = (responses ? responsesRefusal(options, record.body, issued) : undefined) ?? refusalFor(options, body);
     if (refusal !== undefined) {
       sendJson(res, refusal.status, refusal.body);
       return;
     }
 
     const index = chatIndex++;
-    const reply = options.respond ? await options.respond(record.body, index) : options.replies?.[index];
+    const reply = options.respond ? await options.respond(body, index) : options.replies?.[index];
     if (reply === undefined) {
       sendJson(res, 400, { error: { message: `test server: no reply scripted for chat request #${index}` } });
       return;
@@ -231,7 +240,9 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       const aborted = await sleepUnlessGone(reply.delay_ms, res);
       if (aborted) return;
     }
-    await sendReply(res, reply, record.body, index, { chunkSize: options.chunk_size ?? 4, dialect: options.dialect });
+    const ctx = { chunkSize: options.chunk_size ?? 4, dialect: options.dialect };
+    if (responses && isMessage(reply)) await sendResponse(res, reply, body, index, ctx, issued);
+    else await sendReply(res, reply, body, index, ctx);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -246,6 +257,9 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
     requests,
     get chatRequests() {
       return requests.filter((r) => r.path === "/v1/chat/completions");
+    },
+    get responsesRequests() {
+      return requests.filter((r) => r.path === "/v1/responses");
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -264,6 +278,41 @@ function refusalFor(options: OpenAIServerOptions, body: ChatBody): Refusal | und
     }
   }
   return dialectRefusal(options.dialect, body);
+}
+
+/** The 400 a strict server answers a Responses request with, if any (openai-server-responses.ts). */
+function responsesRefusal(options: OpenAIServerOptions, body: ChatBody, issued: ReadonlySet<string>): Refusal | undefined {
+  if (!options.strict) return undefined;
+  const [problem] = responsesProblems(body, issued);
+  if (problem === undefined) return undefined;
+  return { status: 400, body: { error: { message: problem, type: "invalid_request_error", param: null, code: null } } };
+}
+
+function isMessage(reply: Reply): reply is MessageReply {
+  return !("status" in reply || "drop" in reply || "malformed" in reply || "raw" in reply || "html" in reply || "empty_stream" in reply);
+}
+
+/** A reply on the Responses API: the response object, or its events, with the reply's faults. */
+function sendResponse(res: ServerResponse, reply: MessageReply, body: ChatBody, index: number, ctx: ReplyContext, issued: Set<string>): void | Promise<void> {
+  const plain = normalise(reply, index);
+  // The tool-call habits of the dialect apply; reasoning is always a reasoning item here.
+  const message = renderMessage(plain.content, plain.tool_calls, undefined, ctx.dialect);
+  const usage = usageForDialect(usageOf(reply, body, message), ctx.dialect);
+  const plan: ResponsePlan = {
+    id: String(index + 1),
+    model: modelOf(body),
+    content: message.content,
+    tool_calls: message.tool_calls,
+    ...(reply.reasoning !== undefined ? { reasoning: reply.reasoning } : {}),
+    finish_reason: reply.finish_reason ?? message.finish_reason,
+    usage: usage?.completion_tokens === undefined ? undefined : (usage as ResponsePlan["usage"]),
+  };
+  const items = outputItems(plan);
+  for (const item of items) if (typeof item["encrypted_content"] === "string") issued.add(item["encrypted_content"]);
+  if (body.stream === true) return streamEvents(res, responseEvents(plan, ctx.chunkSize), [], reply);
+  const value = responseObject(plan, finalStatus(plan), items);
+  if (reply.drip_ms || reply.stall_after_chunks !== undefined || reply.reset_mid_body) return sendJsonFaulty(res, value, reply);
+  sendJson(res, 200, value);
 }
 
 interface ReplyContext {
@@ -448,10 +497,17 @@ function streamChunks(plan: StreamPlan): unknown[] {
   return chunks;
 }
 
-/** Writes the stream, with the reply's faults: dropped, stalled or reset part way, or dripping. */
-async function streamReply(res: ServerResponse, plan: StreamPlan): Promise<void> {
-  const chunks = streamChunks(plan).map(sse);
-  const { drop_after_chunks: dropAfter, stall_after_chunks: stallAfter, drip_ms } = plan.reply;
+/** Writes a chat completion stream, its chunks then `[DONE]`, with the reply's faults. */
+function streamReply(res: ServerResponse, plan: StreamPlan): Promise<void> {
+  return streamEvents(res, streamChunks(plan).map(sse), [DONE], plan.reply);
+}
+
+/**
+ * Writes SSE events (then `trailer`), with the reply's faults: dropped, stalled or reset part
+ * way, or dripping. `drop_after_chunks` counts `events`, `stall_after_chunks` the trailer too.
+ */
+async function streamEvents(res: ServerResponse, chunks: string[], trailer: string[], reply: MessageReply): Promise<void> {
+  const { drop_after_chunks: dropAfter, stall_after_chunks: stallAfter, drip_ms } = reply;
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   if (dropAfter !== undefined && dropAfter < chunks.length) {
     await deliver(res, chunks.slice(0, dropAfter), { drip_ms, ending: "stall" });
@@ -459,9 +515,9 @@ async function streamReply(res: ServerResponse, plan: StreamPlan): Promise<void>
     setTimeout(() => res.socket?.destroy(), 20);
     return;
   }
-  const events = [...chunks, DONE];
+  const events = [...chunks, ...trailer];
   if (stallAfter !== undefined) return deliver(res, events.slice(0, stallAfter), { drip_ms, ending: "stall" });
-  if (plan.reply.reset_mid_body) {
+  if (reply.reset_mid_body) {
     const half = firstHalf(events.join(""));
     return deliver(res, drip_ms ? pieces(half, Math.ceil(half.length / 5)) : [half], { drip_ms, ending: "reset" });
   }
