@@ -238,6 +238,11 @@ describe.each(CASES)("$kind against real servers' dialects", (c) => {
       // Reasoning is never sent back, nor parsed: no request carries it.
       expect(sent(server).some((body) => JSON.stringify(body).includes("Let me think"))).toBe(false);
     }
+    if (v.reasoning && v.api === "responses") {
+      // The reasoning items come back, encrypted, with the replies they came with (a strict server knows its own).
+      const carried = server.responsesRequests.filter((r) => (r.body?.["input"] as Array<{ type?: string }>).some((i) => i.type === "reasoning"));
+      expect(carried.length).toBeGreaterThan(0);
+    }
     if (v.dialect?.usage === "missing") {
       const finished = events.find((e) => e.type === "run.finished");
       expect(finished?.type === "run.finished" && finished.usage.unknown).toBe(responses.length);
