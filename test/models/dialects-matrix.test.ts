@@ -240,7 +240,7 @@ describe.each(CASES)("$kind against real servers' dialects", (c) => {
     }
     if (v.reasoning && v.api === "responses") {
       // The reasoning items come back, encrypted, with the replies they came with (a strict server knows its own).
-      const carried = server.responsesRequests.filter((r) => (r.body?.["input"] as Array<{ type?: string }>).some((i) => i.type === "reasoning"));
+      const carried = server.responsesRequests.filter((r) => ((r.body?.["input"] ?? []) as Array<{ type?: string }>).some((i) => i.type === "reasoning"));
       expect(carried.length).toBeGreaterThan(0);
     }
     if (v.dialect?.usage === "missing") {
