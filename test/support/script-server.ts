@@ -27,8 +27,11 @@ export interface ScriptServer {
   onArrival?: (index: number) => "drop" | void;
 }
 
-/** A copy of teams/NAME.yaml (and its side files) whose agents reach `server` as `model: <agent name>`. */
-export function serverTeam(name: string, url: string): { file: string; dir: string; script: string } {
+/**
+ * A copy of teams/NAME.yaml (and its side files) whose agents reach `server` as `model: <agent name>`,
+ * over Chat Completions or, with `api: "responses"`, the Responses API.
+ */
+export function serverTeam(name: string, url: string, api: "chat_completions" | "responses" = "chat_completions"): { file: string; dir: string; script: string } {
   const dir = tempDir(`team-${name}-`);
   cpSync(TEAMS, dir, { recursive: true });
   const file = join(dir, `${name}.yaml`);
@@ -39,7 +42,7 @@ export function serverTeam(name: string, url: string): { file: string; dir: stri
   const agents = (doc.get("agents") as { toJSON(): Record<string, unknown> }).toJSON();
   const wired: Record<string, unknown> = {};
   for (const agent of Object.keys(agents)) {
-    wired[`via_${agent}`] = { provider: "openai", model: agent, base_url: url, api_key: "sk-resume-test-0123456789", max_retries: 0 };
+    wired[`via_${agent}`] = { provider: "openai", model: agent, api, base_url: url, api_key: "sk-resume-test-0123456789", max_retries: 0 };
     doc.setIn(["agents", agent, "model"], `via_${agent}`);
   }
   doc.set("models", wired);
