@@ -1,6 +1,8 @@
 /**
  * The `openai`-backed ChatClient: Chat Completions with native tool calling,
- * streaming when asked, and the field's habits handled (docs/model-servers.md):
+ * or the Responses API with `api: responses` (`openai-responses.ts`, the same
+ * loop below), streaming when asked, and the field's habits handled
+ * (docs/model-servers.md):
  *
  * - one deadline, `timeout_ms`, over the whole call: connecting, waiting,
  *   reading the body or stream (a stall or a drip included) and the retries;
