@@ -8,7 +8,7 @@
  * to the schema's:
  * - team: description "", tools {}, workflows {}, allow_outside_paths false
  * - knowledge: top_k 3
- * - openai model: timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
+ * - openai model: api "chat_completions", timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, fallback []
  * - scripted model: model "scripted", stream false
  * - guardrail: action "block"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536
@@ -43,6 +43,9 @@
  *   (`streamIdleTimeout`)
  * - openai model base_url and api_key: unset or empty is left out, so the
  *   openai client uses its own (OPENAI_BASE_URL, OPENAI_API_KEY) (resolve.ts)
+ * - openai model max_tokens_param: unset is left out; the field then follows
+ *   the model id (`maxTokensParam` in src/models/dialect.ts, which knows the
+ *   model families; config/ knows none)
  */
 import { resolve } from "node:path";
 import type { JsonSchema } from "./types.js";

@@ -50,6 +50,8 @@ export interface RawOpenaiModel {
   provider: "openai";
   /** Model id sent to the endpoint. */
   model: string;
+  /** The API spoken: `chat_completions` (POST /chat/completions, every OpenAI-compatible server) or `responses` (POST /responses, OpenAI's Responses API: reasoning models keep their reasoning between turns, carried encrypted with `store: false`; `max_tokens` goes as `max_output_tokens`; `seed` is not sent). @default "chat_completions" */
+  api: "chat_completions" | "responses";
   /** Base URL of the endpoint. Unset or empty: the openai client's own OPENAI_BASE_URL, else api.openai.com. */
   base_url?: string;
   /** API key. Unset or empty: the openai client's own OPENAI_API_KEY. Never logged or traced. */
@@ -58,6 +60,8 @@ export interface RawOpenaiModel {
   temperature?: number;
   /** Cap on tokens generated per reply; unset leaves the endpoint's default. */
   max_tokens?: number;
+  /** The request field that carries max_tokens on Chat Completions. Unset: `max_completion_tokens` for the models that want it (OpenAI's o-series and gpt-5 family, by model id), `max_tokens` for the rest. The Responses API always uses `max_output_tokens`. */
+  max_tokens_param?: "max_tokens" | "max_completion_tokens";
   /** Nucleus sampling; unset leaves the endpoint's default. */
   top_p?: number;
   /** Sampling seed, for servers that honour it. */
@@ -293,12 +297,14 @@ export type RawToolEffect = "read" | "idempotent" | "write";
 /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
 export type RawToolApproval = "required";
 
-/** US dollars per million prompt (input) and completion (output) tokens. */
+/** US dollars per million prompt (input) and completion (output) tokens; prompt tokens read from the server's cache at `cached_input_per_mtok` where it reports them. */
 export interface RawPrice {
   /** US dollars per million prompt tokens. */
   input_per_mtok: number;
-  /** US dollars per million completion tokens. */
+  /** US dollars per million completion tokens (reasoning tokens included). */
   output_per_mtok: number;
+  /** US dollars per million prompt tokens read from the server's prompt cache (`cached_tokens` in its usage). Unset: the same as input_per_mtok. */
+  cached_input_per_mtok?: number;
 }
 
 /** One check on an agent's input or answer, or a tool call's arguments or result (docs/guardrails.md). */

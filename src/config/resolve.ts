@@ -40,11 +40,12 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
 
 function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
   if (raw.provider === "scripted") return { name, provider: "scripted", model: raw.model, script: resolve(dir, raw.script), stream: raw.stream };
-  const { base_url, api_key, temperature, max_tokens, top_p, seed, roles } = raw;
+  const { base_url, api_key, temperature, max_tokens, max_tokens_param, top_p, seed, roles } = raw;
   return {
     name,
     provider: "openai",
     model: raw.model,
+    api: raw.api,
     timeout_ms: raw.timeout_ms,
     max_retries: raw.max_retries,
     stream: raw.stream,
@@ -63,6 +64,7 @@ function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
     ...(api_key ? { api_key } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
     ...(max_tokens !== undefined ? { max_tokens } : {}),
+    ...(max_tokens_param !== undefined ? { max_tokens_param } : {}),
   };
 }
 

@@ -10,12 +10,16 @@ export interface OpenAIModelConfig {
   name: string;
   provider: "openai";
   model: string;
+  /** The API spoken (docs/model-servers.md#the-responses-api). @default "chat_completions" */
+  api: "chat_completions" | "responses";
   /** Undefined: the openai client's own OPENAI_BASE_URL / default. */
   base_url?: string;
   /** Undefined: the openai client's own OPENAI_API_KEY. Never logged. */
   api_key?: string;
   temperature?: number;
   max_tokens?: number;
+  /** The Chat Completions field carrying `max_tokens`; unset: by model id (`maxTokensParam` in src/models/dialect.ts). */
+  max_tokens_param?: "max_tokens" | "max_completion_tokens";
   top_p?: number;
   seed?: number;
   /** Deadline of a whole model call, retries included. @default 60000 */
@@ -32,8 +36,8 @@ export interface OpenAIModelConfig {
   headers: Record<string, string>;
   /** Fields merged into every request body. */
   extra_body: Record<string, unknown>;
-  /** US dollars per million prompt and completion tokens, for `budget.max_cost_usd`. */
-  price?: { input_per_mtok: number; output_per_mtok: number };
+  /** US dollars per million prompt, cached prompt and completion tokens, for `budget.max_cost_usd`. */
+  price?: { input_per_mtok: number; output_per_mtok: number; cached_input_per_mtok?: number };
   /** The server takes `response_format: json_schema` (strict). @default false */
   structured_output: boolean;
   /** A role layout forced from the first request; unset: detected from the server's refusal. */

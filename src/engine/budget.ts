@@ -72,7 +72,11 @@ export class Account {
   spend(usage: Usage, model: ModelConfig | undefined): void {
     this.tokens += usage.total_tokens;
     const price = model?.provider === "openai" ? model.price : undefined;
-    if (price) this.cost += (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000;
+    if (!price) return;
+    // Cached prompt tokens are part of prompt_tokens, at their own rate when the price gives one (docs/budgets.md).
+    const cached = usage.cached_tokens ?? 0;
+    const input = (usage.prompt_tokens - cached) * price.input_per_mtok + cached * (price.cached_input_per_mtok ?? price.input_per_mtok);
+    this.cost += (input + usage.completion_tokens * price.output_per_mtok) / 1_000_000;
   }
 
   private checkTime(): void {

@@ -23,7 +23,9 @@ export function msBetween(fromIso: string, toIso: string): number {
 export function formatUsage(usage: Usage): string {
   const n = (x: number) => x.toLocaleString("en-US");
   const unknown = usage.unknown ? `; usage unknown for ${unknownCalls(usage.unknown)}, so at least that` : "";
-  return `${n(usage.total_tokens)} tokens (prompt ${n(usage.prompt_tokens)}, completion ${n(usage.completion_tokens)}${unknown})`;
+  const cached = usage.cached_tokens ? ` of which ${n(usage.cached_tokens)} cached` : "";
+  const reasoning = usage.reasoning_tokens ? ` of which ${n(usage.reasoning_tokens)} reasoning` : "";
+  return `${n(usage.total_tokens)} tokens (prompt ${n(usage.prompt_tokens)}${cached}, completion ${n(usage.completion_tokens)}${reasoning}${unknown})`;
 }
 
 /** Tokens used, short, saying when some calls reported no usage (the count is then a lower bound). */

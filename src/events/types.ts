@@ -14,6 +14,10 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** Of `prompt_tokens`, those read from the server's prompt cache, where it reports them; absent otherwise. */
+  cached_tokens?: number;
+  /** Of `completion_tokens`, those spent on reasoning, where the server reports them; absent otherwise. */
+  reasoning_tokens?: number;
   /**
    * How many of the model calls counted here reported no usage, or only part
    * of it (some local servers): the token counts are then a lower bound.

@@ -63,6 +63,48 @@ export class ThinkFilter {
   }
 }
 
+/** A reply's `content`, read: its text, and the reasoning its thinking parts carried. */
+export interface ContentRead {
+  text: string | null;
+  reasoning?: string;
+}
+
+/**
+ * `content` as servers send it: a string, or a list of parts (Mistral's
+ * reasoning models: `{"type": "text", "text": ...}` and `{"type": "thinking",
+ * "thinking": [{"type": "text", "text": ...}]}`), streamed or not. Text parts
+ * are joined; thinking parts are reasoning, never the reply. Anything else
+ * (null, a part of an unknown type) carries no text.
+ */
+export function readContent(content: unknown): ContentRead {
+  if (typeof content === "string") return { text: content };
+  if (!Array.isArray(content)) return { text: null };
+  let text: string | null = null;
+  let reasoning = "";
+  for (const part of content as unknown[]) {
+    if (typeof part === "string") text = (text ?? "") + part;
+    if (typeof part !== "object" || part === null) continue;
+    const { type, text: partText, thinking } = part as { type?: unknown; text?: unknown; thinking?: unknown };
+    if (type === "text" && typeof partText === "string") text = (text ?? "") + partText;
+    else if (type === "thinking") reasoning += readContent(thinking).text ?? "";
+  }
+  return reasoning ? { text, reasoning } : { text };
+}
+
+// ---------------------------------------------------------------- the token limit's name
+
+/**
+ * OpenAI's reasoning models (o1, o3, o4-mini, ...) and the gpt-5 family refuse
+ * `max_tokens` and want `max_completion_tokens`; recognised by model id, also
+ * behind a router's prefix (`openai/o3`, `azure/gpt-5-mini`).
+ */
+const WANTS_COMPLETION_TOKENS = /(?:^|\/)(?:o\d|gpt-5)(?:$|[-.:_])/i;
+
+/** The Chat Completions field that carries a model's `max_tokens`: as set, else by model id. */
+export function maxTokensParam(model: string, forced: "max_tokens" | "max_completion_tokens" | undefined): "max_tokens" | "max_completion_tokens" {
+  return forced ?? (WANTS_COMPLETION_TOKENS.test(model) ? "max_completion_tokens" : "max_tokens");
+}
+
 // ---------------------------------------------------------------- chat templates with rules
 
 /** The layouts a request can be sent in. */
@@ -187,13 +229,45 @@ export function toolCallsInContent(content: string | null): { content: string | 
 
 // ---------------------------------------------------------------- usage
 
-/** Usage as reported; missing or partial usage is counted as unknown instead of read as 0 (see `Usage.unknown`). */
-export function usageOf(usage: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null | undefined): Usage {
-  const prompt = usage?.prompt_tokens;
-  const completion = usage?.completion_tokens;
+/** Usage as servers report it: Chat Completions' names, the Responses API's, and DeepSeek's cache count. */
+export interface WireUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
+  /** DeepSeek's name for the cached part of the prompt. */
+  prompt_cache_hit_tokens?: number;
+  input_tokens?: number;
+  output_tokens?: number;
+  input_tokens_details?: { cached_tokens?: number | null } | null;
+  output_tokens_details?: { reasoning_tokens?: number | null } | null;
+}
+
+/**
+ * Usage as reported; missing or partial usage is counted as unknown instead
+ * of read as 0 (see `Usage.unknown`). Cached and reasoning tokens are kept
+ * where the server reports them above 0 (docs/budgets.md).
+ */
+export function usageOf(usage: WireUsage | null | undefined): Usage {
+  const prompt = usage?.prompt_tokens ?? usage?.input_tokens;
+  const completion = usage?.completion_tokens ?? usage?.output_tokens;
   const complete = typeof prompt === "number" && typeof completion === "number";
   const prompt_tokens = typeof prompt === "number" ? prompt : 0;
   const completion_tokens = typeof completion === "number" ? completion : 0;
   const total_tokens = typeof usage?.total_tokens === "number" ? usage.total_tokens : prompt_tokens + completion_tokens;
-  return complete ? { prompt_tokens, completion_tokens, total_tokens } : { prompt_tokens, completion_tokens, total_tokens, unknown: 1 };
+  const cached = count(usage?.prompt_tokens_details?.cached_tokens ?? usage?.input_tokens_details?.cached_tokens ?? usage?.prompt_cache_hit_tokens);
+  const reasoning = count(usage?.completion_tokens_details?.reasoning_tokens ?? usage?.output_tokens_details?.reasoning_tokens);
+  return {
+    prompt_tokens,
+    completion_tokens,
+    total_tokens,
+    ...(cached ? { cached_tokens: cached } : {}),
+    ...(reasoning ? { reasoning_tokens: reasoning } : {}),
+    ...(complete ? {} : { unknown: 1 }),
+  };
+}
+
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
 }

@@ -1,6 +1,8 @@
 /**
  * The `openai`-backed ChatClient: Chat Completions with native tool calling,
- * streaming when asked, and the field's habits handled (docs/model-servers.md):
+ * or the Responses API with `api: responses` (`openai-responses.ts`, the same
+ * loop below), streaming when asked, and the field's habits handled
+ * (docs/model-servers.md):
  *
  * - one deadline, `timeout_ms`, over the whole call: connecting, waiting,
  *   reading the body or stream (a stall or a drip included) and the retries;
@@ -18,9 +20,11 @@ import OpenAI from "openai";
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { RuntimeError } from "../errors.js";
 import type { OpenAIModelConfig } from "../config/types.js";
-import { layOut, layoutFromRefusal, type RoleLayout } from "./dialect.js";
+import { layOut, layoutFromRefusal, maxTokensParam, type RoleLayout } from "./dialect.js";
 import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
+import { CallControl } from "./call-control.js";
 import { readCompletion, StreamReader } from "./openai-reply.js";
+import { readResponse, ResponsesStreamReader, responsesBody } from "./openai-responses.js";
 import { modelFetch } from "./model-fetch.js";
 import { strictSchema } from "./strict-schema.js";
 import type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec } from "./types.js";
@@ -135,33 +139,43 @@ const nestErrorBodies =
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 
-/** One attempt. */
+/** One attempt, on the model's API. */
 async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequest, layout: RoleLayout, call: CallControl): Promise<ChatResponse> {
-  const params = requestBody(config, request, layout);
+  const responses = config.api === "responses";
   const tools = (request.tools?.length ?? 0) > 0;
+  const hint = `is base_url right? (${displayURL(openai.baseURL)})`;
   if (!config.stream) {
     call.phase("waiting for the reply");
-    const { data, request_id } = await openai.chat.completions.create(params, { signal: call.signal }).withResponse();
-    return readCompletion(data, { model: config.model, request_id, tools }, `is base_url right? (${displayURL(openai.baseURL)})`);
+    if (responses) {
+      const { data, request_id } = await openai.responses.create(responsesBody(config, request, layout), { signal: call.signal }).withResponse();
+      return readResponse(data, { model: config.model, request_id, tools }, hint);
+    }
+    const { data, request_id } = await openai.chat.completions.create(requestBody(config, request, layout), { signal: call.signal }).withResponse();
+    return readCompletion(data, { model: config.model, request_id, tools }, hint);
   }
   call.phase("waiting for the reply stream");
   const {
     data: stream,
     request_id,
     response,
-  } = await openai.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: call.signal }).withResponse();
+  } = responses
+    ? await openai.responses.create({ ...responsesBody(config, request, layout), stream: true }, { signal: call.signal }).withResponse()
+    : await openai.chat.completions
+        .create({ ...requestBody(config, request, layout), stream: true, stream_options: { include_usage: true } }, { signal: call.signal })
+        .withResponse();
   const type = response.headers.get("content-type") ?? "";
   if (!/event-stream/i.test(type)) {
     stream.controller.abort();
     throw new RuntimeError(
       "MODEL_BAD_REPLY",
-      `model ${config.model}: the reply is not an event stream (content-type ${type || "none"})${request_id ? ` (request id ${request_id})` : ""}; is base_url right? (${displayURL(openai.baseURL)})`,
+      `model ${config.model}: the reply is not an event stream (content-type ${type || "none"})${request_id ? ` (request id ${request_id})` : ""}; ${hint}`,
     );
   }
-  const reader = new StreamReader({ model: config.model, request_id, tools }, request.onDelta);
+  const options = { model: config.model, request_id, tools };
+  const reader = responses ? new ResponsesStreamReader(options, request.onDelta) : new StreamReader(options, request.onDelta);
   call.idle(config.idle_timeout_ms, () => `the reply stream stalled: no chunk for ${config.idle_timeout_ms} ms after ${reader.count} chunk(s)`);
   try {
-    for await (const chunk of stream) {
+    for await (const chunk of stream as AsyncIterable<unknown>) {
       call.idle(config.idle_timeout_ms, () => `the reply stream stalled: no chunk for ${config.idle_timeout_ms} ms after ${reader.count} chunk(s)`);
       call.phase(`reading the reply stream (${reader.count + 1} chunk(s) so far)`);
       reader.push(chunk);
@@ -184,7 +198,7 @@ function requestBody(config: OpenAIModelConfig, request: ChatRequest, layout: Ro
   };
   if (request.tools && request.tools.length > 0) params.tools = request.tools.map(toWireTool);
   if (config.temperature !== undefined) params.temperature = config.temperature;
-  if (config.max_tokens !== undefined) params.max_tokens = config.max_tokens;
+  if (config.max_tokens !== undefined) params[maxTokensParam(config.model, config.max_tokens_param)] = config.max_tokens;
   if (config.top_p !== undefined) params.top_p = config.top_p;
   if (config.seed !== undefined) params.seed = config.seed;
   if (request.response_format) {
@@ -202,58 +216,7 @@ function withoutFormat(request: ChatRequest): ChatRequest {
 
 /** A 400 about `response_format` or its schema: the server does not take structured output. */
 function isFormatRefusal(err: unknown): boolean {
-  return err instanceof OpenAI.APIError && err.status === 400 && /response_format|json_schema|structured output|guided/i.test(err.message);
-}
-
-/**
- * The abort signal and deadline of one attempt: aborts when the caller's
- * signal does, when the call's deadline passes, or when a stream is idle
- * too long; `expired` then says which, in words.
- */
-class CallControl {
-  private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
-  private idleTimer: NodeJS.Timeout | undefined;
-  private now = "connecting";
-  expired: string | undefined;
-  private readonly onAbort = () => this.controller.abort();
-
-  constructor(
-    private readonly parent: AbortSignal | undefined,
-    deadline: number,
-    within: string,
-  ) {
-    parent?.addEventListener("abort", this.onAbort, { once: true });
-    const left = Math.max(0, deadline - Date.now());
-    this.timer = setTimeout(() => this.expire(`no complete reply within ${within}, while ${this.now}`), left);
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  phase(what: string): void {
-    this.now = what;
-  }
-
-  idle(ms: number, why: () => string): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.expire(why()), ms);
-  }
-
-  private expire(why: string): void {
-    if (this.controller.signal.aborted) return;
-    this.expired = why;
-    this.controller.abort();
-  }
-
-  release(): void {
-    clearTimeout(this.timer);
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    // openai-node adds an abort listener to the signal it is given and never removes it;
-    // a per-attempt signal keeps the caller's (a whole run's) clean.
-    this.parent?.removeEventListener("abort", this.onAbort);
-  }
+  return err instanceof OpenAI.APIError && err.status === 400 && /response_format|json_schema|text\.format|structured output|guided/i.test(err.message);
 }
 
 function layoutNotice(model: string, layout: RoleLayout): string {

@@ -7,7 +7,7 @@
  */
 import { RuntimeError } from "../errors.js";
 import type { Usage } from "../events/types.js";
-import { normaliseToolCalls, splitThink, ThinkFilter, toolCallsInContent, usageOf, type WireToolCall } from "./dialect.js";
+import { normaliseToolCalls, readContent, splitThink, ThinkFilter, toolCallsInContent, usageOf, type WireToolCall, type WireUsage } from "./dialect.js";
 import type { ChatResponse } from "./types.js";
 
 /** What a reply is read with. */
@@ -32,7 +32,7 @@ export function readCompletion(data: unknown, options: ReadOptions, hint: string
     // A web page or a proxy answering 200: not an OpenAI-compatible endpoint at this URL.
     throw badReply(options, "the reply is not a chat completion", hint);
   }
-  const body = data as { choices?: Array<{ message?: WireMessage; finish_reason?: string | null }>; usage?: Usage | null };
+  const body = data as { choices?: Array<{ message?: WireMessage; finish_reason?: string | null }>; usage?: WireUsage | null };
   const choice = Array.isArray(body.choices) ? body.choices[0] : undefined;
   if (!choice?.message) throw badReply(options, "the reply has no choices");
   const message = choice.message;
@@ -41,13 +41,13 @@ export function readCompletion(data: unknown, options: ReadOptions, hint: string
     if (call.type !== undefined && call.type !== "function") continue;
     if (typeof call.function?.name === "string") calls.push({ id: call.id ?? null, name: call.function.name, arguments: call.function.arguments });
   }
-  const content = typeof message.content === "string" ? message.content : null;
-  const reasoning = textOf(message.reasoning_content) ?? textOf(message.reasoning);
-  return assemble({ content, reasoning, calls, finish_reason: choice.finish_reason ?? "stop", usage: usageOf(body.usage) }, options);
+  const content = readContent(message.content);
+  const reasoning = joined(textOf(message.reasoning_content) ?? textOf(message.reasoning), content.reasoning);
+  return assemble({ content: content.text, reasoning, calls, finish_reason: choice.finish_reason ?? "stop", usage: usageOf(body.usage) }, options);
 }
 
 /** The pieces of a reply, before the dialects are undone. */
-interface Parts {
+export interface Parts {
   content: string | null;
   reasoning: string | undefined;
   calls: WireToolCall[];
@@ -55,7 +55,8 @@ interface Parts {
   usage: Usage;
 }
 
-function assemble(parts: Parts, options: ReadOptions): ChatResponse {
+/** A reply from its pieces, the dialects undone: reasoning split off, calls in the content read as calls, ids made unique. */
+export function assemble(parts: Parts, options: ReadOptions): ChatResponse {
   const split = splitThink(parts.content);
   let content = split.content;
   let calls = parts.calls;
@@ -106,7 +107,7 @@ export class StreamReader {
   push(chunk: unknown): void {
     this.chunks++;
     const c = chunk as {
-      usage?: Usage | null;
+      usage?: WireUsage | null;
       choices?: Array<{ delta?: Omit<WireMessage, "tool_calls"> & { tool_calls?: WireDeltaCall[] | null }; finish_reason?: string | null }>;
     };
     if (c.usage) this.usage = usageOf(c.usage);
@@ -114,12 +115,14 @@ export class StreamReader {
     if (!choice) return;
     this.withChoices++;
     const delta = choice.delta ?? {};
-    const reasoning = textOf(delta.reasoning_content) ?? textOf(delta.reasoning);
+    // A delta's content may be a list of parts too (Mistral), its thinking parts reasoning.
+    const content = readContent(delta.content);
+    const reasoning = joined(textOf(delta.reasoning_content) ?? textOf(delta.reasoning), content.reasoning);
     if (reasoning) this.reasoning += reasoning;
-    if (typeof delta.content === "string" && delta.content) {
+    if (content.text) {
       this.sawContent = true;
-      this.content += delta.content;
-      const shown = this.think.push(delta.content);
+      this.content += content.text;
+      const shown = this.think.push(content.text);
       if (shown) this.onDelta?.(shown);
     }
     for (const piece of delta.tool_calls ?? []) {
@@ -172,6 +175,11 @@ export class StreamReader {
       this.options,
     );
   }
+}
+
+/** Reasoning from the fields and from thinking parts, when a server sends both. */
+function joined(a: string | undefined, b: string | undefined): string | undefined {
+  return a && b ? `${a}\n\n${b}` : a || b;
 }
 
 function textOf(value: unknown): string | undefined {

@@ -8,11 +8,25 @@ export interface ToolCallRequest {
   arguments: string;
 }
 
+/**
+ * A reasoning item of the Responses API (`{type: "reasoning", id, summary,
+ * encrypted_content}`), kept as the server sent it: opaque to the runtime,
+ * carried back before the reply it came with on the next turn
+ * (docs/model-servers.md#the-responses-api).
+ */
+export type ReasoningItem = { type: "reasoning" } & Record<string, unknown>;
+
 /** Chat Completions messages, the subset the runtime sends. */
 export type ChatMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string }
-  | { role: "assistant"; content: string | null; tool_calls?: ToolCallRequest[] }
+  | {
+      role: "assistant";
+      content: string | null;
+      tool_calls?: ToolCallRequest[];
+      /** The reply's reasoning items, sent back on the Responses API only (Chat Completions never sends reasoning back). */
+      reasoning_items?: ReasoningItem[];
+    }
   | { role: "tool"; tool_call_id: string; content: string };
 
 /** What the model is offered as a function tool. */
@@ -51,6 +65,8 @@ export interface ChatResponse {
   reasoning?: string;
   /** The provider's request id, when it sends one (for error reports). */
   request_id?: string;
+  /** The Responses API's reasoning items, for the next turn: a kind that keeps this reply's message carries them on it. */
+  reasoning_items?: ReasoningItem[];
 }
 
 /**

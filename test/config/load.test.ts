@@ -61,6 +61,7 @@ agents:
       name: "default",
       provider: "openai",
       model: "gpt-4o-mini",
+      api: "chat_completions",
       base_url: "http://127.0.0.1:9/v1",
       timeout_ms: 60000,
       max_retries: 2,

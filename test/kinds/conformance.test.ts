@@ -4,9 +4,10 @@
  * run over every adapter. A new kind passes it or does not ship: `CASES` is
  * keyed by `AgentKind`, so a kind without its case does not compile.
  *
- * Each kind runs its example team (teams/*.yaml) on its scripted model, in
- * process through `runTeam`, or as a spawned CLI killed with SIGKILL and
- * resumed over the OpenAI-compatible test server.
+ * Each kind runs its example team (teams/*.yaml) in process through
+ * `runTeam` on its scripted model, and over the OpenAI-compatible test
+ * server (answering from the same script) on both APIs, Chat Completions and
+ * Responses; over HTTP, also as a spawned CLI killed with SIGKILL and resumed.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AnyStateMachine, StateNode } from "xstate";
@@ -72,15 +73,24 @@ const sameAnswer = (answer: string | undefined) => (answer ?? "").replace(/(SAFE
 const sum = (usages: Usage[]): Usage => usages.reduce(addUsage, ZERO_USAGE);
 const tokens = (u: Usage) => ({ prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens });
 
-for (const kind of Object.keys(KINDS) as AgentKind[]) {
+/** What the kinds' model is: the team's scripted model in process, or the test server over one API. */
+const MODELS = ["scripted", "chat_completions", "responses"] as const;
+
+for (const [kind, model] of (Object.keys(KINDS) as AgentKind[]).flatMap((k) => MODELS.map((m) => [k, m] as const))) {
   const { team: name, question } = CASES[kind];
   const load = async () => {
-    const team = await loadTeam(`${ROOT}teams/${name}.yaml`);
+    let file = `${ROOT}teams/${name}.yaml`;
+    if (model !== "scripted") {
+      const { server } = await startScriptServer(serverTeam(name, "http://unused").script);
+      servers.push(server);
+      file = serverTeam(name, server.url, model).file;
+    }
+    const team = await loadTeam(file);
     expect(team.agents[team.entry]?.kind, `teams/${name}.yaml's entry agent`).toBe(kind);
     return team;
   };
 
-  describe(`kind ${kind} (teams/${name}.yaml)`, () => {
+  describe(`kind ${kind} (teams/${name}.yaml) on ${model === "scripted" ? "its scripted model" : `the ${model} API`}`, () => {
     it("events in order: each step opens with agent.started and closes with agent.finished, each tool.started before its tool.finished", async () => {
       const { result, events } = await run(await load(), question);
       expect(result.result_type).toBe("answer");
@@ -164,9 +174,10 @@ for (const kind of Object.keys(KINDS) as AgentKind[]) {
     });
 
     it("a cut-off reply (finish_reason length) is never taken as an answer: the run goes on to the script's answer", async () => {
-      const team = await load();
-      const clean = await run(team, question);
+      const clean = await run(await load(), question);
       expect(clean.result.result_type).toBe("answer");
+      // A fresh script for the second run: over HTTP, the first consumed the server's.
+      const team = await load();
       let cut = false;
       const cutOnce = (inner: ChatClient): ChatClient => ({
         model: inner.model,
@@ -185,10 +196,11 @@ for (const kind of Object.keys(KINDS) as AgentKind[]) {
       for (const e of events) if (e.type === "agent.finished") expect(e.answer ?? "").not.toContain("The answer is 4");
     });
 
+    if (model === "scripted") return;
     it("resume after kill: a CLI run killed with SIGKILL midway resumes to the uninterrupted answer, no reply asked twice", async () => {
       const baseline = await startScriptServer(serverTeam(name, "http://unused").script);
       servers.push(baseline.server);
-      const team0 = serverTeam(name, baseline.server.url);
+      const team0 = serverTeam(name, baseline.server.url, model);
       const clean = await runCli(["exec", team0.file, question, "--trace-dir", tempDir()]);
       expect(clean.code, clean.stderr).toBe(0);
       const total = baseline.arrivals.length;
@@ -196,7 +208,7 @@ for (const kind of Object.keys(KINDS) as AgentKind[]) {
 
       const server = await startScriptServer(team0.script);
       servers.push(server.server);
-      const team = serverTeam(name, server.server.url);
+      const team = serverTeam(name, server.server.url, model);
       const traceDir = tempDir();
       await execKilledAt([team.file, question, "--trace-dir", traceDir], server, Math.floor(total / 2));
       const before = storedRun(traceDir);

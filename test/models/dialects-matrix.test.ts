@@ -10,6 +10,7 @@ import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { startOpenAIServer, strictProblems, type ChatBody, type Dialect, type OpenAIServer, type Reply } from "../support/openai-server.js";
+import { chatBodyOf } from "../support/openai-server-responses.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 type Handler = (n: number, body: ChatBody) => Reply;
@@ -43,11 +44,12 @@ interface Case {
   handlers: Record<string, Handler>;
 }
 
-const model = (url: string, stream: boolean) => `
+const model = (url: string, stream: boolean, api: string) => `
 models:
   default:
     provider: openai
     model: test-model
+    api: ${api}
     base_url: ${url}
     api_key: sk-matrix
     max_retries: 0
@@ -148,6 +150,8 @@ interface Variant {
   cutOff?: boolean;
   /** Every reply carries reasoning. */
   reasoning?: boolean;
+  /** @default "chat_completions" */
+  api?: "responses";
 }
 
 const VARIANTS: Variant[] = [
@@ -155,6 +159,8 @@ const VARIANTS: Variant[] = [
   { name: "<think> blocks, streamed", reasoning: true, dialect: { reasoning: "think_tags" }, stream: true },
   { name: "reasoning_content (refused if sent back)", reasoning: true, dialect: { reasoning: "reasoning_content" } },
   { name: "reasoning_content, streamed", reasoning: true, dialect: { reasoning: "reasoning_content" }, stream: true },
+  { name: "thinking parts in a list content (Mistral)", reasoning: true, dialect: { reasoning: "thinking_parts" } },
+  { name: "thinking parts, streamed", reasoning: true, dialect: { reasoning: "thinking_parts" }, stream: true },
   { name: "roles must alternate", dialect: { roles: "alternate" } },
   { name: "no system role", dialect: { roles: "no_system" } },
   { name: "tool calls without ids", dialect: { tool_ids: "missing" } },
@@ -163,6 +169,19 @@ const VARIANTS: Variant[] = [
   { name: "tool calls written into the content", dialect: { tool_calls_in_content: true } },
   { name: "no usage", dialect: { usage: "missing" } },
   { name: "replies cut off at the token limit", cutOff: true },
+];
+
+/** The same over the Responses API: reasoning as items carried back encrypted, and the habits that apply to it. */
+const RESPONSES_VARIANTS: Variant[] = [
+  { name: "plain", api: "responses" },
+  { name: "plain, streamed", api: "responses", stream: true },
+  { name: "reasoning items", api: "responses", reasoning: true },
+  { name: "reasoning items, streamed", api: "responses", reasoning: true, stream: true },
+  { name: "roles must alternate", api: "responses", dialect: { roles: "alternate" } },
+  { name: "tool calls written into the content", api: "responses", dialect: { tool_calls_in_content: true } },
+  { name: "no usage", api: "responses", dialect: { usage: "missing" } },
+  { name: "replies cut off at the token limit", api: "responses", cutOff: true },
+  { name: "replies cut off at the token limit, streamed", api: "responses", cutOff: true, stream: true },
 ];
 
 const servers: OpenAIServer[] = [];
@@ -187,21 +206,28 @@ async function run(c: Case, v: Variant) {
     },
   });
   servers.push(server);
-  const file = writeTeam(`version: 1\nname: matrix\n${model(server.url, v.stream ?? false)}${c.team}`, {}, tempDir("matrix-"));
+  const file = writeTeam(`version: 1\nname: matrix\n${model(server.url, v.stream ?? false, v.api ?? "chat_completions")}${c.team}`, {}, tempDir("matrix-"));
   const team = await loadTeam(file);
   const events: RunEvent[] = [];
   const result = await runTeam(team, { input: "What is 6 times 7?", traceDir: tempDir("matrix-trace-"), sinks: [(e) => events.push(e)] }).result;
   return { result, events, server };
 }
 
+/** The conversation of every request the run made, as chat bodies (a Responses request read as one). */
+const sent = (server: OpenAIServer): ChatBody[] => [
+  ...server.chatRequests.map((r) => r.body ?? {}),
+  ...server.responsesRequests.map((r) => chatBodyOf(r.body ?? {})),
+];
+
 describe.each(CASES)("$kind against real servers' dialects", (c) => {
-  it.each(VARIANTS)("$name", async (v) => {
+  it.each([...VARIANTS, ...RESPONSES_VARIANTS.map((v) => ({ ...v, name: `Responses API: ${v.name}` }))])("$name", async (v) => {
     const { result, events, server } = await run(c, v);
     expect(result.error, result.error?.message).toBeUndefined();
     expect(result.answer).toMatch(/42/);
+    expect(v.api === "responses" ? server.chatRequests : server.responsesRequests).toEqual([]);
     // Every request the run made is one a strict server accepts (the layout dialects refuse the first).
-    const refused = server.chatRequests.filter((r) => strictProblems(r.body).length > 0);
-    expect(refused.map((r) => strictProblems(r.body)[0])).toEqual([]);
+    const refused = sent(server).filter((body) => strictProblems(body).length > 0);
+    expect(refused.map((body) => strictProblems(body)[0])).toEqual([]);
     // A layout refused once is said once; react's [user, system, ...] is refused by both templates.
     const notices = events.filter((e) => e.type === "llm.notice");
     expect(notices.length).toBeLessThanOrEqual(v.dialect?.roles ? 1 : 0);
@@ -210,7 +236,12 @@ describe.each(CASES)("$kind against real servers' dialects", (c) => {
     if (v.reasoning) {
       expect(responses.every((e) => e.type === "llm.response" && e.reasoning?.startsWith("Let me think"))).toBe(true);
       // Reasoning is never sent back, nor parsed: no request carries it.
-      expect(server.chatRequests.some((r) => JSON.stringify(r.body).includes("Let me think"))).toBe(false);
+      expect(sent(server).some((body) => JSON.stringify(body).includes("Let me think"))).toBe(false);
+    }
+    if (v.reasoning && v.api === "responses") {
+      // The reasoning items come back, encrypted, with the replies they came with (a strict server knows its own).
+      const carried = server.responsesRequests.filter((r) => ((r.body?.["input"] ?? []) as Array<{ type?: string }>).some((i) => i.type === "reasoning"));
+      expect(carried.length).toBeGreaterThan(0);
     }
     if (v.dialect?.usage === "missing") {
       const finished = events.find((e) => e.type === "run.finished");
@@ -220,7 +251,7 @@ describe.each(CASES)("$kind against real servers' dialects", (c) => {
       const cut = responses.filter((e) => e.type === "llm.response" && e.finish_reason === "length");
       expect(cut.length).toBeGreaterThan(0);
       // What went back to the model about it says so.
-      expect(server.chatRequests.some((r) => JSON.stringify(r.body).includes("cut off at the token limit"))).toBe(true);
+      expect(sent(server).some((body) => JSON.stringify(body).includes("cut off at the token limit"))).toBe(true);
     }
   });
 });

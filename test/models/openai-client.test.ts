@@ -318,3 +318,24 @@ describe("openai ChatClient", () => {
     });
   });
 });
+
+describe("the token limit's field", () => {
+  it.each([
+    { model: "gpt-4o-mini", forced: undefined, field: "max_tokens" },
+    { model: "o3-mini", forced: undefined, field: "max_completion_tokens" },
+    { model: "gpt-5", forced: undefined, field: "max_completion_tokens" },
+    { model: "openai/gpt-5-mini", forced: undefined, field: "max_completion_tokens" },
+    { model: "my-o3-deployment", forced: "max_completion_tokens", field: "max_completion_tokens" },
+    { model: "gpt-5-compatible-proxy", forced: "max_tokens", field: "max_tokens" },
+  ] as const)("$model (max_tokens_param: $forced) sends $field, which a strict server takes", async ({ model, forced, field }) => {
+    const { server, client } = await setup(
+      { strict: !forced, replies: [{ content: "ok" }] },
+      { model, max_tokens: 300, ...(forced ? { max_tokens_param: forced } : {}) },
+    );
+    const res = await client.chat({ messages: [{ role: "user", content: "hi" }] });
+    expect(res.content).toBe("ok");
+    const body = server.chatRequests[0]?.body ?? {};
+    expect(body[field]).toBe(300);
+    expect(Object.keys(body).filter((k) => k.startsWith("max_"))).toEqual([field]);
+  });
+});

@@ -17,9 +17,13 @@ export interface Dialect {
    * - `"reasoning_content"` (DeepSeek, vLLM/SGLang reasoning parsers): a `reasoning_content`
    *   field (streamed as `delta.reasoning_content` before any content); the server also
    *   answers 400 to any request whose messages carry a `reasoning_content` key, as DeepSeek does;
-   * - `"reasoning"` (OpenRouter): the same field named `reasoning` (no refusal).
+   * - `"reasoning"` (OpenRouter): the same field named `reasoning` (no refusal);
+   * - `"thinking_parts"` (Mistral's magistral): `content` is a list of parts, a
+   *   `{"type": "thinking", "thinking": [{"type": "text", "text": …}]}` part then a
+   *   `{"type": "text", "text": …}` part; streamed, the thinking pieces and the first text
+   *   piece come as such one-part lists, the later text pieces as strings.
    */
-  reasoning?: "think_tags" | "reasoning_content" | "reasoning";
+  reasoning?: "think_tags" | "reasoning_content" | "reasoning" | "thinking_parts";
   /**
    * A chat template with rules (Mistral, Gemma under vLLM), checked on every request; a
    * violation is a vLLM-style 400. `"alternate"`: system only at index 0, then user/assistant
@@ -79,8 +83,12 @@ export function strictProblems(body: ChatBody | undefined): string[] {
     problems.push(...toolCallProblems(m, i, seenIds));
   });
   problems.push(...toolAnswerProblems(messages));
+  if ("max_tokens" in body && typeof body.model === "string" && /^(o\d|gpt-5)/.test(body.model)) problems.push(MAX_TOKENS_MESSAGE);
   return problems;
 }
+
+/** OpenAI's answer to `max_tokens` sent to a reasoning model (o-series, gpt-5 family). */
+export const MAX_TOKENS_MESSAGE = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
 
 function messageShapeProblems(m: Message, i: number): string[] {
   const problems: string[] = [];
@@ -212,13 +220,16 @@ export interface PlainToolCall {
 /** A reply after the dialect: what goes on the wire. */
 export interface RenderedMessage {
   content: string | null;
-  /** A reasoning field next to the content (`reasoning_content` or `reasoning` dialects). */
-  reasoning?: { field: "reasoning_content" | "reasoning"; text: string };
+  /** A reasoning field next to the content (`reasoning_content` or `reasoning` dialects), or thinking parts in it. */
+  reasoning?: { field: "reasoning_content" | "reasoning" | "thinking_parts"; text: string };
   /** Calls still sent as `tool_calls` (empty when written into the content). */
   tool_calls: PlainToolCall[];
   /** The finish reason when the reply does not set one. */
   finish_reason: string;
 }
+
+/** A thinking part as Mistral sends it. */
+export const thinkingPart = (text: string) => ({ type: "thinking", thinking: [{ type: "text", text }] });
 
 /** Applies the dialect's reasoning and tool-call habits to a reply's content and calls. */
 export function renderMessage(content: string | null, calls: PlainToolCall[], reasoning: string | undefined, dialect: Dialect | undefined): RenderedMessage {

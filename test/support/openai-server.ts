@@ -24,8 +24,11 @@ import {
   sleepUnlessGone,
   streamToolCallStart,
   strictProblems,
+  thinkingPart,
   usageForDialect,
 } from "./openai-server-dialects.js";
+
+import { chatBodyOf, finalStatus, outputItems, type ResponsePlan, responseEvents, responseObject, responsesProblems } from "./openai-server-responses.js";
 
 export { roleSequence, strictProblems, type Dialect } from "./openai-server-dialects.js";
 
@@ -40,8 +43,11 @@ export interface ReplyToolCall {
 export interface MessageReply {
   content?: string | null;
   tool_calls?: ReplyToolCall[];
-  /** Missing fields are estimated (chars / 4). */
-  usage?: { prompt_tokens?: number; completion_tokens?: number };
+  /**
+   * Missing counts are estimated (chars / 4); cached and reasoning tokens, when given, are
+   * reported as OpenAI does (`prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`).
+   */
+  usage?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number; reasoning_tokens?: number };
   finish_reason?: string;
   delay_ms?: number;
   /** Streaming only: destroy the socket after this many SSE chunks. */
@@ -162,12 +168,16 @@ export interface OpenAIServer {
   requests: ReceivedRequest[];
   /** Only the chat completion requests. */
   readonly chatRequests: ReceivedRequest[];
+  /** Only the Responses API requests (their bodies as sent; `respond` saw each as a chat body, `chatBodyOf`). */
+  readonly responsesRequests: ReceivedRequest[];
   close(): Promise<void>;
 }
 
 /** Starts the server on a random port of 127.0.0.1. */
 export async function startOpenAIServer(options: OpenAIServerOptions = {}): Promise<OpenAIServer> {
   const requests: ReceivedRequest[] = [];
+  /** The encrypted content of every reasoning item sent, which the Responses API takes back. */
+  const issued = new Set<string>();
   let chatIndex = 0;
   let requestCounter = 0;
 
@@ -202,7 +212,8 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       sendJson(res, 200, { object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "test" })) });
       return;
     }
-    if (record.method !== "POST" || path !== "/v1/chat/completions") {
+    const responses = path === "/v1/responses";
+    if (record.method !== "POST" || (path !== "/v1/chat/completions" && !responses)) {
       sendJson(res, 404, { error: { message: `test server: no route ${record.method} ${path}` } });
       return;
     }
@@ -211,14 +222,16 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       return;
     }
 
-    const refusal = refusalFor(options, record.body);
+    // A Responses request is answered from the same replies, read as the chat request it amounts to.
+    const body = responses ? chatBodyOf(record.body) : record.body;
+    const refusal = (responses ? responsesRefusal(options, record.body, issued) : undefined) ?? refusalFor(options, body);
     if (refusal !== undefined) {
       sendJson(res, refusal.status, refusal.body);
       return;
     }
 
     const index = chatIndex++;
-    const reply = options.respond ? await options.respond(record.body, index) : options.replies?.[index];
+    const reply = options.respond ? await options.respond(body, index) : options.replies?.[index];
     if (reply === undefined) {
       sendJson(res, 400, { error: { message: `test server: no reply scripted for chat request #${index}` } });
       return;
@@ -227,7 +240,9 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       const aborted = await sleepUnlessGone(reply.delay_ms, res);
       if (aborted) return;
     }
-    await sendReply(res, reply, record.body, index, { chunkSize: options.chunk_size ?? 4, dialect: options.dialect });
+    const ctx = { chunkSize: options.chunk_size ?? 4, dialect: options.dialect };
+    if (responses && isMessage(reply)) await sendResponse(res, reply, body, index, ctx, issued);
+    else await sendReply(res, reply, body, index, ctx);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -242,6 +257,9 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
     requests,
     get chatRequests() {
       return requests.filter((r) => r.path === "/v1/chat/completions");
+    },
+    get responsesRequests() {
+      return requests.filter((r) => r.path === "/v1/responses");
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -260,6 +278,41 @@ function refusalFor(options: OpenAIServerOptions, body: ChatBody): Refusal | und
     }
   }
   return dialectRefusal(options.dialect, body);
+}
+
+/** The 400 a strict server answers a Responses request with, if any (openai-server-responses.ts). */
+function responsesRefusal(options: OpenAIServerOptions, body: ChatBody, issued: ReadonlySet<string>): Refusal | undefined {
+  if (!options.strict) return undefined;
+  const [problem] = responsesProblems(body, issued);
+  if (problem === undefined) return undefined;
+  return { status: 400, body: { error: { message: problem, type: "invalid_request_error", param: null, code: null } } };
+}
+
+function isMessage(reply: Reply): reply is MessageReply {
+  return !("status" in reply || "drop" in reply || "malformed" in reply || "raw" in reply || "html" in reply || "empty_stream" in reply);
+}
+
+/** A reply on the Responses API: the response object, or its events, with the reply's faults. */
+function sendResponse(res: ServerResponse, reply: MessageReply, body: ChatBody, index: number, ctx: ReplyContext, issued: Set<string>): void | Promise<void> {
+  const plain = normalise(reply, index);
+  // The tool-call habits of the dialect apply; reasoning is always a reasoning item here.
+  const message = renderMessage(plain.content, plain.tool_calls, undefined, ctx.dialect);
+  const usage = usageForDialect(usageOf(reply, body, message), ctx.dialect);
+  const plan: ResponsePlan = {
+    id: String(index + 1),
+    model: modelOf(body),
+    content: message.content,
+    tool_calls: message.tool_calls,
+    ...(reply.reasoning !== undefined ? { reasoning: reply.reasoning } : {}),
+    finish_reason: reply.finish_reason ?? message.finish_reason,
+    usage: usage?.completion_tokens === undefined ? undefined : (usage as ResponsePlan["usage"]),
+  };
+  const items = outputItems(plan);
+  for (const item of items) if (typeof item["encrypted_content"] === "string") issued.add(item["encrypted_content"]);
+  if (body.stream === true) return streamEvents(res, responseEvents(plan, ctx.chunkSize), [], reply);
+  const value = responseObject(plan, finalStatus(plan), items);
+  if (reply.drip_ms || reply.stall_after_chunks !== undefined || reply.reset_mid_body) return sendJsonFaulty(res, value, reply);
+  sendJson(res, 200, value);
 }
 
 interface ReplyContext {
@@ -316,8 +369,7 @@ function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: num
         index: 0,
         message: {
           role: "assistant",
-          content: message.content,
-          ...(message.reasoning ? { [message.reasoning.field]: message.reasoning.text } : {}),
+          ...contentFields(message),
           refusal: null,
           ...(message.tool_calls.length > 0 ? { tool_calls: message.tool_calls.map((c) => messageToolCall(c, ctx.dialect)) } : {}),
         },
@@ -329,6 +381,12 @@ function sendReply(res: ServerResponse, reply: Reply, body: ChatBody, index: num
   };
   if (reply.drip_ms || reply.stall_after_chunks !== undefined || reply.reset_mid_body) return sendJsonFaulty(res, completion, reply);
   sendJson(res, 200, completion);
+}
+
+/** `content` and the reasoning field of a non-streamed message, as the dialect renders them. */
+function contentFields({ content, reasoning }: RenderedMessage): Record<string, unknown> {
+  if (reasoning?.field !== "thinking_parts") return { content, ...(reasoning ? { [reasoning.field]: reasoning.text } : {}) };
+  return { content: [thinkingPart(reasoning.text), ...(content ? [{ type: "text", text: content }] : [])] };
 }
 
 const NGINX_PAGE = "<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>";
@@ -382,14 +440,21 @@ function usageOf(reply: MessageReply, body: ChatBody, message: RenderedMessage) 
     (message.content ?? "").length + (message.reasoning?.text.length ?? 0) + message.tool_calls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);
   const prompt_tokens = reply.usage?.prompt_tokens ?? Math.ceil(promptChars / 4);
   const completion_tokens = reply.usage?.completion_tokens ?? Math.ceil(completionChars / 4);
-  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+  const { cached_tokens, reasoning_tokens } = reply.usage ?? {};
+  return {
+    prompt_tokens,
+    completion_tokens,
+    total_tokens: prompt_tokens + completion_tokens,
+    ...(cached_tokens !== undefined ? { prompt_tokens_details: { cached_tokens, audio_tokens: 0 } } : {}),
+    ...(reasoning_tokens !== undefined ? { completion_tokens_details: { reasoning_tokens, audio_tokens: 0 } } : {}),
+  };
 }
 
 interface StreamPlan extends ReplyContext {
   id: string;
   model: string;
   message: RenderedMessage;
-  usage: Record<string, number> | undefined;
+  usage: Record<string, unknown> | undefined;
   finishReason: string;
   body: ChatBody;
   reply: MessageReply;
@@ -410,10 +475,15 @@ function streamChunks(plan: StreamPlan): unknown[] {
   });
   const { message, chunkSize } = plan;
   const chunks: unknown[] = [chunk({ role: "assistant", content: message.reasoning ? null : "" })];
+  const parts = message.reasoning?.field === "thinking_parts";
   if (message.reasoning) {
-    for (const piece of split(message.reasoning.text, chunkSize)) chunks.push(chunk({ [message.reasoning.field]: piece }));
+    for (const piece of split(message.reasoning.text, chunkSize)) {
+      chunks.push(chunk(parts ? { content: [thinkingPart(piece)] } : { [message.reasoning.field]: piece }));
+    }
   }
-  for (const piece of split(message.content ?? "", chunkSize)) chunks.push(chunk({ content: piece }));
+  split(message.content ?? "", chunkSize).forEach((piece, i) => {
+    chunks.push(chunk({ content: parts && i === 0 ? [{ type: "text", text: piece }] : piece }));
+  });
   message.tool_calls.forEach((call, index) => {
     chunks.push(chunk({ tool_calls: [streamToolCallStart(call, index, plan.dialect)] }));
     for (const piece of split(call.arguments, chunkSize)) {
@@ -427,10 +497,17 @@ function streamChunks(plan: StreamPlan): unknown[] {
   return chunks;
 }
 
-/** Writes the stream, with the reply's faults: dropped, stalled or reset part way, or dripping. */
-async function streamReply(res: ServerResponse, plan: StreamPlan): Promise<void> {
-  const chunks = streamChunks(plan).map(sse);
-  const { drop_after_chunks: dropAfter, stall_after_chunks: stallAfter, drip_ms } = plan.reply;
+/** Writes a chat completion stream, its chunks then `[DONE]`, with the reply's faults. */
+function streamReply(res: ServerResponse, plan: StreamPlan): Promise<void> {
+  return streamEvents(res, streamChunks(plan).map(sse), [DONE], plan.reply);
+}
+
+/**
+ * Writes SSE events (then `trailer`), with the reply's faults: dropped, stalled or reset part
+ * way, or dripping. `drop_after_chunks` counts `events`, `stall_after_chunks` the trailer too.
+ */
+async function streamEvents(res: ServerResponse, chunks: string[], trailer: string[], reply: MessageReply): Promise<void> {
+  const { drop_after_chunks: dropAfter, stall_after_chunks: stallAfter, drip_ms } = reply;
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   if (dropAfter !== undefined && dropAfter < chunks.length) {
     await deliver(res, chunks.slice(0, dropAfter), { drip_ms, ending: "stall" });
@@ -438,9 +515,9 @@ async function streamReply(res: ServerResponse, plan: StreamPlan): Promise<void>
     setTimeout(() => res.socket?.destroy(), 20);
     return;
   }
-  const events = [...chunks, DONE];
+  const events = [...chunks, ...trailer];
   if (stallAfter !== undefined) return deliver(res, events.slice(0, stallAfter), { drip_ms, ending: "stall" });
-  if (plan.reply.reset_mid_body) {
+  if (reply.reset_mid_body) {
     const half = firstHalf(events.join(""));
     return deliver(res, drip_ms ? pieces(half, Math.ceil(half.length / 5)) : [half], { drip_ms, ending: "reset" });
   }

@@ -7,7 +7,7 @@
  * run that asks again gets what the first process would have got.
  */
 import { createHash } from "node:crypto";
-import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseDocument } from "yaml";
@@ -27,10 +27,20 @@ export interface ScriptServer {
   onArrival?: (index: number) => "drop" | void;
 }
 
-/** A copy of teams/NAME.yaml (and its side files) whose agents reach `server` as `model: <agent name>`. */
-export function serverTeam(name: string, url: string): { file: string; dir: string; script: string } {
-  const dir = tempDir(`team-${name}-`);
+/**
+ * A copy of teams/NAME.yaml (and its side files) whose agents reach `server` as `model: <agent name>`,
+ * over Chat Completions or, with `api: "responses"`, the Responses API.
+ */
+export function serverTeam(
+  name: string,
+  url: string,
+  api: "chat_completions" | "responses" = "chat_completions",
+): { file: string; dir: string; script: string } {
+  // teams/ keeps its place beside node_modules, where a team's tools may look (mcp-files' server).
+  const root = tempDir(`team-${name}-`);
+  const dir = join(root, "teams");
   cpSync(TEAMS, dir, { recursive: true });
+  symlinkSync(join(TEAMS, "../node_modules"), join(root, "node_modules"));
   const file = join(dir, `${name}.yaml`);
   const doc = parseDocument(readFileSync(file, "utf8"));
   const models = doc.get("models") as { toJSON(): Record<string, { script?: string }> };
@@ -39,7 +49,7 @@ export function serverTeam(name: string, url: string): { file: string; dir: stri
   const agents = (doc.get("agents") as { toJSON(): Record<string, unknown> }).toJSON();
   const wired: Record<string, unknown> = {};
   for (const agent of Object.keys(agents)) {
-    wired[`via_${agent}`] = { provider: "openai", model: agent, base_url: url, api_key: "sk-resume-test-0123456789", max_retries: 0 };
+    wired[`via_${agent}`] = { provider: "openai", model: agent, api, base_url: url, api_key: "sk-resume-test-0123456789", max_retries: 0 };
     doc.setIn(["agents", agent, "model"], `via_${agent}`);
   }
   doc.set("models", wired);
@@ -47,11 +57,13 @@ export function serverTeam(name: string, url: string): { file: string; dir: stri
   return { file, dir, script: join(dir, script) };
 }
 
-export async function startScriptServer(scriptFile: string): Promise<ScriptServer> {
+/** `strict`: the server refuses any request OpenAI would (openai-server.ts). */
+export async function startScriptServer(scriptFile: string, options: { strict?: boolean } = {}): Promise<ScriptServer> {
   const client = scriptedClientFrom(loadScript(scriptFile), { model: "script" });
   const answers = new Map<string, Promise<Reply>>();
   const state: ScriptServer = { server: undefined as unknown as OpenAIServer, arrivals: [] };
   state.server = await startOpenAIServer({
+    ...(options.strict ? { strict: true } : {}),
     respond: (body: ChatBody, index: number) => {
       const hash = createHash("sha256")
         .update(JSON.stringify([body.model, body.messages]))

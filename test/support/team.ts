@@ -55,6 +55,7 @@ replies:
 
 /** The computed fields of a resolved openai model, as the loader fills them when a team file leaves them out. */
 export const OPENAI_MODEL_DEFAULTS = {
+  api: "chat_completions",
   idle_timeout_ms: 30_000,
   max_retry_wait_ms: 30_000,
   headers: {},

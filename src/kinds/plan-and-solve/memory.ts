@@ -20,6 +20,8 @@ export class Memory {
       role: "assistant",
       content: reply.content,
       ...(reply.tool_calls.length > 0 ? { tool_calls: reply.tool_calls } : {}),
+      // Sent back on the Responses API only (docs/model-servers.md#the-responses-api).
+      ...(reply.reasoning_items ? { reasoning_items: reply.reasoning_items } : {}),
     });
   }
 

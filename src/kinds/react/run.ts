@@ -1,7 +1,7 @@
 import { fromPromise } from "../machine/kit.js";
 import type { ReactAgentConfig } from "../../config/types.js";
 import { RuntimeError } from "../../errors.js";
-import type { ChatMessage, ToolCallRequest } from "../../models/types.js";
+import type { ChatMessage, ReasoningItem, ToolCallRequest } from "../../models/types.js";
 import { compileTemplate, defaultTemplate, type Template } from "../../prompts/render.js";
 import type { AgentRunner } from "../types.js";
 import { type CallModelInput, openRecursion, reactMachine, type Understood } from "./machine.js";
@@ -32,9 +32,15 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   // journal's request fingerprint hashes each once (src/engine/journal.ts), not once per request.
   const userMessage: ChatMessage = { role: "user", content: request };
   const assistantMessages = new WeakMap<RecursionRecord, ChatMessage>();
+  // A recursion's reply's reasoning items (the Responses API) go back with its message (docs/model-servers.md#the-responses-api).
+  const reasoningItems = new Map<number, ReasoningItem[]>();
   const assistantMessage = (r: RecursionRecord): ChatMessage => {
     let message = assistantMessages.get(r);
-    if (message === undefined) assistantMessages.set(r, (message = { role: "assistant", content: recordContent(r) }));
+    if (message === undefined) {
+      const items = reasoningItems.get(r.recursion);
+      message = { role: "assistant", content: recordContent(r), ...(items ? { reasoning_items: items } : {}) };
+      assistantMessages.set(r, message);
+    }
     return message;
   };
 
@@ -82,6 +88,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
         };
       },
     });
+    if (reply.reasoning_items) reasoningItems.set(iteration, reply.reasoning_items);
     const action = reading?.action ?? parseReply(reply.content, reply.tool_calls, reply.finish_reason);
     if (action.action_type !== "ANSWER") return { reply, action };
     // The output guardrails see the answer before the machine takes it: a retry's reason is this recursion's error (docs/guardrails.md).
