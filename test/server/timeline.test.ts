@@ -225,7 +225,7 @@ describe("run history and timelines in Chromium", () => {
     expect(await listed("agent=solver&status=")).toEqual([ids.solved]);
     const bad = await server.fetch(`${server.url}/v1/runs?status=done`);
     expect(bad.status).toBe(400);
-    expect(await bad.text()).toContain('status must be one of answer, error, paused, running, got \\"done\\"');
+    expect(await bad.text()).toContain('status must be one of answer, error, paused, blocked, running, got \\"done\\"');
 
     const { page, errors } = await open(server.pageUrl);
     await expect.poll(() => rows(page).count()).toBe(3);
@@ -388,7 +388,7 @@ describe("run history and timelines in Chromium", () => {
       [["trace", run!.task_id, "--html", out, "--json"], 2, "give one of --html FILE and --json"],
       [["trace", run!.task_id, "--html", join(traces, "no-such-dir", "run.html")], 2, "cannot write"],
       [["trace", "ffffffff", "--html", out], 1, "no run with task_id ffffffff"],
-      [["trace", "--status", "done"], 2, '--status must be one of answer, error, paused, running, got "done"'],
+      [["trace", "--status", "done"], 2, '--status must be one of answer, error, paused, blocked, running, got "done"'],
       [["trace", "--status", "error"], 1, "no runs with status error"],
     ];
     for (const [args, code, message] of misuse) {
