@@ -16,15 +16,28 @@ export function junitXml(results: CaseResult[], totalMs: number): string {
     const ms = cases.reduce((n, r) => n + r.ms, 0);
     lines.push(`  <testsuite name="${attr(file)}" tests="${cases.length}" failures="${failed}" errors="0" skipped="0" time="${seconds(ms)}">`);
     for (const r of cases) {
-      const open = `    <testcase name="${attr(r.name)}" classname="${attr(file)}" file="${attr(file)}" line="${r.line}" time="${seconds(r.ms)}"`;
+      // With --models each case is one testcase per model; with --repeat its properties say how many runs passed.
+      const name = r.model !== undefined ? `${r.name} [${r.model}]` : r.name;
+      const open = `    <testcase name="${attr(name)}" classname="${attr(file)}" file="${attr(file)}" line="${r.line}" time="${seconds(r.ms)}"`;
+      const properties =
+        r.runs > 1 || r.model !== undefined
+          ? [
+              "      <properties>",
+              `        <property name="passes" value="${r.passes}/${r.runs}"/>`,
+              `        <property name="tokens" value="${r.tokens}"/>`,
+              `        <property name="cost_usd" value="${r.cost_usd.toFixed(6)}"/>`,
+              "      </properties>",
+            ]
+          : [];
       if (r.passed) {
-        lines.push(`${open}/>`);
+        lines.push(...(properties.length ? [`${open}>`, ...properties, "    </testcase>"] : [`${open}/>`]));
         continue;
       }
       const first = r.differences[0];
       const message = first ? format(first) : "failed";
       lines.push(
         `${open}>`,
+        ...properties,
         `      <failure message="${attr(message)}" type="expectation">${text(r.differences.map(format).join("\n"))}</failure>`,
         "    </testcase>",
       );

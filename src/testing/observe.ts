@@ -3,7 +3,7 @@
  * calls of every agent in the order they started, the last todo list and
  * plan, and what the run spent.
  */
-import type { RunEvent, TodoItem } from "../events/types.js";
+import type { RunEvent, TodoItem, Usage } from "../events/types.js";
 import { parseObject } from "../parse/json.js";
 
 export interface ObservedCall {
@@ -32,15 +32,18 @@ export interface Observed {
   };
   model_calls: number;
   tokens: number;
+  /** Each model reply's usage, by the model (its id on the wire) that gave it. */
+  replies: Array<{ model: string; usage: Usage }>;
 }
 
 /** Folds a run's events into what the expectations read. */
 export function observe(events: readonly RunEvent[]): Observed {
-  const out: Observed = { result_type: "none", tool_calls: [], plan: { tasks: {} }, model_calls: 0, tokens: 0 };
+  const out: Observed = { result_type: "none", tool_calls: [], plan: { tasks: {} }, model_calls: 0, tokens: 0, replies: [] };
   for (const e of events) {
     switch (e.type) {
       case "llm.response":
         out.model_calls += 1;
+        out.replies.push({ model: e.model, usage: e.usage });
         break;
       case "tool.started":
         out.tool_calls.push({

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadTeam } from "../config/load.js";
 import type { ModelConfig, ResolvedTeam } from "../config/types.js";
+import { costOf } from "../engine/budget.js";
 import { runTeam } from "../engine/run-team.js";
 import { ConfigError, describeError, type ConfigProblem, unreachable } from "../errors.js";
 import type { RunEvent } from "../events/types.js";
@@ -42,11 +43,25 @@ export interface CaseResult {
   differences: Difference[];
   /** The recording this case rewrote (record mode). */
   recorded?: string;
+  /** How many times it ran (`--repeat`) and how many of those passed. */
+  runs: number;
+  passes: number;
+  /** Tokens and cost (at the models' `price`) of every run of the case. */
+  tokens: number;
+  cost_usd: number;
+  /** The model every agent ran on (`--models`). */
+  model?: string;
 }
 
 export interface RunTestsOptions {
   /** Run `recording` cases on the team's live models and rewrite their files. @default false */
   record?: boolean;
+  /** Run `recording` cases on the team's live models, rewriting nothing, and ask judges live (`--repeat`, `--models`). @default false */
+  live?: boolean;
+  /** Run each case this many times; it passes when its `pass_rate` of them do. @default 1 */
+  repeat?: number;
+  /** Run every agent on this model of the team (`--models`). */
+  model?: string;
   /** A case that runs longer is stopped and fails. @default 120000 */
   caseTimeoutMs?: number;
   /** Told of each case as it finishes. */
@@ -117,9 +132,10 @@ async function prepareOne(file: string, record: boolean): Promise<PreparedFile> 
 /** Runs every case of the prepared files, one after the other. */
 export async function runTests(prepared: PreparedFile[], options: RunTestsOptions = {}): Promise<CaseResult[]> {
   const results: CaseResult[] = [];
-  for (const file of prepared) {
+  for (const given of prepared) {
+    const file = options.model === undefined ? given : { ...given, team: onModel(given.team, options.model) };
     for (const c of file.test.cases) {
-      const result = await runCase(file, c, options);
+      const result = await repeated(file, c, options);
       results.push(result);
       options.onCase?.(result);
     }
@@ -127,18 +143,61 @@ export async function runTests(prepared: PreparedFile[], options: RunTestsOption
   return results;
 }
 
+/** The team with every agent on `model` (`runtime test --models`). */
+function onModel(team: ResolvedTeam, model: string): ResolvedTeam {
+  const agents = Object.fromEntries(Object.entries(team.agents).map(([name, agent]) => [name, { ...agent, model }]));
+  return { ...team, agents: agents as ResolvedTeam["agents"] };
+}
+
+/**
+ * A case run `repeat` times: it passes when at least its `pass_rate` of the
+ * runs do; the differences shown are the last failing run's.
+ */
+async function repeated(file: PreparedFile, c: TestCase, options: RunTestsOptions): Promise<CaseResult> {
+  const times = options.repeat ?? 1;
+  const runs: CaseResult[] = [];
+  for (let i = 0; i < times; i++) runs.push(await runCase(file, c, options));
+  if (times === 1) return runs[0]!;
+  const passes = runs.filter((r) => r.passed).length;
+  const last = runs.findLast((r) => !r.passed) ?? runs[0]!;
+  const passed = passes / times >= c.pass_rate;
+  const sum = (f: (r: CaseResult) => number) => runs.reduce((n, r) => n + f(r), 0);
+  return {
+    ...last,
+    passed,
+    runs: times,
+    passes,
+    ms: sum((r) => r.ms),
+    tokens: sum((r) => r.tokens),
+    cost_usd: sum((r) => r.cost_usd),
+    differences: passed ? [] : [{ what: "pass_rate", expected: `at least ${c.pass_rate} of ${times} runs`, actual: `${passes} passed` }, ...last.differences],
+  };
+}
+
 /** Runs one case and compares; a case that cannot run fails with the reason as its difference. */
 export async function runCase(file: PreparedFile, c: TestCase, options: RunTestsOptions = {}): Promise<CaseResult> {
   const started = performance.now();
-  const base = { file: file.test.file, name: c.name, line: c.line };
-  const live = options.record === true && c.replies.kind === "recording";
+  const base = {
+    file: file.test.file,
+    name: c.name,
+    line: c.line,
+    runs: 1,
+    passes: 0,
+    tokens: 0,
+    cost_usd: 0,
+    ...(options.model !== undefined ? { model: options.model } : {}),
+  };
+  const askLive = options.record === true || options.live === true;
+  const live = askLive && c.replies.kind === "recording";
   const recorded: RecordedReply[] = [];
   const traceDir = await mkdtemp(join(tmpdir(), "runtime-test-"));
   const controller = new AbortController();
   const timeoutMs = options.caseTimeoutMs ?? 120_000;
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
-    const createClient = live ? (config: ModelConfig) => recordingClient(createChatClient(config), recorded) : sharedScripted(scriptOf(file, c));
+    const createClient = live
+      ? (config: ModelConfig) => (options.record ? recordingClient(createChatClient(config), recorded) : createChatClient(config))
+      : sharedScripted(scriptOf(file, c));
     const events: RunEvent[] = [];
     const run = runTeam(file.team, {
       input: c.input,
@@ -160,22 +219,35 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
     const seen = observe(events);
     let rewritten: string | undefined;
     // A live run that did not end as the case expects (a model that failed) keeps the old recording.
-    if (live && c.replies.kind === "recording" && seen.result_type === c.expect.result) {
+    if (live && options.record && c.replies.kind === "recording" && seen.result_type === c.expect.result) {
       writeScript(c.replies.file, recorded);
       rewritten = c.replies.file;
     }
     const differences = compare(c.expect, seen);
     if (c.expect.judge) {
-      const judged = await judgeCase(file, c, seen, options.record === true, controller.signal);
+      const judged = await judgeCase(file, c, seen, { ask: askLive, store: options.record === true }, controller.signal);
       if (judged) differences.push(judged);
     }
-    if (live && !rewritten)
+    if (live && options.record && !rewritten)
       differences.push({
         what: "recording",
         expected: `the live run to end with result ${c.expect.result}, to record it`,
         actual: `${seen.result_type}; ${c.replies.kind === "recording" ? c.replies.file : ""} left as it was`,
       });
-    return { ...base, passed: differences.length === 0, ms: elapsed(started), differences, ...(rewritten ? { recorded: rewritten } : {}) };
+    const spent = {
+      tokens: seen.tokens,
+      cost_usd: seen.replies.reduce(
+        (n, r) =>
+          n +
+          costOf(
+            r.usage,
+            Object.values(file.team.models).find((m) => m.model === r.model),
+          ),
+        0,
+      ),
+    };
+    const passed = differences.length === 0;
+    return { ...base, ...spent, passed, passes: passed ? 1 : 0, ms: elapsed(started), differences, ...(rewritten ? { recorded: rewritten } : {}) };
   } catch (err) {
     return { ...base, passed: false, ms: elapsed(started), differences: [{ what: "run", expected: "to run", actual: describeError(err) }] };
   } finally {
@@ -193,19 +265,19 @@ async function judgeCase(
   file: PreparedFile,
   c: TestCase,
   seen: ReturnType<typeof observe>,
-  record: boolean,
+  mode: { ask: boolean; store: boolean },
   signal: AbortSignal,
 ): Promise<Difference | undefined> {
   const judge = c.expect.judge;
   if (!judge) return undefined;
   const text = judgedText(judge, seen);
   let verdict: { pass: boolean; reason: string };
-  if (record) {
+  if (mode.ask) {
     const model = file.team.models[judge.model];
     if (!model) return { what: "judge", expected: `a model '${judge.model}' in the team`, actual: "none" };
     try {
       const asked = await askJudge(model, judge, text, signal);
-      storeVerdict(file.test.file, c.name, asked);
+      if (mode.store) storeVerdict(file.test.file, c.name, asked);
       verdict = asked;
     } catch (err) {
       return { what: "judge", expected: "a verdict", actual: describeJudgeError(err) };

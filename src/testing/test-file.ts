@@ -58,6 +58,8 @@ export interface TestCase {
   input: string;
   replies: RepliesSource;
   expect: Expectations;
+  /** The share of `--repeat` runs that must pass. @default 1 */
+  pass_rate: number;
   /** Where the case starts in its file (for reports). */
   line: number;
 }
@@ -124,6 +126,7 @@ interface RawCase {
   input: string;
   replies?: ScriptReply[];
   recording?: string;
+  pass_rate?: number;
   expect?: {
     result?: Expectations["result"];
     answer?: TextMatcher;
@@ -181,6 +184,7 @@ function resolveCase(raw: RawCase, index: number, dir: string, source: SourceMap
     ...(raw.agent !== undefined ? { agent: raw.agent } : {}),
     input: raw.input,
     replies,
+    pass_rate: raw.pass_rate ?? 1,
     expect: {
       result: expect.result ?? (expect.error !== undefined ? "error" : "answer"),
       ...(expect.answer ? { answer: expect.answer } : {}),

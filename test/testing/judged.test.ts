@@ -100,3 +100,77 @@ describe("runtime test, judged cases", () => {
     expect(offline.stdout).toContain("fails: the unit is missing");
   });
 });
+
+describe("runtime test --repeat and --models (live)", () => {
+  function liveFiles(url: string, passRate?: number): { dir: string; test: string } {
+    const dir = tempDir("repeat-");
+    writeFileSync(
+      join(dir, "team.yaml"),
+      `version: 1
+name: live
+models:
+  small: { provider: openai, model: small-model, base_url: "${url}", api_key: sk-a, max_retries: 0, timeout_ms: 10000, price: { input_per_mtok: 1, output_per_mtok: 2 } }
+  large: { provider: openai, model: large-model, base_url: "${url}", api_key: sk-b, max_retries: 0, timeout_ms: 10000, price: { input_per_mtok: 10, output_per_mtok: 20 } }
+agents:
+  solver: { kind: react, model: small }
+`,
+    );
+    writeFileSync(join(dir, "rec.yaml"), "version: 1\nreplies: []\n");
+    const test = join(dir, "live.test.yaml");
+    writeFileSync(
+      test,
+      `version: 1
+team: ./team.yaml
+cases:
+  - name: says four
+    input: What is 2 + 2?
+    recording: ./rec.yaml${passRate !== undefined ? `\n    pass_rate: ${passRate}` : ""}
+    expect:
+      answer: { contains: "4" }
+`,
+    );
+    return { dir, test };
+  }
+
+  it("--repeat runs each case N times live and holds it to its pass_rate", async () => {
+    let n = 0;
+    const server = await startOpenAIServer({
+      respond: () => ({ content: reactReply("ANSWER", { answer: n++ % 3 === 1 ? "five" : "4" }), usage: { prompt_tokens: 100, completion_tokens: 10 } }),
+    });
+    closers.push(server);
+    const strict = liveFiles(server.url);
+    const all = await runCli(["test", strict.test, "--repeat", "3"], { cwd: strict.dir });
+    expect(all.code).toBe(1);
+    expect(all.stdout).toContain("✗ says four (2/3 passed");
+    expect(all.stdout).toContain("pass_rate");
+    expect(server.chatRequests).toHaveLength(3);
+    const lenient = liveFiles(server.url, 0.6);
+    const most = await runCli(["test", lenient.test, "--repeat", "3"], { cwd: lenient.dir });
+    expect(most.code, most.stdout).toBe(0);
+    expect(most.stdout).toContain("✓ says four (2/3 passed");
+    expect((await runCli(["test", strict.test, "--repeat", "0"], { cwd: strict.dir })).code).toBe(2);
+  });
+
+  it("--models runs the suite on each model and prints a case × model table with passes, tokens, cost and time, also as JUnit", async () => {
+    const server = await startOpenAIServer({
+      respond: (body) => ({
+        content: reactReply("ANSWER", { answer: body.model === "large-model" ? "4" : "five" }),
+        usage: { prompt_tokens: 1000, completion_tokens: 100 },
+      }),
+    });
+    closers.push(server);
+    const { dir, test } = liveFiles(server.url);
+    const junit = join(dir, "report.xml");
+    const run = await runCli(["test", test, "--models", "small,large", "--junit", junit], { cwd: dir });
+    expect(run.code).toBe(1);
+    const table = run.stdout.slice(run.stdout.indexOf("case "));
+    expect(table).toMatch(/says four\s+✗ 0\/1 · 1100 tok · \$0\.0012 · [\d.]+ s\s+✓ 1\/1 · 1100 tok · \$0\.0120 · [\d.]+ s/);
+    const xml = readFileSync(junit, "utf8");
+    expect(xml).toContain('name="says four [small]"');
+    expect(xml).toContain('name="says four [large]"');
+    expect(xml).toContain('<property name="cost_usd" value="0.012000"/>');
+    const unknown = await runCli(["test", test, "--models", "small,huge"], { cwd: dir });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("--models: no model 'huge'");
+  });
+});

@@ -188,7 +188,7 @@ cases:
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     const lines = r.stderr.trim().split("\n");
-    expect(lines).toContain(`${file}:7:5 /cases/0/expct unknown key 'expct'; expected one of name, agent, input, replies, recording, expect`);
+    expect(lines).toContain(`${file}:7:5 /cases/0/expct unknown key 'expct'; expected one of name, agent, input, replies, recording, expect, pass_rate`);
     expect(lines).toContain(`${file}:8:5 /cases/1 expected exactly one of the keys replies, recording`);
     expect(lines).toContain(`${file}:17:15 /cases/2/expect/result expected one of answer, error, paused, blocked, got 'done'`);
     expect(lines).toContain(

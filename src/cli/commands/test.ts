@@ -9,6 +9,8 @@ interface TestOptions {
   junit?: string;
   record?: boolean;
   timeout?: string;
+  repeat?: string;
+  models?: string;
 }
 
 /** `runtime test [PATH...]`: run agent test files (docs/testing.md) like a test runner. */
@@ -22,6 +24,8 @@ export function registerTest(program: Command, setExit: SetExit): void {
     .option("--junit <file>", "also write the results as JUnit XML")
     .option("--record", "run the cases that have a recording on the team's models as configured (live) and rewrite their recordings")
     .option("--timeout <ms>", "stop and fail a case that runs longer (default 120000)")
+    .option("--repeat <n>", "run each case N times on the team's live models (judges asked live); a case passes when its pass_rate (default 1) of the runs do")
+    .option("--models <names>", "run the suite once per model of the team (comma-separated; live), every agent on that model, and print a case × model table")
     .action(async (paths: string[], opts: TestOptions) => {
       setExit(await test(paths, opts));
     });
@@ -36,6 +40,14 @@ async function test(paths: string[], opts: TestOptions): Promise<number> {
   const timeout = opts.timeout === undefined ? undefined : Number(opts.timeout);
   if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
     return fail(`--timeout must be a positive whole number of milliseconds, not '${opts.timeout}'`);
+  const repeat = opts.repeat === undefined ? 1 : Number(opts.repeat);
+  if (!(Number.isInteger(repeat) && repeat > 0 && repeat <= 1000)) return fail(`--repeat must be a whole number from 1 to 1000, not '${opts.repeat}'`);
+  const models = opts.models === undefined ? undefined : opts.models.split(",").map((m) => m.trim());
+  if (models !== undefined && (models.length === 0 || models.some((m) => m === "")))
+    return fail("--models takes model names of the team file, separated by commas");
+  if (opts.record && (opts.repeat !== undefined || models !== undefined))
+    return fail("--record rewrites recordings from one live run: use it without --repeat and --models");
+  const live = opts.repeat !== undefined || models !== undefined;
   if (opts.junit) {
     const parent = dirname(resolve(opts.junit));
     if (!existsSync(parent) || !statSync(parent).isDirectory()) return fail(`cannot write --junit ${opts.junit}: directory ${parent} does not exist`);
@@ -56,7 +68,7 @@ async function test(paths: string[], opts: TestOptions): Promise<number> {
 
   let prepared: Awaited<ReturnType<typeof prepareTestFiles>>;
   try {
-    prepared = await prepareTestFiles(files, { record: opts.record === true });
+    prepared = await prepareTestFiles(files, { record: opts.record === true || live });
   } catch (err) {
     if (!(err instanceof ConfigError)) return fail(describeError(err));
     process.stderr.write(err.problems.map((p) => `${formatProblem(p)}\n`).join(""));
@@ -69,10 +81,22 @@ async function test(paths: string[], opts: TestOptions): Promise<number> {
       current = r.file;
       process.stdout.write(`${r.file}\n`);
     }
-    process.stdout.write(`  ${r.passed ? "✓" : "✗"} ${r.name} (${r.ms} ms)${r.recorded ? ` — recorded ${r.recorded}` : ""}\n`);
+    const runs = r.runs > 1 ? `${r.passes}/${r.runs} passed, ` : "";
+    const on = r.model !== undefined ? ` [${r.model}]` : "";
+    process.stdout.write(`  ${r.passed ? "✓" : "✗"} ${r.name}${on} (${runs}${r.ms} ms)${r.recorded ? ` — recorded ${r.recorded}` : ""}\n`);
     for (const d of r.differences) process.stdout.write(`      ${format(d)}\n`);
   };
-  const results = await runTests(prepared, { record: opts.record === true, onCase: show, ...(timeout !== undefined ? { caseTimeoutMs: timeout } : {}) });
+  for (const model of models ?? []) {
+    const without = prepared.filter((p) => !p.team.models[model]).map((p) => p.test.team);
+    if (without.length > 0) return fail(`--models: no model '${model}' in ${[...new Set(without)].join(", ")}`);
+  }
+  const common = { record: opts.record === true, live, repeat, onCase: show, ...(timeout !== undefined ? { caseTimeoutMs: timeout } : {}) };
+  const results = [];
+  for (const model of models ?? [undefined]) results.push(...(await runTests(prepared, { ...common, ...(model !== undefined ? { model } : {}) })));
+  if (models) {
+    const { modelTable } = await import("../../testing/model-table.js");
+    process.stdout.write(`\n${modelTable(results, models)}`);
+  }
   const ms = Math.round(performance.now() - started);
   const failed = results.filter((r) => !r.passed);
   if (failed.length > 0) {
