@@ -7,6 +7,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
+import { TaskState, type Task } from "@a2a-js/sdk";
+import { a2aClient, userMessage } from "../support/a2a.js";
 import { runCli } from "../support/cli.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { postRun, serveTeam } from "../support/runtime-server.js";
@@ -233,7 +235,7 @@ describe("a model guardrail (judge)", () => {
 });
 
 describe("guardrails through runtime serve", () => {
-  it("a blocked run is result_type blocked on the run API, content_filter on the OpenAI-compatible endpoint", async () => {
+  it("a blocked run is result_type blocked on the run API, content_filter on the OpenAI-compatible endpoint, a rejected A2A task", async () => {
     const m = await model([answer("Mail me at bob@example.com.")]);
     const { file } = team(m.url, "  - { name: no-mail, on: output, pii: [email] }");
     const server = await serveTeam(file);
@@ -249,6 +251,10 @@ describe("guardrails through runtime serve", () => {
     const completion = await client.chat.completions.create({ model: "guarded", messages: [{ role: "user", content: "Contact?" }] });
     expect(completion.choices[0]?.finish_reason).toBe("content_filter");
     expect(completion.choices[0]?.message.content).toContain("blocked by guardrail 'no-mail'");
+    const a2a = await a2aClient(server.url, server.token);
+    const task = (await a2a.sendMessage(userMessage("Contact?"))) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    expect(JSON.stringify(task.status?.message)).toContain("blocked by guardrail 'no-mail' (output): contains an e-mail address");
   });
 });
 
