@@ -120,7 +120,7 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
       ...(body.history ? { history: body.history } : {}),
       caller: caller.name,
     });
-    return { task_id, more: whileQueued(ctx.queued.queue, task_id) };
+    return { task_id, more: moreOf(ctx, task_id) };
   }
   if (ctx.live.size >= ctx.maxLiveRuns) {
     throw new HttpError(429, `too many runs in progress (${ctx.maxLiveRuns} at most); retry later`, { "retry-after": "1" });
@@ -135,7 +135,7 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
   });
   return {
     task_id: run.task_id,
-    more: whileLive(ctx.live, run.task_id),
+    more: moreOf(ctx, run.task_id),
     cancel: () => {
       if (!run.finished) run.cancel();
     },
