@@ -112,8 +112,8 @@ describe("error codes end to end", () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it("the exit status is decided by the code alone: 2 for wrong input, 3 paused, 130 aborted, 1 for any other", () => {
-    const expected: Partial<Record<ErrorCode, number>> = { CONFIG_INVALID: 2, USAGE: 2, PAUSED: 3, ABORTED: 130 };
+  it("the exit status is decided by the code alone: 2 for wrong input, 3 paused, 4 blocked, 130 aborted, 1 for any other", () => {
+    const expected: Partial<Record<ErrorCode, number>> = { CONFIG_INVALID: 2, USAGE: 2, PAUSED: 3, BLOCKED: 4, ABORTED: 130 };
     for (const code of ERROR_CODES) expect(exitStatusOf(code), code).toBe(expected[code] ?? 1);
   });
 
