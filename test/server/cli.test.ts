@@ -21,8 +21,8 @@ afterEach(async () => {
 });
 
 /** Spawn `runtime serve` and resolve with its URL once it listens. */
-async function spawnServe(args: string[]) {
-  const child = spawn(process.execPath, [BIN, "serve", ...args, "--port", "0", "--trace-dir", tempDir()], {
+async function spawnServe(args: string[], traceDir = tempDir()) {
+  const child = spawn(process.execPath, [BIN, "serve", ...args, "--port", "0", "--trace-dir", traceDir], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -179,6 +179,49 @@ describe("runtime serve (spawned)", () => {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
+  });
+
+  it("a run started by an OpenAI client, its server killed mid-run, resumes to its answer like any other run", async () => {
+    const file = writeTeam(
+      `version: 1
+name: slow
+models:
+  offline: { provider: scripted, script: ./script.yaml }
+agents:
+  thinker: { kind: react, model: offline }
+`,
+      { "script.yaml": `version: 1\nreplies:\n  - content: '${reactReply("ANSWER", { answer: "done thinking" })}'\n    delay_ms: 3000\n` },
+    );
+    const traceDir = tempDir("openai-kill-");
+    const { child, url, token, exited, output } = await spawnServe([file], traceDir);
+    let taskId = "";
+    try {
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: token, maxRetries: 0 });
+      const { response } = await client.chat.completions.create({ model: "slow", messages: [{ role: "user", content: "think" }], stream: true }).withResponse();
+      taskId = response.headers.get("x-task-id") ?? "";
+      await eventually(async () => {
+        const run = (await (await authedFetch(token)(`${url}/v1/runs/${taskId}`)).json()) as { events?: { type: string }[] };
+        return run.events?.some((e) => e.type === "llm.request") ? true : undefined;
+      });
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
+    }
+    expect(output.stderr).not.toMatch(/\n\s+at /);
+    const again = await spawnServe([file], traceDir);
+    try {
+      const listed = (await (await again.fetch(`${again.url}/v1/runs`)).json()) as { runs: { task_id: string }[] };
+      expect(listed.runs.map((r) => r.task_id)).toContain(taskId);
+      expect((await again.fetch(`${again.url}/v1/runs/${taskId}/resume`, { method: "POST" })).status).toBe(202);
+      const answered = await eventually(async () => {
+        const { run } = (await (await again.fetch(`${again.url}/v1/runs/${taskId}`)).json()) as { run?: { result_type?: string; answer?: string } };
+        return run?.result_type === "answer" ? run : undefined;
+      }, 20_000);
+      expect(answered.answer).toBe("done thinking");
+    } finally {
+      again.child.kill("SIGTERM");
+      await again.exited;
+    }
   });
 
   it("on SIGTERM cancels the runs in progress, whose streams end with run.finished error interrupted", async () => {
