@@ -10,6 +10,7 @@
 import type { Budget, ModelConfig } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import type { BudgetStatement, Usage } from "../events/types.js";
+import { costOf } from "../events/usage.js";
 
 export class Account {
   private tokens = 0;
@@ -71,7 +72,7 @@ export class Account {
   /** A model call's usage, and its cost at the model's price. */
   spend(usage: Usage, model: ModelConfig | undefined): void {
     this.tokens += usage.total_tokens;
-    this.cost += costOf(usage, model);
+    this.cost += costOf(usage, model?.provider === "openai" ? model.price : undefined);
   }
 
   private checkTime(): void {
@@ -84,16 +85,6 @@ export class Account {
     this.exhausted ??= `budget reached: ${this.owner}'s ${limit} is ${String(this.budget[limit])} and ${figure}`;
     throw new RuntimeError("BUDGET", this.exhausted);
   }
-}
-
-/** What a model call cost in US dollars at its model's `price` (0 without one). */
-export function costOf(usage: Usage, model: ModelConfig | undefined): number {
-  const price = model?.provider === "openai" ? model.price : undefined;
-  if (!price) return 0;
-  // Cached prompt tokens are part of prompt_tokens, at their own rate when the price gives one (docs/budgets.md).
-  const cached = usage.cached_tokens ?? 0;
-  const input = (usage.prompt_tokens - cached) * price.input_per_mtok + cached * (price.cached_input_per_mtok ?? price.input_per_mtok);
-  return (input + usage.completion_tokens * price.output_per_mtok) / 1_000_000;
 }
 
 /** The accounts a step charges: those of its ancestors, then its own when its agent has a budget. */

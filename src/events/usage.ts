@@ -1,6 +1,6 @@
 /**
- * Token usage summed: the one sum, used by the engine and by the run's
- * projection. It imports no value, so its compiled JavaScript runs in the page
+ * Token usage summed, and priced: the one sum and the one cost, used by the
+ * engine (budgets), the run's projection and the live view, and `runtime test`. It imports no value, so its compiled JavaScript runs in the page
  * beside the projection's (docs/design/projection.md).
  */
 import type { Usage } from "./types.js";
@@ -21,4 +21,20 @@ export function addUsage(a: Usage, b: Usage): Usage {
     ...(reasoning_tokens > 0 ? { reasoning_tokens } : {}),
     ...(unknown > 0 ? { unknown } : {}),
   };
+}
+
+/** A model's `price` (docs/budgets.md): US dollars per million tokens. */
+export interface TokenPrice {
+  input_per_mtok: number;
+  output_per_mtok: number;
+  cached_input_per_mtok?: number;
+}
+
+/** What a model call cost in US dollars at `price` (0 without one). */
+export function costOf(usage: Usage, price: TokenPrice | undefined): number {
+  if (!price) return 0;
+  // Cached prompt tokens are part of prompt_tokens, at their own rate when the price gives one (docs/budgets.md).
+  const cached = usage.cached_tokens ?? 0;
+  const input = (usage.prompt_tokens - cached) * price.input_per_mtok + cached * (price.cached_input_per_mtok ?? price.input_per_mtok);
+  return (input + usage.completion_tokens * price.output_per_mtok) / 1_000_000;
 }

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadTeam } from "../config/load.js";
 import type { ModelConfig, ResolvedTeam } from "../config/types.js";
-import { costOf } from "../engine/budget.js";
+import { costOf } from "../events/usage.js";
 import { runTeam } from "../engine/run-team.js";
 import { ConfigError, describeError, type ConfigProblem, unreachable } from "../errors.js";
 import type { RunEvent } from "../events/types.js";
@@ -143,6 +143,8 @@ export async function runTests(prepared: PreparedFile[], options: RunTestsOption
   return results;
 }
 
+const priceOf = (model: ModelConfig | undefined) => (model?.provider === "openai" ? model.price : undefined);
+
 /** The team with every agent on `model` (`runtime test --models`). */
 function onModel(team: ResolvedTeam, model: string): ResolvedTeam {
   const agents = Object.fromEntries(Object.entries(team.agents).map(([name, agent]) => [name, { ...agent, model }]));
@@ -236,15 +238,7 @@ export async function runCase(file: PreparedFile, c: TestCase, options: RunTests
       });
     const spent = {
       tokens: seen.tokens,
-      cost_usd: seen.replies.reduce(
-        (n, r) =>
-          n +
-          costOf(
-            r.usage,
-            Object.values(file.team.models).find((m) => m.model === r.model),
-          ),
-        0,
-      ),
+      cost_usd: seen.replies.reduce((n, r) => n + costOf(r.usage, priceOf(Object.values(file.team.models).find((m) => m.model === r.model))), 0),
     };
     const passed = differences.length === 0;
     return { ...base, ...spent, passed, passes: passed ? 1 : 0, ms: elapsed(started), differences, ...(rewritten ? { recorded: rewritten } : {}) };

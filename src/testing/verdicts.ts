@@ -2,15 +2,15 @@
  * Judged cases (docs/testing.md#judged-cases): what a case's judge is shown
  * (the answer, and with `trajectory` the tool calls), asking it live, and
  * the verdicts `runtime test --record` stores beside the test file
- * (`NAME.test.verdicts.yaml`), so an offline run reuses them with no key and
+ * (`NAME.test.verdicts.json`: data the runtime writes, not a team or test
+ * file to edit), so an offline run reuses them with no key and
  * the same result every time. A stored verdict counts only for the rubric
  * and the text it was given: a changed answer must be judged again.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { parse, stringify } from "yaml";
 import type { ModelConfig } from "../config/types.js";
-import { describeError } from "../errors.js";
+import { describeError, RuntimeError } from "../errors.js";
 import { readVerdict, verdictRequest, type Verdict } from "../guardrails/judge.js";
 import { createChatClient } from "../models/factory.js";
 import type { Observed } from "./observe.js";
@@ -29,7 +29,7 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
 /** The verdicts file of a test file. */
 export function verdictsFile(testFile: string): string {
-  return testFile.replace(/\.ya?ml$/, "") + ".verdicts.yaml";
+  return `${testFile.replace(/\.ya?ml$/, "")}.verdicts.json`;
 }
 
 /** What the judge is shown of a run. */
@@ -57,7 +57,12 @@ export async function askJudge(config: ModelConfig, judge: Judge, text: string, 
 export function readVerdicts(testFile: string): Map<string, StoredVerdict> {
   const file = verdictsFile(testFile);
   if (!existsSync(file)) return new Map();
-  const value = parse(readFileSync(file, "utf8"), { maxAliasCount: 100, uniqueKeys: true }) as { verdicts?: Record<string, StoredVerdict> } | null;
+  let value: { verdicts?: Record<string, StoredVerdict> } | null;
+  try {
+    value = JSON.parse(readFileSync(file, "utf8")) as typeof value;
+  } catch (err) {
+    throw new RuntimeError("CONFIG_INVALID", `cannot read the verdicts in ${file}: ${describeError(err)} (runtime test --record writes it again)`);
+  }
   return new Map(Object.entries(value?.verdicts ?? {}));
 }
 
@@ -65,8 +70,8 @@ export function readVerdicts(testFile: string): Map<string, StoredVerdict> {
 export function storeVerdict(testFile: string, name: string, verdict: StoredVerdict): void {
   const all = Object.fromEntries(readVerdicts(testFile));
   all[name] = verdict;
-  const header = "# Judge verdicts recorded by `runtime test --record` (docs/testing.md#judged-cases); offline runs reuse them.\n";
-  writeFileSync(verdictsFile(testFile), header + stringify({ version: 1, verdicts: all }, { lineWidth: 0 }), "utf8");
+  const about = "Judge verdicts recorded by `runtime test --record` (docs/testing.md#judged-cases); offline runs reuse them.";
+  writeFileSync(verdictsFile(testFile), `${JSON.stringify({ about, version: 1, verdicts: all }, null, 2)}\n`, "utf8");
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Budget } from "../../config/types.js";
 import { oneLine } from "../format.js";
 import { RunProjection, type RunTree, type StepNode } from "../projection.js";
 import type { PlanTaskStatus, RunEvent, TodoStatus } from "../types.js";
+import { costOf, type TokenPrice } from "../usage.js";
 
 export type CheckMark = "done" | "active" | "pending" | "failed" | "skipped";
 
@@ -26,7 +27,7 @@ export interface Checklist {
 export interface ViewConfig {
   budget?: Budget;
   /** The price of the model that answered a call, when it has one. */
-  priceOf?: (agent_id: string, model_name: string | undefined) => { input_per_mtok: number; output_per_mtok: number } | undefined;
+  priceOf?: (agent_id: string, model_name: string | undefined) => TokenPrice | undefined;
 }
 
 /** The run's projection, and what its model calls cost at the prices given. */
@@ -45,7 +46,7 @@ export class LiveState {
     this.projection.apply(e);
     if (e.type === "llm.response") {
       const price = this.config.priceOf?.(e.agent_id, e.model_name);
-      if (price) this.cost += (e.usage.prompt_tokens * price.input_per_mtok + e.usage.completion_tokens * price.output_per_mtok) / 1_000_000;
+      this.cost += costOf(e.usage, price);
     }
     // What the run says it spent against its budget at the end is the figure to show.
     if (e.type === "run.finished" && e.budget?.max_cost_usd) this.cost = e.budget.max_cost_usd.spent;
