@@ -81,7 +81,7 @@ describe("a PostgreSQL restart under running workers", () => {
       const key = `${tagOf(r.body as ChatBody)} ${toolMessages(r.body as ChatBody)}`;
       asked.set(key, (asked.get(key) ?? 0) + 1);
     }
-    expect([...asked.values()].every((n) => n === 1), JSON.stringify([...asked])).toBe(true);
+    expect([...asked].filter(([, n]) => n !== 1)).toEqual([]);
     expect(asked.size).toBe(30);
     // Each run taken once, by the worker that finished it: leases held across the gap.
     const rows = await requests(url);

@@ -12,7 +12,7 @@ import type { RunEvent } from "../../events/types.js";
 import { Committer } from "../committer.js";
 import type { AppendBatch, ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary, RunWriter, Watch } from "../runs.js";
 import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
-import { SCHEMA as S, safeUrl, storeError, transaction, transient } from "./connect.js";
+import { SCHEMA as S, reading, safeUrl, storeError, transaction, transient } from "./connect.js";
 import { ChannelListener } from "./listener.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
@@ -281,7 +281,8 @@ export class PostgresRunStore implements RunStore {
 
   private async query<T extends pg.QueryResultRow>(what: string, text: string, values: unknown[]): Promise<T[]> {
     try {
-      return (await this.pool.query<T>(text, values)).rows;
+      // Every statement here reads, or upserts a decision: safe to make again once the database is back.
+      return (await reading(() => this.pool.query<T>(text, values))).rows;
     } catch (err) {
       throw storeError(this.url, what, err);
     }
