@@ -6,10 +6,13 @@
  * and no model call that had answered is asked again.
  */
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
+import { createStore } from "../../src/store/create.js";
+import { circleReactRun } from "../support/trace-events.js";
 import { answer, killAll, lines, post, recordingTeam, requests, serve, tagOf, toolMessages, waitFor, worker } from "../support/scale-out.js";
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
@@ -93,5 +96,45 @@ describe("a PostgreSQL restart under running workers", () => {
       expect(p.out()).not.toMatch(STACK_FRAME);
     }
     process.stderr.write(`pg-restart: the ten runs answered ${afterMs} ms after the restart\n`);
+  });
+
+  it("a run's writer keeps what it appended while the database was down, and durable() settles once it is written, with no warning", async () => {
+    const url = await postgres.createDatabase("writer");
+    const store = await createStore(url);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      const events = circleReactRun("task-restart");
+      const stored: number[] = [];
+      const writer = store.runs.writer((seq) => stored.push(seq));
+      writer.append(events.slice(0, 3), [{ task_id: "task-restart", key: "0/t0", kind: "tool.started", ts: events[0]!.ts, json: "{}" }]);
+      await writer.durable();
+      const restarted = postgres.restart();
+      // Appended while the server is down: the first write of it fails.
+      await waitFor("the database to go down", async () => {
+        const client = new pg.Client({ connectionString: url });
+        client.on("error", () => {});
+        try {
+          await client.connect();
+          return undefined;
+        } catch {
+          return true;
+        } finally {
+          await client.end().catch(() => {});
+        }
+      });
+      writer.append(events.slice(3), [{ task_id: "task-restart", key: "0/t0", kind: "tool.result", ts: events[3]!.ts, json: '{"ok":1}' }]);
+      await writer.durable();
+      await restarted;
+      expect(await store.runs.eventsOfTask("task-restart")).toEqual(events);
+      expect((await store.runs.journalOf("task-restart")).map((e) => [e.kind, e.json])).toEqual([["tool.result", '{"ok":1}']]);
+      expect(stored.at(-1)).toBe(events.length);
+      await writer.close();
+    } finally {
+      process.off("warning", onWarning);
+      await store.close();
+    }
+    expect(warnings).toEqual([]);
   });
 });
