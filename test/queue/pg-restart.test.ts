@@ -55,6 +55,7 @@ describe("a PostgreSQL restart under running workers", () => {
     const results = Promise.all(jobs.map((job) => post(server, `Please record ${job}.`)));
     // Half done: some tools ran, most runs have more to do.
     await waitFor("the runs to be half done", () => lines(effects).length >= 6 || undefined, 60_000);
+    const doneAtRestart = lines(effects).length;
     await postgres.restart();
     const restarted = Date.now();
 
@@ -76,6 +77,8 @@ describe("a PostgreSQL restart under running workers", () => {
       // One run, told whole and once.
       expect(events.map((e) => Number(e.id))).toEqual(events.map((_, k) => k + 1));
     }
+    // The restart came with tools still to run.
+    expect(doneAtRestart).toBeLessThan(20);
     // Each side effect once: two tool calls a run, none repeated, none lost.
     expect(lines(effects).sort()).toEqual(jobs.flatMap((j) => [`${j}-0`, `${j}-1`]).sort());
     // Each model call asked once: a reply that came while the database was away was kept, not asked for again.
