@@ -5,6 +5,8 @@ export interface TestPostgres {
   /** A new empty database; its URL. */
   createDatabase(prefix?: string): Promise<string>;
   stop(): void;
+  /** `pg_ctl restart -m fast`: every connection is terminated; the server is back on the same port when it returns. */
+  restart(): Promise<void>;
 }
 
 export function startPostgres(): Promise<TestPostgres>;

@@ -8,7 +8,7 @@
  * A machine without PostgreSQL fails here naming what is missing: `scripts/test.sh`
  * installs the `postgresql` package.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -84,6 +84,16 @@ export async function startPostgres() {
     url,
     port,
     stop,
+    // `pg_ctl restart -m fast`: every connection is terminated, the server is back on the same port.
+    // Asynchronous: the test's own servers (a model, say) keep answering meanwhile.
+    restart() {
+      const args = ["-D", data, "-l", join(dir, "log"), "-o", options, "-m", "fast", "-w", "-t", "30", "restart"];
+      return new Promise((resolve, reject) => {
+        execFile(join(bin, "pg_ctl"), args, { ...(asRoot ? { uid, gid } : {}), env: { ...process.env, LC_ALL: "C" } }, (err) =>
+          err ? reject(err) : resolve(),
+        );
+      });
+    },
     async createDatabase(prefix = "t") {
       const name = `${prefix.replace(/\W/g, "_")}_${process.pid}_${n++}`;
       const client = new pg.Client({ connectionString: url });

@@ -23,7 +23,7 @@ import { RuntimeError } from "../errors.js";
 import type { Budget } from "../config/types.js";
 import type { Database, Store } from "../store/store.js";
 import type { Exchange } from "../store/conversations.js";
-import { SCHEMA as S, storeError, transaction } from "../store/postgres/connect.js";
+import { SCHEMA as S, reading, storeError, transaction } from "../store/postgres/connect.js";
 import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
 
 /** pg-boss's schema. */
@@ -294,10 +294,10 @@ export class RunQueue {
     );
   }
 
-  /** The state of a run's request; undefined when it was never queued. */
+  /** The state of a run's request; undefined when it was never queued. Waits for a database that is restarting (`reading`): a follower asks it. */
   async stateOf(taskId: string): Promise<RequestState | undefined> {
     const { rows } = await this.guard("cannot read the run's state", () =>
-      this.db.pool.query<{ state: RequestState }>(`SELECT state FROM ${S}.run_requests WHERE task_id = $1`, [taskId]),
+      reading(() => this.db.pool.query<{ state: RequestState }>(`SELECT state FROM ${S}.run_requests WHERE task_id = $1`, [taskId])),
     );
     return rows[0]?.state;
   }
@@ -305,7 +305,9 @@ export class RunQueue {
   /** Who asked for a run (`RunRequest.caller`): its owner before its run.started is stored; undefined when never queued or asked by no caller. */
   async callerOf(taskId: string): Promise<string | undefined> {
     const { rows } = await this.guard("cannot read the run's state", () =>
-      this.db.pool.query<{ caller: string | null }>(`SELECT request_json::jsonb->>'caller' AS caller FROM ${S}.run_requests WHERE task_id = $1`, [taskId]),
+      reading(() =>
+        this.db.pool.query<{ caller: string | null }>(`SELECT request_json::jsonb->>'caller' AS caller FROM ${S}.run_requests WHERE task_id = $1`, [taskId]),
+      ),
     );
     return rows[0]?.caller ?? undefined;
   }

@@ -20,6 +20,8 @@ import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engin
 import type { Store } from "../store/store.js";
 import { RunMetrics } from "../telemetry/metrics.js";
 import { ChannelListener } from "../store/postgres/listener.js";
+import { transient } from "../store/postgres/connect.js";
+import { backoff } from "../store/committer.js";
 import { RUNS_CHANNEL, RunQueue, type ClaimedRun } from "./run-queue.js";
 
 export interface WorkerOptions {
@@ -189,16 +191,28 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       } finally {
         clearInterval(heartbeat);
       }
+      // The database may be away (a restart): the end is recorded when it is back, while the lease holds.
+      const record = async (what: () => Promise<unknown>): Promise<void> => {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await what();
+            return;
+          } catch (err) {
+            if (!transient(err) || !holds()) throw err;
+            await new Promise((r) => setTimeout(r, backoff(attempt)));
+          }
+        }
+      };
       try {
         if (entry.lost) return;
         if (entry.handedBack) {
-          await queue.release(request.task_id, id);
+          await record(() => queue.release(request.task_id, id));
           log(`handed run ${request.task_id} back to the queue`);
         } else if (retried(result?.error?.code ?? failure, attempts)) {
-          await queue.release(request.task_id, id);
+          await record(() => queue.release(request.task_id, id));
           log(`run ${request.task_id} failed on its store (attempt ${attempts}): queued again, to resume from its journal`);
         } else {
-          await queue.finish(request.task_id, id, result?.result_type ?? "error");
+          await record(() => queue.finish(request.task_id, id, result?.result_type ?? "error"));
           log(`run ${request.task_id} ${result?.result_type ?? "error"}`);
         }
       } catch (err) {
@@ -213,6 +227,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
 
   const loop = (async () => {
     let lastSweep = 0;
+    // Looks at the queue that failed in a row: the database is away; one line says so, one that it is back.
+    let failures = 0;
     while (!stopping) {
       const free = concurrency - active.size;
       let full = false;
@@ -227,12 +243,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
           for (const c of claimed) launch(c);
           full = claimed.length === free;
         }
+        if (failures > 0) log(`the store answers again after ${failures} failed look(s) at the queue`);
+        failures = 0;
       } catch (err) {
-        log(describeError(err));
+        if (failures === 0) log(`${describeError(err)}: trying again with a growing pause`);
+        failures++;
       }
       if (full && !stopping) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
+        // Woken at once by the listener's reconnection when the database is back.
+        const timer = setTimeout(resolve, failures > 0 ? Math.max(pollMs, backoff(failures + 3)) : pollMs);
         wake = () => {
           clearTimeout(timer);
           resolve();

@@ -7,6 +7,14 @@
  * and before a write tool's body. Each adapter gives its writers one
  * `Committer`: SQLite one per open database, shared by every run of the
  * process; PostgreSQL one per run.
+ *
+ * A write that fails because the store is away for now (PostgreSQL
+ * restarting: the adapter's `retry` says which failures are) is kept and
+ * tried again with a growing pause until it is written, for up to
+ * `RETRY_FOR_MS`; `durable()` waits for it, so a run does not act on what
+ * is not stored, and a tool's result is not lost to a restart
+ * (docs/scale-out.md#when-the-database-goes-away). A worker's writes stop
+ * sooner, fenced by its lease (src/queue/worker.ts).
  */
 import { describeError } from "../errors.js";
 import type { RunEvent } from "../events/types.js";
@@ -14,6 +22,14 @@ import type { AppendBatch, JournalEntry, RunWriter } from "./runs.js";
 
 /** Writes batches in one transaction, all or none: done when it returns (SQLite) or when its promise settles (PostgreSQL). */
 export type WriteBatches = (batches: readonly AppendBatch[]) => void | Promise<void>;
+
+/** How long a write the store failed for now is tried again before it is given up (a warning, as any failed write). */
+export const RETRY_FOR_MS = 120_000;
+
+/** The pause before try `attempt` (0, 1, ...) of something waiting for the store to be back: 100 ms doubling, 5 s at most. */
+export function backoff(attempt: number): number {
+  return Math.min(100 * 2 ** Math.min(attempt, 6), 5_000);
+}
 
 /** What one writer has queued, and what it is told. */
 interface Queue {
@@ -57,6 +73,8 @@ export class Committer {
     /** Where the store is, for warnings. */
     private readonly location: string,
     private readonly write: WriteBatches,
+    /** Whether a failed write is worth trying again (the store is away for now). @default never */
+    private readonly retry: (err: unknown) => boolean = () => false,
   ) {}
 
   writer(stored?: (seq: number) => void): RunWriter {
@@ -143,9 +161,18 @@ export class Committer {
     void written.then(done, done);
   }
 
-  /** The batches in one transaction; when that fails, each alone, so that one that cannot be written fails alone. */
-  private tryWrite(writers: readonly Queue[], batches: readonly AppendBatch[]): void | Promise<void> {
-    const failed = (err: unknown): void | Promise<void> => (batches.length === 1 ? this.warn(writers[0]!, err) : this.oneByOne(writers, batches, 0));
+  /**
+   * The batches in one transaction; when the store is away, the same again
+   * after a pause; when that fails otherwise, each alone, so that one that
+   * cannot be written fails alone.
+   */
+  private tryWrite(writers: readonly Queue[], batches: readonly AppendBatch[], attempt = 0, since = Date.now()): void | Promise<void> {
+    const failed = (err: unknown): void | Promise<void> => {
+      if (this.retry(err) && Date.now() - since < RETRY_FOR_MS) {
+        return new Promise<void>((resolve) => setTimeout(resolve, backoff(attempt))).then(() => this.tryWrite(writers, batches, attempt + 1, since));
+      }
+      return batches.length === 1 ? this.warn(writers[0]!, err) : this.oneByOne(writers, batches, 0);
+    };
     let written: void | Promise<void>;
     try {
       written = this.write(batches);

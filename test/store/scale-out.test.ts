@@ -1,21 +1,21 @@
 /**
  * Beyond one machine (docs/scale-out.md), as an operator runs it: a real
  * PostgreSQL, `runtime serve --store` processes that queue runs and
- * `runtime worker` processes that take them, a model behind the project's
- * OpenAI-compatible test server, and a command tool whose every call leaves
- * a line in a file (a side effect that must never happen twice).
+ * `runtime worker` processes that take them (test/support/scale-out.ts), a
+ * model behind the project's OpenAI-compatible test server, and a command
+ * tool whose every call leaves a line in a file (a side effect that must
+ * never happen twice).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createStore } from "../../src/store/create.js";
-import { BIN, ROOT } from "../support/cli.js";
+import { ROOT } from "../support/cli.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
-import { reactReply, tempDir, writeTeam } from "../support/team.js";
-import { authedFetch, parseSse, readSse, type Sse } from "../support/runtime-server.js";
+import { tempDir } from "../support/team.js";
+import { authedFetch, parseSse, readSse } from "../support/runtime-server.js";
+import { answer, killAll, lines, post, recordingTeam, requests, serve, start, tagOf, toolMessages, waitFor, worker } from "../support/scale-out.js";
 import { wideWorkflow } from "../support/workflows.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
@@ -26,129 +26,11 @@ beforeAll(async () => {
 });
 afterAll(() => postgres?.stop());
 
-const children: ChildProcess[] = [];
 const servers: OpenAIServer[] = [];
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  killAll();
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
-
-interface Proc {
-  child: ChildProcess;
-  /** stderr so far. */
-  log(): string;
-  exited: Promise<number | null>;
-}
-
-function start(args: string[]): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  let err = "";
-  child.stderr?.setEncoding("utf8").on("data", (d: string) => (err += d));
-  child.stdout?.resume();
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return { child, log: () => err, exited };
-}
-
-async function waitFor<T>(what: string | (() => string), check: () => T | undefined | Promise<T | undefined>, ms = 20_000, proc?: Proc): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (proc && proc.child.exitCode !== null)
-      throw new Error(`the process ended (exit ${proc.child.exitCode}) before ${typeof what === "string" ? what : what()}: ${proc.log()}`);
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** `runtime serve --store URL --port 0`: its URL and token, read from what it prints. */
-async function serve(team: string, url: string): Promise<{ url: string; token: string; proc: Proc }> {
-  const proc = start(["serve", team, "--store", url, "--port", "0"]);
-  const match = await waitFor(
-    () => `the server to start (stderr: ${proc.log()})`,
-    () => /open (http:\/\/[^/\s]+)\/\?token=([^;\s]+)/.exec(proc.log()) ?? undefined,
-    20_000,
-    proc,
-  );
-  return { url: match[1]!, token: decodeURIComponent(match[2]!), proc };
-}
-
-async function worker(team: string, url: string, extra: string[] = []): Promise<Proc> {
-  const proc = start(["worker", team, "--store", url, "--concurrency", "2", "--lease-ms", "1500", ...extra]);
-  await waitFor(
-    () => `the worker to start (stderr: ${proc.log()})`,
-    () => proc.log().includes("takes runs of") || undefined,
-    20_000,
-    proc,
-  );
-  return proc;
-}
-
-/** The tag (`job-N`) of a request's user message. */
-function tagOf(body: ChatBody): string {
-  const text = JSON.stringify(body.messages);
-  return /job-[\w-]+/.exec(text)?.[0] ?? "none";
-}
-
-/** A team whose agent calls `record` once with its job's tag, then answers `done <tag>`. */
-function recordingTeam(modelUrl: string, effects: string, agentTools = "[record]"): string {
-  return writeTeam(
-    `version: 1
-name: scale
-models:
-  default: { provider: openai, model: m, base_url: "${modelUrl}", api_key: sk-scale-0123456789, max_retries: 0 }
-tools:
-  record:
-    command: [node, ./record.mjs]
-    description: Record that a job was done.
-    parameters: { type: object, properties: { tag: { type: string } }, required: [tag] }
-    env: { EFFECTS: "${effects}" }
-agents:
-  solver:
-    kind: react
-    tools: ${agentTools}
-`,
-    {
-      "record.mjs": `import { appendFileSync } from "node:fs";
-let input = "";
-process.stdin.on("data", (d) => (input += d)).on("end", () => {
-  const { tag } = JSON.parse(input);
-  appendFileSync(process.env.EFFECTS, tag + "\\n");
-  process.stdout.write(JSON.stringify({ recorded: tag }));
-});`,
-    },
-  );
-}
-
-/** How many tool rounds the react agent has behind it: its recursion adds a message per round. */
-const toolMessages = (body: ChatBody) => (body.messages as unknown[]).length - 2;
-const answer = (text: string): Reply => ({ content: reactReply("ANSWER", { answer: text }) });
-
-async function post(server: { url: string; token: string }, input: string): Promise<{ task: string; events: Sse[] }> {
-  const response = await authedFetch(server.token)(`${server.url}/v1/runs`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ input }),
-  });
-  expect(response.status).toBe(200);
-  const task = response.headers.get("x-task-id") ?? "";
-  return { task, events: parseSse(await response.text()) };
-}
-
-function lines(file: string): string[] {
-  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-}
-
-async function requests(url: string): Promise<{ task_id: string; state: string; attempts: number; worker_id: string | null }[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query("SELECT task_id, state, attempts, worker_id FROM runtime.run_requests ORDER BY created_at")).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 describe("runtime serve --store and runtime worker on PostgreSQL", () => {
   it("runs submitted to two servers are executed by three workers, each exactly once", async () => {

@@ -3,9 +3,14 @@
  * store URL, with timeouts on connecting, on every statement and on idle
  * transactions, so a dead or stalling database becomes an error, never a
  * hang. A URL's password never reaches a message: `safeUrl` drops it.
+ * A connection the database drops (a restart, a failover) is an error of
+ * the statement using it, never of the process; `transient` tells such an
+ * error from the others, for those who wait for the database to be back
+ * (docs/scale-out.md#when-the-database-goes-away).
  */
 import pg from "pg";
 import { RuntimeError, describeError } from "../../errors.js";
+import { backoff } from "../committer.js";
 
 /** The schema that holds the runtime's tables (the queue has its own, `runtime_queue`). */
 export const SCHEMA = "runtime";
@@ -51,7 +56,31 @@ export function createPool(url: string, options: PoolOptions = {}): pg.Pool {
   });
   // An idle client whose server went away: reported by the next query, never an uncaught error.
   pool.on("error", () => {});
+  // A client in use (between the statements of a transaction, say) whose server went away: its
+  // statement fails, and pg emits the same error on the client, where no listener would end the process.
+  pool.on("connect", (client) => client.on("error", () => {}));
   return pool;
+}
+
+/** SQLSTATEs of a database that went away or is coming back: 57P01-57P03 (shut down, starting up), 53300 (too many connections). */
+const AWAY = new Set(["57P01", "57P02", "57P03", "53300"]);
+/** Node's socket errors of a server that is not there (now). */
+const UNREACHABLE = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
+
+/**
+ * Whether `err` (or what caused it) says the database is away for now
+ * rather than that the statement is wrong: the connection was lost or
+ * refused, or the server is shutting down or starting. Worth trying again
+ * once it is back; any other error is the statement's own.
+ */
+export function transient(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && (code.startsWith("08") || AWAY.has(code) || UNREACHABLE.has(code))) return true;
+    // pg's own words for a connection it lost or could not make in time (no code).
+    if (/^Connection terminated|timeout exceeded when trying to connect|not queryable/.test(e.message)) return true;
+  }
+  return false;
 }
 
 /** Run `work` in one transaction on one client of the pool. */
@@ -75,4 +104,25 @@ export function storeError(url: string, what: string, err: unknown): RuntimeErro
   if (err instanceof RuntimeError) return err;
   const message = describeError(err).split(url).join(safeUrl(url));
   return new RuntimeError("STORE", `${what} (${safeUrl(url)}): ${message}`, { cause: err });
+}
+
+/** How long a read waits for a database that is away (restarting) before its error stands. */
+export const READ_RETRY_MS = 30_000;
+
+/**
+ * `read` again after a growing pause while it fails because the database is
+ * away (`transient`), for up to READ_RETRY_MS: a read (or a write that
+ * sets what it sets whatever came before) has nothing to repeat, and a
+ * server's stream of a run reads on through a restart instead of ending.
+ */
+export async function reading<T>(read: () => Promise<T>): Promise<T> {
+  const since = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!transient(err) || Date.now() - since >= READ_RETRY_MS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, backoff(attempt)));
+    }
+  }
 }

@@ -73,8 +73,18 @@ export class ChannelListener {
     };
     client.on("error", lost);
     client.on("end", lost);
-    await client.connect();
-    for (const channel of this.handlers.keys()) await client.query(`LISTEN ${ident(channel)}`);
+    try {
+      await client.connect();
+      for (const channel of this.handlers.keys()) await client.query(`LISTEN ${ident(channel)}`);
+    } catch (err) {
+      // The database went away again (it is restarting): this connection is not kept; the caller tries again.
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     this.connected = true;
     if (attempt > 0) for (const fn of this.reconnected) fn();

@@ -12,7 +12,7 @@ import type { RunEvent } from "../../events/types.js";
 import { Committer } from "../committer.js";
 import type { AppendBatch, ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary, RunWriter, Watch } from "../runs.js";
 import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
-import { SCHEMA as S, safeUrl, storeError, transaction } from "./connect.js";
+import { SCHEMA as S, reading, safeUrl, storeError, transaction, transient } from "./connect.js";
 import { ChannelListener } from "./listener.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
@@ -267,7 +267,8 @@ export class PostgresRunStore implements RunStore {
   /**
    * A committer per run: its transactions one after the other, in order,
    * each through `appendMany`, so that a view of this store that fences
-   * `appendMany` (a worker's lease, src/queue/worker.ts) fences them all.
+   * `appendMany` (a worker's lease, src/queue/worker.ts) fences them all,
+   * the tries again of a write made while the database was away included.
    */
   writer(stored?: (seq: number) => void): RunWriter {
     const append = (batches: readonly AppendBatch[]) =>
@@ -275,12 +276,13 @@ export class PostgresRunStore implements RunStore {
         batches.flatMap(([events]) => events),
         batches.flatMap(([, journal]) => journal),
       );
-    return new Committer(this.location, append).writer(stored);
+    return new Committer(this.location, append, transient).writer(stored);
   }
 
   private async query<T extends pg.QueryResultRow>(what: string, text: string, values: unknown[]): Promise<T[]> {
     try {
-      return (await this.pool.query<T>(text, values)).rows;
+      // Every statement here reads, or upserts a decision: safe to make again once the database is back.
+      return (await reading(() => this.pool.query<T>(text, values))).rows;
     } catch (err) {
       throw storeError(this.url, what, err);
     }
