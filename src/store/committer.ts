@@ -75,6 +75,11 @@ export class Committer {
     private readonly write: WriteBatches,
     /** Whether a failed write is worth trying again (the store is away for now). @default never */
     private readonly retry: (err: unknown) => boolean = () => false,
+    /**
+     * Whether a try that failed so, after one whose answer was lost with the
+     * connection, failed because that one was committed (its rows are there). @default never
+     */
+    private readonly committedBefore: (err: unknown) => boolean = () => false,
   ) {}
 
   writer(stored?: (seq: number) => void): RunWriter {
@@ -168,6 +173,7 @@ export class Committer {
    */
   private tryWrite(writers: readonly Queue[], batches: readonly AppendBatch[], attempt = 0, since = Date.now()): void | Promise<void> {
     const failed = (err: unknown): void | Promise<void> => {
+      if (attempt > 0 && this.committedBefore(err)) return this.stored(writers, batches);
       if (this.retry(err) && Date.now() - since < RETRY_FOR_MS) {
         return new Promise<void>((resolve) => setTimeout(resolve, backoff(attempt))).then(() => this.tryWrite(writers, batches, attempt + 1, since));
       }

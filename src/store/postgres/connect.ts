@@ -83,6 +83,18 @@ export function transient(err: unknown): boolean {
   return false;
 }
 
+/**
+ * A duplicate key (23505): a retried append whose earlier try was committed
+ * before its answer was lost with the connection (every event's seq is
+ * written once, by the one writer holding the run's lease).
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ((e as { code?: unknown }).code === "23505") return true;
+  }
+  return false;
+}
+
 /** Run `work` in one transaction on one client of the pool. */
 export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

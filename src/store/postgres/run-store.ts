@@ -12,7 +12,7 @@ import type { RunEvent } from "../../events/types.js";
 import { Committer } from "../committer.js";
 import type { AppendBatch, ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary, RunWriter, Watch } from "../runs.js";
 import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
-import { SCHEMA as S, reading, safeUrl, storeError, transaction, transient } from "./connect.js";
+import { SCHEMA as S, isUniqueViolation, reading, safeUrl, storeError, transaction, transient } from "./connect.js";
 import { ChannelListener } from "./listener.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
@@ -276,7 +276,7 @@ export class PostgresRunStore implements RunStore {
         batches.flatMap(([events]) => events),
         batches.flatMap(([, journal]) => journal),
       );
-    return new Committer(this.location, append, transient).writer(stored);
+    return new Committer(this.location, append, transient, isUniqueViolation).writer(stored);
   }
 
   private async query<T extends pg.QueryResultRow>(what: string, text: string, values: unknown[]): Promise<T[]> {
