@@ -44,6 +44,12 @@ export interface OpenAIModelConfig {
   roles?: "alternate" | "no_system";
   /** Models (by name) tried in order when this one is unavailable. */
   fallback: string[];
+  /** The context window in tokens; unset: requests are not counted (docs/context.md). */
+  context_window?: number;
+  /** The share of `context_window` a request may fill before it is compacted. @default 0.8 */
+  compact_at: number;
+  /** The model, by name, that writes the summary when a request is compacted; unset: this one. */
+  compaction?: { model: string };
 }
 
 export interface ScriptedModelConfig {
