@@ -39,7 +39,10 @@ function reply(body: ChatBody): Reply {
   const system = String(body.messages?.find((m) => m.role === "system")?.content ?? "");
   const recursion = Number(/Recursion (\d+) of at most/.exec(system)?.[1] ?? 0);
   if (recursion <= PAGES) {
-    return { content: reactReply("CALL_TOOL", {}, "", `page ${recursion}`), tool_calls: [{ id: `c${recursion}`, name: "read_page", arguments: { n: recursion } }] };
+    return {
+      content: reactReply("CALL_TOOL", {}, "", `page ${recursion}`),
+      tool_calls: [{ id: `c${recursion}`, name: "read_page", arguments: { n: recursion } }],
+    };
   }
   return { content: reactReply("ANSWER", { answer: "page 3's code is K-3" }) };
 }
@@ -86,13 +89,14 @@ describe("a long react run on a model with context_window: 4000", () => {
     expect(baseline.stdout).toBe("page 3's code is K-3\n");
     const bodies = clean.server.chatRequests.map((r) => r.body);
     const sizes = bodies.map(tokensOf);
-    console.log("SIZES", sizes.join(","), bodies.map((b) => (isSummaryRequest(b) ? "S" : "m")).join(""));
     for (const size of sizes) expect(size).toBeLessThan(4000);
-    // Without compaction the last request would hold every page.
-    expect(PAGES * 1200).toBeGreaterThan(4000);
     const summaries = bodies.flatMap((b, i) => (isSummaryRequest(b) ? [i] : []));
     expect(summaries.length).toBeGreaterThan(0);
     const run = storedRun(traceClean);
+    // Without compaction the last request would hold every page, twice the window.
+    const pages = run.events.flatMap((e) => (e.type === "tool.finished" ? [encoder.encode(JSON.stringify(e.result)).length] : []));
+    expect(pages).toHaveLength(PAGES);
+    expect(pages.reduce((a, b) => a + b, 0)).toBeGreaterThan(2 * 4000);
     const compacted = run.events.filter((e) => e.type === "context.compacted");
     expect(compacted.length).toBeGreaterThanOrEqual(summaries.length);
     for (const e of compacted) expect(e.type === "context.compacted" && e.tokens_after < e.tokens_before).toBe(true);
@@ -119,4 +123,16 @@ describe("a long react run on a model with context_window: 4000", () => {
     const replayResumed = await runCli(["replay", stored.task_id, "--trace-dir", traceDir]);
     expect(replayResumed.stdout).toMatch(/^identical: \d+ events, the same answer\n$/);
   }, 120_000);
+
+  it("a request that cannot fit even compacted fails before it is sent, naming the window and the sizes", async () => {
+    const { server, file } = await team();
+    const question = Array.from({ length: 4000 }, (_, i) => `q${i}`).join(" ");
+    const r = await runCli(["exec", file, question, "--trace-dir", tempDir()]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /the request to model 'default' needs about \d+ tokens, more than its context_window of 4000 even compacted \(the request and system prompt alone: \d+\)/,
+    );
+    expect(server.chatRequests).toHaveLength(0);
+  });
 });
