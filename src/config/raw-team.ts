@@ -296,6 +296,11 @@ export interface RawAgentBase {
   budget?: RawBudget;
   /** Checks on this agent, after the team's (docs/guardrails.md). */
   guardrails?: RawGuardrail[];
+  /** How this agent's requests are compacted when they outgrow their model's context_window (docs/context.md). `model`: the model, by name, that writes the summary; it wins over the model's own `compaction`. */
+  compaction?: {
+    /** A name: letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters. */
+    model: string;
+  };
   /** Tools this agent may call only with a person's approval: `{tool_name: required}` (docs/durable-runs.md#approvals). @default {} */
   approval: Record<string, RawToolApproval>;
 }

@@ -122,6 +122,12 @@ export function checkReferences(
 
     checkGuardrails(agent.guardrails, at("guardrails"), guarded);
 
+    const summariser = str((agent.compaction as Record<string, unknown> | undefined)?.model);
+    if (summariser !== undefined) {
+      if (modelSet.has(summariser)) refs.usedModels.add(summariser);
+      else report(at("compaction", "model"), `unknown model '${summariser}'${didYouMean(summariser, modelNames)}${declared("models", modelNames)}`);
+    }
+
     const verifier = str(agent.verifier);
     if (agent.kind === "plan_and_solve" && verifier !== undefined) {
       if (modelSet.has(verifier)) refs.usedModels.add(verifier);

@@ -134,6 +134,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
     tools: [...raw.tools],
     approval: Object.keys(raw.approval),
     ...(raw.budget ? { budget: { ...raw.budget } } : {}),
+    ...(raw.compaction ? { compaction: { model: raw.compaction.model } } : {}),
     ...guardrailsOf([...team, ...(raw.guardrails ?? [])], dir),
     ...(raw.system_prompt !== undefined
       ? { system_prompt_file: resolve(dir, raw.system_prompt), prompt: checked(refs.prompts.get(name), `the prompt file of '${name}' was not read`) }

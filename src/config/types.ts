@@ -215,6 +215,8 @@ interface AgentConfigBase {
   budget?: Budget;
   /** The team's guardrails, then the agent's own (docs/guardrails.md); unset when there is none. */
   guardrails?: Guardrail[];
+  /** The model, by name, that writes this agent's summaries when a request is compacted; unset: the model's own choice (docs/context.md). */
+  compaction?: { model: string };
 }
 
 import type { GuardrailOn } from "../events/types.js";

@@ -200,6 +200,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         halt,
         spent,
         context,
+        ...(agent.compaction ? { compaction: agent.compaction.model } : {}),
       },
       call,
     );

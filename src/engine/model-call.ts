@@ -45,6 +45,8 @@ export interface ModelCallPorts {
   spent(usage: Usage): void;
   /** The step's requests kept within their model's context window (src/engine/context-fit.ts). */
   context: ContextFit;
+  /** The model the agent names to write its summaries (`compaction: {model}`), before the model's own choice. */
+  compaction?: string;
 }
 
 export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, call: ModelCall<R>): Promise<ModelReply<R>> {
@@ -57,7 +59,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   const fitted = await ports.context.fit(call.messages, call.tools, window, async (input) => {
     const summary = await send(ports, {
       messages: summaryRequest(input),
-      model: config.compaction?.model ?? name,
+      model: ports.compaction ?? config.compaction?.model ?? name,
       ...(call.trace_id !== undefined ? { trace_id: call.trace_id } : {}),
     });
     // Resuming, a reused summary's compaction is in the store already.

@@ -47,7 +47,7 @@ function reply(body: ChatBody): Reply {
   return { content: reactReply("ANSWER", { answer: "page 3's code is K-3" }) };
 }
 
-async function team() {
+async function team(options: { model?: string; agent?: string } = {}) {
   const arrival: Arrival = {};
   const server = await startOpenAIServer({ respond: (body, index) => (arrival.onArrival?.(index) === "drop" ? { drop: true } : reply(body)) });
   servers.push(server);
@@ -55,7 +55,9 @@ async function team() {
     `version: 1
 name: long-reader
 models:
-  default: { provider: openai, model: gpt-4o-mini, base_url: "${server.url}", api_key: sk-compact-0123456789, max_retries: 0, context_window: 4000 }
+  default: { provider: openai, model: gpt-4o-mini, base_url: "${server.url}", api_key: sk-compact-0123456789, max_retries: 0, context_window: 4000${options.model ?? ""} }
+  small: { provider: openai, model: small-model, base_url: "${server.url}", api_key: sk-compact-0123456789, max_retries: 0 }
+  tiny: { provider: openai, model: tiny-model, base_url: "${server.url}", api_key: sk-compact-0123456789, max_retries: 0 }
 tools:
   read_page:
     command: [node, ./page.mjs]
@@ -63,7 +65,7 @@ tools:
     description: Read one page of the report.
     parameters: { type: object, properties: { n: { type: integer } }, required: [n] }
 agents:
-  reader: { kind: react, tools: [read_page], max_iteration: 12 }
+  reader: { kind: react, tools: [read_page], max_iteration: 12${options.agent ?? ""} }
 `,
     {
       // About 1,200 tokens a page: three pages pass the window's 80%.
@@ -134,5 +136,26 @@ describe("a long react run on a model with context_window: 4000", () => {
       /the request to model 'default' needs about \d+ tokens, more than its context_window of 4000 even compacted \(the request and system prompt alone: \d+\)/,
     );
     expect(server.chatRequests).toHaveLength(0);
+  });
+
+  it("compaction: {model} names the model that writes the summary, the agent's before the model's", async () => {
+    for (const [options, expected] of [
+      [{ model: ", compaction: { model: small }" }, "small-model"],
+      [{ model: ", compaction: { model: small }", agent: ", compaction: { model: tiny }" }, "tiny-model"],
+    ] as const) {
+      const { server, file } = await team(options);
+      const r = await runCli(["exec", file, "What is page 3's code?", "--trace-dir", tempDir()], { timeoutMs: 60_000 });
+      expect(r.stdout).toBe("page 3's code is K-3\n");
+      const models = server.chatRequests.map((q) => (isSummaryRequest(q.body) ? `summary:${q.body?.model}` : q.body?.model));
+      expect(models.filter((m) => m?.startsWith("summary:")).length).toBeGreaterThan(0);
+      expect(new Set(models)).toEqual(new Set(["gpt-4o-mini", `summary:${expected}`]));
+    }
+  }, 120_000);
+
+  it("an unknown compaction model is a config error at its key", async () => {
+    const { file } = await team({ agent: ", compaction: { model: nope }" });
+    const r = await runCli(["validate", file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/\/agents\/reader\/compaction\/model unknown model 'nope'/);
   });
 });
