@@ -18,7 +18,7 @@
 import { RuntimeError } from "../errors.js";
 import type { Usage } from "../events/types.js";
 import type { ChatMessage, ToolSpec } from "../models/types.js";
-import { decode, encode, messageTokens, requestTokens } from "./tokens.js";
+import { contentTokens, decode, messageTokens, requestTokens } from "./tokens.js";
 
 /** A model's window, by the model's name in the team. */
 export interface ContextWindow {
@@ -163,7 +163,7 @@ function recentStart(body: readonly Entry[], budget: number): number {
 
 /** A message with its content cut to `tokens`: its beginning and its end, with how much was left out between them. */
 function trimmedTo(m: ChatMessage, tokens: number): ChatMessage {
-  const all = encode(m.content ?? "");
+  const all = contentTokens(m);
   if (all.length <= tokens) return m;
   const keepHead = Math.floor((tokens * 2) / 3);
   const keepTail = tokens - keepHead;
