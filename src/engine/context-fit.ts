@@ -78,8 +78,10 @@ export class ContextFit {
     let body = this.known(messages.slice(head.length));
     const request = () => [...head, ...body.map((e) => e.sent)];
     const estimate = () => Math.ceil(requestTokens(request(), tools) * ratio);
-    const before = estimate();
-    if (before <= threshold) return { messages: request(), counted: requestTokens(request(), tools) };
+    const first = request();
+    const counted = requestTokens(first, tools);
+    const before = Math.ceil(counted * ratio);
+    if (before <= threshold) return { messages: first, counted };
 
     const large = Math.max(64, Math.floor(threshold * LARGE_SHARE));
     let trimmed = 0;
@@ -119,9 +121,8 @@ export class ContextFit {
       );
     }
     const sent = request();
-    const counted = requestTokens(sent, tools);
-    if (summarised + trimmed === 0) return { messages: sent, counted };
-    return { messages: sent, counted, compacted: { tokens_before: before, tokens_after: after, summarised, trimmed } };
+    const fitted = { messages: sent, counted: requestTokens(sent, tools) };
+    return summarised + trimmed === 0 ? fitted : { ...fitted, compacted: { tokens_before: before, tokens_after: after, summarised, trimmed } };
   }
 
   /** The body as the step's earlier compactions left it: its summary in place of what it covers, trimmed messages trimmed. */
