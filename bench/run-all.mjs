@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const benches = ["react-loop.mjs", "startup.mjs", "plan-solver.mjs", "plan-tool.mjs", "trace-ids.mjs", "serve-load.mjs", "scale-out.mjs"];
+const benches = ["react-loop.mjs", "startup.mjs", "plan-solver.mjs", "plan-tool.mjs", "trace-ids.mjs", "serve-load.mjs", "scale-out.mjs", "compaction.mjs"];
 const extra = process.argv.slice(2);
 let failed = 0;
 for (const name of benches) {

@@ -9,6 +9,8 @@ export type ErrorCode =
   | "USAGE"
   | "MODEL_UNAVAILABLE"
   | "MODEL_BAD_REPLY"
+  /** A request does not fit the model's `context_window`, even compacted (docs/context.md). */
+  | "CONTEXT_TOO_LARGE"
   /** An agent used its `max_iteration` model calls without an answer. */
   | "MAX_ITERATION"
   /** A tool the run depends on failed (an MCP server that stopped, an agent called as a tool that failed). */
@@ -39,6 +41,7 @@ export const ERROR_CODES = [
   "USAGE",
   "MODEL_UNAVAILABLE",
   "MODEL_BAD_REPLY",
+  "CONTEXT_TOO_LARGE",
   "MAX_ITERATION",
   "TOOL_FAILED",
   "TOOL_REFUSED",

@@ -86,6 +86,15 @@ export interface RawOpenaiModel {
   structured_output: boolean;
   /** How requests lay out their roles. Unset: as the agent kind builds them, switching by itself when the server's chat template refuses them (said once, as an llm.notice event). `alternate`: one system message first, then user and assistant turns alternating (Mistral, Gemma, Llama 2 templates). `no_system`: the same, with the system text at the head of the first user message. */
   roles?: "alternate" | "no_system";
+  /** The model's context window, in tokens. Set: each request is counted (a tokenizer, corrected by the server's reported prompt_tokens), and when it would pass compact_at of the window, large tool results are trimmed and then the older part of the conversation is replaced by a summary the model writes (docs/context.md). A request that cannot fit even then fails with CONTEXT_TOO_LARGE. Unset: requests are sent as they are. */
+  context_window?: number;
+  /** The share of context_window a request may fill before it is compacted. @default 0.8 */
+  compact_at: number;
+  /** How the conversation is compacted. `model`: the model, by name, that writes the summary. Unset: this model writes it. */
+  compaction?: {
+    /** A name: letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters. */
+    model: string;
+  };
   /** Models, by name, tried in order when this one is unavailable after its retries; events and the trace name the model that answered. @default [] */
   fallback: string[];
 }
@@ -287,6 +296,11 @@ export interface RawAgentBase {
   budget?: RawBudget;
   /** Checks on this agent, after the team's (docs/guardrails.md). */
   guardrails?: RawGuardrail[];
+  /** How this agent's requests are compacted when they outgrow their model's context_window (docs/context.md). `model`: the model, by name, that writes the summary; it wins over the model's own `compaction`. */
+  compaction?: {
+    /** A name: letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters. */
+    model: string;
+  };
   /** Tools this agent may call only with a person's approval: `{tool_name: required}` (docs/durable-runs.md#approvals). @default {} */
   approval: Record<string, RawToolApproval>;
 }

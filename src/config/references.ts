@@ -76,6 +76,13 @@ export function checkReferences(
       if (other === name) report(at, `model '${name}' cannot be its own fallback`);
       else if (!modelSet.has(other)) report(at, `unknown model '${other}'${didYouMean(other, modelNames)}${declared("models", modelNames)}`);
     }
+    const summariser = str((model.compaction as Record<string, unknown> | undefined)?.model);
+    if (summariser !== undefined && !modelSet.has(summariser)) {
+      report(
+        pointer("models", name, "compaction", "model"),
+        `unknown model '${summariser}'${didYouMean(summariser, modelNames)}${declared("models", modelNames)}`,
+      );
+    }
   }
 
   checkKnowledge(team, dir, confined, report);
@@ -114,6 +121,12 @@ export function checkReferences(
     else if (modelNames.length > 1) report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
 
     checkGuardrails(agent.guardrails, at("guardrails"), guarded);
+
+    const summariser = str((agent.compaction as Record<string, unknown> | undefined)?.model);
+    if (summariser !== undefined) {
+      if (modelSet.has(summariser)) refs.usedModels.add(summariser);
+      else report(at("compaction", "model"), `unknown model '${summariser}'${didYouMean(summariser, modelNames)}${declared("models", modelNames)}`);
+    }
 
     const verifier = str(agent.verifier);
     if (agent.kind === "plan_and_solve" && verifier !== undefined) {
@@ -187,6 +200,11 @@ export function checkReferences(
   // A used model's fallbacks are used too (their ${VAR}s must be set).
   const fallbacks = new Map(models.map(([n, m]) => [n, strings(m.fallback).map(([, other]) => other)]));
   for (const used of refs.usedModels) for (const other of fallbacks.get(used) ?? []) if (modelSet.has(other)) refs.usedModels.add(other);
+  // So is the model that writes a used model's summaries.
+  for (const [n, m] of models) {
+    const summariser = str((m.compaction as Record<string, unknown> | undefined)?.model);
+    if (refs.usedModels.has(n) && summariser !== undefined && modelSet.has(summariser)) refs.usedModels.add(summariser);
+  }
 
   for (const [id, workflow] of workflows) if (problems.length < MAX_PROBLEMS) checkWorkflow(id, workflow, agentSet, report);
   for (const problem of findCycles(agentNames, edges)) report(problem.at, problem.message);

@@ -40,7 +40,7 @@ export function resolveTeam(team: RawTeam, file: string, dir: string, refs: Refe
 
 function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
   if (raw.provider === "scripted") return { name, provider: "scripted", model: raw.model, script: resolve(dir, raw.script), stream: raw.stream };
-  const { base_url, api_key, temperature, max_tokens, max_tokens_param, top_p, seed, roles } = raw;
+  const { base_url, api_key, temperature, max_tokens, max_tokens_param, top_p, seed, roles, context_window, compaction } = raw;
   return {
     name,
     provider: "openai",
@@ -55,6 +55,9 @@ function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
     extra_body: raw.extra_body,
     fallback: raw.fallback,
     structured_output: raw.structured_output,
+    compact_at: raw.compact_at,
+    ...(context_window !== undefined ? { context_window } : {}),
+    ...(compaction ? { compaction: { model: compaction.model } } : {}),
     ...(top_p !== undefined ? { top_p } : {}),
     ...(seed !== undefined ? { seed } : {}),
     ...(roles !== undefined ? { roles } : {}),
@@ -131,6 +134,7 @@ function resolveAgent(name: string, raw: RawAgent, dir: string, modelNames: Read
     tools: [...raw.tools],
     approval: Object.keys(raw.approval),
     ...(raw.budget ? { budget: { ...raw.budget } } : {}),
+    ...(raw.compaction ? { compaction: { model: raw.compaction.model } } : {}),
     ...guardrailsOf([...team, ...(raw.guardrails ?? [])], dir),
     ...(raw.system_prompt !== undefined
       ? { system_prompt_file: resolve(dir, raw.system_prompt), prompt: checked(refs.prompts.get(name), `the prompt file of '${name}' was not read`) }

@@ -44,6 +44,12 @@ export interface OpenAIModelConfig {
   roles?: "alternate" | "no_system";
   /** Models (by name) tried in order when this one is unavailable. */
   fallback: string[];
+  /** The context window in tokens; unset: requests are not counted (docs/context.md). */
+  context_window?: number;
+  /** The share of `context_window` a request may fill before it is compacted. @default 0.8 */
+  compact_at: number;
+  /** The model, by name, that writes the summary when a request is compacted; unset: this one. */
+  compaction?: { model: string };
 }
 
 export interface ScriptedModelConfig {
@@ -209,6 +215,8 @@ interface AgentConfigBase {
   budget?: Budget;
   /** The team's guardrails, then the agent's own (docs/guardrails.md); unset when there is none. */
   guardrails?: Guardrail[];
+  /** The model, by name, that writes this agent's summaries when a request is compacted; unset: the model's own choice (docs/context.md). */
+  compaction?: { model: string };
 }
 
 import type { GuardrailOn } from "../events/types.js";

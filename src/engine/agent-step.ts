@@ -18,6 +18,7 @@ import type { Exchange } from "../store/conversations.js";
 import type { Tool } from "../tools/types.js";
 import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
+import { ContextFit } from "./context-fit.js";
 import { callModel } from "./model-call.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
 import { stateObserver } from "./state-reporter.js";
@@ -181,6 +182,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   };
   const journal = toolJournal(run.journal, keys);
 
+  const context = new ContextFit();
   const callStepModel: AgentContext["callModel"] = async (call) => {
     const answered = await callModel(
       {
@@ -196,10 +198,12 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
         journal: run.journal,
         keys,
         halt,
+        spent,
+        context,
+        ...(agent.compaction ? { compaction: agent.compaction.model } : {}),
       },
       call,
     );
-    spent(answered.reply.usage);
     return answered;
   };
   // The agent's guardrails (docs/guardrails.md); a judge asks its model on the step's one model path.

@@ -6,15 +6,18 @@
  * the kind sees it; and it does, for every kind, what real servers need
  * (docs/servers.md): a model's `fallback` list tried when it is unavailable,
  * reasoning reported apart, a reply cut off at the token limit stripped of
- * its half-written tool calls, and the client's notices emitted.
+ * its half-written tool calls, and the client's notices emitted. A model
+ * with a `context_window` gets requests that fit it (docs/context.md).
  */
 import { RuntimeError, describeError } from "../errors.js";
-import type { RunEventBody } from "../events/types.js";
-import type { ChatClient, ChatResponse } from "../models/types.js";
+import type { RunEventBody, Usage } from "../events/types.js";
+import type { ChatClient, ChatMessage, ChatResponse } from "../models/types.js";
+import { defaultTemplate } from "../prompts/render.js";
 import type { ModelCall, ModelReply, ReplyReading } from "../kinds/types.js";
 import { isCutOff } from "../kinds/cut-off.js";
 import type { ModelConfig } from "../config/types.js";
 import type { Account } from "./budget.js";
+import type { ContextFit, SummaryInput } from "./context-fit.js";
 import { fingerprint, type Journal, type StepKeys } from "./journal.js";
 
 /** What one step lends its model calls. */
@@ -38,9 +41,40 @@ export interface ModelCallPorts {
   keys: StepKeys;
   /** Throws when the run may start no new call (it is pausing for an approval). */
   halt(): void;
+  /** Counts a reply's usage to the step (a summary's too). */
+  spent(usage: Usage): void;
+  /** The step's requests kept within their model's context window (src/engine/context-fit.ts). */
+  context: ContextFit;
+  /** The model the agent names to write its summaries (`compaction: {model}`), before the model's own choice. */
+  compaction?: string;
 }
 
 export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, call: ModelCall<R>): Promise<ModelReply<R>> {
+  const name = call.model ?? ports.model;
+  const config = ports.config(name);
+  if (config?.provider !== "openai" || config.context_window === undefined) return (await send(ports, call)).answered;
+  // The request made to fit the model's window (docs/context.md); a summary it needs is a model call of its own.
+  const window = { model: name, tokens: config.context_window, compact_at: config.compact_at };
+  let quiet = ports.journal.replay?.mode === "resume" && ports.journal.replay.replaying(ports.keys.key);
+  const fitted = await ports.context.fit(call.messages, call.tools, window, async (input) => {
+    const summary = await send(ports, {
+      messages: summaryRequest(input),
+      model: ports.compaction ?? config.compaction?.model ?? name,
+      ...(call.trace_id !== undefined ? { trace_id: call.trace_id } : {}),
+    });
+    // Resuming, a reused summary's compaction is in the store already.
+    quiet = summary.quiet;
+    return summary.answered.reply.content ?? "";
+  });
+  if (fitted.compacted && !quiet)
+    ports.emit({ type: "context.compacted", model: name, ...fitted.compacted }, call.trace_id !== undefined ? { trace_id: call.trace_id } : undefined);
+  const { answered } = await send(ports, { ...call, messages: fitted.messages });
+  ports.context.observe(name, fitted.counted, answered.reply.usage);
+  return answered;
+}
+
+/** A model call as it goes out, fitted or not: `quiet` when a resumed run reused its reply (its events are stored). */
+async function send<R extends ReplyReading>(ports: ModelCallPorts, call: ModelCall<R>): Promise<{ answered: ModelReply<R>; quiet: boolean }> {
   const extra = call.trace_id !== undefined ? { trace_id: call.trace_id } : undefined;
   const key = ports.keys.nextModel();
   const request = ports.journal.active ? fingerprint(call.messages, call.tools, call.response_format) : undefined;
@@ -92,6 +126,7 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
   }
   if (!reply) throw new RuntimeError("MODEL_UNAVAILABLE", "no model answered");
   for (const account of ports.accounts) account.spend(reply.usage, ports.config(answered));
+  ports.spent(reply.usage);
   // A reply cut off at the token limit may end inside a tool call's arguments: none of its calls is run.
   if (isCutOff(reply) && reply.tool_calls.length > 0) reply = Object.assign({}, reply, { tool_calls: [] });
   const duration_ms = Date.now() - started;
@@ -115,7 +150,19 @@ export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, c
     },
     extra,
   );
-  return { reply, reading };
+  return { answered: { reply, reading }, quiet: Boolean(recorded) && replay?.mode === "resume" };
+}
+
+let summaryPrompt: ((data: Record<string, unknown>) => string) | undefined;
+
+/** The request for a summary of the older part of a conversation (prompts/context_summary.hbs). */
+function summaryRequest(input: SummaryInput): ChatMessage[] {
+  summaryPrompt ??= defaultTemplate("context_summary");
+  const lines = input.messages.map((m) => {
+    const calls = m.role === "assistant" && m.tool_calls?.length ? ` [calls ${m.tool_calls.map((c) => `${c.name}(${c.arguments})`).join(", ")}]` : "";
+    return { role: m.role, text: `${m.content ?? ""}${calls}` };
+  });
+  return [{ role: "user", content: summaryPrompt({ summary: input.summary, messages: lines, max_words: input.max_words }) }];
 }
 
 /**

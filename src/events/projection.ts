@@ -157,6 +157,9 @@ export class RunProjection {
         });
         // The model failed and the next of its fallbacks is asked: a new call, its model named by its reply.
         return e.notice === "fallback" ? this.calls.openModel(step, at, e, { fallback_from: e.model }) : step;
+      case "context.compacted":
+        this.notice(at, { kind: "notice", model: e.model, notice: "context", message: compactedText(e) });
+        return step;
       case "llm.response":
       case "llm.error": {
         const call = this.calls.closeModel(step, at, e);
@@ -316,6 +319,14 @@ export class RunProjection {
     at.children.push(entry);
     this.tree.last_notice = entry;
   }
+}
+
+/** A `context.compacted` event in words, for every view of it. */
+export function compactedText(e: EventOf<"context.compacted">): string {
+  const what = [e.summarised ? `${e.summarised} older messages summarised` : "", e.trimmed ? `${e.trimmed} large messages trimmed` : ""]
+    .filter(Boolean)
+    .join(", ");
+  return `context compacted for ${e.model}: ${e.tokens_before} → ${e.tokens_after} tokens (${what})`;
 }
 
 /** Fold a whole stream. */

@@ -10,7 +10,7 @@
  */
 import type { EventSink } from "./bus.js";
 import { clip, compact, formatBudget, formatDuration, msBetween, painter, todoLine, todoProgress, tokens, type Paint } from "./format.js";
-import { RunProjection } from "./projection.js";
+import { compactedText, RunProjection } from "./projection.js";
 import type { EventOf, RunEvent, TodoItem } from "./types.js";
 
 /** Anything with a `write` of text: `process.stderr`, a `Writable`, a test's collector. */
@@ -107,6 +107,9 @@ class TerminalLog {
         break;
       case "llm.notice":
         log(p.yellow(`! ${clip(e.message, 240)}`));
+        break;
+      case "context.compacted":
+        log(p.yellow(`! ${compactedText(e)}`));
         break;
       case "llm.delta":
         if (this.options.deltas) {

@@ -115,6 +115,13 @@ export type RunEventBody =
    * model failed; the next one in its `fallback` list takes over).
    */
   | { type: "llm.notice"; model: string; notice: "layout" | "structured_output" | "fallback"; message: string }
+  /**
+   * A request would have passed its model's `compact_at` of `context_window`
+   * (docs/context.md): large tool results were trimmed and `summarised` older
+   * messages replaced by one summary, taking the request from `tokens_before`
+   * to `tokens_after` (as counted, corrected by the server's usage).
+   */
+  | { type: "context.compacted"; model: string; tokens_before: number; tokens_after: number; summarised: number; trimmed: number }
   | { type: "tool.started"; tool: string; call_id: string; arguments: unknown }
   /**
    * What a tool at work tells before it ends (an MCP server's progress or log

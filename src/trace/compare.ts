@@ -52,6 +52,8 @@ export function compareEvents(stored: readonly RunEvent[], replayed: readonly Ru
 function byStep(events: readonly RunEvent[]): Map<string, RunEvent[]> {
   const groups = new Map<string, RunEvent[]>();
   for (const e of events) {
+    // A request a kill left unanswered is asked again once resumed: the run made it once.
+    if (e.type === "run.resumed") for (const group of groups.values()) if (group.at(-1)?.type === "llm.request") group.pop();
     if (UNREPEATABLE.has(e.type)) continue;
     const step = e.step_id ?? "run";
     let group = groups.get(step);

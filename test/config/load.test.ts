@@ -72,6 +72,7 @@ agents:
       extra_body: {},
       fallback: [],
       structured_output: false,
+      compact_at: 0.8,
     });
     expect(team.models.offline).toEqual({ name: "offline", provider: "scripted", model: "scripted", script: join(dir, "script.yaml"), stream: false });
     expect(team.tools.lookup).toEqual({

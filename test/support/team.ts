@@ -62,6 +62,7 @@ export const OPENAI_MODEL_DEFAULTS = {
   extra_body: {},
   fallback: [],
   structured_output: false,
+  compact_at: 0.8,
 } as const satisfies Partial<import("../../src/config/types.js").OpenAIModelConfig>;
 
 /** A team of one openai model at `url` (no retries) and the given agents (YAML lines under `agents:`). */
