@@ -86,6 +86,8 @@ export interface RawOpenaiModel {
   structured_output: boolean;
   /** How requests lay out their roles. Unset: as the agent kind builds them, switching by itself when the server's chat template refuses them (said once, as an llm.notice event). `alternate`: one system message first, then user and assistant turns alternating (Mistral, Gemma, Llama 2 templates). `no_system`: the same, with the system text at the head of the first user message. */
   roles?: "alternate" | "no_system";
+  /** What the model reads besides text: `image` (png, jpeg, webp, gif: image parts) and `pdf` (file parts; only with `api: responses`). A run given an attachment its agent's model (or a fallback) does not list is refused before any request (docs/attachments.md). @default [] */
+  attachments: Array<"image" | "pdf">;
   /** Models, by name, tried in order when this one is unavailable after its retries; events and the trace name the model that answered. @default [] */
   fallback: string[];
 }

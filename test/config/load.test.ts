@@ -71,6 +71,7 @@ agents:
       headers: {},
       extra_body: {},
       fallback: [],
+      attachments: [],
       structured_output: false,
     });
     expect(team.models.offline).toEqual({ name: "offline", provider: "scripted", model: "scripted", script: join(dir, "script.yaml"), stream: false });
