@@ -92,8 +92,7 @@ const TAKEN = "png, jpeg, webp, gif or pdf";
  * size cap or of a type not taken.
  */
 export function makeAttachment(name: string, data: Buffer, mediaType?: string): Attachment {
-  if (data.length > MAX_ATTACHMENT_BYTES)
-    throw new RuntimeError("USAGE", `attachment ${name} is ${mib(data.length)}, over the cap of ${mib(MAX_ATTACHMENT_BYTES)} an attachment`);
+  checkAttachmentSize(name, data.length);
   if (data.length === 0) throw new RuntimeError("USAGE", `attachment ${name} is empty`);
   const sniffed = sniffMediaType(data);
   const type = mediaType?.toLowerCase() ?? sniffed;
@@ -103,10 +102,15 @@ export function makeAttachment(name: string, data: Buffer, mediaType?: string): 
   return new Attachment(name, type, data);
 }
 
+/** Throws USAGE for a file of `size` bytes over the cap of one attachment (a file is refused so before it is read). */
+export function checkAttachmentSize(name: string, size: number): void {
+  if (size > MAX_ATTACHMENT_BYTES)
+    throw new RuntimeError("USAGE", `attachment ${name} is ${mib(size)}, over the cap of ${mib(MAX_ATTACHMENT_BYTES)} an attachment`);
+}
+
 /** Throws USAGE when a run's attachments pass the count or total size cap. */
 export function checkAttachmentCaps(attachments: readonly AttachmentRef[]): void {
-  if (attachments.length > MAX_ATTACHMENTS)
-    throw new RuntimeError("USAGE", `${attachments.length} attachments: a run takes at most ${MAX_ATTACHMENTS}`);
+  if (attachments.length > MAX_ATTACHMENTS) throw new RuntimeError("USAGE", `${attachments.length} attachments: a run takes at most ${MAX_ATTACHMENTS}`);
   const total = attachments.reduce((sum, a) => sum + a.size, 0);
   if (total > MAX_ATTACHMENTS_TOTAL_BYTES)
     throw new RuntimeError("USAGE", `the attachments are ${mib(total)} together, over the cap of ${mib(MAX_ATTACHMENTS_TOTAL_BYTES)} a run`);

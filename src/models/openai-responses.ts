@@ -49,9 +49,7 @@ function toInputItems(message: ChatMessage): ResponseInputItem[] {
       if (!message.attachments?.length) return [{ type: "message", role: "user", content: message.content }];
       // Images as input_image, PDFs as input_file, both inline as data: URLs (docs/attachments.md).
       const files: ResponseInputContent[] = message.attachments.map((a) =>
-        a.kind === "pdf"
-          ? { type: "input_file", filename: a.name, file_data: a.dataUrl() }
-          : { type: "input_image", image_url: a.dataUrl(), detail: "auto" },
+        a.kind === "pdf" ? { type: "input_file", filename: a.name, file_data: a.dataUrl() } : { type: "input_image", image_url: a.dataUrl(), detail: "auto" },
       );
       return [{ type: "message", role: "user", content: [{ type: "input_text", text: message.content }, ...files] }];
     }

@@ -14,7 +14,8 @@ const SCHEMA: Schema = {
     {
       version: 1,
       name: "attachment bytes by hash",
-      up: (db) => db.exec("CREATE TABLE attachments (sha256 TEXT PRIMARY KEY, media_type TEXT NOT NULL, size INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID"),
+      up: (db) =>
+        db.exec("CREATE TABLE attachments (sha256 TEXT PRIMARY KEY, media_type TEXT NOT NULL, size INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID"),
     },
   ],
   tooNew: (file, found, supported) => `${file} holds attachments of schema_version ${found}; this runtime reads up to ${supported}`,
