@@ -27,14 +27,16 @@ afterAll(async () => {
 
 /** One calculator round, then the answer. */
 function reply(rounds: number): Reply {
-  if (rounds < 1) return { content: reactReply("CALL_TOOL", {}, "", "count"), tool_calls: [{ id: "c0", name: "calculator", arguments: { expression: "2+2" } }] };
+  if (rounds < 1)
+    return { content: reactReply("CALL_TOOL", {}, "", "count"), tool_calls: [{ id: "c0", name: "calculator", arguments: { expression: "2+2" } }] };
   return { content: reactReply("ANSWER", { answer: "a red dot" }) };
 }
 
 async function team(model: string) {
   const arrival: Arrival = {};
   const server = await startOpenAIServer({
-    respond: (body, index) => (arrival.onArrival?.(index) === "drop" ? { drop: true } : reply((body.messages ?? []).filter((m) => m.role === "assistant").length)),
+    respond: (body, index) =>
+      arrival.onArrival?.(index) === "drop" ? { drop: true } : reply((body.messages ?? []).filter((m) => m.role === "assistant").length),
   });
   servers.push(server);
   const file = writeTeam(`version: 1
@@ -52,13 +54,15 @@ agents:
 
 /** Every byte the run left in its trace directory, as text. */
 function stored(traceDir: string): string {
-  return ["traces.db", "traces.db-wal"].map((f) => {
-    try {
-      return readFileSync(join(traceDir, f)).toString("latin1");
-    } catch {
-      return "";
-    }
-  }).join("");
+  return ["traces.db", "traces.db-wal"]
+    .map((f) => {
+      try {
+        return readFileSync(join(traceDir, f)).toString("latin1");
+      } catch {
+        return "";
+      }
+    })
+    .join("");
 }
 
 describe("runtime exec --attach", () => {
