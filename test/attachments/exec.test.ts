@@ -14,11 +14,7 @@ import { runCli } from "../support/cli.js";
 import { type Arrival, execKilledAt, storedRun } from "../support/kill-resume.js";
 import { type OpenAIServer, type Reply, startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
-
-/** A 1x1 PNG. */
-export const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
-const PNG_URL = `data:image/png;base64,${PNG.toString("base64")}`;
-const PDF = Buffer.from("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n");
+import { PDF, PNG, PNG_URL } from "../support/attachments.js";
 
 const servers: OpenAIServer[] = [];
 afterAll(async () => {
