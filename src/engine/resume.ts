@@ -67,7 +67,8 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
     ]);
     const record = runRecord(journal, taskId, runs.location);
     if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
-    const files = options.store ? () => options.store!.attachments() : () => new SqliteAttachments(traceDir, { create: false });
+    const store = options.store;
+    const files = store ? () => store.attachments() : () => new SqliteAttachments(traceDir, { create: false });
     return start(
       team,
       { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record) },
