@@ -5,13 +5,15 @@
  * project's OpenAI-compatible test server) as the image part of the run's
  * first user message; a model that takes no images is a 400 before any request.
  */
+import { spawn } from "node:child_process";
 import { Role, TaskState, type Message } from "@a2a-js/sdk";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { a2aClient } from "../support/a2a.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
+import { BIN, ROOT, runCli } from "../support/cli.js";
 import { postRun, serveTeam } from "../support/runtime-server.js";
-import { reactReply, writeTeam } from "../support/team.js";
+import { reactReply, tempDir, writeTeam } from "../support/team.js";
 import { PNG, PNG_URL } from "../support/attachments.js";
 
 const closers: { close(): Promise<void> }[] = [];
@@ -19,18 +21,19 @@ afterEach(async () => {
   while (closers.length) await closers.pop()?.close();
 });
 
+const lookerTeam = (url: string, attachments: string) =>
+  writeTeam(`version: 1
+name: looker
+models:
+  default: { provider: openai, model: test-model, base_url: "${url}", api_key: sk-looker-0123456789, max_retries: 0, attachments: ${attachments} }
+agents:
+  looker: { kind: react }
+`);
+
 async function setup(attachments = "[image]") {
   const model = await startOpenAIServer({ respond: () => ({ content: reactReply("ANSWER", { answer: "a red dot" }) }) });
   closers.push(model);
-  const server = await serveTeam(
-    writeTeam(`version: 1
-name: looker
-models:
-  default: { provider: openai, model: test-model, base_url: "${model.url}", api_key: sk-looker-0123456789, max_retries: 0, attachments: ${attachments} }
-agents:
-  looker: { kind: react }
-`),
-  );
+  const server = await serveTeam(lookerTeam(model.url, attachments));
   closers.push(server);
   return { model, server };
 }
@@ -132,5 +135,45 @@ describe("attachments through the server", () => {
     const sent = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: {} });
     expect((sent as { status?: { state?: unknown } }).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(firstUser(model)).toEqual(withImage("What is in this picture?"));
+  });
+
+  it("runtime serve --max-body-mb lets a larger file in; the default 1 MiB answers 413", async () => {
+    const model = await startOpenAIServer({ respond: () => ({ content: reactReply("ANSWER", { answer: "a big picture" }) }) });
+    closers.push(model);
+    const file = lookerTeam(model.url, "[image]");
+    expect((await runCli(["serve", file, "--max-body-mb", "0"])).code).toBe(2);
+    const big = Buffer.concat([PNG, Buffer.alloc(1536 * 1024)]);
+    const body = { input: "What is it?", attachments: [{ name: "big.png", data: big.toString("base64") }] };
+    for (const [mb, status] of [
+      ["1", 413],
+      ["3", 200],
+    ] as const) {
+      const child = spawn(process.execPath, [BIN, "serve", file, "--port", "0", "--trace-dir", tempDir(), "--max-body-mb", mb], {
+        cwd: ROOT,
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      let stderr = "";
+      const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no URL; stderr: ${stderr}`)), 30_000);
+        child.stderr.on("data", (d: Buffer) => {
+          stderr += d.toString();
+          const m = /open (http:\/\/127\.0\.0\.1:\d+)\/\?token=([\w-]+)/.exec(stderr);
+          if (m?.[1] && m[2]) {
+            clearTimeout(timer);
+            resolve([m[1], m[2]]);
+          }
+        });
+      });
+      try {
+        const { response, events } = await postRun(url, body, token);
+        expect(response.status).toBe(status);
+        if (status === 200) expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", answer: "a big picture" });
+      } finally {
+        child.kill("SIGTERM");
+        await new Promise((r) => child.on("close", r));
+      }
+    }
+    expect(model.chatRequests).toHaveLength(1);
+    expect(JSON.stringify(model.chatRequests[0]?.body)).toContain(big.toString("base64"));
   });
 });
