@@ -7,6 +7,7 @@ export type * from "./config/types.js";
 export type * from "./events/types.js";
 export type { EventSink } from "./events/bus.js";
 export type { ChatClient, ChatMessage, ChatRequest, ChatResponse, ToolSpec, ToolCallRequest } from "./models/types.js";
+export { makeAttachment, Attachment, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_TOTAL_BYTES, type AttachmentRef } from "./models/attachment.js";
 export type { Tool, ToolContext, ToolEffect, ToolOutcome } from "./tools/types.js";
 export { defineTool, type ToolDefinition, type CodeToolContext } from "./tools/code-tool.js";
 export type { AgentContext, AgentResult, AgentRunner, ToolBox } from "./kinds/types.js";

@@ -95,6 +95,8 @@ export interface RawOpenaiModel {
     /** A name: letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters. */
     model: string;
   };
+  /** What the model reads besides text: `image` (png, jpeg, webp, gif: image parts) and `pdf` (file parts; only with `api: responses`). A run given an attachment its agent's model (or a fallback) does not list is refused before any request (docs/attachments.md). @default [] */
+  attachments: Array<"image" | "pdf">;
   /** Models, by name, tried in order when this one is unavailable after its retries; events and the trace name the model that answered. @default [] */
   fallback: string[];
 }

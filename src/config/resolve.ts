@@ -54,6 +54,7 @@ function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
     headers: raw.headers,
     extra_body: raw.extra_body,
     fallback: raw.fallback,
+    attachments: raw.attachments,
     structured_output: raw.structured_output,
     compact_at: raw.compact_at,
     ...(context_window !== undefined ? { context_window } : {}),

@@ -42,6 +42,8 @@ export interface OpenAIModelConfig {
   structured_output: boolean;
   /** A role layout forced from the first request; unset: detected from the server's refusal. */
   roles?: "alternate" | "no_system";
+  /** What the model reads besides text (docs/attachments.md). @default [] */
+  attachments: ("image" | "pdf")[];
   /** Models (by name) tried in order when this one is unavailable. */
   fallback: string[];
   /** The context window in tokens; unset: requests are not counted (docs/context.md). */

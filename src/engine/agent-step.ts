@@ -9,6 +9,7 @@ import { recursionScopes, type EventBus } from "../events/bus.js";
 import { addUsage } from "../events/usage.js";
 import { ZERO_USAGE, type EventScope, type RunEventBody, type Usage } from "../events/types.js";
 import { KINDS } from "../kinds/registry.js";
+import type { Attachment } from "../models/attachment.js";
 import type { AgentContext, AgentResult, AgentRunner, Outcome, RunStores } from "../kinds/types.js";
 import type { ChatClient } from "../models/types.js";
 import type { McpServers } from "../tools/mcp/servers.js";
@@ -47,6 +48,8 @@ export interface RunShared {
   inSession: boolean;
   /** The conversation the caller gave (`RunOptions.history`). */
   history?: readonly Exchange[];
+  /** The files the run was given (`RunOptions.attachments`). */
+  attachments?: readonly Attachment[];
   trace_dir: string;
   /** Plans and todo sessions (the run's store, or the embedded ones under trace_dir). */
   stores: RunStores;
@@ -230,6 +233,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     session_id: run.session_id,
     inSession: run.inSession,
     ...(run.history ? { history: run.history } : {}),
+    ...(run.attachments ? { attachments: run.attachments } : {}),
     signal,
     trace_dir: run.trace_dir,
     stores: run.stores,

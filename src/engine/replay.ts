@@ -13,6 +13,7 @@ import { RuntimeError } from "../errors.js";
 import { addUsage } from "../events/usage.js";
 import { ZERO_USAGE, type Usage } from "../events/types.js";
 import type { ChatResponse } from "../models/types.js";
+import type { AttachmentRef } from "../models/attachment.js";
 import type { Exchange } from "../store/conversations.js";
 import type { ApprovalRecord, JournalEntry } from "../store/runs.js";
 import type { RecordedCall } from "../tools/toolbox.js";
@@ -29,6 +30,8 @@ export interface RunRecord {
   in_session?: boolean;
   /** The conversation the caller gave with the input (`RunOptions.history`). */
   history?: Exchange[];
+  /** The files the run was given, by hash: their bytes are in the run's store (docs/attachments.md). */
+  attachments?: AttachmentRef[];
 }
 
 /**

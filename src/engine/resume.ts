@@ -13,10 +13,13 @@ import type { JournalEntry, RunStore } from "../store/runs.js";
 import { sqliteRunStore } from "../store/sqlite/run-store.js";
 import { TraceStore } from "../store/sqlite/trace-store.js";
 import { Replay, type RunRecord } from "./replay.js";
-import { start, type RunOptions, type TeamRun } from "./run-team.js";
+import { start, type Continued, type RunOptions, type TeamRun } from "./run-team.js";
 import { resolveTraceDir } from "./trace-dir.js";
+import { loadAttachments } from "./attachments.js";
+import type { AttachmentStore } from "../store/attachments.js";
+import { SqliteAttachments } from "../store/sqlite/attachments.js";
 
-export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "newId"> & {
+export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "attachments" | "newId"> & {
   /** The run to continue. */
   taskId: string;
 };
@@ -64,10 +67,12 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
     ]);
     const record = runRecord(journal, taskId, runs.location);
     if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
+    const store = options.store;
+    const files = store ? () => store.attachments() : () => new SqliteAttachments(traceDir, { create: false });
     return start(
       team,
       { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record) },
-      { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq },
+      { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq, ...attachmentsOf(record, files, taskId) },
     );
   } finally {
     if (!options.store) await runs.close();
@@ -76,6 +81,12 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
 
 function historyOf(record: RunRecord): Pick<RunOptions, "history"> {
   return record.history ? { history: record.history } : {};
+}
+
+/** The run's attachments, the same bytes read back by hash from the store it was started in (docs/attachments.md). */
+function attachmentsOf(record: RunRecord, open: () => AttachmentStore, taskId: string): Pick<Continued, "attachments"> {
+  const refs = record.attachments;
+  return refs?.length ? { attachments: () => loadAttachments(open, refs, taskId) } : {};
 }
 
 /** A run that answered already: its stored answer, nothing run or written. */
@@ -89,7 +100,7 @@ function answered(taskId: string, answer: string, usage: Usage): TeamRun {
   };
 }
 
-export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "approver" | "budget"> & {
+export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "attachments" | "approver" | "budget"> & {
   taskId: string;
   /** Where the stored run is. @default $RUNTIME_TRACE_DIR or ./.runtime */
   from?: string;
@@ -121,10 +132,11 @@ export function replayRun(team: ResolvedTeam, options: ReplayOptions): TeamRun {
     model: config.model ?? config.name,
     chat: () => Promise.reject(new RuntimeError("REPLAY_DIVERGED", "a replay asks no model: the journal has no reply for this call")),
   });
+  const files = attachmentsOf(record, () => new SqliteAttachments(from, { create: false }), options.taskId);
   return start(
     team,
     { ...options, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record), createClient: noClient },
-    { task_id: options.taskId, replay, afterSeq: 0 },
+    { task_id: options.taskId, replay, afterSeq: 0, ...files },
   );
 }
 

@@ -1,6 +1,6 @@
 import { newId as newTimeOrderedId } from "../ids.js";
 import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
-import { INTERRUPTED, describeError, type RunError } from "../errors.js";
+import { INTERRUPTED, RuntimeError, describeError, type RunError } from "../errors.js";
 import { redactString } from "../redact.js";
 import { EventBus, type EventSink, type ReadBack } from "../events/bus.js";
 import { addUsage } from "../events/usage.js";
@@ -21,6 +21,8 @@ import type { Replay } from "./replay.js";
 import type { Store } from "../store/store.js";
 import type { RunWriter } from "../store/runs.js";
 import type { Exchange } from "../store/conversations.js";
+import type { Attachment } from "../models/attachment.js";
+import { checkAttachments, storeAttachments } from "./attachments.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -61,6 +63,12 @@ export interface RunOptions {
    * session's history (docs/sessions.md), instead of the session's stored turns.
    */
   history?: readonly Exchange[];
+  /**
+   * Files for the run (`makeAttachment`, docs/attachments.md): the entry
+   * agent's first request carries them. Checked before any request (caps,
+   * kind, models), kept in the run's store by hash. @default none
+   */
+  attachments?: readonly Attachment[];
   /** Called synchronously with every event, in order (progress views, NDJSON). */
   sinks?: EventSink[];
   /**
@@ -122,6 +130,8 @@ export interface Continued {
   afterSeq: number;
   /** Where decisions given during the run are recorded. */
   decide?: (key: string, decision: Decision) => void;
+  /** The stored run's attachments, read back from its store (src/engine/attachments.ts). */
+  attachments?: () => Promise<Attachment[]>;
 }
 
 /** Add an answered run to its session's conversation; a store that fails is a warning, not a failed run. */
@@ -203,6 +213,18 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       }
     }
     const journal = new Journal(task_id, options.journal !== false ? writer : undefined, secrets, now, continued?.replay);
+    let attachments = options.attachments ?? [];
+    // Refused before any request, and before anything is stored (docs/attachments.md).
+    let attachmentError: RunError | undefined;
+    try {
+      if (continued?.attachments) attachments = await continued.attachments();
+      checkAttachments(team, agentName, attachments);
+      // The bytes are durable before the journal names them, so a resume finds them (a replay reads them from its source store).
+      if (!continued && attachments.length && journal.active) await storeAttachments(() => stores.attachments(), attachments);
+    } catch (err) {
+      attachmentError = { code: err instanceof RuntimeError ? err.code : "STORE", message: describeError(err) };
+    }
+    const refs = attachments.map((a) => a.toJSON());
     if (!continued)
       journal.run({
         input: options.input,
@@ -211,6 +233,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
         ...(team.file ? { team_file: team.file } : {}),
         ...(inSession ? { in_session: true } : {}),
         ...(options.history ? { history: [...options.history] } : {}),
+        ...(refs.length ? { attachments: refs } : {}),
       });
     const runs = writer && stores.runs;
     const decide =
@@ -228,6 +251,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
       session_id,
       inSession,
       ...(options.history ? { history: options.history } : {}),
+      ...(attachments.length ? { attachments } : {}),
       trace_dir,
       stores,
       client(config) {
@@ -257,6 +281,7 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
           input: options.input,
           ...(inSession ? { session_id } : {}),
           ...(options.caller !== undefined ? { caller: options.caller } : {}),
+          ...(refs.length ? { attachments: refs } : {}),
         },
         scope,
       );
@@ -264,6 +289,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
     let outcome: RunResult;
     if (traceError) {
       outcome = { task_id, result_type: "error", error: { code: "STORE", message: traceError }, usage };
+    } else if (attachmentError) {
+      outcome = { task_id, result_type: "error", error: attachmentError, usage };
     } else if (typeof provided === "string") {
       outcome = { task_id, result_type: "error", error: { code: "CONFIG_INVALID", message: provided }, usage };
     } else if (!team.agents[agentName]) {

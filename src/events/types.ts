@@ -4,6 +4,7 @@
  * second, parallel set of events.
  */
 
+import type { AttachmentRef } from "../models/attachment.js";
 import type { ErrorCode } from "../errors.js";
 
 /** Token accounting, summed over every model call of a run. */
@@ -61,6 +62,8 @@ export type RunEventBody =
       session_id?: string;
       /** The name of the server's caller who started the run, its owner (docs/security.md#who-can-reach-what); never the token. */
       caller?: string;
+      /** The files the run was given, by name, media type, size and SHA-256: never their bytes (docs/attachments.md). */
+      attachments?: AttachmentRef[];
     }
   | { type: "agent.started"; kind: string; input: string }
   | {

@@ -44,6 +44,18 @@ export async function requestWithHistory(ctx: AgentContext, input: string): Prom
   return withHistory({ summary: kept.summary, turns: kept.turns, input });
 }
 
+/**
+ * The user's message of the step's first request: its request (with the
+ * conversation before it, `requestWithHistory`) and, for the run's entry
+ * step, the files the run was given (docs/attachments.md). Agents another
+ * one called get their query alone, as they get no history.
+ */
+export async function userMessage(ctx: AgentContext, input: string): Promise<Extract<ChatMessage, { role: "user" }>> {
+  const content = await requestWithHistory(ctx, input);
+  const files = ctx.scope.parent_step_id === undefined ? ctx.attachments : undefined;
+  return files?.length ? { role: "user", content, attachments: files } : { role: "user", content };
+}
+
 /** Turns beyond the budget folded into the summary, by one model call, saved for the session's next runs. */
 async function summarised(ctx: AgentContext, state: ConversationState<Exchange>, save: boolean): Promise<{ summary: string; turns: Exchange[] }> {
   const open = state.turns.slice(state.through);

@@ -10,6 +10,7 @@ import type { MachineObserver } from "./machine/interpret.js";
 import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config/types.js";
 import type { RunEventBody, EventScope, Usage } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
+import type { Attachment } from "../models/attachment.js";
 import type { Tool, ToolBox } from "../tools/types.js";
 import type { RunStores } from "../store/store.js";
 import type { Exchange } from "../store/conversations.js";
@@ -85,6 +86,8 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   readonly inSession: boolean;
   /** The conversation the run's caller gave: read instead of the session's stored turns (src/kinds/conversation.ts). */
   readonly history?: readonly Exchange[];
+  /** The files the run was given (docs/attachments.md): the entry step's first user message carries them (`userMessage`). */
+  readonly attachments?: readonly Attachment[];
   readonly signal: AbortSignal;
   /** Trace directory of the run (embedded stores live there). */
   readonly trace_dir: string;
@@ -167,6 +170,11 @@ export interface KindDefinition<K extends AgentKind = AgentKind> {
   kind: K;
   /** Its title in `runtime graph`, naming the design it mirrors. */
   title: string;
+  /**
+   * Its first request carries the run's attachments (`userMessage`,
+   * src/kinds/conversation.ts); a run of a kind without it is refused them (docs/attachments.md).
+   */
+  attachments?: true;
   /**
    * The kind's machine and runner, imported the first time a run or
    * `runtime graph` needs them: importing the library loads no kind (nor xstate).

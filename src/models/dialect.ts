@@ -152,7 +152,9 @@ export function layOut(messages: readonly ChatMessage[], layout: RoleLayout): Ch
     if (m.role === "user") {
       const last = out[out.length - 1];
       if (expect === "assistant" && last?.role === "user") {
-        out[out.length - 1] = { role: "user", content: `${last.content}\n\n${m.content}` };
+        // Attachments stay with the merged message (a layout never drops a file: docs/attachments.md).
+        const attachments = [...(last.attachments ?? []), ...(m.attachments ?? [])];
+        out[out.length - 1] = { role: "user", content: `${last.content}\n\n${m.content}`, ...(attachments.length ? { attachments } : {}) };
         continue;
       }
       // A user turn right after tool results: the template counts it against the previous user turn.
@@ -169,8 +171,8 @@ export function layOut(messages: readonly ChatMessage[], layout: RoleLayout): Ch
   if (!system) return out;
   if (layout === "alternate") return [{ role: "system", content: system }, ...out];
   const first = out.findIndex((m) => m.role === "user");
-  const head = out[first] as { role: "user"; content: string };
-  out[first] = { role: "user", content: `${system}\n\n${head.content}` };
+  const head = out[first] as Extract<ChatMessage, { role: "user" }>;
+  out[first] = { ...head, content: `${system}\n\n${head.content}` };
   return out;
 }
 

@@ -234,6 +234,12 @@ function toWireMessage(message: ChatMessage): ChatCompletionMessageParam {
     };
   }
   if (message.role === "assistant") return { role: "assistant", content: message.content };
+  if (message.role === "user" && message.attachments?.length) {
+    // Chat Completions takes images as image_url parts with a data: URL; PDFs are the Responses API's (docs/attachments.md).
+    const images = message.attachments.map((a) => ({ type: "image_url" as const, image_url: { url: a.dataUrl() } }));
+    return { role: "user", content: [{ type: "text", text: message.content }, ...images] };
+  }
+  if (message.role === "user") return { role: "user", content: message.content };
   return message;
 }
 

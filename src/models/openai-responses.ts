@@ -12,7 +12,7 @@
  *   the reply they came with, when a kind keeps that reply's message;
  * - `max_tokens` goes as `max_output_tokens`; `seed` is not part of the API.
  */
-import type { FunctionTool, ResponseCreateParamsNonStreaming, ResponseInputItem } from "openai/resources/responses/responses";
+import type { FunctionTool, ResponseCreateParamsNonStreaming, ResponseInputContent, ResponseInputItem } from "openai/resources/responses/responses";
 import type { OpenAIModelConfig } from "../config/types.js";
 import { layOut, type RoleLayout, ThinkFilter, usageOf, type WireToolCall, type WireUsage } from "./dialect.js";
 import { assemble, badReply, type ReadOptions } from "./openai-reply.js";
@@ -44,8 +44,15 @@ export function responsesBody(config: OpenAIModelConfig, request: ChatRequest, l
 function toInputItems(message: ChatMessage): ResponseInputItem[] {
   switch (message.role) {
     case "system":
-    case "user":
       return [{ type: "message", role: message.role, content: message.content }];
+    case "user": {
+      if (!message.attachments?.length) return [{ type: "message", role: "user", content: message.content }];
+      // Images as input_image, PDFs as input_file, both inline as data: URLs (docs/attachments.md).
+      const files: ResponseInputContent[] = message.attachments.map((a) =>
+        a.kind === "pdf" ? { type: "input_file", filename: a.name, file_data: a.dataUrl() } : { type: "input_image", image_url: a.dataUrl(), detail: "auto" },
+      );
+      return [{ type: "message", role: "user", content: [{ type: "input_text", text: message.content }, ...files] }];
+    }
     case "tool":
       return [{ type: "function_call_output", call_id: message.tool_call_id, output: message.content }];
     case "assistant": {

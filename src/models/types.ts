@@ -1,5 +1,6 @@
 import type { Usage } from "../events/types.js";
 import type { JsonSchema } from "../config/types.js";
+import type { Attachment } from "./attachment.js";
 
 /** A tool call as the model asked for it; `arguments` is the raw JSON text. */
 export interface ToolCallRequest {
@@ -19,7 +20,12 @@ export type ReasoningItem = { type: "reasoning" } & Record<string, unknown>;
 /** Chat Completions messages, the subset the runtime sends. */
 export type ChatMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | {
+      role: "user";
+      content: string;
+      /** Files sent with the text: image parts, PDF file parts (docs/attachments.md). Only the run's first user message has them. */
+      attachments?: readonly Attachment[];
+    }
   | {
       role: "assistant";
       content: string | null;

@@ -8,6 +8,8 @@ import { follow, type FollowOptions } from "../store/follow.js";
 import type { Exchange } from "../store/conversations.js";
 import { RUN_STATUSES, type RunStore, type Watch } from "../store/runs.js";
 import { whileQueued } from "../queue/follow.js";
+import { checkAttachments } from "../engine/attachments.js";
+import { makeAttachment, type Attachment } from "../models/attachment.js";
 import type { RunQueue } from "../queue/run-queue.js";
 import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRuns } from "./live-runs.js";
@@ -46,9 +48,11 @@ export interface StartRunBody {
   input: string;
   agent?: string;
   session_id?: string;
+  /** Files for the run, read from `attachments: [{name, media_type, data}]` (base64; docs/attachments.md). */
+  attachments?: Attachment[];
 }
 
-const BODY_KEYS = new Set(["input", "agent", "session_id"]);
+const BODY_KEYS = new Set(["input", "agent", "session_id", "attachments"]);
 
 /** Check a `POST /v1/runs` body; every problem is a 400 naming the field. */
 export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
@@ -57,7 +61,7 @@ export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
   }
   const record = body as Record<string, unknown>;
   const unknown = Object.keys(record).filter((k) => !BODY_KEYS.has(k));
-  if (unknown.length) throw new HttpError(400, `unknown field(s) ${unknown.join(", ")}; expected input, agent, session_id`);
+  if (unknown.length) throw new HttpError(400, `unknown field(s) ${unknown.join(", ")}; expected input, agent, session_id, attachments`);
   const { input, agent, session_id } = record;
   if (typeof input !== "string" || !input.trim()) throw new HttpError(400, "input is required: a non-empty string");
   if (agent !== undefined && typeof agent !== "string") throw new HttpError(400, "agent must be a string");
@@ -67,11 +71,28 @@ export function parseStartRun(body: unknown, team: ResolvedTeam): StartRunBody {
   if (session_id !== undefined && (typeof session_id !== "string" || !/^[\w.:-]{1,128}$/.test(session_id))) {
     throw new HttpError(400, "session_id must be 1-128 characters of letters, digits, '_', '-', '.', ':'");
   }
+  const attachments = record["attachments"] === undefined ? [] : attachmentsOf(record["attachments"]);
   return {
     input,
     ...(agent !== undefined ? { agent } : {}),
     ...(session_id !== undefined ? { session_id } : {}),
+    ...(attachments.length ? { attachments } : {}),
   };
+}
+
+/** `attachments: [{name, media_type, data}]`, data in base64; a 400 naming the item for anything else, a file past the caps or of a type not taken. */
+function attachmentsOf(given: unknown): Attachment[] {
+  if (!Array.isArray(given)) throw new HttpError(400, "attachments must be an array of {name, media_type, data} (data in base64)");
+  return given.map((item: unknown, i) => {
+    const { name, media_type, data, ...rest } = (item ?? {}) as Record<string, unknown>;
+    if (item === null || typeof item !== "object" || Object.keys(rest).length)
+      throw new HttpError(400, `attachments[${i}] must be an object {name, media_type, data} (data in base64)`);
+    if (typeof name !== "string" || !name.trim() || name.length > 255)
+      throw new HttpError(400, `attachments[${i}].name must be a file name of 1-255 characters`);
+    if (media_type !== undefined && typeof media_type !== "string") throw new HttpError(400, `attachments[${i}].media_type must be a string`);
+    if (typeof data !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) throw new HttpError(400, `attachments[${i}].data must be the file's bytes in base64`);
+    return makeAttachment(name, Buffer.from(data, "base64"), media_type);
+  });
 }
 
 /**
@@ -101,6 +122,11 @@ export interface LaunchRequest extends StartRunBody {
 export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<LaunchedRun> {
   const { caller } = ctx;
   requireScope(caller, "run");
+  // Refused before the run starts (a 400), as the CLI refuses them before any request (docs/attachments.md).
+  const attachments = body.attachments ?? [];
+  checkAttachments(ctx.team, body.agent ?? ctx.team.entry, attachments);
+  if (attachments.length && ctx.queued)
+    throw new HttpError(400, "attachments are taken by a server that runs its runs itself, not by one that queues them for workers");
   if (body.session_id !== undefined) await checkSession(ctx, body.session_id);
   if (caller.runsMax !== undefined) {
     // Counted across the store's servers with a queue; two requests at the same moment may both pass.
@@ -131,6 +157,7 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
     ...(body.agent !== undefined ? { agent: body.agent } : {}),
     ...(body.session_id !== undefined ? { sessionId: body.session_id } : {}),
     ...(body.history ? { history: body.history } : {}),
+    ...(attachments.length ? { attachments } : {}),
     caller: caller.name,
   });
   return {

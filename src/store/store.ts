@@ -1,7 +1,8 @@
 /**
  * A store: everything durable about runs in one place (docs/scale-out.md#stores),
  * one port per domain: runs (src/store/runs.ts), plans (plans.ts), todo
- * sessions (todo-sessions.ts) and conversations (conversations.ts).
+ * sessions (todo-sessions.ts), conversations (conversations.ts) and
+ * attachments (attachments.ts).
  * `createStore` (src/store/create.ts) opens the embedded adapter (SQLite
  * files under a trace directory, src/store/sqlite/) or PostgreSQL (a
  * `postgres://` URL, src/store/postgres/); a run given a store
@@ -9,6 +10,7 @@
  */
 import type pg from "pg";
 import type { PlanTool } from "../plan/plan-tool.js";
+import type { AttachmentStore } from "./attachments.js";
 import type { Conversations } from "./conversations.js";
 import type { RunStore } from "./runs.js";
 import type { TodoSessions } from "./todo-sessions.js";
@@ -39,6 +41,8 @@ export interface Store extends RunStores {
   readonly location: string;
   /** Events, journal, approvals, run summaries. */
   readonly runs: RunStore;
+  /** A handle on the bytes of runs' attachments, by hash (docs/attachments.md); close it after use. */
+  attachments(): AttachmentStore;
   /** The database, for a PostgreSQL store. */
   readonly database?: Database;
   /** Whether the database answers now (readiness probes); the embedded store opens its file. */

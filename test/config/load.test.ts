@@ -71,6 +71,7 @@ agents:
       headers: {},
       extra_body: {},
       fallback: [],
+      attachments: [],
       structured_output: false,
       compact_at: 0.8,
     });

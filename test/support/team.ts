@@ -61,6 +61,7 @@ export const OPENAI_MODEL_DEFAULTS = {
   headers: {},
   extra_body: {},
   fallback: [],
+  attachments: [],
   structured_output: false,
   compact_at: 0.8,
 } as const satisfies Partial<import("../../src/config/types.js").OpenAIModelConfig>;

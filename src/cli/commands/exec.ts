@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { describeError, RuntimeError } from "../../errors.js";
 import { loadTeamOrReport } from "../load-team.js";
@@ -8,6 +8,7 @@ import type { RecordedReply } from "../../models/recorder.js";
 import { EXIT, type SetExit } from "../exit.js";
 import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
 import type { Store } from "../../store/store.js";
+import type { Attachment } from "../../models/attachment.js";
 
 interface ExecOptions {
   agent?: string;
@@ -20,6 +21,7 @@ interface ExecOptions {
   session?: string;
   otel?: boolean;
   store?: string;
+  attach: string[];
 }
 
 /** `runtime exec FILE [INPUT...]`: run the entry agent (or --agent) and print the answer. */
@@ -39,6 +41,12 @@ export function registerExec(program: Command, setExit: SetExit): void {
     .option("--store <url>", STORE_OPTION_HELP)
     .option("--record <file>", "write what the models answered as a scripted-model file, to replay the run")
     .option("--session <id>", "session id: a follow-up in the same session continues its state")
+    .option(
+      "--attach <file>",
+      "give the run a file: an image (png, jpeg, webp, gif) or a PDF; repeatable (docs/attachments.md)",
+      (file: string, files: string[]) => [...files, file],
+      [] as string[],
+    )
     .option(
       "--otel",
       "export OpenTelemetry spans over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318 (on by itself when that variable is set)",
@@ -62,6 +70,12 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     return fail(describeError(err), EXIT.USAGE);
   }
   if (!input.trim()) return fail("no input: give the request as arguments or with --input-file", EXIT.USAGE);
+  let attachments: Attachment[];
+  try {
+    attachments = await readAttachments(opts.attach);
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
   let url: string | undefined;
   try {
     url = storeUrl(opts.store);
@@ -101,6 +115,7 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     runTeam(team, {
       ...base,
       input,
+      ...(attachments.length ? { attachments } : {}),
       ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
       ...(opts.session !== undefined ? { sessionId: opts.session } : {}),
       ...(opts.record ? { createClient: (config) => recordingClient(createChatClient(config), recorded) } : {}),
@@ -115,6 +130,27 @@ async function exec(file: string, words: string[], opts: ExecOptions): Promise<n
     }
   }
   return status;
+}
+
+/** The files of --attach, each refused (USAGE) past the size cap before it is read, or when it is not a type taken. */
+async function readAttachments(files: readonly string[]): Promise<Attachment[]> {
+  const { makeAttachment, checkAttachmentCaps, checkAttachmentSize } = await import("../../models/attachment.js");
+  const out: Attachment[] = [];
+  for (const file of files) {
+    let data: Buffer;
+    try {
+      checkAttachmentSize(file, statSync(file).size);
+      data = await readFile(file);
+    } catch (err) {
+      if (err instanceof RuntimeError) throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : describeError(err);
+      throw new RuntimeError("USAGE", `cannot attach ${file}: ${why}`);
+    }
+    out.push(makeAttachment(basename(file), data));
+  }
+  checkAttachmentCaps(out);
+  return out;
 }
 
 async function readInput(words: string[], inputFile?: string): Promise<string> {

@@ -21,6 +21,7 @@ interface ServeOptions {
   tlsKey?: string;
   rate: string;
   maxRuns: string;
+  maxBodyMb: string;
   otel?: boolean;
   store?: string;
 }
@@ -44,6 +45,7 @@ export function registerServe(program: Command, setExit: SetExit): void {
     .option("--tls-key <file>", "the certificate's private key (PEM)")
     .option("--rate <n>", "requests per second the token may make on average", "50")
     .option("--max-runs <n>", "runs in progress at once; more get a 429", "16")
+    .option("--max-body-mb <n>", "largest request body, in MiB (attachments come in it, in base64: docs/attachments.md)", "1")
     .option("--store <url>", `${STORE_OPTION_HELP}; with PostgreSQL each run is queued for \`runtime worker\` processes`)
     .option(
       "--otel",
@@ -65,6 +67,8 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   if (!(rate > 0)) return fail(`--rate must be a positive number, not '${opts.rate}'`, EXIT.USAGE);
   const maxRuns = Number(opts.maxRuns);
   if (!Number.isInteger(maxRuns) || maxRuns < 1) return fail(`--max-runs must be a positive integer, not '${opts.maxRuns}'`, EXIT.USAGE);
+  const maxBodyMb = Number(opts.maxBodyMb);
+  if (!(maxBodyMb > 0) || maxBodyMb > 512) return fail(`--max-body-mb must be a number of MiB above 0 and at most 512, not '${opts.maxBodyMb}'`, EXIT.USAGE);
   if (opts.tokens !== undefined && opts.token !== undefined) return fail("give either --token or --tokens, not both", EXIT.USAGE);
   // A tokens file names every caller: RUNTIME_SERVE_TOKEN is not one of them.
   const token = opts.tokens !== undefined ? undefined : (opts.token ?? (process.env["RUNTIME_SERVE_TOKEN"] || undefined));
@@ -125,6 +129,7 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
       host: opts.host,
       rate,
       maxLiveRuns: maxRuns,
+      maxBodyBytes: Math.round(maxBodyMb * 1024 * 1024),
       ...(token !== undefined ? { token } : {}),
       ...(callers ? { callers } : {}),
       ...(tls ? { tls } : {}),

@@ -10,8 +10,9 @@ import type { ToolOutcome } from "../../tools/types.js";
 export class Memory {
   private readonly messages: ChatMessage[] = [];
 
-  constructor(input: string) {
-    this.messages.push({ role: "user", content: input });
+  /** `first`: the user's request, or its message with the run's attachments (`userMessage`, docs/attachments.md). */
+  constructor(first: string | Extract<ChatMessage, { role: "user" }>) {
+    this.messages.push(typeof first === "string" ? { role: "user", content: first } : first);
   }
 
   /** Store the model's reply; its tool calls are now owed an answer each. */

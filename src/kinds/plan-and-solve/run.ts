@@ -5,7 +5,7 @@ import type { AgentRunner } from "../types.js";
 import { planAndSolveImplementations } from "./actors.js";
 import { createEffects } from "./effects.js";
 import { planAndSolveMachine } from "./machine.js";
-import { requestWithHistory } from "../conversation.js";
+import { userMessage } from "../conversation.js";
 import { reviewCoverage } from "./verifier.js";
 import { missingParts } from "./answer-checks.js";
 import { Memory } from "./memory.js";
@@ -55,8 +55,8 @@ export const runPlanAndSolve: AgentRunner<PlanAndSolveAgentConfig> = async (ctx,
       input,
       template,
       todos,
-      // In a named session, the request comes after the conversation so far (docs/sessions.md).
-      memory: new Memory(await requestWithHistory(ctx, input)),
+      // In a named session, the request comes after the conversation so far (docs/sessions.md); the run's files with it (docs/attachments.md).
+      memory: new Memory(await userMessage(ctx, input)),
       toolbox: ctx.tools(todoTools(todos, toolNames(ctx.team, agent), (items) => coverage(ctx, input, items))),
       thresholds: limits,
       round: (id) => {

@@ -7,7 +7,7 @@ import type { AgentRunner } from "../types.js";
 import { type CallModelInput, openRecursion, reactMachine, type Understood } from "./machine.js";
 import { answerFormat, parseReply } from "./protocol.js";
 import { recordContent, renderCurrentState, type RecursionRecord } from "./state.js";
-import { requestWithHistory } from "../conversation.js";
+import { userMessage } from "../conversation.js";
 import { type ImplementationsOf, runMachine } from "../run-machine.js";
 
 /**
@@ -25,12 +25,10 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
   let planned = false;
   /** The steps the model has marked done, by their text: a step stays done however the plan is reordered. */
   const doneSteps = new Set<string>();
-  // In a named session, the request comes after the conversation so far (docs/sessions.md).
-  const request = await requestWithHistory(ctx, input);
-
   // The request and each finished recursion keep one message object for the whole run, so the
   // journal's request fingerprint hashes each once (src/engine/journal.ts), not once per request.
-  const userMessage: ChatMessage = { role: "user", content: request };
+  // In a named session, the request comes after the conversation so far (docs/sessions.md); the run's files with it (docs/attachments.md).
+  const request: ChatMessage = await userMessage(ctx, input);
   const assistantMessages = new WeakMap<RecursionRecord, ChatMessage>();
   // A recursion's reply's reasoning items (the Responses API) go back with its message (docs/model-servers.md#the-responses-api).
   const reasoningItems = new Map<number, ReasoningItem[]>();
@@ -71,7 +69,7 @@ export const runReact: AgentRunner<ReactAgentConfig> = async (ctx, input) => {
         ...(history.length ? { last: history[history.length - 1] } : {}),
       }),
     });
-    const messages: ChatMessage[] = [userMessage, { role: "system", content: system }, ...history.map(assistantMessage)];
+    const messages: ChatMessage[] = [request, { role: "system", content: system }, ...history.map(assistantMessage)];
     const { reply, reading } = await ctx.callModel({
       messages,
       tools: toolbox.specs,

@@ -16,7 +16,8 @@ import {
   type RequestContext,
   type ServerCallContext,
 } from "@a2a-js/sdk/server";
-import { describeError } from "../../errors.js";
+import { RuntimeError, describeError } from "../../errors.js";
+import { makeAttachment, type Attachment } from "../../models/attachment.js";
 import type { RunEvent } from "../../events/types.js";
 import { AnswerText } from "../../kinds/answer-text.js";
 import { follow } from "../../store/follow.js";
@@ -39,6 +40,12 @@ export class RunExecutor implements AgentExecutor {
     const agent = typeof message.metadata?.["agent"] === "string" ? (message.metadata["agent"] as string) : undefined;
     // A message refused is a rejected task that says why (a throw here would reach the SDK's log with its stack).
     if (!input.trim()) return reject(request, bus, "the message has no text: send the question as a text part");
+    let attachments: Attachment[];
+    try {
+      attachments = filesOf(message.parts);
+    } catch (err) {
+      return reject(request, bus, describeError(err));
+    }
     if (!SESSION_ID.test(request.contextId)) return reject(request, bus, "contextId must be 1-128 characters of letters, digits, '_', '-', '.', ':'");
     if (agent !== undefined && !Object.hasOwn(this.ctx.team.agents, agent)) {
       return reject(request, bus, `unknown agent '${agent}' (agents: ${Object.keys(this.ctx.team.agents).join(", ")})`);
@@ -47,7 +54,7 @@ export class RunExecutor implements AgentExecutor {
     try {
       run = await launchRun(
         { ...this.ctx, caller: callerOf(request.context) },
-        { input, session_id: request.contextId, ...(agent !== undefined ? { agent } : {}) },
+        { input, session_id: request.contextId, ...(agent !== undefined ? { agent } : {}), ...(attachments.length ? { attachments } : {}) },
       );
     } catch (err) {
       // Too many runs in progress (429), the queue's store away: nothing started.
@@ -191,6 +198,19 @@ function reject(request: RequestContext, bus: ExecutionEventBus, reason: string)
 /** The text of a message's text parts. */
 export function textOf(parts: readonly Part[]): string {
   return parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : [])).join("\n");
+}
+
+/**
+ * The file parts of a message with their bytes (`raw`), as the run's
+ * attachments (docs/attachments.md); a file given by URL is refused: the
+ * server fetches no address a client names. Throws USAGE.
+ */
+function filesOf(parts: readonly Part[]): Attachment[] {
+  return parts.flatMap((p, i) => {
+    if (p.content?.$case === "url") throw new RuntimeError("USAGE", `part ${i} gives a file by URL: send its bytes (raw) instead`);
+    if (p.content?.$case !== "raw") return [];
+    return [makeAttachment(p.filename || `file-${i + 1}`, Buffer.from(p.content.value), p.mediaType || undefined)];
+  });
 }
 
 /** A decision given in a message: the text "approve" or "deny" (a reason may follow), or a data part {decision, call_id?, reason?}. */

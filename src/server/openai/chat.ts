@@ -20,6 +20,7 @@ interface ChatRequest {
   agent: string;
   input: string;
   history: ReturnType<typeof conversationOf>["history"];
+  attachments: ReturnType<typeof conversationOf>["attachments"];
   stream: boolean;
   includeUsage: boolean;
 }
@@ -34,12 +35,12 @@ function parseChat(ctx: ApiContext, body: unknown): ChatRequest {
   if (stream !== undefined && stream !== null && typeof stream !== "boolean")
     throw new OpenAIRequestError(400, "stream must be a boolean", { param: "stream" });
   const agent = agentOf(ctx.team, model);
-  const { input, history } = conversationOf(
+  const { input, history, attachments } = conversationOf(
     messages.map((m, i) => saidOf(m, `messages[${i}]`)),
     "messages",
   );
   const options = (stream_options ?? {}) as Record<string, unknown>;
-  return { model: model as string, agent, input, history, stream: stream === true, includeUsage: options.include_usage === true };
+  return { model: model as string, agent, input, history, attachments, stream: stream === true, includeUsage: options.include_usage === true };
 }
 
 const usageOf = (u: Usage) => ({ prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens });
@@ -47,7 +48,12 @@ const usageOf = (u: Usage) => ({ prompt_tokens: u.prompt_tokens, completion_toke
 export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const chat = parseChat(ctx, await readJsonBody(req, ctx.maxBodyBytes));
   const created = Math.floor(Date.now() / 1000);
-  const launch = { input: chat.input, agent: chat.agent, ...(chat.history.length ? { history: chat.history } : {}) };
+  const launch = {
+    input: chat.input,
+    agent: chat.agent,
+    ...(chat.history.length ? { history: chat.history } : {}),
+    ...(chat.attachments.length ? { attachments: chat.attachments } : {}),
+  };
   if (!chat.stream) {
     const { task_id, reply } = await replyOf(ctx, req, res, launch, (id) => res.setHeader("x-task-id", id));
     if (!reply) return;

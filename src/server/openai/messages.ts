@@ -3,8 +3,12 @@
  * the last user message is the run's input; the user and assistant messages
  * before it are the earlier exchanges (`RunOptions.history`), which the agent
  * sees as a session's history. System and developer messages are not read:
- * the agent's own prompt stands (its team file says who it is).
+ * the agent's own prompt stands (its team file says who it is). Images and
+ * PDFs of the last user message, as `data:` URLs, are the run's attachments
+ * (docs/attachments.md); those of earlier messages are not read again.
  */
+import { RuntimeError } from "../../errors.js";
+import { makeAttachment, type Attachment } from "../../models/attachment.js";
 import type { Exchange } from "../../store/conversations.js";
 import { OpenAIRequestError } from "./errors.js";
 
@@ -12,28 +16,48 @@ import { OpenAIRequestError } from "./errors.js";
 export interface Said {
   role: "user" | "assistant" | "system" | "developer";
   text: string;
+  /** Its image and file parts. */
+  files?: Attachment[];
 }
 
 const ROLES = new Set(["user", "assistant", "system", "developer"]);
 
 /**
  * The text of a message's `content`: a string, or parts of which the text
- * ones are read (`text`, `input_text`, `output_text`); any other part
- * (an image, a file) is refused, since an agent's input is text.
+ * ones are read (`text`, `input_text`, `output_text`) and joined, and the
+ * image and file parts (`image_url`, `input_image`, `input_file`) with their
+ * bytes inline as a `data:` URL made attachments; any other part is refused.
  */
-export function textOf(content: unknown, param: string): string {
-  if (typeof content === "string") return content;
-  if (content === null || content === undefined) return "";
-  if (!Array.isArray(content)) throw new OpenAIRequestError(400, `${param} must be a string or an array of text parts`, { param });
-  return content
-    .map((part: unknown, i) => {
-      const p = (part ?? {}) as Record<string, unknown>;
-      if (typeof p.type !== "string" || !["text", "input_text", "output_text"].includes(p.type) || typeof p.text !== "string") {
-        throw new OpenAIRequestError(400, `${param}[${i}] is not a text part: this server's agents read text only`, { param: `${param}[${i}]` });
-      }
-      return p.text;
-    })
-    .join("\n");
+export function contentOf(content: unknown, param: string): { text: string; files: Attachment[] } {
+  if (typeof content === "string") return { text: content, files: [] };
+  if (content === null || content === undefined) return { text: "", files: [] };
+  if (!Array.isArray(content)) throw new OpenAIRequestError(400, `${param} must be a string or an array of content parts`, { param });
+  const texts: string[] = [];
+  const files: Attachment[] = [];
+  content.forEach((part: unknown, i) => {
+    const p = (part ?? {}) as Record<string, unknown>;
+    const at = `${param}[${i}]`;
+    if (typeof p.type === "string" && ["text", "input_text", "output_text"].includes(p.type) && typeof p.text === "string") texts.push(p.text);
+    else if (p.type === "image_url")
+      files.push(fileOf((p.image_url as { url?: unknown } | undefined)?.url, `image-${files.length + 1}`, `${at}.image_url.url`));
+    else if (p.type === "input_image") files.push(fileOf(p.image_url, `image-${files.length + 1}`, `${at}.image_url`));
+    else if (p.type === "input_file")
+      files.push(fileOf(p.file_data, typeof p.filename === "string" ? p.filename : `file-${files.length + 1}`, `${at}.file_data`));
+    else throw new OpenAIRequestError(400, `${at} is not a text, image or file part`, { param: at });
+  });
+  return { text: texts.join("\n"), files };
+}
+
+/** A file given inline as a `data:` URL (a link is not fetched: the server reaches out to no address a client names). */
+function fileOf(url: unknown, name: string, param: string): Attachment {
+  const match = typeof url === "string" ? /^data:([\w.+-]+\/[\w.+-]+)?(?:;[\w=.-]+)*;base64,([A-Za-z0-9+/]*={0,2})$/.exec(url) : null;
+  if (!match) throw new OpenAIRequestError(400, `${param} must be a data: URL with the bytes in base64 (links are not fetched)`, { param });
+  try {
+    return makeAttachment(name, Buffer.from(match[2] ?? "", "base64"), match[1]);
+  } catch (err) {
+    if (err instanceof RuntimeError) throw new OpenAIRequestError(400, `${param}: ${err.message}`, { param });
+    throw err;
+  }
 }
 
 /** A message's role and text, or a 400 naming it. */
@@ -45,7 +69,8 @@ export function saidOf(message: unknown, param: string): Said {
       param: `${param}.role`,
     });
   }
-  return { role: role as Said["role"], text: textOf(content, `${param}.content`) };
+  const { text, files } = contentOf(content, `${param}.content`);
+  return { role: role as Said["role"], text, ...(files.length ? { files } : {}) };
 }
 
 /**
@@ -53,7 +78,7 @@ export function saidOf(message: unknown, param: string): Said {
  * exchanges before it: consecutive user messages make one request, the
  * assistant messages after them its answer.
  */
-export function conversationOf(said: readonly Said[], param: string): { input: string; history: Exchange[] } {
+export function conversationOf(said: readonly Said[], param: string): { input: string; history: Exchange[]; attachments: Attachment[] } {
   const last = said.at(-1);
   if (last?.role !== "user" || !last.text.trim()) {
     throw new OpenAIRequestError(400, `the last of ${param} must be a user message with text: it is the agent's input`, { param });
@@ -73,5 +98,5 @@ export function conversationOf(said: readonly Said[], param: string): { input: s
     }
   }
   if (open) history.push(open);
-  return { input: last.text, history };
+  return { input: last.text, history, attachments: last.files ?? [] };
 }

@@ -40,7 +40,7 @@ async function parseResponses(ctx: ApiContext, body: unknown): Promise<Responses
   if (typeof input === "string") said = [{ role: "user", text: input }];
   else if (Array.isArray(input) && input.length > 0) said = input.map((item, i) => saidOf(messageItem(item, `input[${i}]`), `input[${i}]`));
   else throw new OpenAIRequestError(400, "input must be a string or a non-empty array of message items", { param: "input" });
-  const { input: text, history } = conversationOf(said, "input");
+  const { input: text, history, attachments } = conversationOf(said, "input");
   let session_id: string;
   if (previous_response_id !== undefined && previous_response_id !== null) {
     if (history.length) {
@@ -50,7 +50,7 @@ async function parseResponses(ctx: ApiContext, body: unknown): Promise<Responses
   } else session_id = newId();
   return {
     model: model as string,
-    launch: { input: text, agent, session_id, ...(history.length ? { history } : {}) },
+    launch: { input: text, agent, session_id, ...(history.length ? { history } : {}), ...(attachments.length ? { attachments } : {}) },
     previous: typeof previous_response_id === "string" ? previous_response_id : null,
     stream: stream === true,
   };

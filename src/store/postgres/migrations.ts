@@ -171,6 +171,17 @@ CREATE TABLE ${S}.session_summaries (
 ALTER TABLE ${S}.runs ADD COLUMN caller TEXT;
 CREATE INDEX runs_caller ON ${S}.runs (caller, started_at);`,
   },
+  {
+    version: 6,
+    name: "attachment bytes by hash (docs/attachments.md)",
+    sql: `
+CREATE TABLE ${S}.attachments (
+  sha256 TEXT PRIMARY KEY,
+  media_type TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  data BYTEA NOT NULL
+);`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.at(-1)?.version ?? 0;

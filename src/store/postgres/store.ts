@@ -10,6 +10,7 @@ import { PostgresPlanStore } from "./plan-store.js";
 import { PostgresRunStore } from "./run-store.js";
 import { PostgresTodoSessions } from "./todo-sessions.js";
 import { PostgresConversations } from "./conversations.js";
+import { PostgresAttachments } from "./attachments.js";
 
 export async function openPostgresStore(url: string, options: { maxConnections?: number } = {}): Promise<Store> {
   const pool = createPool(url, options.maxConnections !== undefined ? { max: options.maxConnections } : {});
@@ -31,6 +32,7 @@ export async function openPostgresStore(url: string, options: { maxConnections?:
     planTool: () => planTool,
     todoSessions: () => new PostgresTodoSessions(pool, url),
     conversations: () => conversations,
+    attachments: () => new PostgresAttachments(pool, url),
     ping: async () => {
       try {
         await pool.query("SELECT 1");

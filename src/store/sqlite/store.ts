@@ -1,13 +1,14 @@
 /**
  * The embedded store (docs/scale-out.md#stores): SQLite files under a trace
- * directory, `traces.db` (runs), `plans.db` (plans) and `sessions.db` (todo
- * sessions, conversations), each opened when first needed.
+ * directory, `traces.db` (runs), `plans.db` (plans), `sessions.db` (todo
+ * sessions, conversations) and `attachments.db`, each opened when first needed.
  */
 import { join, resolve } from "node:path";
 import { PlanTool, type PlanToolOptions } from "../../plan/plan-tool.js";
 import type { RunStore } from "../runs.js";
 import type { Store } from "../store.js";
 import { SqliteConversations } from "./conversations.js";
+import { SqliteAttachments } from "./attachments.js";
 import { PlanStore } from "./plan-store.js";
 import { sqliteRunStore } from "./run-store.js";
 import { SqliteTodoSessions } from "./todo-sessions.js";
@@ -55,6 +56,7 @@ export function sqliteStore(dir: string): Store {
     planTool: () => openPlanTool(location),
     todoSessions: () => new SqliteTodoSessions(location),
     conversations: () => new SqliteConversations(location),
+    attachments: () => new SqliteAttachments(location),
     ping: async () => {
       hold();
     },
