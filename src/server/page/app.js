@@ -204,7 +204,7 @@ const seconds = (run) => {
   return run.finished_at ? `${s} s` : `${s} s…`;
 };
 
-const RUN_STATUS_CLASS = { answer: "completed", running: "in_progress", paused: "paused", error: "failed" };
+const RUN_STATUS_CLASS = { answer: "completed", running: "in_progress", paused: "paused", blocked: "failed", error: "failed" };
 let listGeneration = 0;
 /** Fetch and draw the runs the filters ask for, newest first. */
 async function loadRuns() {
@@ -433,9 +433,10 @@ function showResult(event) {
     setStatus(`Finished: answered · task ${event.task_id}`);
   } else {
     $("error").hidden = false;
-    $("error").textContent = `The run ended in error: ${event.error ?? "unknown error"}`;
+    $("error").textContent =
+      event.result_type === "blocked" ? `The run was blocked: ${event.error ?? "by a guardrail"}` : `The run ended in error: ${event.error ?? "unknown error"}`;
     $("error").classList.toggle("tree", /^\s*[├└│]/m.test(event.error ?? ""));
-    setStatus(`Finished: error · task ${event.task_id}`);
+    setStatus(`Finished: ${event.result_type === "blocked" ? "blocked" : "error"} · task ${event.task_id}`);
   }
 }
 

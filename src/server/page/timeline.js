@@ -97,7 +97,7 @@ export function runView(run, now) {
         const bar = barOf(entry, lane);
         lane.bars.push(bar);
         nodes.push({ type: "call", bar });
-      }
+      } else if (entry.kind === "guardrail") nodes.push({ type: "guardrail", guardrail: entry });
     }
     return nodes;
   };
@@ -327,6 +327,14 @@ export function renderTree(container, view, doc = document) {
         );
         li.dataset.bar = node.bar.id;
         ul.append(li);
+      } else if (node.type === "guardrail") {
+        // A guardrail's verdict (docs/guardrails.md): passed, or what it did when it tripped.
+        const g = node.guardrail;
+        const where = `guardrail ${g.name} (${g.on}${g.tool ? ` of ${g.tool}` : ""})`;
+        const said = g.passed
+          ? `${where} passed`
+          : `${where} ${g.action === "block" ? "blocked" : g.action === "redact" ? "redacted" : "retry"}: ${clip(g.reason ?? "", 200)}`;
+        ul.append(el(doc, "li", g.passed ? "call-tool" : g.action === "block" ? "call-failed" : "tree-recursion", said));
       } else if (node.type === "recursion") {
         const li = el(doc, "li", "tree-recursion", `recursion ${node.iteration}`);
         if (node.children.length) li.append(list(node.children));
@@ -352,6 +360,7 @@ export function renderTree(container, view, doc = document) {
   if (view.status === "answer") parts.push(el(doc, "p", "done", view.answer ?? ""));
   else if (view.status === "error") parts.push(el(doc, "p", "bad", `error: ${view.error ?? ""}`));
   else if (view.status === "paused") parts.push(el(doc, "p", "muted", "paused: waiting for approval"));
+  else if (view.status === "blocked") parts.push(el(doc, "p", "bad", view.error ?? "blocked by a guardrail"));
   container.replaceChildren(...parts);
 }
 
