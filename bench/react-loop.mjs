@@ -25,7 +25,15 @@
  *   5. request bytes per recursion at 10 and 30 recursions (linear growth)
  *   6. where trace-on time goes: latency of TraceStore.append on a task's events
  *
- * --throughput runs 0 and 3 only. --dist measures the runtime built at
+ *   7. against the floor: section 3 again with every reply streamed (unless
+ *      --stream made it streamed already), then CPU per task and tasks/s of
+ *      the floor, the `openai` loop and the runtime with its trace and journal
+ *      on, streamed and not, as ratios to the floor of the same mode, and
+ *      each streamed figure as a ratio to its own not-streamed one
+ *   8. with --profile: where the runtime's CPU goes (trace on, 50 at once),
+ *      from V8's sampling profiler, by part of the path (bench/lib/profile.mjs)
+ *
+ * --throughput runs 0, 3, 7 (and 8) only. --dist measures the runtime built at
  * another checkout (`--dist ../base/dist`), so two versions can be run side
  * by side with the same bench.
  *
@@ -34,7 +42,7 @@
  *   npm run build && node bench/react-loop.mjs [--quick] [--tasks 30] [--steps 10]
  *     [--concurrency 50] [--rounds 3] [--memory-concurrency 500] [--latency MS]
  *     [--warmup 400]
- *     [--stream] [--throughput] [--dist DIR]
+ *     [--stream] [--throughput] [--profile] [--dist DIR]
  *
  * --warmup runs that many tasks of each variant (in whole batches of
  * --concurrency) before anything is measured: V8 keeps optimising a
@@ -54,6 +62,7 @@ import { parseArgs, promisify } from "node:util";
 import OpenAI from "openai";
 import { Agent, request } from "undici";
 import { benchTeamYaml, loadLine, startChatServer } from "./lib/bench-team.mjs";
+import { profileParts } from "./lib/profile.mjs";
 import { fixed, measure, median, printTable } from "./lib/stats.mjs";
 
 const { values } = parseArgs({
@@ -67,6 +76,7 @@ const { values } = parseArgs({
     latency: { type: "string", default: "0" },
     warmup: { type: "string" },
     stream: { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
     throughput: { type: "boolean", default: false },
     dist: { type: "string" },
     // internal: one variant's memory run, in a process of its own
@@ -141,10 +151,10 @@ const BASELINE_TOOLS = [
 ];
 
 /** One task through a minimal hand-written loop over the `openai` package, on its own transport (Node's fetch). */
-async function baselineTask(url, steps, tag) {
+async function baselineTask(url, steps, tag, stream = STREAM) {
   const client = new OpenAI({ apiKey: "bench-key", baseURL: url, maxRetries: 0 });
   return loop(steps, tag, async (body) => {
-    if (!STREAM) return (await client.chat.completions.create(body)).choices[0].message;
+    if (!stream) return (await client.chat.completions.create(body)).choices[0].message;
     const message = newMessage();
     for await (const chunk of await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } })) {
       addDelta(message, chunk);
@@ -157,16 +167,16 @@ async function baselineTask(url, steps, tag) {
 const floorAgent = new Agent();
 
 /** One task through the same loop with no client library: JSON over undici's `request()`. */
-async function floorTask(url, steps, tag) {
+async function floorTask(url, steps, tag, stream = STREAM) {
   return loop(steps, tag, async (body) => {
     const res = await request(`${url}/chat/completions`, {
       method: "POST",
       headers: { authorization: "Bearer bench-key", "content-type": "application/json" },
-      body: JSON.stringify(STREAM ? { ...body, stream: true, stream_options: { include_usage: true } } : body),
+      body: JSON.stringify(stream ? { ...body, stream: true, stream_options: { include_usage: true } } : body),
       dispatcher: floorAgent,
     });
     if (res.statusCode !== 200) throw new Error(`floor task got status ${res.statusCode}`);
-    if (!STREAM) return (await res.body.json()).choices[0].message;
+    if (!stream) return (await res.body.json()).choices[0].message;
     const message = newMessage();
     for (const event of (await res.body.text()).split("\n\n")) {
       if (event.startsWith("data: ") && event !== "data: [DONE]") addDelta(message, JSON.parse(event.slice(6)));
@@ -322,14 +332,18 @@ const { sqliteStore } = await import("../dist/store/sqlite/store.js");
 const held = sqliteStore(traceDir);
 await held.ping();
 
-const variants = [
-  { name: "baseline (openai loop)", task: (n, tag) => baselineTask(server.url, n, tag) },
+/** The four variants, each reply streamed or not. */
+const variantsOf = (team, stream) => [
+  { name: "baseline (openai loop)", task: (n, tag) => baselineTask(server.url, n, tag, stream) },
   { name: "runTeam, trace off", task: (n, tag) => runtimeTask(team, traceDir, false, n, tag) },
   { name: "runTeam, trace on", task: (n, tag) => runtimeTask(team, traceDir, true, n, tag) },
   // For reference, not an aim: the floor, the same loop with no client library on undici's request().
-  { name: "undici request() loop (floor)", task: (n, tag) => floorTask(server.url, n, tag), reference: true },
+  { name: "undici request() loop (floor)", task: (n, tag) => floorTask(server.url, n, tag, stream), reference: true },
 ];
+const variants = variantsOf(team, STREAM);
 const BASE = variants[0].name;
+const FLOOR = variants[3].name;
+const TRACED = variants[2].name;
 
 try {
   const started = performance.now();
@@ -389,12 +403,20 @@ try {
     );
   }
 
-  // 3
-  const conc = await concurrent(variants);
+  // 3, and unless --stream, the same variants streamed in the same rounds (interleaved, so
+  // drift hits both modes alike; warmed first, as section 0 warmed the others)
+  const streamed = [];
+  if (!STREAM) {
+    const streamFile = join(dir, "team-streamed.yaml");
+    writeFileSync(streamFile, benchTeamYaml(server.url, "bench-react-loop", { stream: true }));
+    for (const v of variantsOf(await loadTeam(streamFile), true)) streamed.push({ ...v, name: `${v.name}, streamed`, plain: v.name });
+    await concurrent(streamed, Math.max(2, Math.ceil(WARMUP / CONCURRENCY)));
+  }
+  const conc = await concurrent([...variants, ...streamed]);
   const tps = (name) => CONCURRENCY / (median(conc[name].map((m) => m.wall)) / 1000);
   const cpuPerTask = (name) => median(conc[name].map((m) => m.cpu)) / CONCURRENCY;
   const baseTps = tps(BASE);
-  console.log(`\n3. Throughput, ${CONCURRENCY} concurrent tasks (median of ${ROUNDS} round(s))`);
+  console.log(`\n3. Throughput, ${CONCURRENCY} concurrent tasks (median of ${ROUNDS} round(s))${STREAM ? ", streamed" : ""}`);
   printTable(
     ["variant", "tasks/s", "baseline/variant", "CPU ms/task", "variant/baseline", `both within ${AIM}×`],
     variants.map(({ name, reference }) => {
@@ -411,6 +433,48 @@ try {
       ];
     }),
   );
+
+  // 7
+  const modes = [{ label: STREAM ? "streamed" : "not streamed", name: (n) => n }];
+  if (streamed.length > 0) {
+    modes.push({ label: "streamed", name: (n) => `${n}, streamed` });
+    console.log(`\n3s. Throughput, ${CONCURRENCY} concurrent tasks, streamed, in the same rounds (median of ${ROUNDS} round(s))`);
+    printTable(
+      ["variant", "tasks/s", "CPU ms/task", "CPU vs not streamed"],
+      streamed.map(({ name, plain }) => [name, fixed(tps(name), 1), fixed(cpuPerTask(name)), `${fixed(cpuPerTask(name) / cpuPerTask(plain))}×`]),
+    );
+  }
+  console.log(
+    `\n7. Against the floor (the loop on undici request()), ${CONCURRENCY} at once: CPU per task and tasks/s as ratios to the floor of the same mode`,
+  );
+  printTable(
+    ["mode", "floor CPU ms", "openai loop", "runtime (trace, journal)", "runtime tasks/s", "floor tasks/s", "runtime within 2× floor CPU"],
+    modes.map(({ label, name }) => {
+      const ratio = cpuPerTask(name(TRACED)) / cpuPerTask(name(FLOOR));
+      return [
+        label,
+        fixed(cpuPerTask(name(FLOOR))),
+        `${fixed(cpuPerTask(name(BASE)) / cpuPerTask(name(FLOOR)))}×`,
+        `${fixed(ratio)}×`,
+        fixed(tps(name(TRACED)), 1),
+        fixed(tps(name(FLOOR)), 1),
+        ratio <= 2 ? "yes" : "NO",
+      ];
+    }),
+  );
+
+  // 8
+  if (values.profile) {
+    const parts = await profileParts(() => concurrent([variants[2]]));
+    const total = cpuPerTask(TRACED);
+    console.log(
+      `\n8. Where the runtime's CPU goes (trace on, ${CONCURRENCY} at once, ${ROUNDS} round(s) under the sampling profiler; ms from section 3's CPU per task)`,
+    );
+    printTable(
+      ["part", "share", "ms/task"],
+      parts.map(([name, share]) => [name, `${fixed(share * 100, 1)}%`, fixed(share * total)]),
+    );
+  }
 
   if (!values.throughput) {
     // 4
