@@ -42,7 +42,9 @@ export function chatBodyOf(body: ResponsesBody): ChatBody {
   // A structured answer's schema (`text.format`) as Chat Completions' `response_format`.
   const format = (body["text"] as { format?: Item } | undefined)?.format;
   const response_format =
-    format?.["type"] === "json_schema" ? { type: "json_schema", json_schema: { name: format["name"], schema: format["schema"], strict: format["strict"] } } : undefined;
+    format?.["type"] === "json_schema"
+      ? { type: "json_schema", json_schema: { name: format["name"], schema: format["schema"], strict: format["strict"] } }
+      : undefined;
   return {
     model: typeof body.model === "string" ? body.model : "test-model",
     messages,
