@@ -8,6 +8,7 @@ import { createInterface } from "node:readline/promises";
 import type { ResolvedTeam } from "../config/types.js";
 import type { EventSink } from "../events/bus.js";
 import type { LiveSinkOptions } from "../events/live/sink.js";
+import type { AnswerFeed } from "./answer-feed.js";
 import type { Approver } from "../engine/approvals.js";
 import type { RunOptions, RunResult, TeamRun } from "../engine/run-team.js";
 import type { Store } from "../store/store.js";
@@ -62,10 +63,12 @@ export async function runAndReport(
   const ndjson = opts.events === "ndjson";
   if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
   const progress = await progressSink(opts, team);
-  if (progress) sinks.push(progress);
-  // The answer as it is written, in the display too (docs/cli.md#watching-a-run); stdout still gets it once, whole.
-  const answering = progress ? (await import("./answer-feed.js")).answerFeed(team, progress.answer) : undefined;
-  if (answering) sinks.push(answering);
+  let answering: AnswerFeed | undefined;
+  if (progress) {
+    // The answer as it is written, in the display too (docs/cli.md#watching-a-run); stdout still gets it once, whole.
+    answering = (await import("./answer-feed.js")).answerFeed(team, progress.answer);
+    sinks.push(progress, answering);
+  }
   // What the runtime adapted to (a chat template's rules, a fallback model) is said once on stderr,
   // whatever else is shown (docs/servers.md); the progress display says it itself.
   else sinks.push((e) => e.type === "llm.notice" && process.stderr.write(`runtime ${command}: warning: ${e.message}\n`));

@@ -164,6 +164,12 @@ async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequ
         .create({ ...requestBody(config, request, layout), stream: true, stream_options: { include_usage: true } }, { signal: call.signal })
         .withResponse();
   const type = response.headers.get("content-type") ?? "";
+  if (/json/i.test(type)) {
+    // A server (or proxy) that does not stream answers the streamed request with the whole reply:
+    // read as one (docs/model-servers.md#streaming). The client's stream has not read the body.
+    const data: unknown = await response.json().catch(() => undefined);
+    return responses ? readResponse(data, { model: config.model, request_id, tools }, hint) : readCompletion(data, { model: config.model, request_id, tools }, hint);
+  }
   if (!/event-stream/i.test(type)) {
     stream.controller.abort();
     throw new RuntimeError(

@@ -1,8 +1,9 @@
 /**
  * The live view's state: the run's projection (src/events/projection.ts),
  * with the agent tree and what each agent is doing now, the plan or todo list
- * as a checklist, the last thought, the answer as it is written; and the spend at the team's prices. The
- * renderer (render.ts) draws it; nothing here knows about terminals.
+ * as a checklist, the last thought, the answer as it is written; and the
+ * spend at the team's prices. The renderer (render.ts) draws it; nothing here
+ * knows about terminals.
  */
 import type { Budget } from "../../config/types.js";
 import { oneLine } from "../format.js";
