@@ -8,6 +8,7 @@ import { createInterface } from "node:readline/promises";
 import type { ResolvedTeam } from "../config/types.js";
 import type { EventSink } from "../events/bus.js";
 import type { LiveSinkOptions } from "../events/live/sink.js";
+import type { AnswerFeed } from "./answer-feed.js";
 import type { Approver } from "../engine/approvals.js";
 import type { RunOptions, RunResult, TeamRun } from "../engine/run-team.js";
 import type { Store } from "../store/store.js";
@@ -62,7 +63,12 @@ export async function runAndReport(
   const ndjson = opts.events === "ndjson";
   if (ndjson) sinks.push(ndjsonSink((line) => process.stdout.write(line)));
   const progress = await progressSink(opts, team);
-  if (progress) sinks.push(progress);
+  let answering: AnswerFeed | undefined;
+  if (progress) {
+    // The answer as it is written, in the display too (docs/cli.md#watching-a-run); stdout still gets it once, whole.
+    answering = (await import("./answer-feed.js")).answerFeed(team, progress.answer);
+    sinks.push(progress, answering);
+  }
   // What the runtime adapted to (a chat template's rules, a fallback model) is said once on stderr,
   // whatever else is shown (docs/servers.md); the progress display says it itself.
   else sinks.push((e) => e.type === "llm.notice" && process.stderr.write(`runtime ${command}: warning: ${e.message}\n`));
@@ -96,6 +102,7 @@ export async function runAndReport(
     await embedded?.close();
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
+    await answering?.settled();
     progress?.close({ interrupted: result?.error?.code === "ABORTED" });
   }
 
@@ -111,7 +118,10 @@ export async function runAndReport(
  * --progress, the log as plain lines. Each is loaded only when chosen: the
  * live view's terminal packages are never read by a run that does not draw it.
  */
-async function progressSink(opts: ReportOptions, team: ResolvedTeam): Promise<(EventSink & { close(how?: { interrupted?: boolean }): void }) | undefined> {
+async function progressSink(
+  opts: ReportOptions,
+  team: ResolvedTeam,
+): Promise<(EventSink & { answer(text: string): void; close(how?: { interrupted?: boolean }): void }) | undefined> {
   const tty = process.stderr.isTTY === true;
   if (!(opts.progress ?? tty)) return undefined;
   // With --events ndjson the events stream while the run goes (to the same terminal, perhaps): the log as before.

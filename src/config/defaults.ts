@@ -8,7 +8,7 @@
  * to the schema's:
  * - team: description "", tools {}, workflows {}, allow_outside_paths false
  * - knowledge: top_k 3
- * - openai model: api "chat_completions", timeout_ms 60000, max_retries 2, stream false, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, attachments [], fallback [], compact_at 0.8
+ * - openai model: api "chat_completions", timeout_ms 60000, max_retries 2, stream true, max_retry_wait_ms 30000, headers {}, extra_body {}, structured_output false, attachments [], fallback [], compact_at 0.8
  * - scripted model: model "scripted", stream false
  * - guardrail: action "block"
  * - tool (every type): description "", timeout_ms 30000, max_output_bytes 65536

@@ -70,7 +70,7 @@ export interface RawOpenaiModel {
   timeout_ms: number;
   /** Retries of a failed request (connection errors, 408, 409, 429, 5xx), within timeout_ms, before the model counts as unavailable. @default 2 */
   max_retries: number;
-  /** Stream tokens (Server-Sent Events) and emit llm.delta events. @default false */
+  /** Stream the reply (Server-Sent Events) and emit llm.delta events, so the answer's text shows as it is written (docs/model-servers.md#streaming). `false`: ask for whole replies, for a server or proxy that cannot stream. @default true */
   stream: boolean;
   /** Streamed replies: the longest silence between two chunks before the call fails. Unset: timeout_ms or 30000, whichever is smaller. */
   idle_timeout_ms?: number;

@@ -26,7 +26,7 @@ export interface OpenAIModelConfig {
   timeout_ms: number;
   /** @default 2 */
   max_retries: number;
-  /** @default false */
+  /** Stream replies (llm.delta); `false` asks for whole replies. @default true */
   stream: boolean;
   /** Longest silence between two streamed chunks. @default min(timeout_ms, 30000) */
   idle_timeout_ms: number;

@@ -21,12 +21,15 @@ export interface TextOut {
 export interface TerminalSinkOptions {
   /** ANSI colours. */
   color: boolean;
-  /** Show streamed model tokens (llm.delta). @default false */
-  deltas?: boolean;
 }
 
-/** The terminal sink: call it with events; `close()` flushes what is pending (a chain of states, streamed text). */
-export type TerminalSink = EventSink & { close(): void };
+/**
+ * The terminal sink: call it with events; `answer()` with the answer's text
+ * as it is written (src/cli/answer-feed.ts: never a tool-call reply's raw
+ * deltas), written as it comes; `close()` flushes what is pending (a chain
+ * of states, an answer's unfinished line).
+ */
+export type TerminalSink = EventSink & { answer(text: string): void; close(): void };
 
 /** The log on `stream` (normally stderr). */
 export function terminalSink(stream: TextOut, options: TerminalSinkOptions): TerminalSink {
@@ -37,19 +40,20 @@ class TerminalLog {
   private readonly paint: Paint;
   private readonly projection = new RunProjection();
   private states: { key: string; indent: string; text: string; last: string } | undefined;
-  private delta = "";
-  private deltaIndent = "";
+  /** The last thing written is a line of the answer, not yet ended. */
+  private answerOpen = false;
   private closed = false;
 
   constructor(
     private readonly out: TextOut,
-    private readonly options: TerminalSinkOptions,
+    options: TerminalSinkOptions,
   ) {
     this.paint = painter(options.color);
   }
 
   sink(): TerminalSink {
     const sink = ((event: RunEvent) => this.onEvent(event)) as TerminalSink;
+    sink.answer = (text: string) => this.answer(text);
     sink.close = () => this.close();
     return sink;
   }
@@ -58,7 +62,6 @@ class TerminalLog {
   private onEvent(e: RunEvent): void {
     if (this.closed) return;
     if (e.type !== "state.changed") this.flushStates();
-    if (e.type !== "llm.delta") this.flushDelta(true);
     // A todo delta not newer than the list seen for its session is stale: nothing to say.
     const before = "session_id" in e && e.type !== "run.started" ? this.projection.tree.todos[e.session_id] : undefined;
     if (before && "version" in e && e.version <= before.version) return void this.projection.apply(e);
@@ -110,13 +113,6 @@ class TerminalLog {
         break;
       case "context.compacted":
         log(p.yellow(`! ${compactedText(e)}`));
-        break;
-      case "llm.delta":
-        if (this.options.deltas) {
-          this.delta += e.text;
-          this.deltaIndent = indent;
-          this.flushDelta(false);
-        }
         break;
       case "llm.error":
         log(p.red(`✗ llm ${e.model} error: ${clip(e.error, 200)}`));
@@ -189,6 +185,7 @@ class TerminalLog {
       }
       case "tool.started":
       case "llm.request":
+      case "llm.delta":
         break;
     }
   }
@@ -227,24 +224,43 @@ class TerminalLog {
     this.log(`${indent}${text}`);
   }
 
-  /** Print streamed text line by line; `all` also prints an unfinished last line. */
-  private flushDelta(all: boolean): void {
-    if (this.delta === "") return;
-    const lines = this.delta.split("\n");
-    const rest = lines.pop() ?? "";
-    this.delta = all ? "" : rest;
-    if (all && rest !== "") lines.push(rest);
-    for (const line of lines) this.log(`${this.deltaIndent}${this.paint.dim(`  ┆ ${line}`)}`);
+  /**
+   * The answer's text as it comes, each line after `  ┆ `: written at once,
+   * not held to a line's end, so a person reads it while it is written. The
+   * next log line ends an unfinished one.
+   */
+  private answer(text: string): void {
+    if (this.closed || text === "") return;
+    this.flushStates();
+    const prefix = this.paint.dim("  ┆ ");
+    let out = "";
+    text.split("\n").forEach((piece, i) => {
+      if (i > 0) {
+        out += `${this.answerOpen ? "" : prefix}\n`;
+        this.answerOpen = false;
+      }
+      if (piece === "") return;
+      out += `${this.answerOpen ? "" : prefix}${piece}`;
+      this.answerOpen = true;
+    });
+    this.out.write(out);
+  }
+
+  private endAnswer(): void {
+    if (!this.answerOpen) return;
+    this.answerOpen = false;
+    this.out.write("\n");
   }
 
   private log(line: string): void {
+    this.endAnswer();
     this.out.write(`${line}\n`);
   }
 
   private close(): void {
     if (this.closed) return;
     this.flushStates();
-    this.flushDelta(true);
+    this.endAnswer();
     this.closed = true;
   }
 }

@@ -164,6 +164,13 @@ async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequ
         .create({ ...requestBody(config, request, layout), stream: true, stream_options: { include_usage: true } }, { signal: call.signal })
         .withResponse();
   const type = response.headers.get("content-type") ?? "";
+  const options = { model: config.model, request_id, tools };
+  if (/json/i.test(type)) {
+    // A server (or proxy) that does not stream answers the streamed request with the whole reply:
+    // read as one (docs/model-servers.md#streaming). The client's stream has not read the body.
+    const data: unknown = await response.json().catch(() => undefined);
+    return responses ? readResponse(data, options, hint) : readCompletion(data, options, hint);
+  }
   if (!/event-stream/i.test(type)) {
     stream.controller.abort();
     throw new RuntimeError(
@@ -171,7 +178,6 @@ async function once(openai: OpenAI, config: OpenAIModelConfig, request: ChatRequ
       `model ${config.model}: the reply is not an event stream (content-type ${type || "none"})${request_id ? ` (request id ${request_id})` : ""}; ${hint}`,
     );
   }
-  const options = { model: config.model, request_id, tools };
   const reader = responses ? new ResponsesStreamReader(options, request.onDelta) : new StreamReader(options, request.onDelta);
   call.idle(config.idle_timeout_ms, () => `the reply stream stalled: no chunk for ${config.idle_timeout_ms} ms after ${reader.count} chunk(s)`);
   try {

@@ -23,6 +23,7 @@ import { RuntimeError } from "../errors.js";
 import type { Budget } from "../config/types.js";
 import type { Database, Store } from "../store/store.js";
 import type { Exchange } from "../store/conversations.js";
+import type { AttachmentRef } from "../models/attachment.js";
 import { SCHEMA as S, reading, storeError, transaction } from "../store/postgres/connect.js";
 import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
 
@@ -53,6 +54,8 @@ export interface RunRequest {
   budget?: Budget;
   /** The server's caller who asked for it, its owner (`RunOptions.caller`). */
   caller?: string;
+  /** The run's files, by hash: the server stored their bytes in the store's attachments before queueing (docs/attachments.md). */
+  attachments?: AttachmentRef[];
 }
 
 /** A run a worker has claimed: its request and how many times it was claimed (1 the first time). */

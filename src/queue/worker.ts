@@ -15,6 +15,7 @@ import { randomUUID } from "node:crypto";
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError, codeOf, describeError, type ErrorCode } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
+import { loadAttachments } from "../engine/attachments.js";
 import { resumeRun } from "../engine/resume.js";
 import { runTeam, type RunOptions, type RunResult, type TeamRun } from "../engine/run-team.js";
 import type { Store } from "../store/store.js";
@@ -183,7 +184,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
             throw err;
           });
         } else log(`running run ${request.task_id}`);
-        run ??= runTeam(team, runOptions);
+        // The files the server stored by hash before queueing the run: the same bytes go to the model.
+        const files = request.attachments?.length ? await loadAttachments(() => store.attachments(), request.attachments, request.task_id) : [];
+        run ??= runTeam(team, { ...runOptions, ...(files.length ? { attachments: files } : {}) });
         result = await run.result;
       } catch (err) {
         failure = codeOf(err);

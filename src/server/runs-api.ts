@@ -8,7 +8,8 @@ import { follow, type FollowOptions } from "../store/follow.js";
 import type { Exchange } from "../store/conversations.js";
 import { RUN_STATUSES, type RunStore, type Watch } from "../store/runs.js";
 import { whileQueued } from "../queue/follow.js";
-import { checkAttachments } from "../engine/attachments.js";
+import { checkAttachments, storeAttachments } from "../engine/attachments.js";
+import type { AttachmentStore } from "../store/attachments.js";
 import { makeAttachment, type Attachment } from "../models/attachment.js";
 import type { RunQueue } from "../queue/run-queue.js";
 import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "./http.js";
@@ -27,9 +28,10 @@ export interface ServerContext {
   /**
    * With a PostgreSQL store (docs/scale-out.md): runs are queued for workers
    * instead of run here, and followed through the store; `listening` is the
-   * server's own watch of it (readiness: the LISTEN connection is up).
+   * server's own watch of it (readiness: the LISTEN connection is up);
+   * `attachments` where a run's files are kept for its worker.
    */
-  queued?: { queue: RunQueue; listening: Watch };
+  queued?: { queue: RunQueue; listening: Watch; attachments: () => AttachmentStore };
   maxBodyBytes: number;
   maxLiveRuns: number;
   /** Bytes that may wait for one SSE client before it is dropped. */
@@ -125,8 +127,6 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
   // Refused before the run starts (a 400), as the CLI refuses them before any request (docs/attachments.md).
   const attachments = body.attachments ?? [];
   checkAttachments(ctx.team, body.agent ?? ctx.team.entry, attachments);
-  if (attachments.length && ctx.queued)
-    throw new HttpError(400, "attachments are taken by a server that runs its runs itself, not by one that queues them for workers");
   if (body.session_id !== undefined) await checkSession(ctx, body.session_id);
   if (caller.runsMax !== undefined) {
     // Counted across the store's servers with a queue; two requests at the same moment may both pass.
@@ -137,6 +137,8 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
   }
   if (ctx.queued) {
     const task_id = newId();
+    // The bytes go to the store by hash, the request names them: the worker reads the same bytes back (docs/attachments.md).
+    if (attachments.length) await storeAttachments(ctx.queued.attachments, attachments);
     await ctx.queued.queue.enqueue({
       task_id,
       team: ctx.team.name,
@@ -144,6 +146,7 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
       ...(body.agent !== undefined ? { agent: body.agent } : {}),
       ...(body.session_id !== undefined ? { session_id: body.session_id } : {}),
       ...(body.history ? { history: body.history } : {}),
+      ...(attachments.length ? { attachments: attachments.map((a) => a.toJSON()) } : {}),
       caller: caller.name,
     });
     return { task_id, more: moreOf(ctx, task_id) };

@@ -111,7 +111,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         await queue.close();
         throw err;
       });
-    queued = { queue, listening };
+    const store = options.store;
+    queued = { queue, listening, attachments: () => store.attachments() };
   }
   const closeStores = async () => {
     queued?.listening.close();

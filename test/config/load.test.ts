@@ -65,7 +65,7 @@ agents:
       base_url: "http://127.0.0.1:9/v1",
       timeout_ms: 60000,
       max_retries: 2,
-      stream: false,
+      stream: true,
       idle_timeout_ms: 30000,
       max_retry_wait_ms: 30000,
       headers: {},

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
 import { EventBus } from "../../src/events/bus.js";
-import { renderSummary, renderView } from "../../src/events/live/render.js";
+import { renderSummary, renderView, tailRows } from "../../src/events/live/render.js";
 import { liveSink } from "../../src/events/live/sink.js";
 import { agentRoots, checklistOf, LiveState, viewOf } from "../../src/events/live/state.js";
 import { stepsOf } from "../../src/events/run-tree.js";
@@ -253,6 +253,30 @@ describe("renderView", () => {
     expect(renderView(view, { width: 80, height: 2, now })[1]).toMatch(/^ {4}▸ worker \(react\)/);
     expect(renderView(view, { width: 80, height: 4, now }).slice(2)).toEqual(["todo 1/3", "  ▶ second"]);
     expect(renderView(view, { width: 80, height: 5, now }).slice(1, 3)).toEqual([expect.stringMatching(/^▸ boss/), "… 2 more"]);
+  });
+
+  it("the answer as it is written: its latest rows under the agents, broken at the width, in every window; gone once the run has ended", () => {
+    const events = circleReactRun();
+    const end = events.findIndex((e) => e.type === "run.finished");
+    const view = viewOf(events.slice(0, end));
+    const now = Date.parse(events[end - 1]?.ts ?? "");
+    view.answer = "The area is 78.54 m².\n\nThe circumference is 31.42 m, which is 2πr; 円周は31.42メートル 🙂.";
+    const lines = renderView(view, { width: 40, height: 12, now });
+    const shown = lines.filter((l) => l.startsWith("┆ ")).map((l) => l.slice(2));
+    expect(shown).toEqual(["The area is 78.54 m².", "", "The circumference is 31.42 m, which is", " 2πr; 円周は31.42メートル 🙂."]);
+    expect(lines.indexOf(`┆ ${shown[0]}`)).toBeGreaterThan(lines.findIndex((l) => l.startsWith("▸ ")));
+    for (const [width, height] of SIZES) {
+      for (const color of [false, true]) expectFits(renderView(view, { width, height, now, color }), width, height, `answer ${width}x${height}`);
+    }
+    // Short of rows, the answer's latest row comes right after the running agent.
+    expect(renderView(view, { width: 40, height: 3, now })[2]).toBe("┆  2πr; 円周は31.42メートル 🙂.");
+    // A long answer: its last rows, broken from the line's start.
+    const long = `${"word ".repeat(20_000)}the end`;
+    expect(tailRows(long, 20, 2)).toEqual(["word word word word ", "the end"]);
+    expect(tailRows(`${long}!`, 20, 2)).toEqual(["word word word word ", "the end!"]);
+    expect(tailRows("one\ntwo\n", 10, 3)).toEqual(["one", "two"]);
+    view.apply(events[end] as RunEvent);
+    expect(renderView(view, { width: 40, height: 12, now }).some((l) => l.startsWith("┆"))).toBe(false);
   });
 
   it("the summary: outcome, time, calls, tokens, cost against the budget", () => {

@@ -122,22 +122,24 @@ describe("terminalSink, not a terminal", () => {
     expect(out.text()).not.toContain("(failed)");
   });
 
-  test("streamed tokens only when asked, line by line", () => {
+  test("the answer as it is written, at once, each line after ┆; never a reply's raw deltas; the next line ends it", () => {
     const bus = new EventBus("task-d", steppingClock());
-    const events: RunEvent[] = [];
-    bus.subscribe((e) => events.push(e));
-    for (const text of ["Hel", "lo\nwor", "ld"]) bus.emit({ type: "llm.delta", text }, s);
+    const out = collector();
+    const log = terminalSink(out, { color: false });
+    bus.subscribe(log);
+    // Raw deltas (a tool-call reply's, say) are not shown: only what the answer reader hands over.
+    bus.emit({ type: "llm.delta", text: '{"action_type": "CALL_TOOL"' }, s);
+    expect(out.text()).toBe("");
+    log.answer("Hel");
+    expect(out.text()).toBe("  ┆ Hel");
+    log.answer("lo\nwor");
+    log.answer("ld\n\nbye");
+    expect(out.text()).toBe("  ┆ Hello\n  ┆ world\n  ┆ \n  ┆ bye");
     bus.emit({ type: "llm.response", model: "m", usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, duration_ms: 5 }, s);
-    const quiet = collector();
-    const loud = collector();
-    const q = terminalSink(quiet, { color: false });
-    const l = terminalSink(loud, { color: false, deltas: true });
-    for (const e of events) {
-      q(e);
-      l(e);
-    }
-    expect(quiet.text()).toBe("llm m → reply · 2 tok · 5ms\n");
-    expect(loud.text()).toBe("  ┆ Hello\n  ┆ world\nllm m → reply · 2 tok · 5ms\n");
+    expect(out.text()).toBe("  ┆ Hello\n  ┆ world\n  ┆ \n  ┆ bye\nllm m → reply · 2 tok · 5ms\n");
+    log.answer("tail");
+    log.close();
+    expect(out.text().endsWith("5ms\n  ┆ tail\n")).toBe(true);
   });
 
   test("never prints secrets", () => {

@@ -154,17 +154,15 @@ interface Variant {
   api?: "responses";
 }
 
-const VARIANTS: Variant[] = [
+/** The server habits, each tried with whole replies and streamed (the default, `stream: true`). */
+const HABITS: Variant[] = [
   { name: "<think> blocks in the content", reasoning: true, dialect: { reasoning: "think_tags" } },
-  { name: "<think> blocks, streamed", reasoning: true, dialect: { reasoning: "think_tags" }, stream: true },
   { name: "reasoning_content (refused if sent back)", reasoning: true, dialect: { reasoning: "reasoning_content" } },
-  { name: "reasoning_content, streamed", reasoning: true, dialect: { reasoning: "reasoning_content" }, stream: true },
   { name: "thinking parts in a list content (Mistral)", reasoning: true, dialect: { reasoning: "thinking_parts" } },
-  { name: "thinking parts, streamed", reasoning: true, dialect: { reasoning: "thinking_parts" }, stream: true },
   { name: "roles must alternate", dialect: { roles: "alternate" } },
   { name: "no system role", dialect: { roles: "no_system" } },
   { name: "tool calls without ids", dialect: { tool_ids: "missing" } },
-  { name: "tool calls with one repeated id, streamed", dialect: { tool_ids: "duplicate" }, stream: true },
+  { name: "tool calls with one repeated id", dialect: { tool_ids: "duplicate" } },
   { name: "arguments as objects", dialect: { object_arguments: true } },
   { name: "tool calls written into the content", dialect: { tool_calls_in_content: true } },
   { name: "no usage", dialect: { usage: "missing" } },
@@ -172,17 +170,21 @@ const VARIANTS: Variant[] = [
 ];
 
 /** The same over the Responses API: reasoning as items carried back encrypted, and the habits that apply to it. */
-const RESPONSES_VARIANTS: Variant[] = [
+const RESPONSES_HABITS: Variant[] = [
   { name: "plain", api: "responses" },
-  { name: "plain, streamed", api: "responses", stream: true },
   { name: "reasoning items", api: "responses", reasoning: true },
-  { name: "reasoning items, streamed", api: "responses", reasoning: true, stream: true },
   { name: "roles must alternate", api: "responses", dialect: { roles: "alternate" } },
   { name: "tool calls written into the content", api: "responses", dialect: { tool_calls_in_content: true } },
   { name: "no usage", api: "responses", dialect: { usage: "missing" } },
   { name: "replies cut off at the token limit", api: "responses", cutOff: true },
-  { name: "replies cut off at the token limit, streamed", api: "responses", cutOff: true, stream: true },
 ];
+
+const bothWays = (habits: Variant[], prefix = "") =>
+  habits.flatMap((v) => [
+    { ...v, name: `${prefix}${v.name}`, stream: false },
+    { ...v, name: `${prefix}${v.name}, streamed`, stream: true },
+  ]);
+const VARIANTS: Variant[] = [...bothWays(HABITS), ...bothWays(RESPONSES_HABITS, "Responses API: ")];
 
 const servers: OpenAIServer[] = [];
 afterAll(async () => {
@@ -206,7 +208,7 @@ async function run(c: Case, v: Variant) {
     },
   });
   servers.push(server);
-  const file = writeTeam(`version: 1\nname: matrix\n${model(server.url, v.stream ?? false, v.api ?? "chat_completions")}${c.team}`, {}, tempDir("matrix-"));
+  const file = writeTeam(`version: 1\nname: matrix\n${model(server.url, v.stream ?? true, v.api ?? "chat_completions")}${c.team}`, {}, tempDir("matrix-"));
   const team = await loadTeam(file);
   const events: RunEvent[] = [];
   const result = await runTeam(team, { input: "What is 6 times 7?", traceDir: tempDir("matrix-trace-"), sinks: [(e) => events.push(e)] }).result;
@@ -220,7 +222,7 @@ const sent = (server: OpenAIServer): ChatBody[] => [
 ];
 
 describe.each(CASES)("$kind against real servers' dialects", (c) => {
-  it.each([...VARIANTS, ...RESPONSES_VARIANTS.map((v) => ({ ...v, name: `Responses API: ${v.name}` }))])("$name", async (v) => {
+  it.each(VARIANTS)("$name", async (v) => {
     const { result, events, server } = await run(c, v);
     expect(result.error, result.error?.message).toBeUndefined();
     expect(result.answer).toMatch(/42/);

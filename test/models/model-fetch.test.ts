@@ -87,6 +87,16 @@ const completion = (content: string) =>
     usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
   });
 
+/** The same reply as an event stream, as a team's model asks for it by default (`stream: true`). */
+const streamed = (content: string) => {
+  const chunks = [
+    { id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { role: "assistant", content }, finish_reason: null }] },
+    { id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+  ];
+  return `${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("")}data: [DONE]\n\n`;
+};
+const SSE = { "content-type": "text/event-stream" };
+
 /** Writes `total` bytes of `chunk`s, minding back-pressure, then ends. */
 function writeMany(res: http.ServerResponse, chunk: Buffer, total: number): void {
   let sent = 0;
@@ -271,9 +281,7 @@ describe("the model client's HTTP", () => {
   });
 
   it("goes through the proxy the environment names (runtime exec with HTTP_PROXY), and straight to the server with NO_PROXY", async () => {
-    const bare = await bareServer((_req, res) =>
-      res.writeHead(200, { "content-type": "application/json" }).end(completion(reactReply("ANSWER", { answer: "proxied" }))),
-    );
+    const bare = await bareServer((_req, res) => res.writeHead(200, SSE).end(streamed(reactReply("ANSWER", { answer: "proxied" }))));
     const tunnels: string[] = [];
     const proxy = http.createServer((_req, res) => res.writeHead(405).end());
     proxy.on("connect", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
@@ -303,13 +311,10 @@ describe("the model client's HTTP", () => {
   it("speaks HTTPS: runtime exec against a server whose certificate comes from a CA of one's own (NODE_EXTRA_CA_CERTS)", async () => {
     const dir = new URL("../server/fixtures/", import.meta.url);
     const cert = readFileSync(new URL("tls-cert.pem", dir));
-    const bare = await bareServer(
-      (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion(reactReply("ANSWER", { answer: "over TLS" }))),
-      {
-        cert,
-        key: readFileSync(new URL("tls-key.pem", dir)),
-      },
-    );
+    const bare = await bareServer((_req, res) => res.writeHead(200, SSE).end(streamed(reactReply("ANSWER", { answer: "over TLS" }))), {
+      cert,
+      key: readFileSync(new URL("tls-key.pem", dir)),
+    });
     const team = answerTeam(bare.url);
     const ok = await runCli(["exec", team, "hello"], { env: { NODE_EXTRA_CA_CERTS: new URL("tls-cert.pem", dir).pathname } });
     expect(ok.stdout).toContain("over TLS");

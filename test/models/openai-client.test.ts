@@ -127,6 +127,24 @@ describe("openai ChatClient", () => {
     expect(res.tool_calls.map((c) => c.name)).toEqual(["terminate"]);
   });
 
+  it("a server that answers a streamed request with the whole reply (JSON, as a proxy that does not stream): read as one", async () => {
+    const whole = JSON.stringify({
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      choices: [{ index: 0, message: { role: "assistant", content: "78.54" }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+    });
+    const { server, client } = await setup({ replies: [{ raw: whole }, { raw: "[]" }] }, { stream: true, max_retries: 0 });
+    const deltas: string[] = [];
+    expect(await client.chat({ ...request, onDelta: (d) => deltas.push(d) })).toMatchObject({ content: "78.54", usage: { total_tokens: 7 } });
+    expect(deltas).toEqual([]);
+    expect(server.chatRequests[0]?.body).toMatchObject({ stream: true });
+    // JSON that is no completion is what it is on a whole reply: no reply at all.
+    const err = await failure(client.chat(request));
+    expect(err.code).toBe("MODEL_BAD_REPLY");
+    expect(err.message).toMatch(/the reply has no choices/);
+  });
+
   it("completes after two 429s with retry-after 0 when max_retries is 2", async () => {
     const rateLimited = { status: 429, headers: { "retry-after": "0" }, error: { message: "Rate limit reached" } };
     const { server, client } = await setup({ replies: [rateLimited, rateLimited, { content: "ok" }] });

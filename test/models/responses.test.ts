@@ -180,6 +180,19 @@ describe("the Responses API", () => {
     }
   });
 
+  it("a server that answers a streamed request with the whole response (JSON): read as one", async () => {
+    const whole = JSON.stringify({
+      id: "resp_1",
+      object: "response",
+      status: "completed",
+      output: [{ type: "message", role: "assistant", content: [{ type: "output_text", text: "78.54" }] }],
+      usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 },
+    });
+    const { server, client } = await setup({ replies: [{ raw: whole }] }, { stream: true, max_retries: 0 });
+    expect(await client.chat(firstTurn)).toMatchObject({ content: "78.54", finish_reason: "stop", usage: { total_tokens: 7 } });
+    expect(server.responsesRequests[0]?.body?.["stream"]).toBe(true);
+  });
+
   it("retries a 429 and a 500 as on Chat Completions", async () => {
     const { server, client } = await setup({
       replies: [{ status: 429, headers: { "retry-after": "0" } }, { status: 500 }, { content: "ok" }],

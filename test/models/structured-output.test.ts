@@ -2,13 +2,16 @@
  * Structured output where the server has it (docs/model-servers.md#structured-output):
  * planners and replanners ask for their schema as `response_format`
  * (json_schema, strict) from a model marked `structured_output: true`, and fall
- * back to the instructions alone when the server refuses it.
+ * back to the instructions alone when the server refuses it; on both APIs
+ * (a Responses request read as a chat body, its `text.format` as
+ * `response_format`), streamed (the default) and not.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
+import { chatBodyOf } from "../support/openai-server-responses.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 const servers: OpenAIServer[] = [];
@@ -36,7 +39,12 @@ function respond(refuse: boolean) {
   };
 }
 
-async function run(structured: boolean, refuse = false) {
+interface Way {
+  api: "chat_completions" | "responses";
+  stream: boolean;
+}
+
+async function run(way: Way, structured: boolean, refuse = false) {
   const server = await startOpenAIServer({ strict: true, respond: respond(refuse) });
   servers.push(server);
   const file = writeTeam(`version: 1
@@ -48,6 +56,8 @@ models:
     base_url: ${server.url}
     api_key: sk-structured
     max_retries: 0
+    api: ${way.api}
+    stream: ${way.stream}
     structured_output: ${structured}
 agents:
   flow:
@@ -62,7 +72,11 @@ agents:
 `);
   const events: RunEvent[] = [];
   const result = await runTeam(await loadTeam(file), { input: "6*7?", traceDir: tempDir("structured-"), sinks: [(e) => events.push(e)] }).result;
-  return { result, events, server };
+  // Every request as a chat body, whichever API it went to.
+  const bodies = () => [...server.chatRequests.map((r) => r.body!), ...server.responsesRequests.map((r) => chatBodyOf(r.body!))];
+  expect(way.api === "responses" ? server.chatRequests : server.responsesRequests).toEqual([]);
+  expect(bodies().every((b) => (b.stream === true) === way.stream)).toBe(true);
+  return { result, events, bodies };
 }
 
 type Node = Record<string, unknown>;
@@ -83,38 +97,45 @@ function strictViolations(node: unknown, at = "#"): string[] {
   return out;
 }
 
-describe("structured output", () => {
+const WAYS: Array<Way & { name: string }> = [
+  { name: "Chat Completions, streamed", api: "chat_completions", stream: true },
+  { name: "Chat Completions, whole replies", api: "chat_completions", stream: false },
+  { name: "Responses API, streamed", api: "responses", stream: true },
+  { name: "Responses API, whole replies", api: "responses", stream: false },
+];
+
+describe.each(WAYS)("structured output, $name", (way) => {
   it("asks planners and replanners for their schema as strict json_schema, and not the executor", async () => {
-    const { result, server } = await run(true);
+    const { result, bodies } = await run(way, true);
     expect(result.answer).toBe("The answer is 42.");
-    const byAgent = (name: string) => server.chatRequests.filter((r) => agentOf(r.body!) === name);
+    const byAgent = (name: string) => bodies().filter((b) => agentOf(b) === name);
     for (const name of ["planner", "replanner"]) {
-      const format = byAgent(name)[0]?.body?.response_format as { type: string; json_schema: { name: string; strict: boolean; schema: Node } };
+      const format = byAgent(name)[0]?.response_format as { type: string; json_schema: { name: string; strict: boolean; schema: Node } };
       expect(format, name).toMatchObject({ type: "json_schema", json_schema: { name: "react_answer", strict: true } });
       expect(strictViolations(format.json_schema.schema), name).toEqual([]);
     }
-    const planSchema = JSON.stringify((byAgent("planner")[0]!.body!.response_format as { json_schema: unknown }).json_schema);
+    const planSchema = JSON.stringify((byAgent("planner")[0]!.response_format as { json_schema: unknown }).json_schema);
     expect(planSchema).toContain('"steps"');
-    const actionSchema = JSON.stringify((byAgent("replanner")[0]!.body!.response_format as { json_schema: unknown }).json_schema);
+    const actionSchema = JSON.stringify((byAgent("replanner")[0]!.response_format as { json_schema: unknown }).json_schema);
     expect(actionSchema).toContain('"anyOf"');
     expect(actionSchema).toContain('"$ref":"#/$defs/Response"');
-    expect(byAgent("executor").every((r) => r.body?.response_format === undefined)).toBe(true);
+    expect(byAgent("executor").every((b) => b.response_format === undefined)).toBe(true);
   });
 
   it("asks nothing of a model not marked structured_output", async () => {
-    const { result, server } = await run(false);
+    const { result, bodies } = await run(way, false);
     expect(result.answer).toBe("The answer is 42.");
-    expect(server.chatRequests.every((r) => r.body?.response_format === undefined)).toBe(true);
+    expect(bodies().every((b) => b.response_format === undefined)).toBe(true);
   });
 
   it("falls back to the instructions alone when the server refuses response_format, saying so once", async () => {
-    const { result, events, server } = await run(true, true);
+    const { result, events, bodies } = await run(way, true, true);
     expect(result.answer).toBe("The answer is 42.");
     const notices = events.filter((e) => e.type === "llm.notice");
     expect(notices).toHaveLength(1);
     expect(notices[0]).toMatchObject({ notice: "structured_output" });
     expect(notices[0]?.type === "llm.notice" && notices[0].message).toMatch(/refused response_format .*format instructions alone/);
     // One refused request; every later one goes without.
-    expect(server.chatRequests.filter((r) => r.body?.response_format !== undefined)).toHaveLength(1);
+    expect(bodies().filter((b) => b.response_format !== undefined)).toHaveLength(1);
   });
 });

@@ -39,11 +39,18 @@ export function chatBodyOf(body: ResponsesBody): ChatBody {
   const tools = Array.isArray(body["tools"])
     ? (body["tools"] as Item[]).map((t) => ({ type: "function", function: { name: t["name"], description: t["description"], parameters: t["parameters"] } }))
     : undefined;
+  // A structured answer's schema (`text.format`) as Chat Completions' `response_format`.
+  const format = (body["text"] as { format?: Item } | undefined)?.format;
+  const response_format =
+    format?.["type"] === "json_schema"
+      ? { type: "json_schema", json_schema: { name: format["name"], schema: format["schema"], strict: format["strict"] } }
+      : undefined;
   return {
     model: typeof body.model === "string" ? body.model : "test-model",
     messages,
     ...(body.stream === true ? { stream: true } : {}),
     ...(tools ? { tools } : {}),
+    ...(response_format ? { response_format } : {}),
   };
 }
 

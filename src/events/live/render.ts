@@ -3,7 +3,8 @@
  * and the time, giving lines that always fit (none wider than `width`, never
  * more than `height`). Finished agents collapse to one line, long trees and
  * checklists end in `… N more`, and the sections share the rows by priority:
- * the header, the running agents, the checklist, the last thought.
+ * the header, the running agents, the answer as it is written, the
+ * checklist, the last thought.
  */
 import cliTruncate from "cli-truncate";
 import stringWidth from "string-width";
@@ -45,8 +46,10 @@ export function renderView(view: LiveState, options: RenderOptions): string[] {
   const run = view.run;
   const thought = run.thought ? `› ${run.thought.agent_id}: ${oneLine(run.thought.text)}` : undefined;
   const notice = noticeOf(run);
+  // The answer while it is written: its last rows, the rows it fills at this width.
+  const answer = view.answer !== "" && run.status === "running" ? tailRows(view.answer, Math.max(1, width - 2), ANSWER_ROWS) : [];
 
-  // Rows by priority: the header, one for the tree, the thought, two for the checklist, the notice; then the rest.
+  // Rows by priority: the header, one for the tree, one for the answer, the thought, two for the checklist, the notice; then the rest.
   let rest = height - 1;
   const take = (want: number) => {
     const n = Math.max(0, Math.min(want, rest));
@@ -54,10 +57,12 @@ export function renderView(view: LiveState, options: RenderOptions): string[] {
     return n;
   };
   let treeRowsN = take(Math.min(tree.length, 1));
+  let answerN = take(Math.min(answer.length, 1));
   const thoughtN = take(thought ? 1 : 0);
   const checkWant = checklist ? checklist.items.length + 1 : 0;
   let checkN = take(Math.min(checkWant, 2));
   const noticeN = take(notice ? 1 : 0);
+  answerN += take(answer.length - answerN);
   treeRowsN += take(Math.min(tree.length - treeRowsN, Math.ceil(rest / 2)));
   checkN += take(checkWant - checkN);
   treeRowsN += take(tree.length - treeRowsN);
@@ -71,8 +76,54 @@ export function renderView(view: LiveState, options: RenderOptions): string[] {
     }
   }
   if (thought && thoughtN > 0) lines.push(p.dim(fit(thought)));
+  for (const row of answer.slice(answer.length - answerN)) lines.push(fit(`${p.dim("┆")} ${row}`));
   if (notice && noticeN > 0) lines.push(p.yellow(fit(`! ${notice}`)));
   return lines.slice(0, height);
+}
+
+/** Rows of the answer shown at most, its latest. */
+const ANSWER_ROWS = 6;
+
+/**
+ * The last `rows` rows `text` fills at `width` columns: its lines, each
+ * broken every `width` columns (wide characters counted as two), from the
+ * line's start, so a row stays as it is while the text grows. Only the last
+ * lines are measured.
+ */
+export function tailRows(text: string, width: number, rows: number): string[] {
+  const out: string[] = [];
+  const lines = text.replace(/\t/g, " ").replace(/\r/g, "").split("\n");
+  // A text that ends with a line break is still to write its next line: no empty last row.
+  if (lines.length > 1 && lines.at(-1) === "") lines.pop();
+  for (let i = lines.length - 1; i >= 0 && out.length < rows; i--) {
+    const broken = breakLine(lines[i] ?? "", width);
+    out.unshift(...broken.slice(-(rows - out.length)));
+  }
+  return out;
+}
+
+/** A line in rows of at most `width` columns; printable ASCII (one column a character) without measuring. */
+function breakLine(line: string, width: number): string[] {
+  if (/^[\x20-\x7e]*$/.test(line)) {
+    const rows: string[] = [];
+    for (let at = 0; at < line.length || rows.length === 0; at += width) rows.push(line.slice(at, at + width));
+    return rows;
+  }
+  const rows: string[] = [];
+  let row = "";
+  let used = 0;
+  for (const ch of line) {
+    const w = stringWidth(ch);
+    if (used + w > width && row !== "") {
+      rows.push(row);
+      row = "";
+      used = 0;
+    }
+    row += ch;
+    used += w;
+  }
+  rows.push(row);
+  return rows;
 }
 
 /** What remains in the scrollback when the run is over: one line. */

@@ -28,6 +28,8 @@ export interface LiveSinkOptions extends ViewConfig {
 }
 
 export type LiveSink = EventSink & {
+  /** More of the answer as it is written (src/cli/answer-feed.ts), shown under the agents until the run ends. */
+  answer(text: string): void;
   /** Replace the frame with the summary; `interrupted`: the run was stopped (Ctrl-C), whatever its events say. */
   close(how?: { interrupted?: boolean }): void;
   /** The state drawn, for tests. */
@@ -64,6 +66,11 @@ export function liveSink(out: LiveOut, options: LiveSinkOptions): LiveSink {
     else writer.resume();
     writer.request();
   }) as LiveSink;
+  sink.answer = (text) => {
+    if (closed) return;
+    view.answer += text;
+    writer.request();
+  };
   sink.close = (how = {}) => {
     if (closed) return;
     closed = true;

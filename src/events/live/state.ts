@@ -1,8 +1,9 @@
 /**
  * The live view's state: the run's projection (src/events/projection.ts),
  * with the agent tree and what each agent is doing now, the plan or todo list
- * as a checklist, the last thought; and the spend at the team's prices. The
- * renderer (render.ts) draws it; nothing here knows about terminals.
+ * as a checklist, the last thought, the answer as it is written; and the
+ * spend at the team's prices. The renderer (render.ts) draws it; nothing here
+ * knows about terminals.
  */
 import type { Budget } from "../../config/types.js";
 import { oneLine } from "../format.js";
@@ -30,11 +31,17 @@ export interface ViewConfig {
   priceOf?: (agent_id: string, model_name: string | undefined) => TokenPrice | undefined;
 }
 
-/** The run's projection, and what its model calls cost at the prices given. */
+/** The run's projection, what its model calls cost at the prices given, and its answer as it is written. */
 export class LiveState {
   readonly projection = new RunProjection();
   /** US dollars, at the prices the view was given. */
   cost = 0;
+  /**
+   * The entry agent's answer so far, while its model writes it: not an
+   * event's, but what the one reader of an answer in the making
+   * (src/kinds/answer-text.ts) made of the events (docs/cli.md#watching-a-run).
+   */
+  answer = "";
 
   constructor(readonly config: ViewConfig = {}) {}
 
