@@ -37,8 +37,9 @@
  * File descriptors: a waiting run holds two sockets in the serve process,
  * its client's and its model request's. Where the process's limit (ulimit
  * -n) cannot hold two for every run, the runs past it are started with
- * `Prefer: respond-async` (no stream held; --via runs only) and checked at
- * the end through `GET /v1/runs/:id`; the bench says how many.
+ * `POST /v1/runs` and `Prefer: respond-async` (no stream held, whatever
+ * --via says) and checked at the end through `GET /v1/runs/:id`; the bench
+ * says how many.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -354,7 +355,7 @@ async function serveLoad(via, chat, dir) {
     const baseline = rssOf(runtime.pid);
     // Two sockets a streamed run (its client's, its model request's), and a margin for the store's files and the like.
     const streamable = Math.max(0, Math.floor((fileLimit(runtime.pid) - openFiles(runtime.pid) - 64) / 2));
-    const streamed = via === "chat" ? RUNS : Math.min(RUNS, streamable);
+    const streamed = Math.min(RUNS, streamable);
     await fetch(`${chat.url.replace(/\/v1$/, "")}/load?reset=1`);
     const sampler = rssSampler(runtime.pid);
     const cpu0 = cpuOf(runtime.pid);
