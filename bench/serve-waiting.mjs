@@ -252,6 +252,7 @@ function streamedRun(port, via, input) {
             }
           }
         });
+        res.on("error", (err) => (out.failure ??= err.message));
         res.on("close", () => {
           if (!finished) out.failure ??= "the stream ended before the run did";
           else if (Number.isNaN(out.answer)) out.failure ??= `another answer than ${EXPECTED}`;
@@ -279,6 +280,7 @@ function jsonRequest(port, method, path, body, extra = {}) {
       let data = "";
       res.setEncoding("utf8");
       res.on("data", (c) => (data += c));
+      res.on("error", reject);
       res.on("end", () => resolve({ status: res.statusCode, body: data ? JSON.parse(data) : undefined }));
     });
     req.on("error", reject);
@@ -354,7 +356,7 @@ async function serveLoad(via, chat, dir) {
     await new Promise((r) => setTimeout(r, 500));
     const baseline = rssOf(runtime.pid);
     // Two sockets a streamed run (its client's, its model request's), and a margin for the store's files and the like.
-    const streamable = Math.max(0, Math.floor((fileLimit(runtime.pid) - openFiles(runtime.pid) - 64) / 2));
+    const streamable = Math.max(0, Math.floor((fileLimit(runtime.pid) - openFiles(runtime.pid) - 200) / 2));
     const streamed = Math.min(RUNS, streamable);
     await fetch(`${chat.url.replace(/\/v1$/, "")}/load?reset=1`);
     const sampler = rssSampler(runtime.pid);
@@ -367,6 +369,8 @@ async function serveLoad(via, chat, dir) {
     const peak = await sampler.stop();
     const cpu = cpuOf(runtime.pid) - cpu0;
     const model = await (await fetch(`${chat.url.replace(/\/v1$/, "")}/load`)).json();
+    const said = runtime.log().split("\n").slice(2).join("\n").trim();
+    if (said) console.error(`serve-waiting: runtime serve (--via ${via}) said:\n${said.slice(-2000)}`);
     return { via, baseline, peak, results, launched, wall, cpu, streamed, streamable, modelPeak: model.peak };
   } finally {
     await runtime.stop();
