@@ -36,7 +36,9 @@
  *
  * File descriptors: a waiting run holds two sockets in the serve process,
  * its client's and its model request's. Where the process's limit (ulimit
- * -n) cannot hold two for every run, the runs past it are started with
+ * -n) cannot hold two for every run (past it, the serve resets the
+ * connections it cannot accept and fails the model requests it cannot
+ * open), the runs past it are started with
  * `POST /v1/runs` and `Prefer: respond-async` (no stream held, whatever
  * --via says) and checked at the end through `GET /v1/runs/:id`; the bench
  * says how many.
@@ -218,6 +220,7 @@ function streamedRun(port, via, input) {
       },
       (res) => {
         began();
+        res.on("error", (err) => (out.failure ??= err.message));
         if (res.statusCode !== 200) {
           out.failure = `HTTP ${res.statusCode}`;
           res.resume();
@@ -252,7 +255,6 @@ function streamedRun(port, via, input) {
             }
           }
         });
-        res.on("error", (err) => (out.failure ??= err.message));
         res.on("close", () => {
           if (!finished) out.failure ??= "the stream ended before the run did";
           else if (Number.isNaN(out.answer)) out.failure ??= `another answer than ${EXPECTED}`;
@@ -295,7 +297,7 @@ function asyncRun(port, i) {
     async ({ status, body }) => {
       if (status !== 202) return { failure: `HTTP ${status}`, latencies: [], answer: NaN };
       for (;;) {
-        await new Promise((r) => setTimeout(r, 1000));
+        await new Promise((r) => setTimeout(r, 1000 + Math.random() * 2000));
         const run = await jsonRequest(port, "GET", `/v1/runs/${encodeURIComponent(body.task_id)}`);
         if (run.body?.live) continue;
         const finished = run.body?.events?.find((e) => e.type === "run.finished");
@@ -355,8 +357,8 @@ async function serveLoad(via, chat, dir) {
     }
     await new Promise((r) => setTimeout(r, 500));
     const baseline = rssOf(runtime.pid);
-    // Two sockets a streamed run (its client's, its model request's), and a margin for the store's files and the like.
-    const streamable = Math.max(0, Math.floor((fileLimit(runtime.pid) - openFiles(runtime.pid) - 200) / 2));
+    // A socket a run for its model request, one more a streamed run for its client, and a margin (the store's files, polls).
+    const streamable = Math.max(0, fileLimit(runtime.pid) - openFiles(runtime.pid) - 300 - RUNS);
     const streamed = Math.min(RUNS, streamable);
     await fetch(`${chat.url.replace(/\/v1$/, "")}/load?reset=1`);
     const sampler = rssSampler(runtime.pid);
