@@ -298,7 +298,8 @@ function asyncRun(port, i) {
       if (status !== 202) return { failure: `HTTP ${status}`, latencies: [], answer: NaN };
       for (;;) {
         await new Promise((r) => setTimeout(r, 1000 + Math.random() * 2000));
-        const run = await jsonRequest(port, "GET", `/v1/runs/${encodeURIComponent(body.task_id)}`);
+        const run = await jsonRequest(port, "GET", `/v1/runs/${encodeURIComponent(body.task_id)}`).catch((err) => ({ error: err }));
+        if (run.error) return { failure: `polling: ${run.error.message}`, latencies: [], answer: NaN };
         if (run.body?.live) continue;
         const finished = run.body?.events?.find((e) => e.type === "run.finished");
         const ok = finished?.answer?.startsWith(`${EXPECTED} sent=`);
@@ -357,8 +358,9 @@ async function serveLoad(via, chat, dir) {
     }
     await new Promise((r) => setTimeout(r, 500));
     const baseline = rssOf(runtime.pid);
-    // A socket a run for its model request, one more a streamed run for its client, and a margin (the store's files, polls).
-    const streamable = Math.max(0, fileLimit(runtime.pid) - openFiles(runtime.pid) - 300 - RUNS);
+    // A socket a run for its model request, one more a streamed run for its client, and a margin (the store's files, polls,
+    // model connections idle for a moment between a run's two calls).
+    const streamable = Math.max(0, fileLimit(runtime.pid) - openFiles(runtime.pid) - 1000 - RUNS);
     const streamed = Math.min(RUNS, streamable);
     await fetch(`${chat.url.replace(/\/v1$/, "")}/load?reset=1`);
     const sampler = rssSampler(runtime.pid);

@@ -90,6 +90,9 @@ const server = createServer((req, res) => {
     res.end(JSON.stringify(recorded.get(tag) ?? []));
     return;
   }
+  // A client that went away (a cancelled run) must not take the server with it.
+  req.on("error", () => {});
+  res.on("error", () => {});
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
