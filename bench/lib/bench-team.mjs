@@ -45,8 +45,11 @@ export async function startServerChild(script, env) {
   };
 }
 
-/** The react team of the benches: one calculator call per step against the chat server at `url`, streamed with `stream`. */
-export function benchTeamYaml(url, name, { stream = false } = {}) {
+/**
+ * The react team of the benches: one calculator call per step against the chat server at `url`, streamed with `stream`;
+ * `timeoutMs`, the model's timeout_ms, for a server slower than its default allows.
+ */
+export function benchTeamYaml(url, name, { stream = false, timeoutMs } = {}) {
   return `version: 1
 name: ${name}
 entry: solver
@@ -57,7 +60,12 @@ models:
     base_url: "${url}"
     api_key: bench-key
     max_retries: 0
-    stream: ${stream}
+    stream: ${stream}${
+      timeoutMs
+        ? `
+    timeout_ms: ${timeoutMs}`
+        : ""
+    }
 agents:
   solver:
     kind: react

@@ -13,6 +13,14 @@
  *
  * A request with `stream: true` is answered as server-sent events.
  *
+ * Each reply waits BENCH_DELAY_MS, or `delay=MS` when the user message holds
+ * it (a bench's warm-up runs need no latency). With `stamp=1` in the user
+ * message the answer ends with ` sent=<epoch ms>`, the moment the server
+ * sent it, so that a client can time the answer's way through the runtime.
+ * `GET /load` gives the replies waiting now and the most that waited at once
+ * (`?reset=1` starts that count again): it holds 10,000 requests waiting on
+ * one process (bench/serve-waiting.mjs).
+ *
  * Requests whose user message holds `tag=NAME` are recorded (body bytes,
  * message counts); `GET /stats?tag=NAME` returns them.
  *
@@ -46,7 +54,8 @@ function reply(body, res) {
     const last = messages[messages.length - 1];
     const text = typeof last?.content === "string" ? last.content : "";
     const result = /"result":\s*(-?[\d.eE+-]+)/.exec(text)?.[1] ?? "none";
-    message.content = reactContent("ANSWER", { answer: `last=${result}` }, { observe: "all figures computed", thought: "answer" });
+    const stamp = /stamp=1/.test(user) ? ` sent=${Date.now()}` : "";
+    message.content = reactContent("ANSWER", { answer: `last=${result}${stamp}` }, { observe: "all figures computed", thought: "answer" });
   }
   (body.stream ? sendStream : sendCompletion)(res, body.model ?? "bench-model", message, finish);
 }
@@ -65,13 +74,25 @@ function record(user, bytes, messages) {
   });
 }
 
+/** Replies waiting now, and the most at once since the last reset. */
+const load = { waiting: 0, peak: 0 };
+
 const server = createServer((req, res) => {
+  if (req.method === "GET" && req.url?.startsWith("/load")) {
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify(load));
+    if (req.url.includes("reset=1")) load.peak = load.waiting;
+    return;
+  }
   if (req.method === "GET" && req.url?.startsWith("/stats")) {
     const tag = new URL(req.url, "http://x").searchParams.get("tag") ?? "";
     res.setHeader("content-type", "application/json");
     res.end(JSON.stringify(recorded.get(tag) ?? []));
     return;
   }
+  // A client that went away (a cancelled run) must not take the server with it.
+  req.on("error", () => {});
+  res.on("error", () => {});
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
@@ -85,10 +106,15 @@ const server = createServer((req, res) => {
       return;
     }
     const messages = Array.isArray(body.messages) ? body.messages : [];
-    record(messages.find((m) => m.role === "user")?.content ?? "", raw.length, messages);
-    const delay = Number(process.env.BENCH_DELAY_MS ?? 0);
-    if (delay > 0) setTimeout(() => reply(body, res), delay);
-    else reply(body, res);
+    const user = messages.find((m) => m.role === "user")?.content ?? "";
+    record(user, raw.length, messages);
+    const delay = Number(/delay=(\d+)/.exec(user)?.[1] ?? process.env.BENCH_DELAY_MS ?? 0);
+    if (delay <= 0) return reply(body, res);
+    load.peak = Math.max(load.peak, ++load.waiting);
+    setTimeout(() => {
+      load.waiting--;
+      reply(body, res);
+    }, delay);
   });
 });
 serveAsChild(server);

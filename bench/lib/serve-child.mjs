@@ -6,7 +6,12 @@
  */
 export function serveAsChild(server) {
   server.keepAliveTimeout = 30_000;
-  server.listen(0, "127.0.0.1", () => {
+  // A slow model's replies wait longer than Node's request timeouts, which would answer 408 for the model
+  // (checked every 30 s, they cut thousands of requests of a busy client): a bench's server never gives up.
+  server.headersTimeout = 0;
+  server.requestTimeout = 0;
+  // Thousands of clients connecting at once wait in the accept queue, not in SYN retries (Node's default is 511).
+  server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, () => {
     process.stdout.write(`${server.address().port}\n`);
   });
   process.on("SIGTERM", () => process.exit(0));

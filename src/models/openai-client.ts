@@ -43,15 +43,7 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
     if (apiKey === undefined) {
       throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: no API key: set api_key in the team file or OPENAI_API_KEY`);
     }
-    client ??= new OpenAI({
-      apiKey,
-      // undefined lets the client read OPENAI_BASE_URL itself
-      baseURL: nonEmpty(config.base_url),
-      timeout: config.timeout_ms,
-      maxRetries: 0,
-      fetch: nestErrorBodies(modelFetch),
-      ...(Object.keys(config.headers).length ? { defaultHeaders: config.headers } : {}),
-    });
+    client ??= sharedClient(config, apiKey);
     return client;
   };
 
@@ -114,6 +106,30 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
       }
     },
   };
+}
+
+/**
+ * The `openai` client of a model, one per process: it holds no state of a
+ * call, and made per run it was ~4 KB of every waiting run (its 30-odd
+ * resource objects; docs/performance.md#runs-waiting-on-a-slow-model). Made
+ * anew when the key or the environment's base URL it was made with changed.
+ */
+const clients = new WeakMap<OpenAIModelConfig, { apiKey: string; envBase: string | undefined; client: OpenAI }>();
+function sharedClient(config: OpenAIModelConfig, apiKey: string): OpenAI {
+  const known = clients.get(config);
+  const envBase = process.env["OPENAI_BASE_URL"];
+  if (known?.apiKey === apiKey && known.envBase === envBase) return known.client;
+  const client = new OpenAI({
+    apiKey,
+    // undefined lets the client read OPENAI_BASE_URL itself
+    baseURL: nonEmpty(config.base_url),
+    timeout: config.timeout_ms,
+    maxRetries: 0,
+    fetch: nestErrorBodies(modelFetch),
+    ...(Object.keys(config.headers).length ? { defaultHeaders: config.headers } : {}),
+  });
+  clients.set(config, { apiKey, envBase, client });
+  return client;
 }
 
 /**

@@ -10,7 +10,9 @@
  * The followers of one run in a process share their reads: those at the
  * same seq when a commit is heard get one query and the same event objects
  * (so the SSE frame each event makes is built once). Those reads are the
- * only events held here, and only until the next commit of the run.
+ * only events held here, and only until every follower has taken them: a
+ * run waiting on its model held its last read and their frames (~2.4 KB a
+ * run, docs/performance.md#runs-waiting-on-a-slow-model) until its next commit.
  */
 import type { RunEvent } from "../events/types.js";
 import type { RunStore, Watch } from "./runs.js";
@@ -135,6 +137,8 @@ class Tail {
         resolve();
       };
       this.wakers.add(done);
+      // Every follower waits for the next commit: none will take what was read.
+      if (this.wakers.size >= this.users) this.reads.clear();
       signal?.addEventListener("abort", done, { once: true });
     });
   }
