@@ -25,6 +25,7 @@ import type { Database, Store } from "../store/store.js";
 import type { Exchange } from "../store/conversations.js";
 import { SCHEMA as S, reading, storeError, transaction } from "../store/postgres/connect.js";
 import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
+import { backoff } from "../store/committer.js";
 
 /** pg-boss's schema. */
 const QUEUE_SCHEMA = "runtime_queue";
@@ -108,15 +109,20 @@ export class RunQueue {
     return queue;
   }
 
-  /** Run `work` while holding the advisory lock that serialises pg-boss's schema changes across processes. */
+  /**
+   * Run `work` while holding the advisory lock that serialises pg-boss's schema changes across processes.
+   * Held by a transaction (a session's lock would outlive it behind PgBouncer in transaction mode), and
+   * waited for by trying again: a waiter blocked on the lock would hold a connection the holder's `work`
+   * may need (100 workers starting at once behind a pooler of 40, docs/scale-out.md#100-workers-on-one-postgresql).
+   */
   private static async locked<T>(db: Database, work: () => Promise<T>): Promise<T> {
-    const lock = await db.pool.connect();
-    try {
-      await lock.query("SELECT pg_advisory_lock($1)", [START_LOCK]);
-      return await work();
-    } finally {
-      await lock.query("SELECT pg_advisory_unlock($1)", [START_LOCK]).catch(() => {});
-      lock.release();
+    for (let attempt = 0; ; attempt++) {
+      const done = await transaction(db.pool, async (client) => {
+        const { rows } = await client.query<{ held: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS held", [START_LOCK]);
+        return rows[0]?.held ? { value: await work() } : undefined;
+      });
+      if (done) return done.value;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(backoff(attempt), 1_000)));
     }
   }
 

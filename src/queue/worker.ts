@@ -35,6 +35,13 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** Longest wait between two looks at the queue when no notification came. @default 1000 */
   pollMs?: number;
+  /**
+   * Hear of new runs at once over LISTEN (a connection of its own). Off, the
+   * worker only polls: for a large fleet (its polls spread over `pollMs`, no
+   * wake-up of every idle worker per run) or behind PgBouncer in transaction
+   * mode, where LISTEN does not work (docs/scale-out.md#100-workers-on-one-postgresql). @default true
+   */
+  listen?: boolean;
   /** @default `<hostname>-<pid>-<random>` */
   workerId?: string;
   /** What every run gets besides its request (model clients, tools given in code). */
@@ -105,20 +112,22 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const teams = new Map(options.teams.map((t) => [t.name, t]));
   const metrics = new RunMetrics();
   const queue = await RunQueue.open(store, [...teams.keys()]);
-  const listener = new ChannelListener(store.database.url);
+  const listener = options.listen === false ? undefined : new ChannelListener(store.database.url);
   const active = new Map<string, Active>();
   let stopping = false;
 
   // Woken by a new run, a freed slot, a reconnection, or the poll timer.
   let wake: (() => void) | undefined;
   const poke = () => wake?.();
-  listener.on(RUNS_CHANNEL, poke);
-  listener.onReconnect(poke);
-  try {
-    await listener.start();
-  } catch (err) {
-    await queue.close();
-    throw new RuntimeError("STORE", `cannot listen for new runs (${store.location}): ${describeError(err)}`);
+  if (listener) {
+    listener.on(RUNS_CHANNEL, poke);
+    listener.onReconnect(poke);
+    try {
+      await listener.start();
+    } catch (err) {
+      await queue.close();
+      throw new RuntimeError("STORE", `cannot listen for new runs (${store.location}): ${describeError(err)}`);
+    }
   }
 
   const launch = (claimed: ClaimedRun): void => {
@@ -251,8 +260,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       }
       if (full && !stopping) continue;
       await new Promise<void>((resolve) => {
-        // Woken at once by the listener's reconnection when the database is back.
-        const timer = setTimeout(resolve, failures > 0 ? Math.max(pollMs, backoff(failures + 3)) : pollMs);
+        // Woken at once by the listener's reconnection when the database is back. A random part spreads
+        // the polls of a fleet (they fall in step after a restart): N idle workers look every pollMs/N or so.
+        const pause = failures > 0 ? Math.max(pollMs, backoff(failures + 3)) : pollMs;
+        const timer = setTimeout(resolve, pause * (0.5 + Math.random() / 2));
         wake = () => {
           clearTimeout(timer);
           resolve();
@@ -269,7 +280,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       return active.size;
     },
     async ready() {
-      if (stopping || !listener.up) return false;
+      if (stopping || (listener && !listener.up)) return false;
       return store.ping().then(
         () => true,
         () => false,
@@ -291,7 +302,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         }
         await all();
       }
-      await listener.close();
+      await listener?.close();
       await queue.close();
     },
   };
