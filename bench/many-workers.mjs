@@ -25,7 +25,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -53,6 +53,7 @@ const { values } = parseArgs({
     "pool-size": { type: "string", default: "2" },
     "poll-ms": { type: "string", default: "1000" },
     direct: { type: "boolean", default: false },
+    "max-connections": { type: "string", default: "100" },
   },
 });
 const WORKERS = Number(values.workers);
@@ -66,8 +67,8 @@ const KILL_SHARE = Number(values["kill-share"]);
 const BIN = fileURLToPath(new URL("../bin/runtime.js", import.meta.url));
 
 const chat = await startChatServer(Number(values.latency));
-// PostgreSQL's default max_connections, and the statement counts the herd is read from.
-const postgres = await startPostgres({ settings: { max_connections: 100, shared_preload_libraries: "pg_stat_statements" } });
+// PostgreSQL's default max_connections (unless --max-connections), and the statement counts the herd is read from.
+const postgres = await startPostgres({ settings: { max_connections: values["max-connections"], shared_preload_libraries: "pg_stat_statements" } });
 const dir = mkdtempSync(join(tmpdir(), "bench-many-"));
 const effects = join(dir, "effects.log");
 const teamFile = join(dir, "team.yaml");
@@ -147,6 +148,30 @@ const fetches = async () =>
       .n,
   );
 const connections = async () => Number((await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend'")).rows[0].n);
+/** CPU ms (user + system, with reaped children: a worker's tool processes, PostgreSQL's ended backends) of the workers, PostgreSQL and PgBouncer. */
+function cpuByPart() {
+  const parts = { workers: 0, postgres: 0, pgbouncer: 0 };
+  const pids = new Set([...workers].map((w) => w.pid));
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const f = stat
+      .slice(stat.lastIndexOf(")") + 2)
+      .split(" ")
+      .map(Number);
+    const ms = ((f[11] + f[12] + f[13] + f[14]) * 1000) / 100;
+    if (pids.has(Number(pid))) parts.workers += ms;
+    else if (comm === "postgres") parts.postgres += ms;
+    else if (comm === "pgbouncer") parts.pgbouncer += ms;
+  }
+  return parts;
+}
+
 /** Busy and total jiffies of the machine (/proc/stat). */
 function cpuTicks() {
   const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
@@ -161,7 +186,8 @@ try {
   console.log(`${WORKERS} workers started in ${fixed((performance.now() - t0) / 1000, 1)} s; connections now ${await connections()}`);
   await sleep(2000);
 
-  // The herd: idle workers, runs queued one at a time; the workers' own polls (measured idle first) subtracted.
+  // The herd: idle workers, runs queued one at a time (4/s). Listening, every idle worker fetches on each
+  // run's notification; polling, the fleet's fetches per second stay what they are when idle.
   const idle0 = await fetches();
   const idleStart = performance.now();
   await sleep(5000);
@@ -174,9 +200,10 @@ try {
     await sleep(250);
   }
   await waitDone(trickleIds);
-  const trickleFetches = (await fetches()) - f0 - idleRate * ((performance.now() - tt) / 1000);
+  const trickleFetches = (await fetches()) - f0;
+  const trickleRate = trickleFetches / ((performance.now() - tt) / 1000);
   console.log(
-    `herd: ${fixed(trickleFetches / TRICKLE, 1)} fetches per run queued (${TRICKLE} runs, one every 250 ms, to idle workers; their polls, ${fixed(idleRate, 0)} fetches/s when idle, subtracted)`,
+    `herd: ${fixed(trickleFetches / TRICKLE, 1)} fetches per run queued (${TRICKLE} runs, one every 250 ms, to idle workers): ${fixed(trickleRate, 0)} fetches/s, against ${fixed(idleRate, 0)}/s with no run coming`,
   );
 
   // The batch: every run queued at once, the workers take them as they can.
@@ -191,6 +218,7 @@ try {
     }
   })();
   const cpu0 = cpuTicks();
+  const parts0 = cpuByPart();
   const started = performance.now();
   let next = 0;
   await Promise.all(
@@ -205,14 +233,20 @@ try {
   await waitDone(ids, storm);
   const seconds = (performance.now() - started) / 1000;
   const cpu1 = cpuTicks();
+  const parts1 = cpuByPart();
   await storm?.stop();
   sampling = false;
   await sampler;
   const batchFetches = (await fetches()) - b0;
   const busy = (cpu1.busy - cpu0.busy) / (cpu1.total - cpu0.total);
   console.log(`batch: ${RUNS} runs in ${fixed(seconds, 1)} s: ${fixed(RUNS / seconds, 1)} runs/s; CPU ${fixed(busy * 100, 0)}% busy on 2 cores`);
+  const per = (k) => (parts1[k] - parts0[k]) / RUNS;
+  const ours = ((per("workers") + per("postgres") + per("pgbouncer")) * RUNS) / 1000 / seconds;
+  console.log(
+    `CPU per run: workers ${fixed(per("workers"), 1)} ms (with their tools' processes), PostgreSQL ${fixed(per("postgres"), 1)} ms, PgBouncer ${fixed(per("pgbouncer"), 1)} ms: ${fixed(ours, 2)} of the 2 cores${values.storm ? " (killed workers' CPU not counted)" : ""}`,
+  );
   console.log(`fetches: ${fixed(batchFetches / RUNS, 2)} per run in the batch`);
-  console.log(`connections: peak ${peak} of max_connections 100`);
+  console.log(`connections: peak ${peak} of max_connections ${values["max-connections"]}`);
   if (storm) console.log(`storm: ${killed} workers SIGKILLed and replaced, PostgreSQL restarted once`);
   await verify([...trickleIds.map((id, i) => [id, `t${i}`]), ...ids.map((id, i) => [id, String(i)])]);
 } finally {
