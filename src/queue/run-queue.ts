@@ -243,15 +243,16 @@ export class RunQueue {
     return claimed;
   }
 
-  /** Extend the lease; false when the worker no longer holds the run (it expired and another took it). */
-  async renew(taskId: string, workerId: string, leaseMs: number): Promise<boolean> {
-    const { rowCount } = await this.guard("cannot renew a lease", () =>
-      this.db.pool.query(
-        `UPDATE ${S}.run_requests SET lease_until = now() + $3 * interval '1 millisecond' WHERE task_id = $1 AND worker_id = $2 AND state = 'running'`,
-        [taskId, workerId, leaseMs],
+  /** Extend the leases of `taskIds`; returns those the worker still holds (the others expired and were taken again). */
+  async renew(taskIds: readonly string[], workerId: string, leaseMs: number): Promise<Set<string>> {
+    const { rows } = await this.guard("cannot renew leases", () =>
+      this.db.pool.query<{ task_id: string }>(
+        `UPDATE ${S}.run_requests SET lease_until = now() + $3 * interval '1 millisecond'
+          WHERE task_id = ANY($1) AND worker_id = $2 AND state = 'running' RETURNING task_id`,
+        [taskIds, workerId, leaseMs],
       ),
     );
-    return (rowCount ?? 0) > 0;
+    return new Set(rows.map((r) => r.task_id));
   }
 
   /** The run ended (answer, error, paused): done, unless the worker lost it meanwhile. Followers are told. */

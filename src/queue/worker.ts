@@ -70,6 +70,10 @@ interface Active {
   /** Interrupted by `stop()`: handed back rather than finished. */
   handedBack: boolean;
   done: Promise<void>;
+  /** When the last renewal that found the run still held was sent: the lease runs from no earlier. */
+  renewed: number;
+  /** Stop the run here: the lease is lost, or may be. */
+  loseLease: () => void;
 }
 
 /**
@@ -130,38 +134,56 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     }
   }
 
+  // Every run's lease renewed in one statement, every third of the lease; one renewal at a time (under
+  // load, 100 workers' renewals queued behind their commits: docs/scale-out.md#100-workers-on-one-postgresql).
+  let renewing = false;
+  const heartbeat = setInterval(
+    () => {
+      const held = [...active].filter(([, a]) => !a.lost);
+      if (renewing || held.length === 0) return;
+      renewing = true;
+      const sent = Date.now();
+      queue
+        .renew(
+          held.map(([taskId]) => taskId),
+          id,
+          leaseMs,
+        )
+        .then(
+          (still) => {
+            for (const [taskId, a] of held) {
+              if (still.has(taskId)) a.renewed = sent;
+              else a.loseLease();
+            }
+          },
+          () => {
+            // The database is away; past the lease another worker may take a run: stop before that.
+            for (const [, a] of held) if (Date.now() - a.renewed > leaseMs * 0.8) a.loseLease();
+          },
+        )
+        .finally(() => {
+          renewing = false;
+        });
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
+
   const launch = (claimed: ClaimedRun): void => {
     const { request, attempts } = claimed;
     const team = teams.get(request.team);
     const controller = new AbortController();
-    const entry: Active = { controller, lost: false, handedBack: false, done: Promise.resolve() };
-    active.set(request.task_id, entry);
-    let renewed = Date.now();
-    const heartbeat = setInterval(
-      () => {
-        queue.renew(request.task_id, id, leaseMs).then(
-          (held) => {
-            renewed = Date.now();
-            if (!held) loseLease();
-          },
-          () => {
-            // The database is away; past the lease another worker may take the run: stop before that.
-            if (Date.now() - renewed > leaseMs * 0.8) loseLease();
-          },
-        );
-      },
-      Math.max(50, Math.floor(leaseMs / 3)),
-    );
     const loseLease = () => {
       if (entry.lost) return;
       entry.lost = true;
       log(`lost the lease of run ${request.task_id}: stopping it here`);
       controller.abort();
     };
+    const entry: Active = { controller, lost: false, handedBack: false, done: Promise.resolve(), renewed: Date.now(), loseLease };
+    active.set(request.task_id, entry);
     // Asked at every commit, before the run acts (a model request, a tool's body): a worker that was
     // frozen (a long pause, a suspended process) past most of its lease may have lost the run, and stops.
     const holds = (): boolean => {
-      if (!entry.lost && Date.now() - renewed > leaseMs * 0.8) loseLease();
+      if (!entry.lost && Date.now() - entry.renewed > leaseMs * 0.8) loseLease();
       return !entry.lost;
     };
     entry.done = (async () => {
@@ -197,8 +219,6 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       } catch (err) {
         failure = codeOf(err);
         log(`run ${request.task_id} failed to start: ${describeError(err)}`);
-      } finally {
-        clearInterval(heartbeat);
       }
       // The database may be away (a restart): the end is recorded when it is back, while the lease holds.
       const record = async (what: () => Promise<unknown>): Promise<void> => {
@@ -302,6 +322,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         }
         await all();
       }
+      clearInterval(heartbeat);
       await listener?.close();
       await queue.close();
     },
