@@ -8,7 +8,9 @@
  *
  * Each run is a react loop against the chat server (bench/lib/chat-server.mjs,
  * its own process, model latency per reply) whose tool `record` appends the
- * call's tag (`r<i>-<k>`) to a file: a side effect to count. Runs are queued
+ * call's tag (`r<i>-<k>`) to a file unless it is there (`effect: idempotent`,
+ * or `--effect write`: a call cut off pauses its run for a person), and each
+ * execution to another: side effects to count. Runs are queued
  * directly (as `runtime serve --store` does). Printed:
  *
  *   runs      each run done once, answered once (its events hold one answer)
@@ -21,7 +23,8 @@
  *   rate      runs/s of the whole batch, and the machine's CPU busy share
  *
  *   npm run build && node bench/many-workers.mjs [--workers 100] [--concurrency 2] [--runs 2000]
- *     [--latency 300] [--steps 3] [--lease-ms 10000] [--storm] [--kill-every-ms 3000]
+ *     [--latency 300] [--steps 3] [--lease-ms 10000] [--storm] [--kill-every-ms 3000] [--effect idempotent|write]
+ *     [--pool-size 2] [--poll-ms 1000] [--direct] [--max-connections 100]
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -53,6 +56,7 @@ const { values } = parseArgs({
     "pool-size": { type: "string", default: "2" },
     "poll-ms": { type: "string", default: "1000" },
     direct: { type: "boolean", default: false },
+    effect: { type: "string", default: "idempotent" },
     "max-connections": { type: "string", default: "100" },
   },
 });
@@ -71,6 +75,7 @@ const chat = await startChatServer(Number(values.latency));
 const postgres = await startPostgres({ settings: { max_connections: values["max-connections"], shared_preload_libraries: "pg_stat_statements" } });
 const dir = mkdtempSync(join(tmpdir(), "bench-many-"));
 const effects = join(dir, "effects.log");
+const calls = join(dir, "calls.log");
 const teamFile = join(dir, "team.yaml");
 writeFileSync(
   teamFile,
@@ -81,10 +86,11 @@ models:
   bench: { provider: openai, model: bench-model, base_url: "${chat.url}", api_key: bench-key, max_retries: 0 }
 tools:
   record:
-    command: [sh, -c, 'line=$(cat); echo "$line" >> "$EFFECTS"; echo "{\\"recorded\\":true}"']
+    command: [sh, -c, 'line=$(cat); echo "$line" >> "$CALLS"; grep -qxF "$line" "$EFFECTS" 2>/dev/null || echo "$line" >> "$EFFECTS"; echo "{\\"recorded\\":true}"']
+    effect: ${values.effect}
     description: Record that a step was done.
     parameters: { type: object, properties: { tag: { type: string } }, required: [tag] }
-    env: { EFFECTS: "${effects}" }
+    env: { EFFECTS: "${effects}", CALLS: "${calls}" }
 agents:
   solver:
     kind: react
@@ -112,8 +118,12 @@ console.log(
   `${WORKERS} workers × concurrency ${CONCURRENCY}, ${RUNS} runs of ${STEPS - 1} tool calls + an answer, model latency ${values.latency} ms, lease ${LEASE_MS} ms, ${bouncer ? "through PgBouncer (transaction mode, 40 server connections), polling" : "direct, listening"}, pool ${values["pool-size"]}${values.storm ? `; storm: ${Math.round(KILL_SHARE * 100)}% of workers SIGKILLed every ${KILL_EVERY_MS} ms, PostgreSQL restarted half-way` : ""}; ${loadLine()}\n`,
 );
 
-/** Live worker processes. */
+/** Live worker processes; killed when the bench ends, however it ends. */
 const workers = new Set();
+process.once("exit", () => {
+  for (const child of workers) child.kill("SIGKILL");
+});
+process.once("SIGINT", () => process.exit(130));
 let killed = 0;
 function startWorker() {
   return new Promise((resolve, reject) => {
@@ -330,6 +340,8 @@ async function verify(runs) {
     console.log(
       `effects: ${lines.length} lines for ${expected.length} calls; ${missing.length} missing, ${twice.length} twice${twice.length ? ` (${twice.slice(0, 5).map(([t]) => t)})` : ""}`,
     );
+    const ran = existsSync(calls) ? readFileSync(calls, "utf8").split("\n").filter(Boolean).length : 0;
+    console.log(`tool bodies run: ${ran} (${ran - lines.length} again: cut off by a kill or a lost lease, then resumed)`);
     const ok =
       rows.length === runs.length &&
       rows.every((r) => r.state === "done" && r.result_type === "answer" && r.answers === 1) &&
