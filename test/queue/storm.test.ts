@@ -14,7 +14,7 @@ import { createStore } from "../../src/store/create.js";
 import { RunQueue } from "../../src/queue/run-queue.js";
 import { startOpenAIServer, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
-import { answer, killAll, lines, requests, tagOf, toolMessages, waitFor, worker, type Proc } from "../support/scale-out.js";
+import { answer, killAll, lines, requests, start, tagOf, toolMessages, waitFor, worker, type Proc } from "../support/scale-out.js";
 import { tempDir, writeTeam } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
@@ -101,7 +101,8 @@ describe("a storm: workers SIGKILLed and replaced, PostgreSQL restarted", () => 
             doneAtRestart = await done();
             await postgres.restart();
           }
-          for (const w of await Promise.all(victims.map(() => worker(team, url, flags)))) live.add(w);
+          // Replacements join when they are up (under load a start takes seconds): the storm goes on meanwhile.
+          for (const _ of victims) live.add(start(["worker", team, "--store", url, ...flags]));
         }
       })();
       let seen = 0;
