@@ -292,7 +292,8 @@ function startStorm() {
       const victims = [...workers].sort(() => Math.random() - 0.5).slice(0, Math.max(1, Math.round(WORKERS * KILL_SHARE)));
       for (const v of victims) v.kill("SIGKILL");
       killed += victims.length;
-      await Promise.all(victims.map(() => startWorker().catch(() => {})));
+      // Replacements join when they are up: the storm's pace does not wait on their start.
+      for (const _ of victims) startWorker().catch(() => {});
     }
   })();
   return {
