@@ -11,6 +11,10 @@
  * `"result":NUMBER` seen in the request, so a caller can check that the tools
  * really ran.
  *
+ * With `tool=NAME` in the user message, the calls are of that tool instead,
+ * with the arguments `{"tag": "<tag>-<k>"}` (bench/many-workers.mjs counts
+ * each call's side effect by its tag).
+ *
  * A request with `stream: true` is answered as server-sent events.
  *
  * Each reply waits BENCH_DELAY_MS, or `delay=MS` when the user message holds
@@ -41,14 +45,12 @@ function reply(body, res) {
   let finish = "stop";
   if (calls < steps - 1) {
     const k = calls + 1;
+    const tool = /tool=(\w+)/.exec(user)?.[1];
+    const call = tool
+      ? { name: tool, arguments: JSON.stringify({ tag: `${/tag=(\S+)/.exec(user)?.[1]}-${k}` }) }
+      : { name: "calculator", arguments: JSON.stringify({ expression: `round(pi * ${k}^2, 2)` }) };
     message.content = reactContent("CALL_TOOL", {}, { observe: `step ${k}`, thought: "compute the next figure" });
-    message.tool_calls = [
-      {
-        id: `call_${k}_${Math.random().toString(36).slice(2, 10)}`,
-        type: "function",
-        function: { name: "calculator", arguments: JSON.stringify({ expression: `round(pi * ${k}^2, 2)` }) },
-      },
-    ];
+    message.tool_calls = [{ id: `call_${k}_${Math.random().toString(36).slice(2, 10)}`, type: "function", function: call }];
     finish = "tool_calls";
   } else {
     const last = messages[messages.length - 1];

@@ -9,4 +9,5 @@ export interface TestPostgres {
   restart(): Promise<void>;
 }
 
-export function startPostgres(): Promise<TestPostgres>;
+/** `settings`: server settings (`-c name=value`) beside the test ones, which they override. */
+export function startPostgres(options?: { settings?: Record<string, string | number> }): Promise<TestPostgres>;

@@ -36,7 +36,7 @@ function freePort() {
 }
 
 /** @returns {Promise<import("./postgres.d.mts").TestPostgres>} */
-export async function startPostgres() {
+export async function startPostgres({ settings = {} } = {}) {
   const bin = binDir();
   const dir = mkdtempSync(join(tmpdir(), "runtime-pg-"));
   const data = join(dir, "data");
@@ -64,6 +64,8 @@ export async function startPostgres() {
     "-c fsync=off",
     "-c synchronous_commit=off",
     "-c full_page_writes=off",
+    // A caller's own (bench/many-workers.mjs: PostgreSQL's default max_connections): the last -c of a name wins.
+    ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`),
   ].join(" ");
   run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-o", options, "-w", "-t", "30", "start"]);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;

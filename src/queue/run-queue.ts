@@ -26,6 +26,7 @@ import type { Exchange } from "../store/conversations.js";
 import type { AttachmentRef } from "../models/attachment.js";
 import { SCHEMA as S, reading, storeError, transaction } from "../store/postgres/connect.js";
 import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
+import { backoff } from "../store/committer.js";
 
 /** pg-boss's schema. */
 const QUEUE_SCHEMA = "runtime_queue";
@@ -111,15 +112,20 @@ export class RunQueue {
     return queue;
   }
 
-  /** Run `work` while holding the advisory lock that serialises pg-boss's schema changes across processes. */
+  /**
+   * Run `work` while holding the advisory lock that serialises pg-boss's schema changes across processes.
+   * Held by a transaction (a session's lock would outlive it behind PgBouncer in transaction mode), and
+   * waited for by trying again: a waiter blocked on the lock would hold a connection the holder's `work`
+   * may need (100 workers starting at once behind a pooler of 40, docs/scale-out.md#100-workers-on-one-postgresql).
+   */
   private static async locked<T>(db: Database, work: () => Promise<T>): Promise<T> {
-    const lock = await db.pool.connect();
-    try {
-      await lock.query("SELECT pg_advisory_lock($1)", [START_LOCK]);
-      return await work();
-    } finally {
-      await lock.query("SELECT pg_advisory_unlock($1)", [START_LOCK]).catch(() => {});
-      lock.release();
+    for (let attempt = 0; ; attempt++) {
+      const done = await transaction(db.pool, async (client) => {
+        const { rows } = await client.query<{ held: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS held", [START_LOCK]);
+        return rows[0]?.held ? { value: await work() } : undefined;
+      });
+      if (done) return done.value;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(backoff(attempt), 1_000)));
     }
   }
 
@@ -240,15 +246,16 @@ export class RunQueue {
     return claimed;
   }
 
-  /** Extend the lease; false when the worker no longer holds the run (it expired and another took it). */
-  async renew(taskId: string, workerId: string, leaseMs: number): Promise<boolean> {
-    const { rowCount } = await this.guard("cannot renew a lease", () =>
-      this.db.pool.query(
-        `UPDATE ${S}.run_requests SET lease_until = now() + $3 * interval '1 millisecond' WHERE task_id = $1 AND worker_id = $2 AND state = 'running'`,
-        [taskId, workerId, leaseMs],
+  /** Extend the leases of `taskIds`; returns those the worker still holds (the others expired and were taken again). */
+  async renew(taskIds: readonly string[], workerId: string, leaseMs: number): Promise<Set<string>> {
+    const { rows } = await this.guard("cannot renew leases", () =>
+      this.db.pool.query<{ task_id: string }>(
+        `UPDATE ${S}.run_requests SET lease_until = now() + $3 * interval '1 millisecond'
+          WHERE task_id = ANY($1) AND worker_id = $2 AND state = 'running' RETURNING task_id`,
+        [taskIds, workerId, leaseMs],
       ),
     );
-    return (rowCount ?? 0) > 0;
+    return new Set(rows.map((r) => r.task_id));
   }
 
   /** The run ended (answer, error, paused): done, unless the worker lost it meanwhile. Followers are told. */

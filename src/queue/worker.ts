@@ -36,6 +36,13 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** Longest wait between two looks at the queue when no notification came. @default 1000 */
   pollMs?: number;
+  /**
+   * Hear of new runs at once over LISTEN (a connection of its own). Off, the
+   * worker only polls: for a large fleet (its polls spread over `pollMs`, no
+   * wake-up of every idle worker per run) or behind PgBouncer in transaction
+   * mode, where LISTEN does not work (docs/scale-out.md#100-workers-on-one-postgresql). @default true
+   */
+  listen?: boolean;
   /** @default `<hostname>-<pid>-<random>` */
   workerId?: string;
   /** What every run gets besides its request (model clients, tools given in code). */
@@ -64,6 +71,10 @@ interface Active {
   /** Interrupted by `stop()`: handed back rather than finished. */
   handedBack: boolean;
   done: Promise<void>;
+  /** When the last renewal that found the run still held was sent: the lease runs from no earlier. */
+  renewed: number;
+  /** Stop the run here: the lease is lost, or may be. */
+  loseLease: () => void;
 }
 
 /**
@@ -106,54 +117,74 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const teams = new Map(options.teams.map((t) => [t.name, t]));
   const metrics = new RunMetrics();
   const queue = await RunQueue.open(store, [...teams.keys()]);
-  const listener = new ChannelListener(store.database.url);
+  const listener = options.listen === false ? undefined : new ChannelListener(store.database.url);
   const active = new Map<string, Active>();
   let stopping = false;
 
   // Woken by a new run, a freed slot, a reconnection, or the poll timer.
   let wake: (() => void) | undefined;
   const poke = () => wake?.();
-  listener.on(RUNS_CHANNEL, poke);
-  listener.onReconnect(poke);
-  try {
-    await listener.start();
-  } catch (err) {
-    await queue.close();
-    throw new RuntimeError("STORE", `cannot listen for new runs (${store.location}): ${describeError(err)}`);
+  if (listener) {
+    listener.on(RUNS_CHANNEL, poke);
+    listener.onReconnect(poke);
+    try {
+      await listener.start();
+    } catch (err) {
+      await queue.close();
+      throw new RuntimeError("STORE", `cannot listen for new runs (${store.location}): ${describeError(err)}`);
+    }
   }
+
+  // Every run's lease renewed in one statement, every third of the lease; one renewal at a time (under
+  // load, 100 workers' renewals queued behind their commits: docs/scale-out.md#100-workers-on-one-postgresql).
+  let renewing = false;
+  const heartbeat = setInterval(
+    () => {
+      const held = [...active].filter(([, a]) => !a.lost);
+      if (renewing || held.length === 0) return;
+      renewing = true;
+      const sent = Date.now();
+      queue
+        .renew(
+          held.map(([taskId]) => taskId),
+          id,
+          leaseMs,
+        )
+        .then(
+          (still) => {
+            for (const [taskId, a] of held) {
+              if (still.has(taskId)) a.renewed = sent;
+              else a.loseLease();
+            }
+          },
+          () => {
+            // The database is away; past the lease another worker may take a run: stop before that.
+            for (const [, a] of held) if (Date.now() - a.renewed > leaseMs * 0.8) a.loseLease();
+          },
+        )
+        .finally(() => {
+          renewing = false;
+        });
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
 
   const launch = (claimed: ClaimedRun): void => {
     const { request, attempts } = claimed;
     const team = teams.get(request.team);
     const controller = new AbortController();
-    const entry: Active = { controller, lost: false, handedBack: false, done: Promise.resolve() };
-    active.set(request.task_id, entry);
-    let renewed = Date.now();
-    const heartbeat = setInterval(
-      () => {
-        queue.renew(request.task_id, id, leaseMs).then(
-          (held) => {
-            renewed = Date.now();
-            if (!held) loseLease();
-          },
-          () => {
-            // The database is away; past the lease another worker may take the run: stop before that.
-            if (Date.now() - renewed > leaseMs * 0.8) loseLease();
-          },
-        );
-      },
-      Math.max(50, Math.floor(leaseMs / 3)),
-    );
     const loseLease = () => {
       if (entry.lost) return;
       entry.lost = true;
       log(`lost the lease of run ${request.task_id}: stopping it here`);
       controller.abort();
     };
+    const entry: Active = { controller, lost: false, handedBack: false, done: Promise.resolve(), renewed: Date.now(), loseLease };
+    active.set(request.task_id, entry);
     // Asked at every commit, before the run acts (a model request, a tool's body): a worker that was
     // frozen (a long pause, a suspended process) past most of its lease may have lost the run, and stops.
     const holds = (): boolean => {
-      if (!entry.lost && Date.now() - renewed > leaseMs * 0.8) loseLease();
+      if (!entry.lost && Date.now() - entry.renewed > leaseMs * 0.8) loseLease();
       return !entry.lost;
     };
     entry.done = (async () => {
@@ -191,8 +222,6 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       } catch (err) {
         failure = codeOf(err);
         log(`run ${request.task_id} failed to start: ${describeError(err)}`);
-      } finally {
-        clearInterval(heartbeat);
       }
       // The database may be away (a restart): the end is recorded when it is back, while the lease holds.
       const record = async (what: () => Promise<unknown>): Promise<void> => {
@@ -254,8 +283,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       }
       if (full && !stopping) continue;
       await new Promise<void>((resolve) => {
-        // Woken at once by the listener's reconnection when the database is back.
-        const timer = setTimeout(resolve, failures > 0 ? Math.max(pollMs, backoff(failures + 3)) : pollMs);
+        // Woken at once by the listener's reconnection when the database is back. A random part spreads
+        // the polls of a fleet (they fall in step after a restart): N idle workers look every pollMs/N or so.
+        const pause = failures > 0 ? Math.max(pollMs, backoff(failures + 3)) : pollMs;
+        const timer = setTimeout(resolve, pause * (0.5 + Math.random() / 2));
         wake = () => {
           clearTimeout(timer);
           resolve();
@@ -272,7 +303,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       return active.size;
     },
     async ready() {
-      if (stopping || !listener.up) return false;
+      if (stopping || (listener && !listener.up)) return false;
       return store.ping().then(
         () => true,
         () => false,
@@ -294,7 +325,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         }
         await all();
       }
-      await listener.close();
+      clearInterval(heartbeat);
+      await listener?.close();
       await queue.close();
     },
   };

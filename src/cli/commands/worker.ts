@@ -10,6 +10,9 @@ import { untilStopped } from "../signals.js";
 interface WorkerOptions {
   store?: string;
   concurrency: string;
+  poolSize: string;
+  listen: boolean;
+  pollMs: string;
   leaseMs: string;
   graceMs: string;
   port?: string;
@@ -26,6 +29,9 @@ export function registerWorker(program: Command, setExit: SetExit): void {
     .argument("<files...>", "team files whose runs this worker takes")
     .option("--store <url>", STORE_OPTION_HELP)
     .option("-c, --concurrency <n>", "runs at once", "4")
+    .option("--pool-size <n>", "PostgreSQL connections this worker may hold (besides its LISTEN one)", "4")
+    .option("--no-listen", "poll for new runs only (a large fleet, or PgBouncer in transaction mode): no LISTEN connection")
+    .option("--poll-ms <ms>", "longest pause between two looks at the queue", "1000")
     .option("--lease-ms <ms>", "how long a run stays this worker's without a renewal; another worker resumes it after", "30000")
     .option("--grace-ms <ms>", "on SIGTERM, how long runs in progress may go on before they are handed back", "30000")
     .option("-p, --port <n>", "serve /healthz, /readyz and /metrics on this port (0 picks a free one); off by default")
@@ -45,6 +51,11 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
   const concurrency = Number(opts.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000)
     return fail(`--concurrency must be an integer from 1 to 1000, not '${opts.concurrency}'`, EXIT.USAGE);
+  const poolSize = Number(opts.poolSize);
+  if (!Number.isInteger(poolSize) || poolSize < 2 || poolSize > 100)
+    return fail(`--pool-size must be an integer from 2 to 100, not '${opts.poolSize}'`, EXIT.USAGE);
+  const pollMs = Number(opts.pollMs);
+  if (!Number.isInteger(pollMs) || pollMs < 10) return fail(`--poll-ms must be an integer of at least 10, not '${opts.pollMs}'`, EXIT.USAGE);
   const leaseMs = Number(opts.leaseMs);
   if (!Number.isInteger(leaseMs) || leaseMs < 300) return fail(`--lease-ms must be an integer of at least 300, not '${opts.leaseMs}'`, EXIT.USAGE);
   const graceMs = Number(opts.graceMs);
@@ -81,13 +92,13 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
   const log = opts.quiet ? () => {} : (line: string) => process.stderr.write(`runtime worker: ${line}\n`);
   let store: Awaited<ReturnType<typeof createStore>>;
   try {
-    store = await createStore(url);
+    store = await createStore(url, { maxConnections: poolSize });
   } catch (err) {
     return fail(describeError(err), EXIT.RUN_ERROR);
   }
   let worker: Awaited<ReturnType<typeof startWorker>>;
   try {
-    worker = await startWorker({ store, teams, concurrency, leaseMs, log });
+    worker = await startWorker({ store, teams, concurrency, leaseMs, pollMs, listen: opts.listen, log });
   } catch (err) {
     await store.close();
     return fail(describeError(err), exitStatusOf(codeOf(err)));

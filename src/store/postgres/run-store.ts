@@ -6,13 +6,13 @@
  * run hears of its new events (`watch`, read through src/store/follow.ts). A run writes
  * through `writer()` (src/store/committer.ts).
  */
-import type pg from "pg";
+import pg from "pg";
 import { takeEventJson } from "../../events/bus.js";
 import type { RunEvent } from "../../events/types.js";
 import { Committer } from "../committer.js";
 import type { AppendBatch, ApprovalRecord, JournalEntry, RunQuery, RunStore, RunSummary, RunWriter, Watch } from "../runs.js";
 import { pickTaskId, toSummary, type RunRow } from "../run-rows.js";
-import { SCHEMA as S, isUniqueViolation, reading, safeUrl, storeError, transaction, transient } from "./connect.js";
+import { SCHEMA as S, isUniqueViolation, reading, safeUrl, storeError, transient } from "./connect.js";
 import { ChannelListener } from "./listener.js";
 
 /** The channel a store notifies on commit: payload `<task_id> <last seq>` (or `<task_id> done` from the queue). */
@@ -38,73 +38,25 @@ export class PostgresRunStore implements RunStore {
     const latest = new Map<string, JournalEntry>();
     for (const entry of entries) latest.set(`${entry.task_id}\u0000${entry.key}`, entry);
     const journal = [...latest.values()];
+    // One round trip: the statements go as one query text, which PostgreSQL runs as one transaction. A
+    // connection is held for the statements alone, not for the writer's turns between them: behind
+    // PgBouncer (transaction mode) 100 busy workers' commits held its server connections idle in
+    // transaction while each waited for its turn of the CPU (docs/scale-out.md#100-workers-on-one-postgresql).
+    const statements: string[] = [];
+    if (events.length) statements.push(...eventStatements(events));
+    if (journal.length) {
+      statements.push(
+        `INSERT INTO ${S}.journal (task_id, key, kind, ts, json) VALUES ${journal.map((j) => row([j.task_id, j.key, j.kind, j.ts, j.json])).join(", ")}
+         ON CONFLICT (task_id, key) DO UPDATE SET kind = excluded.kind, ts = excluded.ts, json = excluded.json`,
+      );
+    }
+    const last = new Map<string, number>();
+    for (const e of events) last.set(e.task_id, Math.max(last.get(e.task_id) ?? 0, e.seq));
+    for (const [task, seq] of last) statements.push(`SELECT pg_notify(${literal(EVENTS_CHANNEL)}, ${literal(`${task} ${seq}`)})`);
     try {
-      await transaction(this.pool, async (client) => {
-        if (events.length) await this.writeEvents(client, events);
-        if (journal.length) {
-          await client.query(
-            `INSERT INTO ${S}.journal (task_id, key, kind, ts, json)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-             ON CONFLICT (task_id, key) DO UPDATE SET kind = excluded.kind, ts = excluded.ts, json = excluded.json`,
-            [journal.map((j) => j.task_id), journal.map((j) => j.key), journal.map((j) => j.kind), journal.map((j) => j.ts), journal.map((j) => j.json)],
-          );
-        }
-        const last = new Map<string, number>();
-        for (const e of events) last.set(e.task_id, Math.max(last.get(e.task_id) ?? 0, e.seq));
-        for (const [task, seq] of last) await client.query("SELECT pg_notify($1, $2)", [EVENTS_CHANNEL, `${task} ${seq}`]);
-      });
+      await this.pool.query(statements.join(";\n"));
     } catch (err) {
       throw storeError(this.url, "cannot store events", err);
-    }
-  }
-
-  private async writeEvents(client: pg.PoolClient, events: readonly RunEvent[]): Promise<void> {
-    await client.query(
-      `INSERT INTO ${S}.events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json)
-       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
-      [
-        events.map((e) => e.task_id),
-        events.map((e) => e.seq),
-        events.map((e) => e.type),
-        events.map((e) => e.agent_id),
-        events.map((e) => e.step_id ?? null),
-        events.map((e) => e.parent_step_id ?? null),
-        events.map((e) => e.trace_id ?? null),
-        events.map((e) => e.ts),
-        events.map((e) => takeEventJson(e)),
-      ],
-    );
-    for (const e of events) {
-      if (e.type === "run.resumed") {
-        await client.query(`UPDATE ${S}.runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = $1`, [e.task_id]);
-      } else if (e.type === "agent.started") {
-        await client.query(`INSERT INTO ${S}.run_agents (agent_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
-          e.agent_id,
-          e.task_id,
-          e.ts,
-        ]);
-      } else if (e.type === "run.started") {
-        await client.query(
-          `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at, caller) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at, caller = excluded.caller`,
-          [e.task_id, e.agent_id, e.input, e.ts, e.caller ?? null],
-        );
-        if (e.session_id !== undefined) {
-          await client.query(`INSERT INTO ${S}.run_sessions (session_id, task_id, started_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
-            e.session_id,
-            e.task_id,
-            e.ts,
-          ]);
-        }
-      } else if (e.type === "run.finished") {
-        await client.query(
-          `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at, finished_at, result_type, answer, error, usage_json)
-           VALUES ($1, $2, '', $3, $3, $4, $5, $6, $7)
-           ON CONFLICT (task_id) DO UPDATE SET finished_at = excluded.finished_at, result_type = excluded.result_type,
-             answer = excluded.answer, error = excluded.error, usage_json = excluded.usage_json`,
-          [e.task_id, e.agent_id, e.ts, e.result_type, e.answer ?? null, e.error ?? null, JSON.stringify(e.usage)],
-        );
-      }
     }
   }
 
@@ -287,4 +239,46 @@ export class PostgresRunStore implements RunStore {
       throw storeError(this.url, what, err);
     }
   }
+}
+
+/** A value as an SQL literal (the statements of a commit go as one query text, which takes no parameters). */
+function literal(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return "NULL";
+  return typeof value === "number" ? String(value) : pg.escapeLiteral(value);
+}
+
+const row = (values: (string | number | null | undefined)[]): string => `(${values.map(literal).join(", ")})`;
+
+/** The statements that store `events`: their rows, and the run summaries and indexes some of them change. */
+function eventStatements(events: readonly RunEvent[]): string[] {
+  const statements = [
+    `INSERT INTO ${S}.events (task_id, seq, type, agent_id, step_id, parent_step_id, trace_id, ts, json) VALUES ${events
+      .map((e) => row([e.task_id, e.seq, e.type, e.agent_id, e.step_id, e.parent_step_id, e.trace_id, e.ts, takeEventJson(e)]))
+      .join(", ")}`,
+  ];
+  for (const e of events) {
+    if (e.type === "run.resumed") {
+      statements.push(`UPDATE ${S}.runs SET finished_at = NULL, result_type = NULL, answer = NULL, error = NULL WHERE task_id = ${literal(e.task_id)}`);
+    } else if (e.type === "agent.started") {
+      statements.push(`INSERT INTO ${S}.run_agents (agent_id, task_id, started_at) VALUES ${row([e.agent_id, e.task_id, e.ts])} ON CONFLICT DO NOTHING`);
+    } else if (e.type === "run.started") {
+      statements.push(
+        `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at, caller) VALUES ${row([e.task_id, e.agent_id, e.input, e.ts, e.caller])}
+         ON CONFLICT (task_id) DO UPDATE SET agent_id = excluded.agent_id, input = excluded.input, started_at = excluded.started_at, caller = excluded.caller`,
+      );
+      if (e.session_id !== undefined) {
+        statements.push(
+          `INSERT INTO ${S}.run_sessions (session_id, task_id, started_at) VALUES ${row([e.session_id, e.task_id, e.ts])} ON CONFLICT DO NOTHING`,
+        );
+      }
+    } else if (e.type === "run.finished") {
+      statements.push(
+        `INSERT INTO ${S}.runs (task_id, agent_id, input, started_at, finished_at, result_type, answer, error, usage_json)
+         VALUES ${row([e.task_id, e.agent_id, "", e.ts, e.ts, e.result_type, e.answer, e.error, JSON.stringify(e.usage)])}
+         ON CONFLICT (task_id) DO UPDATE SET finished_at = excluded.finished_at, result_type = excluded.result_type,
+           answer = excluded.answer, error = excluded.error, usage_json = excluded.usage_json`,
+      );
+    }
+  }
+  return statements;
 }
