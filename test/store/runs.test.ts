@@ -133,6 +133,28 @@ describe.each(adapters())("runs on $name", (adapter) => {
     expect((await runs.listRuns({ limit: 1 })).map((r) => r.task_id)).toEqual(["task-b"]);
   });
 
+  it("text that would break SQL written inline is stored and read back byte for byte, and runs no statement", async () => {
+    const { runs } = await adapter.open();
+    // Every value of a commit reaches the database: quotes, backslashes (an E'' string's escapes), dollar quoting,
+    // a statement's end and a comment, placeholders, non-ASCII.
+    const hostile = `it's O''Brien \\ \\' \\x27 $$ $1 $tag$ '); DROP TABLE events; -- /* ü ✓ 🚀 */ \\n`;
+    const task = `task-'${hostile.slice(0, 12)}`;
+    let seq = 0;
+    const event = (body: RunEventBody, agent = `agent-${hostile}`): RunEvent =>
+      ({ ...body, seq: ++seq, ts: "2026-01-01T00:00:00.000Z", task_id: task, agent_id: agent, step_id: hostile, trace_id: hostile }) as RunEvent;
+    const events = [
+      event({ type: "run.started", input: hostile, session_id: hostile, caller: hostile }),
+      event({ type: "agent.started", kind: "react", input: hostile }),
+      event({ type: "run.finished", result_type: "error", usage: USAGE, error: hostile, answer: hostile }),
+    ];
+    await append(runs, events, [{ task_id: task, key: hostile, kind: "tool.result", ts: "2026-01-01T00:00:00.000Z", json: JSON.stringify({ hostile }) }]);
+    expect(await runs.eventsOfTask(task)).toEqual(events);
+    expect(await runs.eventsOfTrace(hostile)).toEqual(events);
+    expect(await runs.journalOf(task)).toEqual([expect.objectContaining({ key: hostile, json: JSON.stringify({ hostile }) })]);
+    expect(await runs.run(task)).toMatchObject({ task_id: task, agent_id: `agent-${hostile}`, input: hostile, error: hostile, caller: hostile });
+    expect((await runs.listRuns({ session: hostile, caller: hostile })).map((r) => r.task_id)).toEqual([task]);
+  });
+
   it("a run still going is listed as unfinished; run.resumed opens a finished run again until it finishes", async () => {
     const { runs } = await adapter.open();
     const events = circleReactRun("task-open");
