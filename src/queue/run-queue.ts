@@ -57,6 +57,12 @@ export interface RunRequest {
   caller?: string;
   /** The run's files, by hash: the server stored their bytes in the store's attachments before queueing (docs/attachments.md). */
   attachments?: AttachmentRef[];
+  /**
+   * Times the run went back to the queue because its store failed: the
+   * budget of those retries (docs/scale-out.md#workers), apart from the
+   * claims after a worker died, which are not failures of the run.
+   */
+  store_failures?: number;
 }
 
 /** A run a worker has claimed: its request and how many times it was claimed (1 the first time). */
@@ -272,13 +278,20 @@ export class RunQueue {
     );
   }
 
-  /** Hand a run back (a worker stopping): queued again, for another worker to resume. */
-  async release(taskId: string, workerId: string): Promise<void> {
+  /**
+   * Hand a run back (a worker stopping, or its store failed: `storeFailed`
+   * counts it in the request's `store_failures`): queued again, for another
+   * worker to resume.
+   */
+  async release(taskId: string, workerId: string, storeFailed = false): Promise<void> {
     await this.guard("cannot hand the run back", () =>
       transaction(this.db.pool, async (client) => {
         const { rows } = await client.query<{ team: string }>(
-          `UPDATE ${S}.run_requests SET state = 'queued', worker_id = NULL, lease_until = NULL WHERE task_id = $1 AND worker_id = $2 AND state = 'running' RETURNING team`,
-          [taskId, workerId],
+          `UPDATE ${S}.run_requests SET state = 'queued', worker_id = NULL, lease_until = NULL,
+             request_json = CASE WHEN $3 THEN (request_json::jsonb || jsonb_build_object('store_failures',
+               COALESCE((request_json::jsonb ->> 'store_failures')::int, 0) + 1))::text ELSE request_json END
+           WHERE task_id = $1 AND worker_id = $2 AND state = 'running' RETURNING team`,
+          [taskId, workerId, storeFailed],
         );
         if (rows[0]) await this.sendJob(client, taskId, rows[0].team);
       }),

@@ -100,10 +100,13 @@ export const MAX_ATTEMPTS = 3;
  * Whether a run that failed with `code` goes back to the queue rather than
  * ending: only a failure of the store (STORE), which a later attempt, here
  * or on another worker, may not meet; its journal lets it resume. Any other
- * code is the run's own end. Decided on the code alone (docs/scale-out.md#workers).
+ * code is the run's own end. Decided on the code and the store failures
+ * before this one (`RunRequest.store_failures`), not on how often the run
+ * was claimed: a run resumed after workers died keeps its whole budget
+ * (docs/scale-out.md#workers).
  */
-export function retried(code: ErrorCode | undefined, attempts: number): boolean {
-  return code === "STORE" && attempts < MAX_ATTEMPTS;
+export function retried(code: ErrorCode | undefined, storeFailures: number): boolean {
+  return code === "STORE" && storeFailures + 1 < MAX_ATTEMPTS;
 }
 
 export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
@@ -240,8 +243,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         if (entry.handedBack) {
           await record(() => queue.release(request.task_id, id));
           log(`handed run ${request.task_id} back to the queue`);
-        } else if (retried(result?.error?.code ?? failure, attempts)) {
-          await record(() => queue.release(request.task_id, id));
+        } else if (retried(result?.error?.code ?? failure, request.store_failures ?? 0)) {
+          await record(() => queue.release(request.task_id, id, true));
           log(`run ${request.task_id} failed on its store (attempt ${attempts}): queued again, to resume from its journal`);
         } else {
           await record(() => queue.finish(request.task_id, id, result?.result_type ?? "error"));

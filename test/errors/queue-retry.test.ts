@@ -36,6 +36,8 @@ async function queued(
   task_id: string,
   code: "STORE" | "MODEL_UNAVAILABLE",
   failures: number,
+  /** Claims before this worker's, by workers that died holding the run. */
+  priorClaims = 0,
 ): Promise<{ state: string | undefined; attempts: number; result_type: string }> {
   const team = await loadTeam(
     writeTeam(`version: 1
@@ -56,6 +58,7 @@ agents:
   const worker = await startWorker({ store, teams: [team], pollMs: 50, leaseMs: 5_000, runOptions: { createClient } });
   try {
     await queue.enqueue({ task_id, team: team.name, input: "q" });
+    if (priorClaims) await store.database!.pool.query("UPDATE runtime.run_requests SET attempts = $2 WHERE task_id = $1", [task_id, priorClaims]);
     for (let i = 0; i < 400 && (await queue.stateOf(task_id)) !== "done"; i++) await new Promise((r) => setTimeout(r, 50));
     const { rows } = await store.database!.pool.query<{ state: string; attempts: number; result_type: string }>(
       "SELECT state, attempts, result_type FROM runtime.run_requests WHERE task_id = $1",
@@ -78,10 +81,17 @@ describe("a queued run's retry, by code", () => {
     expect(await queued("retry-model-1", "MODEL_UNAVAILABLE", 1)).toEqual({ state: "done", attempts: 1, result_type: "error" });
   });
 
-  it("a store that keeps failing stops the retries after MAX_ATTEMPTS", () => {
-    expect(retried("STORE", 1)).toBe(true);
-    expect(retried("STORE", MAX_ATTEMPTS)).toBe(false);
-    expect(retried("TOOL_FAILED", 1)).toBe(false);
-    expect(retried(undefined, 1)).toBe(false);
+  it("a store that keeps failing stops the retries after MAX_ATTEMPTS: the last failure ends the run", async () => {
+    expect(retried("STORE", 0)).toBe(true);
+    expect(retried("STORE", MAX_ATTEMPTS - 2)).toBe(true);
+    expect(retried("STORE", MAX_ATTEMPTS - 1)).toBe(false);
+    expect(retried("TOOL_FAILED", 0)).toBe(false);
+    expect(retried(undefined, 0)).toBe(false);
+    expect(await queued("retry-store-all", "STORE", MAX_ATTEMPTS)).toEqual({ state: "done", attempts: MAX_ATTEMPTS, result_type: "error" });
+    expect(await queued("retry-store-most", "STORE", MAX_ATTEMPTS - 1)).toEqual({ state: "done", attempts: MAX_ATTEMPTS, result_type: "answer" });
+  });
+
+  it("claims after workers died are not store failures: a run claimed many times still gets its retries", async () => {
+    expect(await queued("retry-after-kills", "STORE", 1, 7)).toEqual({ state: "done", attempts: 9, result_type: "answer" });
   });
 });
