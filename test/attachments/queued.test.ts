@@ -8,21 +8,17 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { PNG, PNG_URL } from "../support/attachments.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { usePostgres } from "../support/postgres.js";
 import { authedFetch, parseSse } from "../support/runtime-server.js";
 import { killAll, serve, worker } from "../support/scale-out.js";
 import { reactReply, writeTeam } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 
 const models: OpenAIServer[] = [];
 afterEach(async () => {

@@ -11,16 +11,12 @@ import { createStore } from "../../src/store/create.js";
 import type { Store } from "../../src/store/store.js";
 import { runCli } from "../support/cli.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { usePostgres } from "../support/postgres.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 const servers: OpenAIServer[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));

@@ -7,9 +7,9 @@
  */
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { usePostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
 import { createStore } from "../../src/store/create.js";
 import { circleReactRun } from "../support/trace-events.js";
@@ -17,11 +17,7 @@ import { answer, killAll, lines, post, recordingTeam, requests, serve, tagOf, to
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 
 const servers: OpenAIServer[] = [];
 afterEach(async () => {

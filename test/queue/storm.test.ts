@@ -9,21 +9,17 @@
  */
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createStore } from "../../src/store/create.js";
 import { RunQueue } from "../../src/queue/run-queue.js";
 import { startOpenAIServer, type OpenAIServer, type Reply } from "../support/openai-server.js";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { usePostgres } from "../support/postgres.js";
 import { answer, killAll, lines, requests, start, tagOf, toolMessages, waitFor, worker, type Proc } from "../support/scale-out.js";
 import { tempDir, writeTeam } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 
 const servers: OpenAIServer[] = [];
 afterEach(async () => {

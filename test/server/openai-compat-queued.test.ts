@@ -4,22 +4,18 @@
  * history; a Responses chain continues in its session whichever worker runs it.
  */
 import OpenAI from "openai";
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { expect, it, vi } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { startWorker } from "../../src/queue/start.js";
 import { startServer } from "../../src/server/server.js";
 import { createStore } from "../../src/store/create.js";
 import { startOpenAIServer } from "../support/openai-server.js";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { usePostgres } from "../support/postgres.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 
 it("a queued chat completion's worker gives the model the earlier messages; a response chain goes on in its session", async () => {
   const model = await startOpenAIServer({ respond: (_b, i) => ({ content: reactReply("ANSWER", { answer: `answer ${i}` }) }) });

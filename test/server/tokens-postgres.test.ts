@@ -8,18 +8,14 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { usePostgres } from "../support/postgres.js";
 import { approvalTeam, authedFetch, CIRCLE_QUESTION, parseSse, postRun } from "../support/runtime-server.js";
 import { spawnRuntime, spawnServe, tokensFile, type Spawned } from "../support/tokens.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 
 const spawned: Spawned[] = [];
 afterEach(async () => {

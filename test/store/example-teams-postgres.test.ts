@@ -7,14 +7,14 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { runTeam } from "../../src/engine/run-team.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { createStore } from "../../src/store/create.js";
 import type { Store } from "../../src/store/store.js";
 import { ROOT, runCli } from "../support/cli.js";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { usePostgres } from "../support/postgres.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
@@ -29,11 +29,7 @@ const EXAMPLES: Record<string, string> = {
   "mcp-files": "What are the area and circumference of the circle in the data folder?",
 };
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 
 /** A new plan's id: its workflow, the time and a random part. */
 const PLAN_ID = /-\d{8}T\d{6}Z-[0-9a-f]{12}/g;

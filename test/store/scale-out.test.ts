@@ -8,11 +8,11 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createStore } from "../../src/store/create.js";
 import { ROOT } from "../support/cli.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
-import { startPostgres, type TestPostgres } from "../support/postgres.js";
+import { usePostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
 import { authedFetch, parseSse, readSse } from "../support/runtime-server.js";
 import { answer, killAll, lines, post, recordingTeam, requests, serve, start, tagOf, toolMessages, waitFor, worker } from "../support/scale-out.js";
@@ -20,11 +20,7 @@ import { wideWorkflow } from "../support/workflows.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
-let postgres: TestPostgres;
-beforeAll(async () => {
-  postgres = await startPostgres();
-});
-afterAll(() => postgres?.stop());
+const postgres = usePostgres();
 
 const servers: OpenAIServer[] = [];
 afterEach(async () => {
