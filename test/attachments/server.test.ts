@@ -5,15 +5,14 @@
  * project's OpenAI-compatible test server) as the image part of the run's
  * first user message; a model that takes no images is a 400 before any request.
  */
-import { spawn } from "node:child_process";
 import { Role, TaskState, type Message } from "@a2a-js/sdk";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { a2aClient } from "../support/a2a.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
-import { BIN, ROOT, runCli } from "../support/cli.js";
-import { postRun, serveTeam } from "../support/runtime-server.js";
-import { reactReply, tempDir, writeTeam } from "../support/team.js";
+import { runCli } from "../support/cli.js";
+import { postRun, serveTeam, spawnServe } from "../support/runtime-server.js";
+import { reactReply, writeTeam } from "../support/team.js";
 import { PNG, PNG_URL } from "../support/attachments.js";
 
 const closers: { close(): Promise<void> }[] = [];
@@ -148,29 +147,13 @@ describe("attachments through the server", () => {
       ["1", 413],
       ["3", 200],
     ] as const) {
-      const child = spawn(process.execPath, [BIN, "serve", file, "--port", "0", "--trace-dir", tempDir(), "--max-body-mb", mb], {
-        cwd: ROOT,
-        stdio: ["ignore", "ignore", "pipe"],
-      });
-      let stderr = "";
-      const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no URL; stderr: ${stderr}`)), 30_000);
-        child.stderr.on("data", (d: Buffer) => {
-          stderr += d.toString();
-          const m = /open (http:\/\/127\.0\.0\.1:\d+)\/\?token=([\w-]+)/.exec(stderr);
-          if (m?.[1] && m[2]) {
-            clearTimeout(timer);
-            resolve([m[1], m[2]]);
-          }
-        });
-      });
+      const served = await spawnServe([file, "--max-body-mb", mb]);
       try {
-        const { response, events } = await postRun(url, body, token);
+        const { response, events } = await postRun(served.url, body, served.token);
         expect(response.status).toBe(status);
         if (status === 200) expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", answer: "a big picture" });
       } finally {
-        child.kill("SIGTERM");
-        await new Promise((r) => child.on("close", r));
+        await served.stop();
       }
     }
     expect(model.chatRequests).toHaveLength(1);

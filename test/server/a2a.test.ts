@@ -3,14 +3,13 @@
  * SDK's client over HTTP: the card, sending, streaming, getting and
  * cancelling a task, the token, approvals as `input-required`.
  */
-import { spawn } from "node:child_process";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TaskState, type Task } from "@a2a-js/sdk";
 import { afterEach, describe, expect, it } from "vitest";
 import { a2aClient, artifactText, collect, userMessage } from "../support/a2a.js";
-import { CIRCLE_QUESTION, approvalTeam, authedFetch, eventually, serveTeam } from "../support/runtime-server.js";
-import { BIN, ROOT } from "../support/cli.js";
+import { CIRCLE_QUESTION, approvalTeam, authedFetch, eventually, serveTeam, spawnServe } from "../support/runtime-server.js";
+import { ROOT } from "../support/cli.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 
 const closers: { close(): Promise<void> }[] = [];
@@ -160,20 +159,7 @@ agents:
       { "script.yaml": `version: 1\nreplies:\n  - content: '${reactReply("ANSWER", { answer: "done thinking" })}'\n    delay_ms: 3000\n` },
     );
     const traceDir = tempDir("a2a-kill-");
-    const child = spawn(process.execPath, [BIN, "serve", file, "--port", "0", "--trace-dir", traceDir], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
-    const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${stderr}`)), 30_000);
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-        const m = /open (http:\/\/127\.0\.0\.1:\d+)\/\?token=([\w-]+)/.exec(stderr);
-        if (m?.[1] && m[2]) {
-          clearTimeout(timer);
-          resolve([m[1], m[2]]);
-        }
-      });
-    });
+    const { child, url, token, exited, output } = await spawnServe([file], { traceDir });
     let taskId = "";
     try {
       const client = await a2aClient(url, token);
@@ -192,7 +178,7 @@ agents:
       child.kill("SIGKILL");
       await exited;
     }
-    expect(stderr).not.toMatch(/\n\s+at /);
+    expect(output()).not.toMatch(/\n\s+at /);
 
     const server = await serveTeam(file, traceDir);
     closers.push(server);

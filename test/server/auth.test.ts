@@ -8,11 +8,10 @@ import { request as httpsRequest } from "node:https";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadTeam } from "../../src/config/load.js";
 import { startServer, type RunningServer } from "../../src/server/server.js";
-import { spawn } from "node:child_process";
-import { BIN, runCli, ROOT } from "../support/cli.js";
+import { runCli, ROOT } from "../support/cli.js";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
 import { modelTeam, reactReply, tempDir } from "../support/team.js";
-import { authedFetch } from "../support/runtime-server.js";
+import { authedFetch, spawnServe } from "../support/runtime-server.js";
 
 const closers: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -142,29 +141,16 @@ describe("runtime serve beyond loopback", () => {
 
   it("takes the token from RUNTIME_SERVE_TOKEN and never prints it", async () => {
     const token = "env-token-0123456789abcdef";
-    const child = spawn(process.execPath, [BIN, "serve", "teams/circle-react.yaml", "--port", "0", "--trace-dir", tempDir()], {
-      cwd: ROOT,
-      env: { ...process.env, RUNTIME_SERVE_TOKEN: token },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    let stderr = "";
-    const url = await new Promise<string>((resolve) => {
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-        const m = /open (http:\/\/127\.0\.0\.1:\d+)\//.exec(stderr);
-        if (m?.[1]) resolve(m[1]);
-      });
-    });
+    const { child, url, exited, output } = await spawnServe(["teams/circle-react.yaml"], { env: { RUNTIME_SERVE_TOKEN: token } });
     try {
-      expect(stderr).not.toContain(token);
-      expect(stderr).toContain("?token=<your token>");
+      expect(output()).not.toContain(token);
+      expect(output()).toContain("?token=<your token>");
       expect((await fetch(`${url}/v1/team`)).status).toBe(401);
       expect((await authedFetch(token)(`${url}/v1/team`)).status).toBe(200);
     } finally {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
-    expect(stderr).not.toContain(token);
+    expect(output()).not.toContain(token);
   });
 });

@@ -1,16 +1,15 @@
-import { spawn } from "node:child_process";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText } from "ai";
 import OpenAI from "openai";
 import { createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { BIN, ROOT, runCli } from "../support/cli.js";
+import { runCli } from "../support/cli.js";
 import { startOpenAIServer } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 import { TaskState, type Task } from "@a2a-js/sdk";
 import { EventSource } from "eventsource";
 import { a2aClient, artifactText, collect, userMessage } from "../support/a2a.js";
-import { approvalTeam, authedFetch, CIRCLE_QUESTION, eventually, postRun, readSse } from "../support/runtime-server.js";
+import { approvalTeam, authedFetch, CIRCLE_QUESTION, eventually, postRun, readSse, spawnServe } from "../support/runtime-server.js";
 
 // Spawns the built CLI: run `npm run build` first (npm test does).
 const holders: Server[] = [];
@@ -19,28 +18,6 @@ afterEach(async () => {
   while (holders.length) await new Promise((r) => holders.pop()?.close(r));
   while (closers.length) await closers.pop()?.close();
 });
-
-/** Spawn `runtime serve` and resolve with its URL once it listens. */
-async function spawnServe(args: string[], traceDir = tempDir()) {
-  const child = spawn(process.execPath, [BIN, "serve", ...args, "--port", "0", "--trace-dir", traceDir], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const output = { stderr: "" };
-  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-  const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${output.stderr}`)), 30_000);
-    child.stderr.on("data", (d: Buffer) => {
-      output.stderr += d.toString();
-      const m = /open (http:\/\/127\.0\.0\.1:\d+)\/\?token=([\w-]+)/.exec(output.stderr);
-      if (m?.[1] && m[2]) {
-        clearTimeout(timer);
-        resolve([m[1], m[2]]);
-      }
-    });
-  });
-  return { child, url, token, exited, output, fetch: authedFetch(token) };
-}
 
 describe("runtime serve (spawned)", () => {
   it("exits 2 with every problem of a bad team file", async () => {
@@ -84,7 +61,7 @@ describe("runtime serve (spawned)", () => {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
-    expect(output.stderr).toContain("stopping");
+    expect(output()).toContain("stopping");
   });
 
   it("serves the team to the openai client and the AI SDK over its OpenAI-compatible endpoints, streaming and not, the serve token as the API key", async () => {
@@ -193,7 +170,7 @@ agents:
       { "script.yaml": `version: 1\nreplies:\n  - content: '${reactReply("ANSWER", { answer: "done thinking" })}'\n    delay_ms: 3000\n` },
     );
     const traceDir = tempDir("openai-kill-");
-    const { child, url, token, exited, output } = await spawnServe([file], traceDir);
+    const { child, url, token, exited, output } = await spawnServe([file], { traceDir });
     let taskId = "";
     try {
       const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: token, maxRetries: 0 });
@@ -207,8 +184,8 @@ agents:
       child.kill("SIGKILL");
       await exited;
     }
-    expect(output.stderr).not.toMatch(/\n\s+at /);
-    const again = await spawnServe([file], traceDir);
+    expect(output()).not.toMatch(/\n\s+at /);
+    const again = await spawnServe([file], { traceDir });
     try {
       const listed = (await (await again.fetch(`${again.url}/v1/runs`)).json()) as { runs: { task_id: string }[] };
       expect(listed.runs.map((r) => r.task_id)).toContain(taskId);

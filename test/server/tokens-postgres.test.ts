@@ -10,8 +10,9 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { usePostgres } from "../support/postgres.js";
-import { approvalTeam, authedFetch, CIRCLE_QUESTION, parseSse, postRun } from "../support/runtime-server.js";
-import { spawnRuntime, spawnServe, tokensFile, type Spawned } from "../support/tokens.js";
+import { spawnRuntime, type Spawned } from "../support/cli.js";
+import { approvalTeam, authedFetch, CIRCLE_QUESTION, parseSse, postRun, spawnServe } from "../support/runtime-server.js";
+import { tokensFile } from "../support/tokens.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 

@@ -15,10 +15,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import OpenAI from "openai";
 import { sqliteStore } from "../../src/store/sqlite/store.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { runCli } from "../support/cli.js";
+import { runCli, spawnRuntime, type Spawned } from "../support/cli.js";
 import { a2aClient, userMessage } from "../support/a2a.js";
-import { approvalTeam, authedFetch, CIRCLE_QUESTION, eventually, parseSse, postRun, readSse } from "../support/runtime-server.js";
-import { spawnRuntime, spawnServe, tokensFile, type Spawned } from "../support/tokens.js";
+import { approvalTeam, authedFetch, CIRCLE_QUESTION, eventually, parseSse, postRun, readSse, spawnServe } from "../support/runtime-server.js";
+import { tokensFile } from "../support/tokens.js";
 import { tempDir } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 90_000 });
@@ -41,7 +41,7 @@ describe("runtime serve --tokens", () => {
       { name: "root", token: tokens.root, scopes: ["admin"] },
     ]);
     const traceDir = tempDir("tokens-trace-");
-    const server = await spawnServe([approvalTeam(), "--tokens", file, "--trace-dir", traceDir], { ALICE_TOKEN: tokens.alice });
+    const server = await spawnServe([approvalTeam(), "--tokens", file], { traceDir, env: { ALICE_TOKEN: tokens.alice } });
     spawned.push(server);
     const as = (name: keyof typeof tokens) => authedFetch(tokens[name]);
     const { url } = server;

@@ -4,7 +4,7 @@ import { loadTeam } from "../../src/config/load.js";
 import type { RunEvent } from "../../src/events/types.js";
 import { startServer, type RunningServer } from "../../src/server/server.js";
 import { tempDir } from "./team.js";
-import { ROOT } from "./cli.js";
+import { ROOT, spawnRuntime, type Spawned } from "./cli.js";
 
 export const CIRCLE_QUESTION = "What are the area and circumference of a circle with radius 5 meters?";
 
@@ -82,6 +82,24 @@ export async function serveTeam(file: string, traceDir = tempDir("serve-trace-")
   const team = await loadTeam(file.startsWith("/") ? file : `${ROOT}${file}`);
   const server = await startServer({ team, traceDir, port: 0 });
   return { ...server, traceDir, fetch: authedFetch(server.token) };
+}
+
+/**
+ * Spawn `runtime serve ARGS --port 0 --trace-dir DIR` (the built CLI) and resolve once it listens:
+ * its URL and the token its page link carries ("" when it has none to print: `--tokens`, or a
+ * token of the operator's own); `fetch` sends that token.
+ */
+export async function spawnServe(
+  args: string[],
+  options: { traceDir?: string; env?: Record<string, string | undefined> } = {},
+): Promise<Spawned & { token: string; fetch: typeof fetch }> {
+  const served = await spawnRuntime(
+    ["serve", ...args, "--port", "0", "--trace-dir", options.traceDir ?? tempDir()],
+    options.env ?? {},
+    /open (https?:\/\/[^/\s]+)\/\?token=([^;\s]+)/,
+  );
+  const token = served.ready[2]?.startsWith("<") ? "" : decodeURIComponent(served.ready[2] ?? "");
+  return { ...served, token, fetch: authedFetch(token) };
 }
 
 /** Poll `check` until it returns a value, or fail after `ms`. */

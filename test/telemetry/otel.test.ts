@@ -7,9 +7,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
-import { BIN, ROOT, runCli } from "../support/cli.js";
-import { postRun } from "../support/runtime-server.js";
+import { runCli } from "../support/cli.js";
+import { postRun, spawnServe } from "../support/runtime-server.js";
 import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
 import { reactReply, tempDir, writeTeam } from "../support/team.js";
 import { answer, badRequest, queryOf, roleOf } from "../support/flows.js";
@@ -345,26 +344,10 @@ describe("OpenTelemetry spans of a run", () => {
   it("runtime serve --otel exports each run's spans, and sends the last ones when it stops", async () => {
     const collector = await startCollector();
     servers.push(collector);
-    const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces` };
-    for (const key of Object.keys(env)) if (key.startsWith("OTEL_") && key !== "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") delete env[key];
-    const child = spawn(process.execPath, [BIN, "serve", "teams/circle-react.yaml", "--otel", "--port", "0", "--trace-dir", tempDir()], {
-      cwd: ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no URL within 30 s; stderr: ${stderr}`)), 30_000);
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-        const m = /open (http:\/\/127\.0\.0\.1:\d+)\/\?token=([\w-]+)/.exec(stderr);
-        if (m?.[1] && m[2]) {
-          clearTimeout(timer);
-          resolve([m[1], m[2]]);
-        }
-      });
-    });
+    // Only this endpoint: any other OTEL_ setting of the machine's is unset for the server.
+    const env: Record<string, string | undefined> = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces` };
+    for (const key of Object.keys(process.env)) if (key.startsWith("OTEL_") && !(key in env)) env[key] = undefined;
+    const { child, url, token, exited, output } = await spawnServe(["teams/circle-react.yaml", "--otel"], { env });
     let taskId = "";
     try {
       const { events } = await postRun(url, { input: "What are the area and circumference of a circle with radius 5 meters?" }, token);
@@ -375,7 +358,7 @@ describe("OpenTelemetry spans of a run", () => {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
-    expect(stderr).toContain(`sending spans to ${collector.url}/v1/traces`);
+    expect(output()).toContain(`sending spans to ${collector.url}/v1/traces`);
     const spans = collector.spans();
     expect(spans.find((s) => !s.parentSpanId)).toMatchObject({ name: "invoke_agent solver", traceId: taskId.replace(/-/g, "") });
     expect(spans.filter((s) => s.name === "execute_tool calculator")).toHaveLength(2);
