@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { serveAsChild, reactContent } from "./lib/serve-child.mjs";
+import { reactContent, sendCompletion, serveAsChild } from "./lib/serve-child.mjs";
 import { loadLine } from "./lib/bench-team.mjs";
 import { fixed, median } from "./lib/stats.mjs";
 
@@ -74,17 +74,11 @@ if (values.serve) {
         }
         // Usage as a server counts it (about 4 characters a token), which the runtime's count is checked against.
         const prompt_tokens = Math.ceil(JSON.stringify(messages).length / 4);
-        res.setHeader("content-type", "application/json");
-        res.end(
-          JSON.stringify({
-            id: "chatcmpl-bench",
-            object: "chat.completion",
-            created: 0,
-            model: request.model,
-            choices: [{ index: 0, message, finish_reason: message.tool_calls ? "tool_calls" : "stop" }],
-            usage: { prompt_tokens, completion_tokens: 20, total_tokens: prompt_tokens + 20 },
-          }),
-        );
+        sendCompletion(res, request.model, message, message.tool_calls ? "tool_calls" : "stop", {
+          prompt_tokens,
+          completion_tokens: 20,
+          total_tokens: prompt_tokens + 20,
+        });
       });
     }),
   );

@@ -24,8 +24,8 @@ export function reactContent(action_type, output, { observe = "", thought = "" }
   return JSON.stringify({ observe, thought, action: { result: { action_type, output } } });
 }
 
-/** Answer a Chat Completions request with one choice (usage: 10 tokens each way). */
-export function sendCompletion(res, model, message, finish_reason) {
+/** Answer a Chat Completions request with one choice (usage: 10 tokens each way unless given). */
+export function sendCompletion(res, model, message, finish_reason, usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 }) {
   res.setHeader("content-type", "application/json");
   res.end(
     JSON.stringify({
@@ -34,7 +34,7 @@ export function sendCompletion(res, model, message, finish_reason) {
       created: 0,
       model,
       choices: [{ index: 0, message, finish_reason }],
-      usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
+      usage,
     }),
   );
 }
