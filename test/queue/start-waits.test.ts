@@ -32,12 +32,12 @@ const waiting = (command: string) =>
   );
 
 /** A worker and a server of one team on `url`, started without waiting for them to be up. */
-async function fleet(url: string): Promise<{ worker: Proc; server: Proc }> {
+async function fleet(url: string, workerArgs: string[] = []): Promise<{ worker: Proc; server: Proc }> {
   const model = await startOpenAIServer({ respond: () => answer("done") });
   servers.push(model);
   const team = recordingTeam(model.url, `${tempDir("effects-")}/effects.log`);
   return {
-    worker: start(["worker", team, "--store", url, "--lease-ms", "5000"]),
+    worker: start(["worker", team, "--store", url, "--lease-ms", "5000", ...workerArgs]),
     server: start(["serve", team, "--store", url, "--port", "0"]),
   };
 }
@@ -51,7 +51,7 @@ describe("a worker or server started while PostgreSQL is down", () => {
     await postgres.down();
     let down = true;
     try {
-      const { worker, server } = await fleet(url);
+      const { worker, server } = await fleet(url, ["--port", "0", "--token", "metrics-token-0123456789"]);
       await waitFor(
         () => `the worker's waiting line: ${worker.log()}`,
         () => waiting("worker").test(worker.log()) || undefined,
@@ -65,6 +65,10 @@ describe("a worker or server started while PostgreSQL is down", () => {
         server,
       );
       expect(worker.log()).not.toContain("takes runs of");
+      // Waiting, the worker is alive and not ready.
+      const ops = /metrics on (http:\/\/[^\s(]+)/.exec(worker.log())?.[1];
+      expect((await fetch(`${ops}/healthz`)).status).toBe(200);
+      expect((await fetch(`${ops}/readyz`)).status).toBe(503);
       await postgres.up();
       down = false;
       await waitFor(
@@ -81,7 +85,12 @@ describe("a worker or server started while PostgreSQL is down", () => {
       );
       const { events } = await post({ url: open[1]!, token: decodeURIComponent(open[2]!) }, "Please answer job-1.");
       expect(events.at(-1)?.data, worker.log()).toMatchObject({ type: "run.finished", result_type: "answer", answer: "done" });
-      expect(worker.log()).toMatch(/^runtime worker: run \S+ answer$/m);
+      // The worker records the run's end after its last event went out.
+      await waitFor(
+        () => `the worker to record the run: ${worker.log()}`,
+        () => /^runtime worker: run \S+ answer$/m.test(worker.log()) || undefined,
+      );
+      expect((await fetch(`${ops}/readyz`)).status).toBe(200);
 
       worker.child.kill("SIGTERM");
       server.child.kill("SIGTERM");

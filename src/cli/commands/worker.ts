@@ -102,6 +102,26 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
     }
   };
   let opened: Awaited<ReturnType<typeof open>> | undefined;
+  // Up before the database is: a worker waiting for it is alive (/healthz) and not ready (/readyz 503).
+  let ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
+  if (port !== undefined) {
+    const opsToken = token ?? newToken();
+    try {
+      ops = await startOpsServer({
+        port,
+        host: opts.host,
+        token: opsToken,
+        ready: async () => (opened ? opened.worker.ready() : false),
+        metrics: async () =>
+          opened
+            ? opened.worker.metrics.render({ runtime_worker_runs_running: { help: "Runs this worker is running now.", value: opened.worker.running } })
+            : "",
+      });
+    } catch (err) {
+      return fail(describeError(err), EXIT.USAGE);
+    }
+    process.stderr.write(`runtime worker: /healthz, /readyz and /metrics on ${ops.url}${token === undefined ? ` (metrics token: ${opsToken})` : ""}\n`);
+  }
   try {
     // Started beside its database (docs/scale-out.md#when-the-database-goes-away): it waits for it, said even with --quiet.
     opened = await untilReachable({
@@ -115,32 +135,15 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
       say: (line) => process.stderr.write(`runtime worker: ${line}\n`),
     });
   } catch (err) {
+    await ops?.close();
     return fail(describeError(err), exitStatusOf(codeOf(err)));
   }
   if (!opened) {
+    await ops?.close();
     process.stderr.write("runtime worker: stopped\n");
     return EXIT.OK;
   }
   const { store, worker } = opened;
-  const running = worker;
-  let ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
-  if (port !== undefined) {
-    const opsToken = token ?? newToken();
-    try {
-      ops = await startOpsServer({
-        port,
-        host: opts.host,
-        token: opsToken,
-        ready: () => running.ready(),
-        metrics: async () => running.metrics.render({ runtime_worker_runs_running: { help: "Runs this worker is running now.", value: running.running } }),
-      });
-    } catch (err) {
-      await worker.stop({ graceMs: 0 });
-      await store.close();
-      return fail(describeError(err), EXIT.USAGE);
-    }
-    process.stderr.write(`runtime worker: /healthz, /readyz and /metrics on ${ops.url}${token === undefined ? ` (metrics token: ${opsToken})` : ""}\n`);
-  }
   process.stderr.write(`runtime worker: ${worker.id} takes runs of ${teams.map((t) => t.name).join(", ")} from ${store.location}, ${concurrency} at once\n`);
 
   await stopped;
