@@ -25,7 +25,7 @@ export interface UntilReachableOptions<T> {
 }
 
 /** The pause before try `attempt + 1`: 0.8 s doubling, 10 s at most (the store's backoff, doubled), give or take a quarter so a fleet does not knock in step. */
-export function startBackoff(attempt: number): number {
+function startBackoff(attempt: number): number {
   return 2 * backoff(attempt + 2) * (0.75 + Math.random() / 2);
 }
 
