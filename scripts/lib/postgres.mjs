@@ -81,21 +81,23 @@ export async function startPostgres({ settings = {} } = {}) {
     rmSync(dir, { recursive: true, force: true });
   };
   process.once("exit", stop);
+  const pgCtl = (args) =>
+    new Promise((resolve, reject) => {
+      execFile(join(bin, "pg_ctl"), ["-D", data, ...args], { ...(asRoot ? { uid, gid } : {}), env: { ...process.env, LC_ALL: "C" } }, (err) =>
+        err ? reject(err) : resolve(),
+      );
+    });
   let n = 0;
   return {
     url,
     port,
     stop,
     // `pg_ctl restart -m fast`: every connection is terminated, the server is back on the same port.
-    // Asynchronous: the test's own servers (a model, say) keep answering meanwhile.
-    restart() {
-      const args = ["-D", data, "-l", join(dir, "log"), "-o", options, "-m", "fast", "-w", "-t", "30", "restart"];
-      return new Promise((resolve, reject) => {
-        execFile(join(bin, "pg_ctl"), args, { ...(asRoot ? { uid, gid } : {}), env: { ...process.env, LC_ALL: "C" } }, (err) =>
-          err ? reject(err) : resolve(),
-        );
-      });
-    },
+    // Asynchronous, as down() and up(): the test's own servers (a model, say) keep answering meanwhile.
+    restart: () => pgCtl(["-l", join(dir, "log"), "-o", options, "-m", "fast", "-w", "-t", "30", "restart"]),
+    // The server stopped (`-m fast`), its data kept, and started again on the same port: a database that is away for a while.
+    down: () => pgCtl(["-m", "fast", "-w", "-t", "30", "stop"]),
+    up: () => pgCtl(["-l", join(dir, "log"), "-o", options, "-w", "-t", "30", "start"]),
     async createDatabase(prefix = "t") {
       const name = `${prefix.replace(/\W/g, "_")}_${process.pid}_${n++}`;
       const client = new pg.Client({ connectionString: url });

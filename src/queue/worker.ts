@@ -134,7 +134,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       await listener.start();
     } catch (err) {
       await queue.close();
-      throw new RuntimeError("STORE", `cannot listen for new runs (${store.location}): ${describeError(err)}`);
+      throw new RuntimeError("STORE", `cannot listen for new runs (${store.location}): ${describeError(err)}`, { cause: err });
     }
   }
 

@@ -36,5 +36,7 @@ export function usePostgres(): TestPostgres {
     createDatabase: (prefix) => started().createDatabase(prefix),
     stop: () => started().stop(),
     restart: () => started().restart(),
+    down: () => started().down(),
+    up: () => started().up(),
   };
 }

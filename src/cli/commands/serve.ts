@@ -105,15 +105,6 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   const { startServer } = await import("../../server/server.js");
   const team = await loadTeamOrReport(file, "serve");
   if (!team) return EXIT.USAGE;
-  let store: Store | undefined;
-  if (url !== undefined) {
-    const { createStore } = await import("../../store/create.js");
-    try {
-      store = await createStore(url);
-    } catch (err) {
-      return fail(describeError(err), EXIT.RUN_ERROR);
-    }
-  }
   let telemetry: Telemetry | undefined;
   try {
     telemetry = await startTelemetryIfAsked(opts.otel, "serve");
@@ -121,28 +112,59 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
     return fail(describeError(err), EXIT.USAGE);
   }
 
-  let server: Awaited<ReturnType<typeof startServer>>;
+  const stopped = untilStopped();
+  const open = async (store?: Store) => {
+    try {
+      return {
+        store,
+        server: await startServer({
+          team,
+          port,
+          host: opts.host,
+          rate,
+          maxLiveRuns: maxRuns,
+          maxBodyBytes: Math.round(maxBodyMb * 1024 * 1024),
+          ...(token !== undefined ? { token } : {}),
+          ...(callers ? { callers } : {}),
+          ...(tls ? { tls } : {}),
+          ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
+          ...(opts.corsOrigin !== undefined ? { corsOrigin: opts.corsOrigin } : {}),
+          ...(telemetry ? { runSinks: () => [telemetry.sink({ team })] } : {}),
+          ...(store ? { store } : {}),
+        }),
+      };
+    } catch (err) {
+      await store?.close();
+      throw err;
+    }
+  };
+  let opened: Awaited<ReturnType<typeof open>> | undefined;
   try {
-    server = await startServer({
-      team,
-      port,
-      host: opts.host,
-      rate,
-      maxLiveRuns: maxRuns,
-      maxBodyBytes: Math.round(maxBodyMb * 1024 * 1024),
-      ...(token !== undefined ? { token } : {}),
-      ...(callers ? { callers } : {}),
-      ...(tls ? { tls } : {}),
-      ...(opts.traceDir !== undefined ? { traceDir: opts.traceDir } : {}),
-      ...(opts.corsOrigin !== undefined ? { corsOrigin: opts.corsOrigin } : {}),
-      ...(telemetry ? { runSinks: () => [telemetry.sink({ team })] } : {}),
-      ...(store ? { store } : {}),
-    });
+    if (url === undefined) opened = await open();
+    else {
+      const [{ createStore }, { untilReachable }] = await Promise.all([import("../../store/create.js"), import("../until-reachable.js")]);
+      // Started beside its database (docs/scale-out.md#when-the-database-goes-away): it waits for it.
+      opened = await untilReachable({
+        url,
+        open: async () => open(await createStore(url)),
+        close: async ({ store, server }) => {
+          await server.close();
+          await store?.close();
+        },
+        stopped,
+        say: (line) => process.stderr.write(`runtime serve: ${line}\n`),
+      });
+    }
   } catch (err) {
     await telemetry?.shutdown();
-    await store?.close();
     return fail(describeError(err), EXIT.RUN_ERROR);
   }
+  if (!opened) {
+    await telemetry?.shutdown();
+    process.stderr.write("runtime serve: stopping\n");
+    return EXIT.OK;
+  }
+  const { store, server } = opened;
   // The token is printed only when the server made it: one given is the caller's to keep.
   const shown = token === undefined && !callers ? server.pageUrl : `${server.url}/?token=<your token>`;
   process.stderr.write(`runtime serve: ${team.name} listening on ${server.url}/ (Ctrl-C to stop)\n`);
@@ -152,7 +174,7 @@ async function serve(file: string, opts: ServeOptions): Promise<number> {
   process.stderr.write(`runtime serve: open ${shown}; API requests send Authorization: Bearer <token>\n`);
 
   // Stopping cancels the runs in progress; each keeps its trace, ending with run.finished.
-  await untilStopped();
+  await stopped;
   process.stderr.write("runtime serve: stopping\n");
   await server.close();
   await store?.close();

@@ -84,26 +84,25 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
   }
 
   // PostgreSQL and the queue load only when this command runs, so `runtime --help` starts fast.
-  const [{ createStore }, { startWorker }, { startOpsServer }] = await Promise.all([
+  const [{ createStore }, { startWorker }, { startOpsServer }, { untilReachable }] = await Promise.all([
     import("../../store/create.js"),
     import("../../queue/worker.js"),
     import("../../server/ops-server.js"),
+    import("../until-reachable.js"),
   ]);
   const log = opts.quiet ? () => {} : (line: string) => process.stderr.write(`runtime worker: ${line}\n`);
-  let store: Awaited<ReturnType<typeof createStore>>;
-  try {
-    store = await createStore(url, { maxConnections: poolSize });
-  } catch (err) {
-    return fail(describeError(err), EXIT.RUN_ERROR);
-  }
-  let worker: Awaited<ReturnType<typeof startWorker>>;
-  try {
-    worker = await startWorker({ store, teams, concurrency, leaseMs, pollMs, listen: opts.listen, log });
-  } catch (err) {
-    await store.close();
-    return fail(describeError(err), exitStatusOf(codeOf(err)));
-  }
-  const running = worker;
+  const stopped = untilStopped();
+  const open = async () => {
+    const store = await createStore(url, { maxConnections: poolSize });
+    try {
+      return { store, worker: await startWorker({ store, teams, concurrency, leaseMs, pollMs, listen: opts.listen, log }) };
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+  };
+  let opened: Awaited<ReturnType<typeof open>> | undefined;
+  // Up before the database is: a worker waiting for it is alive (/healthz) and not ready (/readyz 503).
   let ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
   if (port !== undefined) {
     const opsToken = token ?? newToken();
@@ -112,19 +111,42 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
         port,
         host: opts.host,
         token: opsToken,
-        ready: () => running.ready(),
-        metrics: async () => running.metrics.render({ runtime_worker_runs_running: { help: "Runs this worker is running now.", value: running.running } }),
+        ready: async () => (opened ? opened.worker.ready() : false),
+        metrics: async () =>
+          opened
+            ? opened.worker.metrics.render({ runtime_worker_runs_running: { help: "Runs this worker is running now.", value: opened.worker.running } })
+            : "",
       });
     } catch (err) {
-      await worker.stop({ graceMs: 0 });
-      await store.close();
       return fail(describeError(err), EXIT.USAGE);
     }
     process.stderr.write(`runtime worker: /healthz, /readyz and /metrics on ${ops.url}${token === undefined ? ` (metrics token: ${opsToken})` : ""}\n`);
   }
+  try {
+    // Started beside its database (docs/scale-out.md#when-the-database-goes-away): it waits for it, said even with --quiet.
+    opened = await untilReachable({
+      url,
+      open,
+      close: async ({ store, worker }) => {
+        await worker.stop({ graceMs: 0 });
+        await store.close();
+      },
+      stopped,
+      say: (line) => process.stderr.write(`runtime worker: ${line}\n`),
+    });
+  } catch (err) {
+    await ops?.close();
+    return fail(describeError(err), exitStatusOf(codeOf(err)));
+  }
+  if (!opened) {
+    await ops?.close();
+    process.stderr.write("runtime worker: stopped\n");
+    return EXIT.OK;
+  }
+  const { store, worker } = opened;
   process.stderr.write(`runtime worker: ${worker.id} takes runs of ${teams.map((t) => t.name).join(", ")} from ${store.location}, ${concurrency} at once\n`);
 
-  await untilStopped();
+  await stopped;
   process.stderr.write(`runtime worker: stopping: ${worker.running} run(s) in progress get ${graceMs} ms, then go back to the queue\n`);
   await worker.stop({ graceMs });
   await ops?.close();
