@@ -252,9 +252,11 @@ try {
   console.log(`batch: ${RUNS} runs in ${fixed(seconds, 1)} s: ${fixed(RUNS / seconds, 1)} runs/s; CPU ${fixed(busy * 100, 0)}% busy on 2 cores`);
   const per = (k) => (parts1[k] - parts0[k]) / RUNS;
   const ours = ((per("workers") + per("postgres") + per("pgbouncer")) * RUNS) / 1000 / seconds;
-  console.log(
-    `CPU per run: workers ${fixed(per("workers"), 1)} ms (with their tools' processes), PostgreSQL ${fixed(per("postgres"), 1)} ms, PgBouncer ${fixed(per("pgbouncer"), 1)} ms: ${fixed(ours, 2)} of the 2 cores${values.storm ? " (killed workers' CPU not counted)" : ""}`,
-  );
+  // In a storm, killed workers and the restarted PostgreSQL take their CPU counts with them (the figure came out negative).
+  if (!storm)
+    console.log(
+      `CPU per run: workers ${fixed(per("workers"), 1)} ms (with their tools' processes), PostgreSQL ${fixed(per("postgres"), 1)} ms, PgBouncer ${fixed(per("pgbouncer"), 1)} ms: ${fixed(ours, 2)} of the 2 cores`,
+    );
   console.log(`fetches: ${fixed(batchFetches / RUNS, 2)} per run in the batch`);
   console.log(`connections: peak ${peak} of max_connections ${values["max-connections"]}`);
   if (storm) console.log(`storm: ${killed} workers SIGKILLed and replaced, PostgreSQL restarted once`);
@@ -320,7 +322,9 @@ async function verify(runs) {
     const { rows } = await client.query(
       `SELECT r.task_id, r.state, r.result_type, r.attempts,
               (SELECT count(*)::int FROM runtime.events e WHERE e.task_id = r.task_id AND e.type = 'run.finished' AND e.json::jsonb->>'result_type' = 'answer') AS answers,
-              (SELECT count(*)::int FROM runtime.events e WHERE e.task_id = r.task_id AND e.type = 'run.resumed') AS resumes
+              (SELECT count(*)::int FROM runtime.events e WHERE e.task_id = r.task_id AND e.type = 'run.resumed') AS resumes,
+              (SELECT e.json::jsonb->>'error_code' || ': ' || (e.json::jsonb->>'error') FROM runtime.events e
+                WHERE e.task_id = r.task_id AND e.type = 'run.finished' ORDER BY e.seq DESC LIMIT 1) AS error
          FROM runtime.run_requests r WHERE r.task_id = ANY($1)`,
       [ids],
     );
@@ -329,6 +333,9 @@ async function verify(runs) {
     console.log(
       `      attempts ${JSON.stringify(Object.fromEntries(by((r) => r.attempts)))}; answers per run ${JSON.stringify(Object.fromEntries(by((r) => r.answers)))}; resumed runs ${rows.filter((r) => r.resumes > 0).length}`,
     );
+    // Why a run did not answer, read before the bench's PostgreSQL is gone.
+    for (const r of rows.filter((r) => r.result_type !== "answer").slice(0, 5))
+      console.log(`      run ${r.task_id}: ${r.state} ${r.result_type}, claimed ${r.attempts} time(s); ${r.error ?? "no run.finished"}`);
     const lines = existsSync(effects) ? readFileSync(effects, "utf8").split("\n").filter(Boolean) : [];
     const seen = new Map();
     for (const l of lines) {
