@@ -73,7 +73,8 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: the connection closed before the reply was complete${after}`);
   }
   if (err instanceof OpenAI.APIConnectionError) {
-    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: connection failed to ${url}${tries}`);
+    const code = socketCode(err);
+    return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: connection failed to ${url}${code ? ` (${code})` : ""}${tries}`);
   }
   if (err instanceof OpenAI.APIError) {
     // the client already prefixes the status: "500 Internal error"
@@ -111,4 +112,15 @@ function redact(text: string, apiKey: string | undefined): string {
 function oneLine(text: string): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat;
+}
+
+/** The code of the socket or undici error under a failed connection (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET...): why, and never a secret. */
+function socketCode(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^[A-Z][A-Z_]+$/.test(code)) return code;
+    // Node's AggregateError (every address of a name refused) carries its codes on its errors.
+    if (e instanceof AggregateError) return socketCode(e.errors[0]);
+  }
+  return undefined;
 }

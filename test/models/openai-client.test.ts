@@ -1,4 +1,5 @@
 import { OPENAI_MODEL_DEFAULTS } from "../support/team.js";
+import { createServer, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { OpenAIModelConfig } from "../../src/config/types.js";
 import { createOpenAIChatClient } from "../../src/models/openai-client.js";
@@ -182,7 +183,32 @@ describe("openai ChatClient", () => {
       ...OPENAI_MODEL_DEFAULTS,
     });
     const err = await failure(client.chat(request));
-    expect(err.message).toBe(`model gpt-4o-mini: connection failed to http://127.0.0.1:${port}/v1 after 1 attempt`);
+    expect(err.message).toBe(`model gpt-4o-mini: connection failed to http://127.0.0.1:${port}/v1 (ECONNREFUSED) after 1 attempt`);
+  });
+
+  it("says why a connection failed: a server that resets every connection", async () => {
+    const resetter = createServer((socket) => socket.resetAndDestroy());
+    await new Promise<void>((resolve) => resetter.listen(0, "127.0.0.1", resolve));
+    const { port } = resetter.address() as AddressInfo;
+    try {
+      const client = createOpenAIChatClient({
+        name: "default",
+        provider: "openai",
+        model: "gpt-4o-mini",
+        base_url: `http://127.0.0.1:${port}/v1`,
+        api_key: KEY,
+        timeout_ms: 5000,
+        max_retries: 1,
+        stream: false,
+        ...OPENAI_MODEL_DEFAULTS,
+      });
+      const err = await failure(client.chat(request));
+      expect(err.message).toMatch(
+        new RegExp(`^model gpt-4o-mini: connection failed to http://127\\.0\\.0\\.1:${port}/v1 \\((ECONNRESET|UND_ERR_SOCKET)\\) after 2 attempts$`),
+      );
+    } finally {
+      await new Promise((resolve) => resetter.close(resolve));
+    }
   });
 
   it("fails on a dead endpoint with MODEL_UNAVAILABLE in bounded time, one line, no key", async () => {
@@ -205,7 +231,7 @@ describe("openai ChatClient", () => {
     // A refused connection fails at once (three attempts, no waiting for the 5 s timeout each): a bound well under 3 x 5 s.
     expect(Date.now() - started).toBeLessThan(12_000);
     expect(err.code).toBe("MODEL_UNAVAILABLE");
-    expect(err.message).toBe(`model gpt-4o-mini: connection failed to ${url} after 3 attempts`);
+    expect(err.message).toBe(`model gpt-4o-mini: connection failed to ${url} (ECONNREFUSED) after 3 attempts`);
     expect(err.message).not.toContain(KEY);
     expect(err.message).not.toContain("\n");
   });
