@@ -35,28 +35,32 @@ const PROGRESSING = ["circle-plan", "research-flow", "safety-sop"];
 const WITH_CHECKLIST = [...PROGRESSING, "plan-solver", "circle-react"];
 
 const DELAY_MS = 350;
+/** The resize tests' replies wait longer: on a loaded machine, frames at the new size must still come before the run ends. */
+const RESIZE_DELAY_MS = 800;
 let slowTeams: string;
+let slowerTeams: string;
 
-/** Each reply of a script file waits DELAY_MS. */
-function slowScript(file: string): void {
+/** Each reply of a script file waits `delay` ms. */
+function slowScript(file: string, delay = DELAY_MS): void {
   const doc = parseDocument(readFileSync(file, "utf8"));
-  for (const reply of (doc.get("replies") as YAMLSeq<{ set(k: string, v: unknown): void }>).items) reply.set("delay_ms", DELAY_MS);
+  for (const reply of (doc.get("replies") as YAMLSeq<{ set(k: string, v: unknown): void }>).items) reply.set("delay_ms", delay);
   writeFileSync(file, doc.toString());
 }
 
-/** A copy of teams/ whose scripted replies each wait DELAY_MS, beside a node_modules (mcp-files runs its server from there). */
-function slowCopy(): string {
+/** A copy of teams/ whose scripted replies each wait `delay` ms, beside a node_modules (mcp-files runs its server from there). */
+function slowCopy(delay = DELAY_MS): string {
   const root = tempDir("live-view-");
   cpSync(join(ROOT, "teams"), join(root, "teams"), { recursive: true });
   symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"));
   const scripts = join(root, "teams", "scripts");
-  for (const name of readdirSync(scripts)) slowScript(join(scripts, name));
+  for (const name of readdirSync(scripts)) slowScript(join(scripts, name), delay);
   return join(root, "teams");
 }
 
 beforeAll(() => {
   if (!existsSync(join(ROOT, "dist/cli/main.js"))) throw new Error("build first: npm run build");
   slowTeams = slowCopy();
+  slowerTeams = slowCopy(RESIZE_DELAY_MS);
 });
 
 const terminals: TmuxTerminal[] = [];
@@ -68,8 +72,8 @@ afterEach(async () => {
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-function exec(team: string, question: string, extra = ""): string {
-  return `node ${sh(BIN)} exec ${sh(join(slowTeams, `${team}.yaml`))} ${sh(question)} --trace-dir ${sh(tempDir())} ${extra}`;
+function exec(team: string, question: string, extra = "", teams = slowTeams): string {
+  return `node ${sh(BIN)} exec ${sh(join(teams, `${team}.yaml`))} ${sh(question)} --trace-dir ${sh(tempDir())} ${extra}`;
 }
 
 interface Watched {
@@ -170,11 +174,11 @@ describe("runtime exec in a terminal: the live view", () => {
     });
   }
 
-  /** safety-sop at 100x30, resized to width x height once a few frames were seen. */
+  /** safety-sop at 100x30 (its replies slower), resized to width x height once a frame was seen. */
   async function resizedRun(width: number, height: number) {
     let resized = -1;
-    const { screens, term } = await watch(exec("safety-sop", EXAMPLES["safety-sop"] ?? ""), 100, 30, (t, seen) => {
-      if (resized < 0 && seen.filter((s) => frameOf(s)).length >= 3) {
+    const { screens, term } = await watch(exec("safety-sop", EXAMPLES["safety-sop"] ?? "", "", slowerTeams), 100, 30, (t, seen) => {
+      if (resized < 0 && seen.some((s) => frameOf(s))) {
         t.resize(width, height);
         resized = seen.length;
       }

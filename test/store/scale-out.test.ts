@@ -155,7 +155,8 @@ describe("runtime serve --store and runtime worker on PostgreSQL", () => {
     await waitFor("the first model request", () => model.chatRequests.length === 1 || undefined);
     first.child.kill("SIGSTOP");
     try {
-      const second = await worker(team, url, ["--lease-ms", "900"]);
+      // The second worker's own lease is longer: on a loaded machine it keeps the run (attempt 2) while the first sleeps.
+      const second = await worker(team, url, ["--lease-ms", "3000"]);
       const events = await streamed;
       expect(events.at(-1)?.data).toMatchObject({ type: "run.finished", result_type: "answer", answer: "done job-frozen" });
       expect(second.log()).toMatch(/resuming run/);

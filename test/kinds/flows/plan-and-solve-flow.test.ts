@@ -302,12 +302,20 @@ export function parseAction(text) {
       executor: () => ({ ...answer("too late"), delay_ms: 60_000 }),
     });
     const controller = new AbortController();
+    // Aborted once the executor's request has reached the model: during the step, on a loaded machine too.
+    const abortWhenAsked = () => {
+      const timer = setInterval(() => {
+        if (requestsOf("executor").length === 0) return;
+        clearInterval(timer);
+        controller.abort();
+      }, 20);
+    };
     const started = Date.now();
     const { result, events } = await runAll(makeTeam(url, flowAgent(), ["planner", "executor"]), {
       input: "go",
       traceDir: traceDir(),
       signal: controller.signal,
-      sinks: [(e) => e.type === "plan.created" && setTimeout(() => controller.abort(), 100)],
+      sinks: [(e) => e.type === "plan.created" && abortWhenAsked()],
     });
     // Stopped at the abort, not when the executor's reply came a minute later.
     expect(Date.now() - started).toBeLessThan(20_000);
