@@ -83,7 +83,7 @@ writeFileSync(
 name: bench-many
 entry: solver
 models:
-  bench: { provider: openai, model: bench-model, base_url: "${chat.url}", api_key: bench-key, max_retries: 0 }
+  bench: { provider: openai, model: bench-model, base_url: "${chat.url}", api_key: bench-key }
 tools:
   record:
     command: [sh, -c, 'line=$(cat); echo "$line" >> "$CALLS"; grep -qxF "$line" "$EFFECTS" 2>/dev/null || echo "$line" >> "$EFFECTS"; echo "{\\"recorded\\":true}"']
