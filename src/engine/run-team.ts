@@ -170,12 +170,14 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   for (const sink of options.sinks ?? []) bus.subscribe(sink);
   const provided = providedTools(team, options.tools ?? []);
 
-  // A server that ends by itself mid-run ends the run, with its error (docs/mcp.md).
+  // A server that ends by itself mid-run ends the run, with its error (docs/mcp.md), through a signal of the
+  // run's own joined to the caller's: made only for a team with an MCP server, as a run waiting on its model
+  // held both signals (~2 KB, docs/performance.md#runs-waiting-on-a-slow-model).
   let serverLost: string | undefined;
-  const halt = new AbortController();
+  const halt = Object.values(team.tools).some((t) => t.type === "mcp") ? new AbortController() : undefined;
   const mcp = new McpServers((message) => {
     serverLost ??= message;
-    halt.abort();
+    halt?.abort();
   });
   const clients = new Map<string, ChatClient>();
   const makeClient = options.createClient ?? createChatClient;
@@ -285,7 +287,8 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
         },
         scope,
       );
-    const signal = options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal;
+    // The step stops when the caller cancels the run or, with an MCP server, when a server is lost.
+    const signal = options.signal && halt ? AbortSignal.any([options.signal, halt.signal]) : (options.signal ?? halt?.signal ?? new AbortController().signal);
     let outcome: RunResult;
     if (traceError) {
       outcome = { task_id, result_type: "error", error: { code: "STORE", message: traceError }, usage };

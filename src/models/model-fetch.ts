@@ -8,8 +8,11 @@
  * 21.4-22.5 ms a task against 17.0-17.5 before this adapter): it builds a
  * WHATWG request, a body stream and a chain of promises around every call.
  * `request()` does the exchange; the dispatcher keeps the sockets alive,
- * follows redirects, routes through a proxy and stops a body past the cap
- * on the wire. This file reads a reply whole (an event stream as it comes),
+ * routes through a proxy and stops a body past the cap on the wire.
+ * Redirects are not followed: a model API that redirects its POSTs is a
+ * base_url to correct, which the failure says (openai-errors.ts), and a
+ * redirect handler kept every request whole while it waited for its reply
+ * (docs/performance.md#runs-waiting-on-a-slow-model). This file reads a reply whole (an event stream as it comes),
  * decodes what the server compressed anyway, and hands the client a
  * standard `Response`.
  */
@@ -17,7 +20,7 @@ import { RuntimeError } from "../errors.js";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import * as zlib from "node:zlib";
-import { Agent, type Dispatcher, EnvHttpProxyAgent, errors, interceptors, request } from "undici";
+import { Agent, type Dispatcher, EnvHttpProxyAgent, errors, request } from "undici";
 
 /** The most a reply may hold, decoded: far beyond any chat completion, short of exhausting memory. */
 export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
@@ -27,14 +30,13 @@ let dispatcher: Dispatcher | undefined;
 /**
  * The process's dispatcher, made on first use: an `EnvHttpProxyAgent` when
  * the environment names a proxy (`HTTP_PROXY`, `HTTPS_PROXY`, either case;
- * `NO_PROXY` honoured), else a plain keep-alive `Agent`; redirects followed
- * as `fetch` follows them (a key is not sent to another origin).
+ * `NO_PROXY` honoured), else a plain keep-alive `Agent`.
  */
 function modelDispatcher(): Dispatcher {
   if (dispatcher) return dispatcher;
   const options = { maxResponseSize: MAX_REPLY_BYTES };
   const proxied = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"].some((name) => process.env[name]);
-  dispatcher = (proxied ? new EnvHttpProxyAgent(options) : new Agent(options)).compose(interceptors.redirect({ maxRedirections: 20 }));
+  dispatcher = proxied ? new EnvHttpProxyAgent(options) : new Agent(options);
   return dispatcher;
 }
 

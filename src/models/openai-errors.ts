@@ -83,6 +83,15 @@ export function describeFailure(err: unknown, config: OpenAIModelConfig, baseURL
     // A 404 without an OpenAI-style error body is a wrong URL, not a missing model.
     const apiBody = typeof err.error === "object" && err.error !== null && "message" in err.error;
     const hint = err.status === 404 && !apiBody ? `; is base_url right? ${url}/chat/completions was not found` : "";
+    // Redirects are not followed (docs/model-servers.md#the-transport): where it points is the base_url to give.
+    const location = err.status !== undefined && err.status >= 300 && err.status < 400 ? err.headers?.get("location") : undefined;
+    if (location) {
+      const to = displayURL(URL.canParse(location, url) ? new URL(location, url).href : location);
+      return new RuntimeError(
+        "MODEL_UNAVAILABLE",
+        `model ${model}: the server redirects to ${to} (status ${err.status}), which is not followed; is base_url right?`,
+      );
+    }
     return new RuntimeError("MODEL_UNAVAILABLE", `model ${model}: ${text}${details.length ? ` (${details.join(", ")})` : ""}${hint}`);
   }
   if (err instanceof SyntaxError) return new RuntimeError("MODEL_BAD_REPLY", `model ${model}: the reply is not valid JSON`);

@@ -209,15 +209,14 @@ describe("the model client's HTTP", () => {
     }
   }, 30_000);
 
-  it("follows a redirect as fetch does", async () => {
-    const bare = await bareServer((req, res) => {
-      if (req.url?.startsWith("/v1/")) res.writeHead(307, { location: req.url.replace("/v1/", "/v2/") }).end();
-      else res.writeHead(200, { "content-type": "application/json" }).end(completion(`at ${req.url}`));
-    });
-    const reply = await createOpenAIChatClient(config(bare.url)).chat(request);
-    expect(reply.content).toBe("at /v2/chat/completions");
-    expect(bare.seen.requests.map((r) => r.url)).toEqual(["/v1/chat/completions", "/v2/chat/completions"]);
-    expect(JSON.parse(bare.seen.requests[1]!.body)).toMatchObject({ model: "m" });
+  it("does not follow a redirect: the failure says where it points, once, in one line", async () => {
+    const bare = await bareServer((req, res) => res.writeHead(307, { location: req.url!.replace("/v1/", "/v2/") }).end());
+    const err = await failure(createOpenAIChatClient(config(bare.url, { max_retries: 2 })).chat(request));
+    expect(err.code).toBe("MODEL_UNAVAILABLE");
+    expect(err.message).toBe(
+      `model m: the server redirects to ${bare.url.replace("/v1", "/v2")}/chat/completions (status 307), which is not followed; is base_url right?`,
+    );
+    expect(bare.seen.requests.map((r) => r.url)).toEqual(["/v1/chat/completions"]);
   });
 
   it("stops reading when the caller aborts, and closes the connection", async () => {
