@@ -13,7 +13,7 @@ import { usePostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
 import { createStore } from "../../src/store/create.js";
 import { circleReactRun } from "../support/trace-events.js";
-import { answer, killAll, lines, post, recordingTeam, requests, serve, tagOf, toolMessages, waitFor, worker } from "../support/scale-out.js";
+import { answer, killAll, lines, post, recordingTeam, requests, serve, STACK_FRAME, tagOf, toolMessages, waitFor, worker } from "../support/scale-out.js";
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
 
@@ -24,9 +24,6 @@ afterEach(async () => {
   killAll();
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
-
-/** A stack trace's frame line, as Node prints one. */
-const STACK_FRAME = /^\s+at .+\(.*:\d+:\d+\)$|^\s+at .+:\d+:\d+$/m;
 
 describe("a PostgreSQL restart under running workers", () => {
   it("ten runs half done all answer, each side effect once, no model call asked twice, no process exits", async () => {

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
 import { usePostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
-import { answer, killAll, post, recordingTeam, start, waitFor, type Proc } from "../support/scale-out.js";
+import { answer, killAll, post, recordingTeam, STACK_FRAME, start, waitFor, type Proc } from "../support/scale-out.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
@@ -20,9 +20,6 @@ afterEach(async () => {
   killAll();
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
-
-/** A stack trace's frame line, as Node prints one. */
-const STACK_FRAME = /^\s+at .+\(.*:\d+:\d+\)$|^\s+at .+:\d+:\d+$/m;
 
 /** The line said per failed try, by `command`, naming the database without a password. */
 const waiting = (command: string) =>
@@ -42,6 +39,20 @@ async function fleet(url: string, workerArgs: string[] = []): Promise<{ worker: 
   };
 }
 
+/** Until the worker and the server have each said they wait for PostgreSQL. */
+async function bothWaiting(worker: Proc, server: Proc): Promise<void> {
+  for (const [command, proc] of [
+    ["worker", worker],
+    ["serve", server],
+  ] as const)
+    await waitFor(
+      () => `the ${command}'s waiting line: ${proc.log()}`,
+      () => waiting(command).test(proc.log()) || undefined,
+      20_000,
+      proc,
+    );
+}
+
 const exitOf = (proc: Proc, what: string) =>
   Promise.race([proc.exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} did not exit: ${proc.log()}`)), 15_000))]);
 
@@ -52,18 +63,7 @@ describe("a worker or server started while PostgreSQL is down", () => {
     let down = true;
     try {
       const { worker, server } = await fleet(url, ["--port", "0", "--token", "metrics-token-0123456789"]);
-      await waitFor(
-        () => `the worker's waiting line: ${worker.log()}`,
-        () => waiting("worker").test(worker.log()) || undefined,
-        20_000,
-        worker,
-      );
-      await waitFor(
-        () => `the server's waiting line: ${server.log()}`,
-        () => waiting("serve").test(server.log()) || undefined,
-        20_000,
-        server,
-      );
+      await bothWaiting(worker, server);
       expect(worker.log()).not.toContain("takes runs of");
       // Waiting, the worker is alive and not ready.
       const ops = /metrics on (http:\/\/[^\s(]+)/.exec(worker.log())?.[1];
@@ -107,18 +107,7 @@ describe("a worker or server started while PostgreSQL is down", () => {
     await postgres.down();
     try {
       const { worker, server } = await fleet(url);
-      await waitFor(
-        () => `the worker's waiting line: ${worker.log()}`,
-        () => waiting("worker").test(worker.log()) || undefined,
-        20_000,
-        worker,
-      );
-      await waitFor(
-        () => `the server's waiting line: ${server.log()}`,
-        () => waiting("serve").test(server.log()) || undefined,
-        20_000,
-        server,
-      );
+      await bothWaiting(worker, server);
       worker.child.kill("SIGTERM");
       server.child.kill("SIGTERM");
       expect(await exitOf(worker, "the worker")).toBe(0);

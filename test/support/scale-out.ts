@@ -146,3 +146,6 @@ export async function requests(
     await client.end();
   }
 }
+
+/** A stack trace's frame line, as Node prints one. */
+export const STACK_FRAME = /^\s+at .+\(.*:\d+:\d+\)$|^\s+at .+:\d+:\d+$/m;
