@@ -7,23 +7,19 @@
  */
 import { join } from "node:path";
 import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
+import { describe, expect, it, vi } from "vitest";
+import { startOpenAIServer, type ChatBody, type Reply } from "../support/openai-server.js";
 import { usePostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
 import { createStore } from "../../src/store/create.js";
 import { circleReactRun } from "../support/trace-events.js";
-import { answer, killAll, lines, post, recordingTeam, requests, serve, STACK_FRAME, tagOf, toolMessages, waitFor, worker } from "../support/scale-out.js";
+import { answer, lines, post, recordingTeam, requests, serve, STACK_FRAME, tagOf, toolMessages, useFleet, waitFor, worker } from "../support/scale-out.js";
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
 
 const postgres = usePostgres();
 
-const servers: OpenAIServer[] = [];
-afterEach(async () => {
-  killAll();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = useFleet();
 
 describe("a PostgreSQL restart under running workers", () => {
   it("ten runs half done all answer, each side effect once, no model call asked twice, no process exits", async () => {

@@ -5,21 +5,17 @@
  * SIGTERM ends the wait with status 0; an error that waiting would not mend
  * (an unknown role or database) stands at once.
  */
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { startOpenAIServer, type OpenAIServer } from "../support/openai-server.js";
+import { describe, expect, it, vi } from "vitest";
+import { startOpenAIServer } from "../support/openai-server.js";
 import { usePostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
-import { answer, killAll, post, recordingTeam, STACK_FRAME, start, waitFor, type Proc } from "../support/scale-out.js";
+import { answer, post, type Proc, recordingTeam, STACK_FRAME, start, useFleet, waitFor } from "../support/scale-out.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const postgres = usePostgres();
 
-const servers: OpenAIServer[] = [];
-afterEach(async () => {
-  killAll();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = useFleet();
 
 /** The line said per failed try, by `command`, naming the database without a password. */
 const waiting = (command: string) =>

@@ -9,23 +9,19 @@
  */
 import { join } from "node:path";
 import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createStore } from "../../src/store/create.js";
 import { RunQueue } from "../../src/queue/run-queue.js";
-import { startOpenAIServer, type OpenAIServer, type Reply } from "../support/openai-server.js";
+import { startOpenAIServer, type Reply } from "../support/openai-server.js";
 import { usePostgres } from "../support/postgres.js";
-import { answer, killAll, lines, requests, start, tagOf, toolMessages, waitFor, worker, type Proc } from "../support/scale-out.js";
+import { answer, lines, type Proc, requests, start, tagOf, toolMessages, useFleet, waitFor, worker } from "../support/scale-out.js";
 import { tempDir, writeTeam } from "../support/team.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
 const postgres = usePostgres();
 
-const servers: OpenAIServer[] = [];
-afterEach(async () => {
-  killAll();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = useFleet();
 
 /** A team whose `record` tool writes its tag to EFFECTS unless it is there (idempotent), and every execution to CALLS. */
 function stormTeam(modelUrl: string, dir: string): string {

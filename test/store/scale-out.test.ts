@@ -8,25 +8,21 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createStore } from "../../src/store/create.js";
 import { ROOT } from "../support/cli.js";
-import { startOpenAIServer, type ChatBody, type OpenAIServer, type Reply } from "../support/openai-server.js";
+import { startOpenAIServer, type ChatBody, type Reply } from "../support/openai-server.js";
 import { usePostgres } from "../support/postgres.js";
 import { tempDir } from "../support/team.js";
 import { authedFetch, parseSse, readSse } from "../support/runtime-server.js";
-import { answer, killAll, lines, post, recordingTeam, requests, serve, start, tagOf, toolMessages, waitFor, worker } from "../support/scale-out.js";
+import { answer, lines, post, recordingTeam, requests, serve, start, tagOf, toolMessages, useFleet, waitFor, worker } from "../support/scale-out.js";
 import { wideWorkflow } from "../support/workflows.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
 const postgres = usePostgres();
 
-const servers: OpenAIServer[] = [];
-afterEach(async () => {
-  killAll();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = useFleet();
 
 describe("runtime serve --store and runtime worker on PostgreSQL", () => {
   it("runs submitted to two servers are executed by three workers, each exactly once", async () => {

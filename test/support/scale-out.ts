@@ -8,9 +8,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import pg from "pg";
-import { expect } from "vitest";
+import { afterEach, expect } from "vitest";
 import { BIN, ROOT } from "./cli.js";
-import type { ChatBody, Reply } from "./openai-server.js";
+import type { ChatBody, OpenAIServer, Reply } from "./openai-server.js";
 import { authedFetch, parseSse, type Sse } from "./runtime-server.js";
 import { reactReply, writeTeam } from "./team.js";
 
@@ -149,3 +149,13 @@ export async function requests(
 
 /** A stack trace's frame line, as Node prints one. */
 export const STACK_FRAME = /^\s+at .+\(.*:\d+:\d+\)$|^\s+at .+:\d+:\d+$/m;
+
+/** The model servers a test file starts, closed after each test, when every process it spawned is SIGKILLed too. */
+export function useFleet(): OpenAIServer[] {
+  const servers: OpenAIServer[] = [];
+  afterEach(async () => {
+    killAll();
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return servers;
+}
