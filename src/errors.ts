@@ -101,6 +101,13 @@ export function formatProblem(p: ConfigProblem): string {
   return `${p.file}:${p.line}:${p.col} ${p.path || "/"} ${p.message}`;
 }
 
+/** An error and what caused it, outermost first (`cause` after `cause`, five deep at most): where a wrapped error's reason is looked for. */
+export function causes(err: unknown): Error[] {
+  const chain: Error[] = [];
+  for (let e = err; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e);
+  return chain;
+}
+
 /** The code of a thrown value: its own when it is a RuntimeError, INTERNAL (a bug) otherwise. */
 export function codeOf(err: unknown): ErrorCode {
   return err instanceof RuntimeError ? err.code : "INTERNAL";

@@ -7,7 +7,7 @@
  * schema newer than the code) stands at once. Loaded only by those commands:
  * it brings `pg` with it.
  */
-import { describeError } from "../errors.js";
+import { causes, describeError } from "../errors.js";
 import { backoff } from "../store/committer.js";
 import { safeUrl, transient } from "../store/postgres/connect.js";
 
@@ -64,8 +64,7 @@ export async function untilReachable<T>(options: UntilReachableOptions<T>): Prom
 
 /** What the database or the socket said, from the innermost cause (the outer ones repeat the URL). */
 function reasonOf(err: unknown, url: string): string {
-  let inner = err;
-  for (let depth = 0; inner instanceof Error && inner.cause instanceof Error && depth < 5; depth++) inner = inner.cause;
+  const inner = causes(err).at(-1) ?? err;
   // Node's AggregateError of a refused connection to every address of a name has no message, only a code.
   const said = describeError(inner) || String((inner as { code?: unknown }).code ?? "no answer");
   return said.split(url).join(safeUrl(url));

@@ -16,7 +16,7 @@
  * decodes what the server compressed anyway, and hands the client a
  * standard `Response`.
  */
-import { RuntimeError } from "../errors.js";
+import { RuntimeError, causes } from "../errors.js";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import * as zlib from "node:zlib";
@@ -49,18 +49,12 @@ export class NoHttpStatus extends RuntimeError {
 
 /** Whether `err` (or what it wraps) is a reply over the cap: the same reply would be as large again. */
 export function isTooLarge(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    if (e instanceof errors.ResponseExceededMaxSizeError) return true;
-  }
-  return false;
+  return causes(err).some((e) => e instanceof errors.ResponseExceededMaxSizeError);
 }
 
 /** Whether `err` (or what it wraps) is a connection that closed before the reply was complete. */
 export function isCutShort(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    if (e instanceof errors.SocketError) return true;
-  }
-  return false;
+  return causes(err).some((e) => e instanceof errors.SocketError);
 }
 
 /** `fetch` for the openai client, as the module comment says. */

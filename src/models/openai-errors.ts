@@ -4,7 +4,7 @@
  * it is worth another attempt.
  */
 import OpenAI from "openai";
-import { RuntimeError } from "../errors.js";
+import { RuntimeError, causes } from "../errors.js";
 import { isCutShort, isTooLarge, MAX_REPLY_BYTES, NoHttpStatus } from "./model-fetch.js";
 import type { OpenAIModelConfig } from "../config/types.js";
 
@@ -125,7 +125,7 @@ function oneLine(text: string): string {
 
 /** The code of the socket or undici error under a failed connection (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET...): why, and never a secret. */
 function socketCode(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+  for (const e of causes(err)) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && /^[A-Z][A-Z_]+$/.test(code)) return code;
     // Node's AggregateError (every address of a name refused) carries its codes on its errors.

@@ -9,7 +9,7 @@
  * (docs/scale-out.md#when-the-database-goes-away).
  */
 import pg from "pg";
-import { RuntimeError, describeError } from "../../errors.js";
+import { RuntimeError, causes, describeError } from "../../errors.js";
 import { backoff } from "../committer.js";
 
 /** The schema that holds the runtime's tables (the queue has its own, `runtime_queue`). */
@@ -74,7 +74,7 @@ const UNREACHABLE = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT",
  * once it is back; any other error is the statement's own.
  */
 export function transient(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+  for (const e of causes(err)) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && (code.startsWith("08") || AWAY.has(code) || UNREACHABLE.has(code))) return true;
     // pg's own words for a connection it lost or could not make in time (no code).
@@ -89,10 +89,7 @@ export function transient(err: unknown): boolean {
  * written once, by the one writer holding the run's lease).
  */
 export function isUniqueViolation(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if ((e as { code?: unknown }).code === "23505") return true;
-  }
-  return false;
+  return causes(err).some((e) => (e as { code?: unknown }).code === "23505");
 }
 
 /** Run `work` in one transaction on one client of the pool. */
