@@ -62,6 +62,23 @@ function probeTool(dir: string, sandbox: { network: boolean; writable: string[] 
   });
 }
 
+/**
+ * A sandboxed call of a program that writes `dir`/ran.txt, made by the built
+ * module in a process of its own, started by `launcher` with PATH `path`: what it printed.
+ */
+function sandboxedCallIn(dir: string, launcher: string[], path: string): string {
+  writeFileSync(join(dir, "ran.cjs"), 'require("node:fs").writeFileSync(__dirname + "/ran.txt", "x");');
+  const script = `
+    import { commandTool } from ${JSON.stringify(join(ROOT, "dist/tools/command.js"))};
+    const tool = commandTool({ type: "command", name: "probe", description: "", parameters: { type: "object" },
+      command: [process.execPath, ${JSON.stringify(join(dir, "ran.cjs"))}],
+      cwd: ${JSON.stringify(dir)}, env: {}, timeout_ms: 5000, max_output_bytes: 1000, sandbox: { network: false, writable: [] } });
+    try { await tool.execute({}, { signal: new AbortController().signal, call_id: "c", scope: {}, emit() {} }); console.log("ran"); }
+    catch (e) { console.log(e.code + ": " + e.message); }`;
+  const argv = [...launcher, process.execPath, "--input-type=module", "-e", script];
+  return execFileSync(argv[0]!, argv.slice(1), { env: { PATH: path }, encoding: "utf8" }).trim();
+}
+
 async function listening(): Promise<{ port: number; close(): void }> {
   const server = createServer((s) => s.end());
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -137,18 +154,31 @@ describe("a sandboxed command tool", () => {
 
   it("fails with a clear error where bubblewrap is missing, and never runs the program unconfined", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sandbox-missing-"));
-    writeFileSync(join(dir, "ran.cjs"), 'require("node:fs").writeFileSync(__dirname + "/ran.txt", "x");');
-    // A runtime whose PATH has no bwrap: the built module, in a process of its own.
-    const script = `
-      import { commandTool } from ${JSON.stringify(join(ROOT, "dist/tools/command.js"))};
-      const tool = commandTool({ type: "command", name: "probe", description: "", parameters: { type: "object" },
-        command: [process.execPath, ${JSON.stringify(join(dir, "ran.cjs"))}],
-        cwd: ${JSON.stringify(dir)}, env: {}, timeout_ms: 5000, max_output_bytes: 1000, sandbox: { network: false, writable: [] } });
-      try { await tool.execute({}, { signal: new AbortController().signal, call_id: "c", scope: {}, emit() {} }); console.log("ran"); }
-      catch (e) { console.log(e.code + ": " + e.message); }`;
-    const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { env: { PATH: "/nonexistent" }, encoding: "utf8" });
-    expect(out.trim()).toBe(
+    // A runtime whose PATH has no bwrap.
+    const out = sandboxedCallIn(dir, [], "/nonexistent");
+    expect(out).toBe(
       'TOOL_FAILED: command tool "probe" is sandboxed (sandbox:) and bubblewrap is not installed: install it (apt-get install bubblewrap) or remove sandbox:; it never runs unconfined',
+    );
+    expect(() => readFileSync(join(dir, "ran.txt"))).toThrow();
+  });
+
+  it("fails with a clear error where bubblewrap cannot confine a program (no user namespace for it), and never runs the program unconfined", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sandbox-refused-"));
+    // A runtime, not root, in a sandbox of its own that allows no further user namespace: its bubblewrap cannot make one.
+    const outer = ["bwrap", "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+    const out = sandboxedCallIn(dir, [...outer, "--bind", dir, dir, "--"], "/usr/bin:/bin");
+    expect(out).toMatch(
+      /^TOOL_FAILED: command tool "probe" is sandboxed \(sandbox:\) and bubblewrap cannot confine a program here as this user \(bwrap: .+\): allow unprivileged user namespaces .*it never runs unconfined$/,
+    );
+    expect(() => readFileSync(join(dir, "ran.txt"))).toThrow();
+  });
+  it("fails with a clear error where the runtime is root in a user namespace without uid 65534, and never runs the program", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sandbox-unmapped-"));
+    // A runtime that is root of a namespace mapping that one id alone: it has no unprivileged user to become.
+    const outer = ["bwrap", "--unshare-user", "--uid", "0", "--gid", "0", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", dir, dir, "--"];
+    expect(sandboxedCallIn(dir, outer, "/usr/bin:/bin")).toBe(
+      'TOOL_FAILED: command tool "probe" is sandboxed (sandbox:) and the runtime runs as root in a user namespace without uid and gid 65534, the unprivileged user sandboxed programs run as: ' +
+        "run the runtime as an unprivileged user, or give the namespace that id, or remove sandbox:; it never runs unconfined",
     );
     expect(() => readFileSync(join(dir, "ran.txt"))).toThrow();
   });
