@@ -9,7 +9,7 @@
  *
  *   npm run build && node bench/sandbox-cost.mjs [--calls 100] [--passes 3]
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -21,6 +21,8 @@ const CALLS = Number(values.calls);
 const PASSES = Number(values.passes);
 
 const dir = mkdtempSync(join(tmpdir(), "sandbox-cost-"));
+// Readable by the unprivileged user a sandboxed program runs as when this runs as root.
+chmodSync(dir, 0o755);
 writeFileSync(join(dir, "echo.cjs"), "let s = ''; process.stdin.on('data', (d) => (s += d)).on('end', () => process.stdout.write(s));");
 const programs = { cat: ["cat"], node: [process.execPath, join(dir, "echo.cjs")] };
 

@@ -4,6 +4,7 @@
  * shows it guarding. `runtime validate` prints each as a warning at its line;
  * `--strict` makes them errors. Each message says what to add.
  */
+import { resolve, sep } from "node:path";
 import type { ConfigProblem } from "../errors.js";
 import { isSecretKey } from "../redact.js";
 import { isBuiltinToolName } from "./tool-names.js";
@@ -14,7 +15,13 @@ import type { ResolvedTeam, ToolConfig } from "./types.js";
 const UNTRUSTED_TYPES = new Set(["http", "mcp", "a2a"]);
 
 export function agencyWarnings(team: ResolvedTeam, raw: Record<string, unknown>, text: string, source: SourceMap): ConfigProblem[] {
-  return [...untrustedWithWrites(team, source), ...unbudgeted(team, source), ...writtenKeys(raw, text, source), ...untimedCommands(raw, team, source)];
+  return [
+    ...untrustedWithWrites(team, source),
+    ...unbudgeted(team, source),
+    ...writtenKeys(raw, text, source),
+    ...untimedCommands(raw, team, source),
+    ...writableOverLoaded(raw, team, source),
+  ];
 }
 
 /** An agent that reads untrusted content and may call a write tool with no person in between. */
@@ -98,4 +105,60 @@ function untimedCommands(raw: Record<string, unknown>, team: ResolvedTeam, sourc
       ),
     ];
   });
+}
+
+/**
+ * A sandbox's `writable` path over the team folder or a file the team loads
+ * (a module tool or guardrail, a flow parser, a prompt template): a sandboxed
+ * program could rewrite it, and the next run would load what it wrote, unconfined.
+ */
+function writableOverLoaded(raw: Record<string, unknown>, team: ResolvedTeam, source: SourceMap): ConfigProblem[] {
+  const loaded = loadedFiles(team);
+  const covers = (folder: string, path: string): boolean => path === folder || path.startsWith(folder + sep);
+  const out: ConfigProblem[] = [];
+  const visit = (value: unknown, at: (string | number)[]): void => {
+    if (Array.isArray(value)) {
+      for (const [i, item] of value.entries()) visit(item, [...at, i]);
+      return;
+    }
+    if (typeof value !== "object" || value === null) return;
+    for (const [key, item] of Object.entries(value)) visit(item, [...at, key]);
+    const writable = at.at(-1) === "sandbox" ? (value as { writable?: unknown }).writable : undefined;
+    if (!Array.isArray(writable)) return;
+    for (const [i, given] of writable.entries()) {
+      if (typeof given !== "string") continue;
+      const folder = resolve(team.dir, given);
+      const what = covers(folder, team.dir)
+        ? "the team folder"
+        : loaded
+            .filter((file) => covers(folder, file.path))
+            .map((file) => file.what)
+            .join(", ");
+      if (what === "") continue;
+      out.push(
+        source.problem(
+          pointer(...at, "writable", i),
+          `warning: writable ${given} covers ${what}, which the team loads: a sandboxed program could rewrite it, and the next run would load what it wrote, unconfined. ` +
+            "Give the program a folder of its own that holds nothing the team loads (writable: [./out])",
+        ),
+      );
+    }
+  };
+  visit(raw, []);
+  return out;
+}
+
+/** The files a run of the team loads as code or prompt, each named as a warning names it. */
+function loadedFiles(team: ResolvedTeam): { what: string; path: string }[] {
+  const files: { what: string; path: string }[] = [];
+  for (const tool of Object.values(team.tools)) if (tool.type === "module") files.push({ what: `the module of tool ${tool.name}`, path: tool.module });
+  for (const agent of Object.values(team.agents)) {
+    if (agent.system_prompt_file !== undefined) files.push({ what: `the prompt of agent ${agent.name}`, path: agent.system_prompt_file });
+    if (agent.kind === "plan_and_solve_flow" && agent.parser !== undefined) files.push({ what: `the parser of agent ${agent.name}`, path: agent.parser });
+    for (const guardrail of agent.guardrails ?? []) {
+      if (guardrail.check.kind === "module") files.push({ what: `the module of guardrail ${guardrail.name}`, path: guardrail.check.path });
+    }
+  }
+  // A team guardrail is in every agent's list: name each file once.
+  return files.filter((file, i) => files.findIndex((other) => other.path === file.path && other.what === file.what) === i);
 }

@@ -159,7 +159,7 @@ export interface RawCommandTool {
   cwd?: string;
   /** Extra environment variables of the program. @default {} */
   env: Record<string, string>;
-  /** Run the program under bubblewrap (docs/security.md#sandboxes): the root read-only, its working folder and `writable` writable, a private /tmp, no network unless `network: true`, its own PID namespace, killed with the runtime, its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where bubblewrap is missing, a call fails saying so; it never runs unconfined. */
+  /** Run the program under bubblewrap (docs/security.md#sandboxes), never as host root (as root, as uid 65534) and with no capability: the root read-only, its working folder included; a fresh scratch /tmp of 64 MiB, gone after the call; `writable` the one place it may keep what it writes; no network unless `network: true`; no host unix socket in /run, /var/run, /var/tmp or /tmp; the runtime's trace folder hidden; its own PID namespace and session, killed with the runtime; its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where it cannot be confined (bubblewrap missing, no unprivileged user namespaces), a call fails saying so; it never runs unconfined. */
   sandbox?: unknown;
 }
 
@@ -260,7 +260,7 @@ export interface RawMcpStdioServer extends RawMcpServerBase {
   command: string[];
   /** Extra environment variables of the server (beside PATH and HOME). Values of secret-named variables (`*_TOKEN`, `*_API_KEY`, ...) never reach a trace or a log. @default {} */
   env: Record<string, string>;
-  /** Run the program under bubblewrap (docs/security.md#sandboxes): the root read-only, its working folder and `writable` writable, a private /tmp, no network unless `network: true`, its own PID namespace, killed with the runtime, its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where bubblewrap is missing, a call fails saying so; it never runs unconfined. */
+  /** Run the program under bubblewrap (docs/security.md#sandboxes), never as host root (as root, as uid 65534) and with no capability: the root read-only, its working folder included; a fresh scratch /tmp of 64 MiB, gone after the call; `writable` the one place it may keep what it writes; no network unless `network: true`; no host unix socket in /run, /var/run, /var/tmp or /tmp; the runtime's trace folder hidden; its own PID namespace and session, killed with the runtime; its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where it cannot be confined (bubblewrap missing, no unprivileged user namespaces), a call fails saying so; it never runs unconfined. */
   sandbox?: unknown;
 }
 
@@ -343,7 +343,7 @@ export interface RawGuardrail {
   command?: string[];
   /** `command` only: how long the check may take, in ms. Default: 10000. */
   timeout_ms?: number;
-  /** Run the program under bubblewrap (docs/security.md#sandboxes): the root read-only, its working folder and `writable` writable, a private /tmp, no network unless `network: true`, its own PID namespace, killed with the runtime, its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where bubblewrap is missing, a call fails saying so; it never runs unconfined. */
+  /** Run the program under bubblewrap (docs/security.md#sandboxes), never as host root (as root, as uid 65534) and with no capability: the root read-only, its working folder included; a fresh scratch /tmp of 64 MiB, gone after the call; `writable` the one place it may keep what it writes; no network unless `network: true`; no host unix socket in /run, /var/run, /var/tmp or /tmp; the runtime's trace folder hidden; its own PID namespace and session, killed with the runtime; its environment only PATH, HOME and the entry's `env`. `true` is `{network: false, writable: []}`. Where it cannot be confined (bubblewrap missing, no unprivileged user namespaces), a call fails saying so; it never runs unconfined. */
   sandbox?: unknown;
   /** An ES module, relative to the team file, whose default export `(check) => {pass, reason?}` (or a promise of it) is given `{on, text, agent, tool}`. */
   module?: string;

@@ -5,7 +5,7 @@ import { declaredTool } from "./declared.js";
 import { callProcesses } from "./process-tree.js";
 import type { Tool } from "./types.js";
 import { RuntimeError } from "../errors.js";
-import { sandboxedArgv } from "./sandbox.js";
+import { type Confined, confine } from "./sandbox.js";
 
 /** How much of stderr is kept for error messages. */
 const STDERR_KEEP_BYTES = 4096;
@@ -46,11 +46,11 @@ export interface ProgramRun {
  * Run `spec` with `input` as JSON on stdin. Rejects when it cannot start,
  * times out, writes past its cap or is aborted; else resolves with how it ended.
  */
-export function runProgram(spec: ProgramSpec, input: unknown, signal: AbortSignal): Promise<ProgramRun> {
+export async function runProgram(spec: ProgramSpec, input: unknown, signal: AbortSignal): Promise<ProgramRun> {
   const config = spec;
   const [program, ...rest] = config.command;
-  if (program === undefined) return Promise.reject(new RuntimeError("CONFIG_INVALID", `${spec.what} has an empty command`));
-  if (signal.aborted) return Promise.reject(new RuntimeError("ABORTED", "aborted"));
+  if (program === undefined) throw new RuntimeError("CONFIG_INVALID", `${spec.what} has an empty command`);
+  if (signal.aborted) throw new RuntimeError("ABORTED", "aborted");
   const executable = program.startsWith(".") ? resolvePath(config.cwd, program) : program;
   const env: Record<string, string> = {};
   if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
@@ -60,22 +60,18 @@ export function runProgram(spec: ProgramSpec, input: unknown, signal: AbortSigna
   const processes = callProcesses();
   Object.assign(env, processes.env);
 
-  let argv = [executable, ...rest];
-  if (config.sandbox) {
-    try {
-      argv = sandboxedArgv(argv, config.cwd, config.sandbox, env, spec.what);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
+  const argv = [executable, ...rest];
+  const how: Confined = config.sandbox ? await confine(argv, config.cwd, config.sandbox, env, spec.what) : { argv };
+  if (signal.aborted) throw new RuntimeError("ABORTED", "aborted");
 
   return new Promise<ProgramRun>((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
+    const child = spawn(how.argv[0]!, how.argv.slice(1), {
       shell: false,
       detached: true,
       cwd: config.cwd,
       env,
       stdio: ["pipe", "pipe", "pipe"],
+      ...how.user,
     });
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;

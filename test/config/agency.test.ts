@@ -3,6 +3,7 @@
  * `runtime validate` warns, at the line, about what gives an agent more power
  * than the file shows it guarding; `--strict` makes the warnings errors.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
@@ -100,5 +101,65 @@ describe("runtime validate: the lint for excessive agency", () => {
     const result = await runCli(["validate", "--strict", file, ...examples]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+  });
+  it("warns where a sandbox's writable covers the team folder or a module the team loads, and not for a folder of its own", async () => {
+    const file = writeTeam(
+      `version: 1
+name: writable
+models:
+  offline: { provider: scripted, script: ./script.yaml }
+tools:
+  lookup: { module: ./code/lookup.mjs, effect: read }
+  build:
+    description: Builds.
+    command: [./build.sh]
+    parameters: { type: object, properties: {} }
+    timeout_ms: 60000
+    effect: read
+    sandbox: { writable: [., ./out] }
+  fs:
+    mcp:
+      command: [node, ./fs.mjs]
+      sandbox: { writable: [./code] }
+    effect: read
+agents:
+  solver:
+    kind: react
+    tools: [lookup, build, fs]
+    guardrails:
+      - on: output
+        command: [./check.sh]
+        sandbox: { writable: [./out, ./checks] }
+      - on: output
+        module: ./checks/judge.mjs
+`,
+      { "build.sh": "#!/bin/sh\n", "check.sh": "#!/bin/sh\n", "fs.mjs": "", "script.yaml": "version: 1\nreplies: [{ content: done }]\n" },
+    );
+    const dir = join(file, "..");
+    for (const folder of ["code", "out", "checks"]) mkdirSync(join(dir, folder));
+    writeFileSync(
+      join(dir, "code", "lookup.mjs"),
+      "export const description = 'x';\nexport const parameters = { type: 'object' };\nexport const effect = 'read';\nexport function execute() { return 1; }\n",
+    );
+    writeFileSync(join(dir, "checks", "judge.mjs"), "export default () => ({ pass: true });\n");
+    const result = await runCli(["validate", file]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stderr.trim().split("\n");
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^${file}:13:27 /tools/build/sandbox/writable/0 warning: writable \\. covers the team folder, which the team loads: a sandboxed program could rewrite it`,
+        ),
+      ),
+      expect.stringMatching(
+        new RegExp(`^${file}:17:29 /tools/fs/mcp/sandbox/writable/0 warning: writable \\./code covers the module of tool lookup, which the team loads`),
+      ),
+      expect.stringMatching(
+        new RegExp(
+          `^${file}:26:38 /agents/solver/guardrails/0/sandbox/writable/1 warning: writable \\./checks covers the module of guardrail .*Give the program a folder of its own`,
+        ),
+      ),
+    ]);
+    expect(result.stderr).not.toContain("writable/1 warning: writable ./out");
   });
 });

@@ -6,7 +6,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpStdioServer } from "../../config/types.js";
 import { callProcesses, type CallProcesses } from "../process-tree.js";
-import { sandboxedArgv } from "../sandbox.js";
+import { type Confined, confine } from "../sandbox.js";
 import { RuntimeError } from "../../errors.js";
 
 /** How much of the server's stderr is kept for error messages. */
@@ -49,22 +49,23 @@ export class ServerProcessTransport implements Transport {
     this.closed = new Promise((resolve) => (this.markClosed = resolve));
   }
 
-  start(): Promise<void> {
+  async start(): Promise<void> {
     const [program, ...args] = this.server.command;
-    if (program === undefined) return Promise.reject(new RuntimeError("CONFIG_INVALID", "the command is empty"));
+    if (program === undefined) throw new RuntimeError("CONFIG_INVALID", "the command is empty");
     // After the server's env: its configuration cannot take the marker away.
     const env = { ...getDefaultEnvironment(), ...this.server.env, ...this.processes.env };
     const executable = program.startsWith(".") ? resolvePath(this.server.cwd, program) : program;
-    let argv = [executable, ...args];
-    if (this.server.sandbox) {
-      try {
-        argv = sandboxedArgv(argv, this.server.cwd, this.server.sandbox, env, "this MCP server");
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
+    const argv = [executable, ...args];
+    const how: Confined = this.server.sandbox ? await confine(argv, this.server.cwd, this.server.sandbox, env, "this MCP server") : { argv };
     return new Promise((resolve, reject) => {
-      const child = spawn(argv[0]!, argv.slice(1), { shell: false, detached: true, cwd: this.server.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn(how.argv[0]!, how.argv.slice(1), {
+        shell: false,
+        detached: true,
+        cwd: this.server.cwd,
+        env,
+        stdio: ["pipe", "pipe", "pipe"],
+        ...how.user,
+      });
       this.child = child;
       child.once("spawn", () => {
         track(this);
