@@ -8,7 +8,7 @@
  * it brings `pg` with it.
  */
 import { causes, describeError } from "../errors.js";
-import { backoff } from "../store/committer.js";
+import { retry, retryPolicies } from "../retry.js";
 import { safeUrl, transient } from "../store/postgres/connect.js";
 
 export interface UntilReachableOptions<T> {
@@ -24,41 +24,50 @@ export interface UntilReachableOptions<T> {
   say: (line: string) => void;
 }
 
-/** The pause before try `attempt + 1`: 0.8 s doubling, 10 s at most (the store's backoff, doubled), give or take a quarter so a fleet does not knock in step. */
-function startBackoff(attempt: number): number {
-  return 2 * backoff(attempt + 2) * (0.75 + Math.random() / 2);
-}
-
 /**
- * `open()`, tried again after a growing pause for as long as it fails with
- * the database away (`transient`); any other failure is thrown. Resolves to
- * undefined when `stopped` settles first; what an `open()` in flight then
- * opens is closed once it has, so no pool or timer keeps the process alive.
+ * `open()`, tried again after a growing pause (`retryPolicies.startWait`)
+ * for as long as it fails with the database away (`transient`); any other
+ * failure is thrown. Resolves to undefined when `stopped` settles first;
+ * what an `open()` in flight then opens is closed once it has, so no pool
+ * or timer keeps the process alive.
  */
 export async function untilReachable<T>(options: UntilReachableOptions<T>): Promise<T | undefined> {
   const { url, open, close, stopped, say } = options;
-  const stop = stopped.then(() => "stopped" as const);
-  for (let attempt = 0; ; attempt++) {
+  const stop = new AbortController();
+  void stopped.then(() => stop.abort());
+  // One try, given up when the process is asked to stop: what it opens later is closed then.
+  const opened = (): Promise<T> => {
     const opening = open();
-    const outcome = await Promise.race([
+    return new Promise<T>((resolve, reject) => {
+      const onStop = () => {
+        opening.then(close, () => {}).catch(() => {});
+        reject(stop.signal.reason);
+      };
+      stop.signal.addEventListener("abort", onStop, { once: true });
+      const settled = () => stop.signal.removeEventListener("abort", onStop);
       opening.then(
-        (value) => ({ value }),
-        (error: unknown) => ({ error }),
-      ),
-      stop,
-    ]);
-    if (outcome === "stopped") {
-      opening.then(close, () => {}).catch(() => {});
-      return undefined;
-    }
-    if ("value" in outcome) return outcome.value;
-    if (!transient(outcome.error)) throw outcome.error;
-    const pause = startBackoff(attempt);
-    say(`PostgreSQL at ${safeUrl(url)} is not reachable (${reasonOf(outcome.error, url)}); trying again in ${(pause / 1000).toFixed(1)} s`);
-    let timer: NodeJS.Timeout | undefined;
-    const woke = await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, pause))), stop]);
-    clearTimeout(timer);
-    if (woke === "stopped") return undefined;
+        (value) => {
+          settled();
+          resolve(value);
+        },
+        (error: unknown) => {
+          settled();
+          reject(error);
+        },
+      );
+    });
+  };
+  try {
+    return await retry(opened, {
+      policy: retryPolicies.startWait,
+      isRetryable: transient,
+      signal: stop.signal,
+      onRetry: ({ error, pauseMs }) =>
+        say(`PostgreSQL at ${safeUrl(url)} is not reachable (${reasonOf(error, url)}); trying again in ${(pauseMs / 1000).toFixed(1)} s`),
+    });
+  } catch (err) {
+    if (stop.signal.aborted) return undefined;
+    throw err;
   }
 }
 

@@ -19,6 +19,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { RuntimeError } from "../errors.js";
+import { retry, retryPolicies } from "../retry.js";
 import type { OpenAIModelConfig } from "../config/types.js";
 import { layOut, layoutFromRefusal, maxTokensParam, type RoleLayout } from "./dialect.js";
 import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
@@ -54,58 +55,88 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
       const openai = getClient();
       const endpoint = `${openai.baseURL} ${config.model}`;
       const deadline = Date.now() + config.timeout_ms;
-      let attempt = 0;
-      for (;;) {
-        const layout: RoleLayout = config.roles ?? learnt.get(endpoint) ?? "as_is";
-        const structured = config.structured_output && !noStructuredOutput.has(endpoint);
-        const call = new CallControl(request.signal, deadline, `${config.timeout_ms} ms (timeout_ms) from ${displayURL(openai.baseURL)}`);
-        try {
-          return await once(openai, config, structured ? request : withoutFormat(request), layout, call);
-        } catch (err) {
-          if (request.signal?.aborted) throw aborted(config.model);
-          if (call.expired) throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: ${call.expired}${tries(attempt)}`);
-          const refused = err instanceof OpenAI.APIError && err.status === 400 ? layoutFromRefusal(err.message) : undefined;
-          if (refused && refused !== layout && !(refused === "alternate" && layout === "no_system") && config.roles === undefined) {
-            // Calls in flight when the first refusal came are refused too: the switch is said once.
-            const known = learnt.get(endpoint);
-            if (known !== refused && known !== "no_system") {
-              learnt.set(endpoint, refused);
-              request.onNotice?.({ notice: "layout", message: layoutNotice(config.model, refused) });
+      const failure = (err: unknown, attempt: number) => describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
+      let tried = 0;
+      const attempt = (n: number): Promise<ChatResponse> => {
+        tried = n;
+        return adapting({ openai, config, request, endpoint, apiKey, deadline }, n);
+      };
+      try {
+        return await retry(attempt, {
+          policy: { ...retryPolicies.modelCall, tries: config.max_retries + 1 },
+          isRetryable,
+          signal: request.signal,
+          retryAfter: retryAfterMs,
+          onRetry: ({ error, attempt: n, pauseMs }) => {
+            const asked = retryAfterMs(error);
+            if (asked !== undefined && asked > config.max_retry_wait_ms) {
+              const why = `the server asks to retry after ${seconds(asked)}, longer than max_retry_wait_ms (${seconds(config.max_retry_wait_ms)})`;
+              throw new RuntimeError("MODEL_UNAVAILABLE", `${failure(error, n).message}; ${why}`);
             }
-            continue;
-          }
-          if (structured && request.response_format && isFormatRefusal(err)) {
-            if (noStructuredOutput.has(endpoint)) continue;
-            noStructuredOutput.add(endpoint);
-            const why = describeFailure(err, config, openai.baseURL, apiKey, 1).message.replace(`model ${config.model}: `, "");
-            const message = `model ${config.model}: the server refused response_format (${why}); answers are asked for with format instructions alone from now on (unset structured_output to start so)`;
-            request.onNotice?.({ notice: "structured_output", message });
-            continue;
-          }
-          if (!isRetryable(err) || attempt >= config.max_retries) throw describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
-          const asked = retryAfterMs(err);
-          if (asked !== undefined && asked > config.max_retry_wait_ms) {
-            const failure = describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
-            throw new RuntimeError(
-              "MODEL_UNAVAILABLE",
-              `${failure.message}; the server asks to retry after ${seconds(asked)}, longer than max_retry_wait_ms (${seconds(config.max_retry_wait_ms)})`,
-            );
-          }
-          const wait = asked ?? backoff(attempt);
-          // A retry is worth sending only with time left for a reply after the wait.
-          if (Date.now() + wait + minAttemptMs(config.timeout_ms) >= deadline) {
-            const failure = describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
-            throw new RuntimeError("MODEL_UNAVAILABLE", `${failure.message}; no time left for a retry within timeout_ms (${config.timeout_ms} ms)`);
-          }
-          await sleep(wait, request.signal);
-          if (request.signal?.aborted) throw aborted(config.model);
-          attempt++;
-        } finally {
-          call.release();
-        }
+            // A retry is worth sending only with time left for a reply after the wait.
+            if (Date.now() + pauseMs + minAttemptMs(config.timeout_ms) >= deadline) {
+              throw new RuntimeError("MODEL_UNAVAILABLE", `${failure(error, n).message}; no time left for a retry within timeout_ms (${config.timeout_ms} ms)`);
+            }
+          },
+        });
+      } catch (err) {
+        if (request.signal?.aborted) throw aborted(config.model);
+        throw failure(err, tried);
       }
     },
   };
+}
+
+/**
+ * One try of a call (`attempt`, from 0), made again at once, with no pause,
+ * when the server refuses the layout of the roles or `response_format`:
+ * the next layout, or format instructions alone, said once through `onNotice`.
+ */
+async function adapting(call: OneCall, attempt: number): Promise<ChatResponse> {
+  const { openai, config, request, endpoint, apiKey } = call;
+  for (;;) {
+    const layout: RoleLayout = config.roles ?? learnt.get(endpoint) ?? "as_is";
+    const structured = config.structured_output && !noStructuredOutput.has(endpoint);
+    const control = new CallControl(request.signal, call.deadline, `${config.timeout_ms} ms (timeout_ms) from ${displayURL(openai.baseURL)}`);
+    try {
+      return await once(openai, config, structured ? request : withoutFormat(request), layout, control);
+    } catch (err) {
+      if (request.signal?.aborted) throw aborted(config.model);
+      if (control.expired) throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: ${control.expired}${tries(attempt)}`);
+      const refused = err instanceof OpenAI.APIError && err.status === 400 ? layoutFromRefusal(err.message) : undefined;
+      if (refused && refused !== layout && !(refused === "alternate" && layout === "no_system") && config.roles === undefined) {
+        // Calls in flight when the first refusal came are refused too: the switch is said once.
+        const known = learnt.get(endpoint);
+        if (known !== refused && known !== "no_system") {
+          learnt.set(endpoint, refused);
+          request.onNotice?.({ notice: "layout", message: layoutNotice(config.model, refused) });
+        }
+        continue;
+      }
+      if (structured && request.response_format && isFormatRefusal(err)) {
+        if (noStructuredOutput.has(endpoint)) continue;
+        noStructuredOutput.add(endpoint);
+        const why = describeFailure(err, config, openai.baseURL, apiKey, 1).message.replace(`model ${config.model}: `, "");
+        const message = `model ${config.model}: the server refused response_format (${why}); answers are asked for with format instructions alone from now on (unset structured_output to start so)`;
+        request.onNotice?.({ notice: "structured_output", message });
+        continue;
+      }
+      throw err;
+    } finally {
+      control.release();
+    }
+  }
+}
+
+/** What every try of one call shares; `deadline` is `timeout_ms` from the call's start, over all its tries. */
+interface OneCall {
+  openai: OpenAI;
+  config: OpenAIModelConfig;
+  request: ChatRequest;
+  /** The base URL and model: the key of what is learnt of a server. */
+  endpoint: string;
+  apiKey: string | undefined;
+  deadline: number;
 }
 
 /**
@@ -272,23 +303,6 @@ function toWireTool(tool: ToolSpec): ChatCompletionTool {
 /** The least time a retry needs for its reply: a tenth of the deadline, at least 100 ms. */
 function minAttemptMs(timeoutMs: number): number {
   return Math.max(100, timeoutMs / 10);
-}
-
-/** Exponential backoff with jitter: ~0.5 s, 1 s, 2 s, ... capped at 8 s. */
-function backoff(attempt: number): number {
-  return Math.min(8000, 500 * 2 ** attempt) * (0.75 + Math.random() * 0.25);
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 function tries(attempt: number): string {

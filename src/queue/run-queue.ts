@@ -26,7 +26,7 @@ import type { Exchange } from "../store/conversations.js";
 import type { AttachmentRef } from "../models/attachment.js";
 import { SCHEMA as S, reading, storeError, transaction } from "../store/postgres/connect.js";
 import { EVENTS_CHANNEL } from "../store/postgres/run-store.js";
-import { backoff } from "../store/committer.js";
+import { retry, retryPolicies } from "../retry.js";
 
 /** pg-boss's schema. */
 const QUEUE_SCHEMA = "runtime_queue";
@@ -40,6 +40,13 @@ export function queueOf(team: string): string {
 export const RUNS_CHANNEL = "runtime_runs";
 /** An arbitrary constant: the advisory lock held while pg-boss starts (see `open`). */
 const START_LOCK = 727_113_002;
+
+/** The schema lock is held by another process: tried again (`retryPolicies.queueLock`). */
+class LockBusy extends RuntimeError {
+  constructor() {
+    super("STORE", "the job queue's schema lock is held by another process");
+  }
+}
 
 /** What a server asks a worker to run. */
 export interface RunRequest {
@@ -124,15 +131,16 @@ export class RunQueue {
    * waited for by trying again: a waiter blocked on the lock would hold a connection the holder's `work`
    * may need (100 workers starting at once behind a pooler of 40, docs/scale-out.md#100-workers-on-one-postgresql).
    */
-  private static async locked<T>(db: Database, work: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
+  private static locked<T>(db: Database, work: () => Promise<T>): Promise<T> {
+    const held = async () => {
       const done = await transaction(db.pool, async (client) => {
         const { rows } = await client.query<{ held: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS held", [START_LOCK]);
         return rows[0]?.held ? { value: await work() } : undefined;
       });
-      if (done) return done.value;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(backoff(attempt), 1_000)));
-    }
+      if (!done) throw new LockBusy();
+      return done.value;
+    };
+    return retry(held, { policy: retryPolicies.queueLock, isRetryable: (err) => err instanceof LockBusy });
   }
 
   /** Create the team's queue unless it exists (once per process). */

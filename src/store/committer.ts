@@ -10,26 +10,19 @@
  *
  * A write that fails because the store is away for now (PostgreSQL
  * restarting: the adapter's `retry` says which failures are) is kept and
- * tried again with a growing pause until it is written, for up to
- * `RETRY_FOR_MS`; `durable()` waits for it, so a run does not act on what
+ * tried again with a growing pause until it is written, for up to two
+ * minutes (`retryPolicies.storeWrite`); `durable()` waits for it, so a run does not act on what
  * is not stored, and a tool's result is not lost to a restart
  * (docs/scale-out.md#when-the-database-goes-away). A worker's writes stop
  * sooner, fenced by its lease (src/queue/worker.ts).
  */
 import { describeError } from "../errors.js";
 import type { RunEvent } from "../events/types.js";
+import { retry, retryPolicies } from "../retry.js";
 import type { AppendBatch, JournalEntry, RunWriter } from "./runs.js";
 
 /** Writes batches in one transaction, all or none: done when it returns (SQLite) or when its promise settles (PostgreSQL). */
 export type WriteBatches = (batches: readonly AppendBatch[]) => void | Promise<void>;
-
-/** How long a write the store failed for now is tried again before it is given up (a warning, as any failed write). */
-export const RETRY_FOR_MS = 120_000;
-
-/** The pause before try `attempt` (0, 1, ...) of something waiting for the store to be back: 100 ms doubling, 5 s at most. */
-export function backoff(attempt: number): number {
-  return Math.min(100 * 2 ** Math.min(attempt, 6), 5_000);
-}
 
 /** What one writer has queued, and what it is told. */
 interface Queue {
@@ -168,25 +161,35 @@ export class Committer {
 
   /**
    * The batches in one transaction; when the store is away, the same again
-   * after a pause; when that fails otherwise, each alone, so that one that
-   * cannot be written fails alone.
+   * after a pause (`retryPolicies.storeWrite`); when that fails otherwise,
+   * each alone, so that one that cannot be written fails alone.
    */
-  private tryWrite(writers: readonly Queue[], batches: readonly AppendBatch[], attempt = 0, since = Date.now()): void | Promise<void> {
-    const failed = (err: unknown): void | Promise<void> => {
-      if (attempt > 0 && this.committedBefore(err)) return this.stored(writers, batches);
-      if (this.retry(err) && Date.now() - since < RETRY_FOR_MS) {
-        return new Promise<void>((resolve) => setTimeout(resolve, backoff(attempt))).then(() => this.tryWrite(writers, batches, attempt + 1, since));
-      }
-      return batches.length === 1 ? this.warn(writers[0]!, err) : this.oneByOne(writers, batches, 0);
-    };
+  private tryWrite(writers: readonly Queue[], batches: readonly AppendBatch[]): void | Promise<void> {
     let written: void | Promise<void>;
     try {
       written = this.write(batches);
     } catch (err) {
-      return failed(err);
+      return this.failed(writers, batches, err);
     }
     if (!written) return this.stored(writers, batches);
-    return written.then(() => this.stored(writers, batches), failed);
+    return written.then(
+      () => this.stored(writers, batches),
+      (err: unknown) => this.failed(writers, batches, err),
+    );
+  }
+
+  private failed(writers: readonly Queue[], batches: readonly AppendBatch[], err: unknown): void | Promise<void> {
+    const alone = (error: unknown) => (batches.length === 1 ? this.warn(writers[0]!, error) : this.oneByOne(writers, batches, 0));
+    if (!this.retry(err)) return alone(err);
+    const again = async () => {
+      try {
+        await this.write(batches);
+      } catch (error) {
+        // The try before was committed, its answer lost with the connection: the rows are there.
+        if (!this.committedBefore(error)) throw error;
+      }
+    };
+    return retry(again, { policy: retryPolicies.storeWrite, isRetryable: this.retry, after: err }).then(() => this.stored(writers, batches), alone);
   }
 
   private oneByOne(writers: readonly Queue[], batches: readonly AppendBatch[], from: number): void | Promise<void> {

@@ -20,7 +20,7 @@ import { cycles, readGraph, rel, resolveSpecifier, SRC, valueImports } from "../
 const ANYTHING = "anything";
 
 /** Pure helpers without dependencies: every layer may import them. */
-const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts", "ids.ts"];
+const LEAVES = ["parse", "errors.ts", "redact.ts", "lazy.ts", "built.ts", "ids.ts", "retry.ts"];
 
 const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   // layer: the layers it may import
@@ -65,6 +65,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   "lazy.ts": [], // CommonJS packages loaded on first use
   "built.ts": [], // what npm run build wrote for start-up to read: stamps
   "ids.ts": [], // the ids runs are made with: time-ordered UUIDs
+  "retry.ts": [], // trying again: one curve, named policies
 };
 
 // ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@
  */
 import pg from "pg";
 import { RuntimeError, causes, describeError } from "../../errors.js";
-import { backoff } from "../committer.js";
+import { retry, retryPolicies } from "../../retry.js";
 
 /** The schema that holds the runtime's tables (the queue has its own, `runtime_queue`). */
 export const SCHEMA = "runtime";
@@ -115,23 +115,13 @@ export function storeError(url: string, what: string, err: unknown): RuntimeErro
   return new RuntimeError("STORE", `${what} (${safeUrl(url)}): ${message}`, { cause: err });
 }
 
-/** How long a read waits for a database that is away (restarting) before its error stands. */
-export const READ_RETRY_MS = 30_000;
-
 /**
  * `read` again after a growing pause while it fails because the database is
- * away (`transient`), for up to READ_RETRY_MS: a read (or a write that
- * sets what it sets whatever came before) has nothing to repeat, and a
- * server's stream of a run reads on through a restart instead of ending.
+ * away (`transient`), for up to 30 s (`retryPolicies.storeRead`): a read (or
+ * a write that sets what it sets whatever came before) has nothing to
+ * repeat, and a server's stream of a run reads on through a restart instead
+ * of ending.
  */
-export async function reading<T>(read: () => Promise<T>): Promise<T> {
-  const since = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await read();
-    } catch (err) {
-      if (!transient(err) || Date.now() - since >= READ_RETRY_MS) throw err;
-      await new Promise((resolve) => setTimeout(resolve, backoff(attempt)));
-    }
-  }
+export function reading<T>(read: () => Promise<T>): Promise<T> {
+  return retry(read, { policy: retryPolicies.storeRead, isRetryable: transient });
 }

@@ -4,11 +4,12 @@
  * new events of runs for whoever follows them (`runtime_events`, src/store/follow.ts).
  * It lives with the store because following a run is the store's; the
  * queue's workers use it too. It reconnects after a
- * lost connection, with a growing pause, and calls `onReconnect` so that
+ * lost connection, with a growing pause (`retryPolicies.listenerReconnect`), and calls `onReconnect` so that
  * whoever listens catches up on what it may have missed meanwhile.
  */
 import pg from "pg";
 import { unreachable } from "../../errors.js";
+import { pauseBefore, retryPolicies } from "../../retry.js";
 
 type Handler = (payload: string) => void;
 
@@ -92,7 +93,7 @@ export class ChannelListener {
 
   private scheduleReconnect(attempt: number): void {
     if (this.closed) return;
-    const delay = Math.min(250 * 2 ** Math.min(attempt, 6), 10_000);
+    const delay = pauseBefore(retryPolicies.listenerReconnect, attempt - 1);
     this.retry = setTimeout(() => {
       this.connect(attempt).catch(() => this.scheduleReconnect(attempt + 1));
     }, delay);
