@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI (.ci/run): install what the tests
-# need and is missing, then `npm ci` and `npm test`.
+# need and is missing, then `npm ci`, `npm test` and scripts/node-lines.sh.
 #
 # The tests use real components, never stand-ins (docs/testing.md): a headless
 # Chromium for the server's page, tmux for the live terminal view, a PostgreSQL
@@ -60,3 +60,5 @@ node --version
 # better-sqlite3 compiles from source here (python3, make, g++); nothing else is fetched beyond npm packages.
 npm ci --no-audit --no-fund
 npm test
+# The packed project on Node.js 22 and 24 too, from npm's node packages (docs/cli.md#the-package).
+scripts/node-lines.sh

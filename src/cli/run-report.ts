@@ -70,7 +70,7 @@ export async function runAndReport(
     sinks.push(progress, answering);
   }
   // What the runtime adapted to (a chat template's rules, a fallback model) is said once on stderr,
-  // whatever else is shown (docs/servers.md); the progress display says it itself.
+  // whatever else is shown (docs/model-servers.md); the progress display says it itself.
   else sinks.push((e) => e.type === "llm.notice" && process.stderr.write(`runtime ${command}: warning: ${e.message}\n`));
 
   const controller = new AbortController();

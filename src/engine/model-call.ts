@@ -4,7 +4,7 @@
  * `llm.delta` (streamed text), then `llm.response` with the kind's reading of
  * the reply, or `llm.error`; it commits the reply to the run's journal before
  * the kind sees it; and it does, for every kind, what real servers need
- * (docs/servers.md): a model's `fallback` list tried when it is unavailable,
+ * (docs/model-servers.md): a model's `fallback` list tried when it is unavailable,
  * reasoning reported apart, a reply cut off at the token limit stripped of
  * its half-written tool calls, and the client's notices emitted. A model
  * with a `context_window` gets requests that fit it (docs/context.md).

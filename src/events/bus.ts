@@ -202,7 +202,7 @@ export class EventBus {
    * added to its JSON text, the scope's masked once per scope object. The
    * same value and text as masking the whole event (`masked`), for about
    * 40 % less: the envelope was ~170 of an event's ~375 bytes
-   * (docs/performance.md#masking-an-events-parts).
+   * (docs/performance.md#where-the-time-goes).
    */
   private maskedParts(raw: RunEvent, own: { value: RunEventBody; json: string } | undefined, scope: EventScope): RunEvent {
     // A configured secret could be part of a timestamp (a date): only the whole event's masking looks there.
@@ -288,7 +288,7 @@ export class EventBus {
  * object for the recursion last asked for (made anew when another is
  * asked). A step and its toolbox share one, so a recursion's events carry
  * one scope object, which the bus masks once (`maskedParts`); built with
- * `Object.assign` (docs/performance.md#object-spread).
+ * `Object.assign` (docs/performance.md#where-the-time-goes).
  */
 export function recursionScopes(base: EventScope): (trace_id: string | undefined) => EventScope {
   let last = base;
@@ -331,7 +331,7 @@ function scopeField(scope: EventScope, secrets: readonly string[]): ScopeField {
  * defined fields, in that order. Built with `Object.assign` and plain sets, not
  * `{ ...body, seq, ... }`: on Node 20 (V8 11.3) every property added to an
  * object made by a spread takes a slow path, ~1 µs each, some 4 µs an event
- * (docs/performance.md#object-spread).
+ * (docs/performance.md#where-the-time-goes).
  */
 function stamped(body: RunEventBody, seq: number, ts: string, task_id: string, scope: EventScope): RunEvent {
   return stamp(Object.assign({}, body), seq, ts, task_id, scope);

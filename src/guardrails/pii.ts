@@ -1,5 +1,5 @@
 /**
- * Personal data in text (docs/guardrails.md#pii): candidates found by
+ * Personal data in text (docs/guardrails.md#checks): candidates found by
  * pattern, then confirmed by `validator` (a card number's Luhn digit, an
  * IBAN's check digits, an address's shape), so that order numbers and
  * dates are not taken for cards or phones.

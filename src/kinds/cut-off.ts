@@ -1,6 +1,6 @@
 /**
  * A reply cut off at the token limit (`finish_reason: "length"`) is never an
- * answer (docs/servers.md#cut-off-replies): every kind sends it back to the
+ * answer (docs/model-servers.md#real-servers): every kind sends it back to the
  * model as the error of its round, in these words.
  */
 import type { ChatResponse } from "../models/types.js";

@@ -1,7 +1,7 @@
 /**
  * How a `terminate` call ends a run, read one way by every kind: from the
  * tool box's outcome, whose arguments the tool box parsed and checked
- * against terminate's schema (docs/design/kinds.md#terminate).
+ * against terminate's schema (docs/design/kinds.md#terminate-and-cut-off-replies).
  */
 import type { ToolOutcome } from "../tools/types.js";
 

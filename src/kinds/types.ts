@@ -52,7 +52,7 @@ export interface ModelCall<R extends ReplyReading = ReplyReading> {
   trace_id?: string;
   /** The model, by name. @default the agent's own model */
   model?: string;
-  /** Structured output to ask for, where the model supports it (docs/servers.md#structured-output). */
+  /** Structured output to ask for, where the model supports it (docs/model-servers.md#structured-output). */
   response_format?: ResponseFormat;
   /**
    * Reads the reply for the `llm.response` event (action type, thought, ...).
@@ -113,7 +113,7 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   /**
    * Run another agent of the team as a child step of this one. `expects`:
    * the JSON Schema its answer must match; a kind that can, asks its model
-   * for it as structured output (docs/servers.md#structured-output).
+   * for it as structured output (docs/model-servers.md#structured-output).
    */
   callAgent(name: string, input: string, options?: { expects?: JsonSchema }): Promise<AgentResult>;
   /** The JSON Schema the caller expects this step's answer to match, if it said so. */

@@ -79,7 +79,7 @@ const FENCE_WHOLE = /^```[\w-]*[ \t]*\r?\n?([\s\S]*?)```$/;
 export function* jsonCandidates(text: string, options: JsonCandidateOptions = {}): Generator<string> {
   const resolved = resolveOptions(options);
   // A leading reasoning block (`<think>…</think>`) never gets here: the model
-  // client splits it off the reply (src/models/dialect.ts, docs/servers.md).
+  // client splits it off the reply (src/models/dialect.ts, docs/model-servers.md).
   const trimmed = text.trim();
   const seen = new Set<string>();
   for (const candidate of unrepaired(trimmed, resolved)) {

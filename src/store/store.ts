@@ -28,7 +28,10 @@ export interface RunStores {
   conversations(): Conversations;
 }
 
-/** The PostgreSQL database behind a store: what the job queue (src/queue/) shares. */
+/**
+ * The PostgreSQL database behind a store: what the job queue (src/queue/) shares.
+ * @internal Left out of the published types (tsconfig.build.json's stripInternal), which need no `@types/pg`.
+ */
 export interface Database {
   readonly pool: pg.Pool;
   /** The URL, with its password: only for opening connections, never for messages. */
@@ -43,7 +46,7 @@ export interface Store extends RunStores {
   readonly runs: RunStore;
   /** A handle on the bytes of runs' attachments, by hash (docs/attachments.md); close it after use. */
   attachments(): AttachmentStore;
-  /** The database, for a PostgreSQL store. */
+  /** The database, for a PostgreSQL store. @internal (the job queue's, see Database) */
   readonly database?: Database;
   /** Whether the database answers now (readiness probes); the embedded store opens its file. */
   ping(): Promise<void>;

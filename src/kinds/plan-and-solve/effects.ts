@@ -40,7 +40,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
   const agent = ctx.agent;
   let trace_id = "";
   let lastIteration = 0;
-  /** The last reply was cut off at the token limit: it is sent back, not taken (docs/servers.md). */
+  /** The last reply was cut off at the token limit: it is sent back, not taken (docs/model-servers.md). */
   let cutOff = false;
   /** Successful work-tool results, what VERIFYING checks an answer against. */
   const recorded: RecordedResult[] = [];
@@ -149,7 +149,7 @@ export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
 
     async verify({ call, text, may_refuse, can_retry }): Promise<Verdict> {
       const open = todos.openItems();
-      // Never an answer (docs/servers.md): sent back, or, out of rounds, on to the final summary.
+      // Never an answer (docs/model-servers.md): sent back, or, out of rounds, on to the final summary.
       if (!call && cutOff) {
         memory.addUser(CUT_OFF_ERROR);
         return { kind: "retry" };

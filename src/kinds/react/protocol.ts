@@ -96,7 +96,7 @@ function str(v: unknown): string {
  * The protocol's ANSWER reply as a response format whose `output.answer`
  * must match `answer` (a planner's Plan, a replanner's Action): asked for
  * when the caller expects that schema and the agent has no tools to call
- * (docs/servers.md#structured-output). The answer schema's `$defs` move to
+ * (docs/model-servers.md#structured-output). The answer schema's `$defs` move to
  * the root, where its `$ref`s point.
  */
 export function answerFormat(answer: JsonSchema): ResponseFormat {

@@ -113,5 +113,5 @@ const finishReason = (reply: RunReply) => (reply.status === "blocked" ? "content
 /** A run that failed: OpenAI's error body, 500, and no retry (the run is not asked again). */
 function failed(res: ServerResponse, reply: RunReply): void {
   res.setHeader("x-should-retry", "false");
-  sendJson(res, 500, errorBody(500, reply.error?.message ?? "the run failed", { code: reply.error?.code ?? "RUN_FAILED" }));
+  sendJson(res, 500, errorBody(500, reply.error?.message ?? "the run failed", { code: reply.error?.code ?? "INTERNAL" }));
 }

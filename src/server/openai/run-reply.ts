@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AnswerText } from "../../kinds/answer-text.js";
+import type { RunError } from "../../errors.js";
 import { ZERO_USAGE, type PendingApproval, type Usage } from "../../events/types.js";
 import { follow } from "../../store/follow.js";
 import { launchRun, type ApiContext, type LaunchRequest, type LaunchedRun } from "../runs-api.js";
@@ -18,7 +19,7 @@ export interface RunReply {
   text: string;
   usage: Usage;
   /** A failed run's code (src/errors.ts) and message. */
-  error?: { code: string; message: string };
+  error?: RunError;
 }
 
 /**
@@ -78,7 +79,7 @@ async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSigna
       if (event.result_type === "paused") return { status: "paused", text: pausedNote(run.task_id, event.approvals ?? waiting), usage };
       if (event.result_type === "blocked") return { status: "blocked", text: event.error ?? "blocked by a guardrail", usage };
       const message = event.error ?? "the run failed";
-      return { status: "error", text: "", usage, error: { code: event.error_code ?? "RUN_FAILED", message: `run ${run.task_id} failed: ${message}` } };
+      return { status: "error", text: "", usage, error: { code: event.error_code ?? "INTERNAL", message: `run ${run.task_id} failed: ${message}` } };
     }
   } catch (err) {
     if (signal.aborted) return undefined;
