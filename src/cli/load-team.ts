@@ -29,7 +29,11 @@ export async function loadTeamOrReport(file: string, command: string): Promise<R
  * (`runtime validate`; a run imports them only when it needs them).
  */
 export async function loadCheckedTeam(file: string, options: { modules?: boolean } = {}): Promise<ResolvedTeam> {
-  const [{ loadTeam, problemAt }, { loadScript }] = await Promise.all([import("../config/load.js"), import("../models/script-format.js")]);
+  const [{ loadTeam }, { problemAt }, { loadScript }] = await Promise.all([
+    import("../config/load.js"),
+    import("../config/yaml-file.js"),
+    import("../models/script-format.js"),
+  ]);
   const team = await loadTeam(file);
   const problems: ConfigProblem[] = [];
   if (options.modules) {
@@ -39,7 +43,7 @@ export async function loadCheckedTeam(file: string, options: { modules?: boolean
       try {
         await loadToolModule(tool.module);
       } catch (err) {
-        problems.push(await problemAt(file, `/tools/${pointerSegment(tool.name)}/module`, describeError(err)));
+        problems.push(problemAt(file, `/tools/${pointerSegment(tool.name)}/module`, describeError(err)));
       }
     }
   }

@@ -2,11 +2,11 @@
  * `loadTeam`: a team file in, a fully resolved team out, or a ConfigError
  * listing every problem with its file, line, column and JSON pointer.
  */
-import { readFile, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { ConfigError, describeError, type ConfigProblem } from "../errors.js";
+import { ConfigError, type ConfigProblem } from "../errors.js";
 import type { Env } from "./interpolate.js";
-import { MAX_FILE_BYTES, parseTeamText, type UnsetVariable } from "./parse.js";
+import type { UnsetVariable } from "./parse.js";
+import { parseYaml, readYamlFile } from "./yaml-file.js";
 import { isRecord } from "./raw.js";
 import { agencyWarnings } from "./agency.js";
 import { pointerSegment, type SourceMap } from "./source.js";
@@ -27,24 +27,12 @@ export interface LoadOptions {
   tools?: ReadonlyArray<string | { readonly name: string }>;
 }
 
+/** What a team file is to the YAML loader (`yaml-file.ts`); validated below, with its references. */
+const TEAM_FILE = { noun: "a team file", expected: "a mapping with version, name, models and agents" } as const;
+
 /** Load, validate and resolve the team file at `path`. */
 export async function loadTeam(path: string, options: LoadOptions = {}): Promise<ResolvedTeam> {
-  const fail = (message: string): never => {
-    throw new ConfigError([{ file: path, line: 1, col: 1, path: "", message }]);
-  };
-  let bytes: Buffer;
-  try {
-    const info = await stat(path);
-    if (!info.isFile()) fail("not a file");
-    // Refuse before reading: a huge file should cost nothing.
-    if (info.size > MAX_FILE_BYTES) fail(`file is ${(info.size / (1024 * 1024)).toFixed(1)} MB: a team file may be at most 1 MB`);
-    bytes = await readFile(path);
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    return fail(code === "ENOENT" ? "file not found" : `cannot read file: ${describeError(err)}`);
-  }
-  return loadTeamFromString(decodeUtf8(bytes), path, options);
+  return loadTeamFromString(readYamlFile(path, TEAM_FILE), path, options);
 }
 
 /**
@@ -55,7 +43,7 @@ export async function loadTeamFromString(text: string, file: string, options: Lo
   const env = options.env ?? process.env;
   const absolute = resolve(file);
   const dir = dirname(absolute);
-  const parsed = parseTeamText(text.replace(/^\uFEFF/, ""), file, env);
+  const parsed = parseYaml(text, file, { ...TEAM_FILE, env });
   const secrets = interpolatedSecrets(text, env);
   if (parsed.problems.length > 0 || !isRecord(parsed.value)) throw new ConfigError(sorted(parsed.problems, secrets));
 
@@ -100,19 +88,6 @@ function promptWarnings(team: Record<string, unknown>, refs: References, source:
     );
   }
   return out;
-}
-
-/**
- * A problem at `pointer` of the team file at `path`, located by line and
- * column: for checks made after loading (a tool module's exports).
- */
-export async function problemAt(path: string, pointer: string, message: string, options: LoadOptions = {}): Promise<ConfigProblem> {
-  try {
-    const text = decodeUtf8(await readFile(path)).replace(/^\uFEFF/, "");
-    return parseTeamText(text, path, options.env ?? process.env).source.problem(pointer, message);
-  } catch {
-    return { file: path, line: 1, col: 1, path: pointer, message };
-  }
 }
 
 /** Prompts (inline or from a file) that Handlebars cannot use, at the key that gives them. */
@@ -161,9 +136,4 @@ function sorted(problems: ConfigProblem[], secrets: readonly string[]): ConfigPr
   const last = shown[shown.length - 1]!;
   const more = all.length - shown.length;
   return [...shown, { ...last, path: "", message: `${more} more problem${more === 1 ? "" : "s"} not shown` }];
-}
-
-/** Invalid UTF-8 becomes U+FFFD, which the parser's binary check reports. */
-function decodeUtf8(bytes: Buffer): string {
-  return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
 }

@@ -12,7 +12,7 @@ import { pointerSegment, SourceMap } from "./source.js";
 // Loaded when a first team file is parsed, not with the library.
 const yaml = lazily<typeof import("yaml")>("yaml");
 
-/** Largest team file accepted, in bytes. */
+/** Largest YAML file accepted, in bytes, unless its kind says otherwise (a model script). */
 export const MAX_FILE_BYTES = 1024 * 1024;
 /** Deepest nesting of mappings and sequences accepted. */
 export const MAX_DEPTH = 64;
@@ -37,8 +37,12 @@ export interface Parsed {
   unset: UnsetVariable[];
 }
 
-/** How `parseTeamText` reads a file other than a team file (an agent test file, docs/testing.md). */
+/** How `parseYamlText` reads a file other than a team file (`yaml-file.ts`). */
 export interface ParseOptions {
+  /** The file, as messages name it. @default "a team file" */
+  noun?: string;
+  /** @default MAX_FILE_BYTES */
+  maxBytes?: number;
   /** Replace `${VAR}` from `env`. @default true */
   interpolate?: boolean;
   /** What the top level must be, as messages say it. @default "a mapping with version, name, models and agents" */
@@ -47,12 +51,12 @@ export interface ParseOptions {
   list?: boolean;
 }
 
-/** Parse team file text. Problems are returned, never thrown. */
-export function parseTeamText(text: string, file: string, env: Env, options: ParseOptions = {}): Parsed {
+/** Parse YAML text (a team file's unless `options` say otherwise). Problems are returned, never thrown. */
+export function parseYamlText(text: string, file: string, env: Env, options: ParseOptions = {}): Parsed {
   const expected = options.expected ?? "a mapping with version, name, models and agents";
   const lines = new (yaml().LineCounter)();
   const source = new SourceMap(file, lines);
-  const early = precheck(text, file);
+  const early = precheck(text, file, options.noun ?? "a team file", options.maxBytes ?? MAX_FILE_BYTES);
   if (early) return { value: undefined, source, problems: [early], unset: [] };
 
   let doc: Document;
@@ -97,15 +101,15 @@ export function parseTeamText(text: string, file: string, env: Env, options: Par
 }
 
 /** Checks that must run before the YAML parser sees the text. */
-function precheck(text: string, file: string): ConfigProblem | undefined {
+function precheck(text: string, file: string, noun: string, maxBytes: number): ConfigProblem | undefined {
   const at = (offset: number, message: string): ConfigProblem => ({ file, ...lineCol(text, offset), path: "", message });
   const bytes = Buffer.byteLength(text, "utf8");
-  if (bytes > MAX_FILE_BYTES) return at(0, `file is ${formatSize(bytes)}: a team file may be at most 1 MB`);
+  if (bytes > maxBytes) return at(0, tooLarge(bytes, noun, maxBytes));
   const control = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uFFFD]/.exec(text);
   if (control) {
     const code = control[0].codePointAt(0) ?? 0;
     const what = code === 0xfffd ? "bytes that are not UTF-8" : `control character U+${code.toString(16).toUpperCase().padStart(4, "0")}`;
-    return at(control.index, `binary data (${what}): a team file must be UTF-8 text`);
+    return at(control.index, `binary data (${what}): ${noun} must be UTF-8 text`);
   }
   // The parser recurses per block sequence opened on one line (`- - - x`) too.
   const dashes = new RegExp(`^[ \\t]*(?:-[ \\t]+){${MAX_DEPTH + 1}}`, "m").exec(text);
@@ -250,6 +254,13 @@ function lineCol(text: string, offset: number): { line: number; col: number } {
     start = i + 1;
   }
   return { line, col: offset - start + 1 };
+}
+
+/** What is said of a file past its limit. */
+export function tooLarge(bytes: number, noun: string, maxBytes: number): string {
+  const MB = 1024 * 1024;
+  const limit = maxBytes % MB === 0 ? `${maxBytes / MB} MB` : maxBytes % 1024 === 0 ? `${maxBytes / 1024} KB` : `${maxBytes} bytes`;
+  return `file is ${formatSize(bytes)}: ${noun} may be at most ${limit}`;
 }
 
 function formatSize(bytes: number): string {

@@ -13,6 +13,14 @@ import { requireBuilt } from "../built.js";
 
 const require = createRequire(import.meta.url);
 
+/**
+ * ajv's options for the schema of every YAML file the runtime reads
+ * (`yaml-file.ts`), the settings in one place: strict, every error, each
+ * error with its data and schema (the humaniser, `validate.ts`, reads them),
+ * no `$data`. A kind adds what only it needs (the team file: defaults).
+ */
+export const SCHEMA_OPTIONS = Object.freeze({ strict: true, allErrors: true, verbose: true, allowUnionTypes: true, $data: false });
+
 /** The validator the build wrote at `url`, if there is one with this `stamp` (src/built.ts). */
 export function loadPrecompiled<F extends (...args: never[]) => unknown>(url: URL, stamp: string): F | undefined {
   const loaded = requireBuilt(url) as (F & { schemaHash?: string }) | undefined;

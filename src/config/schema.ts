@@ -10,7 +10,7 @@ import type { Options } from "ajv";
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import { lazily } from "../lazy.js";
 import { buildStamp } from "../built.js";
-import { loadPrecompiled, precompiledSource } from "./precompiled.js";
+import { loadPrecompiled, precompiledSource, SCHEMA_OPTIONS } from "./precompiled.js";
 import type { RawTeam } from "./raw-team.js";
 
 /** Path of `schemas/team.schema.json` inside the package (same from src/ and dist/). */
@@ -39,17 +39,14 @@ export function teamSchema(): SchemaObject {
 }
 
 /**
- * ajv's options for the team schema: strict, every error, defaults filled
+ * ajv's options for the team schema: those of every YAML file, defaults filled
  * into the data it checks. The schema itself is checked against the 2020-12
  * meta-schema by a test; skipping that here, and compiling each $ref once,
  * halves compile time; ajv's optimiser passes would cost ~30% more.
  */
 const OPTIONS: Options = {
-  strict: true,
-  allErrors: true,
+  ...SCHEMA_OPTIONS,
   useDefaults: true,
-  verbose: true,
-  $data: false,
   validateSchema: false,
   inlineRefs: false,
   code: { optimize: false },

@@ -1,8 +1,11 @@
 /**
- * Schema validation of the parsed value, with ajv's errors turned into
- * located problems whose messages say what is expected.
+ * The one humaniser of ajv's errors, for every YAML file the runtime reads
+ * (`yaml-file.ts`): each error becomes a problem located at its line and
+ * column, whose message says what is expected. A file kind adds its own
+ * words through `SchemaWords` (the team file: agent kinds, names, the
+ * schema's descriptions).
  */
-import type { ErrorObject } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import type { ConfigProblem } from "../errors.js";
 import type { RawTeam } from "./raw-team.js";
 import { agentKindsWithKey, allowedKeys, describeKey, teamValidator } from "./schema.js";
@@ -10,13 +13,24 @@ import type { SourceMap } from "./source.js";
 import { pointerSegment } from "./source.js";
 import { didYouMean, listNames } from "./suggest.js";
 
+/** What a file kind says in its own words. */
+export interface SchemaWords {
+  /** The schema, as the message of an invalid file that no error explains says it: "the team schema". */
+  name: string;
+  /** The keys a mapping may have. @default the keys of its schema's `properties` */
+  allowedKeys?: (schema: Record<string, unknown> | undefined) => string[];
+  /** The description of a required key, said with its absence. @default none */
+  describeKey?: (schema: Record<string, unknown> | undefined, key: string) => string | undefined;
+  /** A problem of its own for an error, or null to drop it; undefined: the common words. */
+  special?: (error: ErrorObject, source: SourceMap) => ConfigProblem | null | undefined;
+}
+
 /**
- * Validate `value` against the team schema, filling defaults into it (pass a
- * copy you own). Returns the value typed when it is valid, else every problem found.
+ * Every problem of `value` against `validate`, located in `source`; none
+ * when it is valid (ajv fills defaults into `value`: pass a copy you own).
  */
-export function validateAgainstSchema(value: unknown, source: SourceMap): { team: RawTeam | undefined; problems: ConfigProblem[] } {
-  const validate = teamValidator();
-  if (validate(value)) return { team: value, problems: [] };
+export function schemaProblems(validate: ValidateFunction, value: unknown, source: SourceMap, words: SchemaWords): ConfigProblem[] {
+  if (validate(value)) return [];
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
   // A hostile file can produce an error per key; past a point more add nothing.
@@ -28,7 +42,8 @@ export function validateAgainstSchema(value: unknown, source: SourceMap): { team
   );
   for (const error of errors) {
     if (error.keyword !== "propertyNames" && badNames.has(`${error.instancePath}\u0000${String(error.data)}`)) continue;
-    const problem = toProblem(error, source);
+    const special = words.special?.(error, source);
+    const problem = special === undefined ? toProblem(error, source, words) : special;
     if (!problem) continue;
     const id = `${problem.path}\u0000${problem.message}`;
     if (seen.has(id)) continue;
@@ -36,52 +51,78 @@ export function validateAgainstSchema(value: unknown, source: SourceMap): { team
     problems.push(problem);
   }
   // Every error above may be one a clearer one speaks for; an invalid file must still say so.
-  if (problems.length === 0) problems.push(source.problem("", "does not match the team schema"));
-  return { team: undefined, problems };
+  if (problems.length === 0) problems.push(source.problem("", `does not match ${words.name}`));
+  return problems;
 }
+
+/**
+ * Validate `value` against the team schema, filling defaults into it (pass a
+ * copy you own). Returns the value typed when it is valid, else every problem found.
+ */
+export function validateAgainstSchema(value: unknown, source: SourceMap): { team: RawTeam | undefined; problems: ConfigProblem[] } {
+  const problems = schemaProblems(teamValidator(), value, source, TEAM_WORDS);
+  return { team: problems.length === 0 ? (value as RawTeam) : undefined, problems };
+}
+
+const TEAM_WORDS: SchemaWords = {
+  name: "the team schema",
+  allowedKeys,
+  describeKey,
+  special(error, source) {
+    const params = error.params as Params;
+    const here = error.instancePath;
+    // Inlined name schemas tag their errors with the property name; the propertyNames error speaks for them.
+    if ((error as ErrorObject & { propertyName?: string }).propertyName !== undefined) return null;
+    if (error.keyword === "propertyNames") {
+      const name = String(params.propertyName);
+      return source.problem(`${here}/${pointerSegment(name)}`, `invalid name '${name}': ${NAME_RULE}`, "key");
+    }
+    if (error.keyword === "pattern" && (error.parentSchema as Params | undefined)?.pattern === NAME_PATTERN) {
+      return source.problem(here, `invalid name ${describe(error.data)}: ${NAME_RULE}`);
+    }
+    if (error.keyword === "additionalProperties" || error.keyword === "unevaluatedProperties") {
+      const key = String(params.additionalProperty ?? params.unevaluatedProperty);
+      const kind = isRecord(error.data) && /^\/agents\/[^/]+$/.test(here) ? error.data.kind : undefined;
+      const owners = typeof kind === "string" ? agentKindsWithKey(key) : [];
+      const message = `unknown key '${key}' for a ${String(kind)} agent: '${key}' belongs to ${owners.join(" and ")} agents`;
+      if (owners.length > 0) return source.problem(`${here}/${pointerSegment(key)}`, message, "key");
+    }
+    return undefined;
+  },
+};
 
 const MAX_ERRORS = 1000;
 
 type Params = Record<string, unknown>;
 
-function toProblem(error: ErrorObject, source: SourceMap): ConfigProblem | undefined {
+function toProblem(error: ErrorObject, source: SourceMap, words: SchemaWords): ConfigProblem | undefined {
   const params = error.params as Params;
   const here = error.instancePath;
   const parent = error.parentSchema as Record<string, unknown> | undefined;
   // "must match then schema" repeats what the branch's own errors say; the
-  // branches of an anyOf are summarised by the anyOf error itself.
+  // branches of an anyOf or oneOf of keys are summarised by its own error.
   if (error.keyword === "if") return undefined;
-  if (error.schemaPath.includes("/anyOf/")) return undefined;
-  // Inlined name schemas tag their errors with the property name; the propertyNames error speaks for them.
-  if ((error as ErrorObject & { propertyName?: string }).propertyName !== undefined) return undefined;
-  if (error.keyword === "propertyNames") {
-    const name = String(params.propertyName);
-    return source.problem(`${here}/${pointerSegment(name)}`, `invalid name '${name}': ${NAME_RULE}`, "key");
-  }
+  if (/\/(anyOf\/|oneOf\/\d+\/required$)/.test(error.schemaPath)) return undefined;
 
   switch (error.keyword) {
     case "additionalProperties":
     case "unevaluatedProperties": {
       const key = String(params.additionalProperty ?? params.unevaluatedProperty);
-      const allowed = allowedKeys(parent);
-      const path = `${here}/${pointerSegment(key)}`;
-      const kind = isRecord(error.data) && /^\/agents\/[^/]+$/.test(here) ? error.data.kind : undefined;
-      const owners = typeof kind === "string" ? agentKindsWithKey(key) : [];
-      if (owners.length > 0) {
-        return source.problem(path, `unknown key '${key}' for a ${String(kind)} agent: '${key}' belongs to ${owners.join(" and ")} agents`, "key");
-      }
+      const allowed = words.allowedKeys?.(parent) ?? Object.keys(isRecord(parent?.properties) ? parent.properties : {});
       const hint = didYouMean(key, allowed) || (allowed.length > 0 ? `; expected one of ${listNames(allowed)}` : "");
-      return source.problem(path, `unknown key '${key}'${hint}`, "key");
+      return source.problem(`${here}/${pointerSegment(key)}`, `unknown key '${key}'${hint}`, "key");
     }
     case "required": {
       const key = String(params.missingProperty);
-      const about = describeKey(parent, key);
+      const about = words.describeKey?.(parent, key);
       return source.problem(here, `missing required key '${key}'${about ? ` (${lowerFirst(about)})` : ""}`);
     }
-    case "anyOf": {
-      const options = ((parent?.anyOf ?? []) as Array<{ required?: string[] }>).flatMap((b) => b.required ?? []);
-      const data = error.data;
-      const keys = isRecord(data) ? Object.keys(data) : [];
+    case "anyOf":
+    case "oneOf": {
+      const branches = (parent?.[error.keyword] ?? []) as Array<{ required?: string[] }>;
+      const options = branches.flatMap((b) => b.required ?? []);
+      if (options.length === 0) return source.problem(here, error.message ?? `fails the ${error.keyword} rule`);
+      const keys = isRecord(error.data) ? Object.keys(error.data) : [];
       const stray = keys.map((k) => didYouMean(k, options)).find((s) => s !== "");
       return source.problem(here, `expected exactly one of the keys ${listNames(options)}${stray ?? ""}`);
     }
@@ -111,7 +152,6 @@ function toProblem(error: ErrorObject, source: SourceMap): ConfigProblem | undef
       return source.problem(`${here}/${later}`, `${describe(listItem(error.data, later))} is listed twice`);
     }
     case "pattern": {
-      if (parent?.pattern === NAME_PATTERN) return source.problem(here, `invalid name ${describe(error.data)}: ${NAME_RULE}`);
       if (params.pattern === "^https?://") return source.problem(here, `expected an http:// or https:// URL, got ${describe(error.data)}`);
       return source.problem(here, `expected text matching ${String(params.pattern)}, got ${describe(error.data)}`);
     }

@@ -1,13 +1,14 @@
 /**
  * The scripted model's file format (`version: 1`, `replies: [...]`): its JSON
- * Schema, a loader that reports problems as `FILE:LINE:COL PATH MESSAGE`, and
- * a writer used by the recorder.
+ * Schema, its loader (through the one YAML loader, `config/yaml-file.ts`,
+ * problems as `FILE:LINE:COL PATH MESSAGE`), and a writer used by the recorder.
  */
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { MAX_SCRIPT_BYTES } from "../config/references.js";
 import { buildStamp } from "../built.js";
-import { loadPrecompiled, precompiledSource } from "../config/precompiled.js";
-import type { ErrorObject, ValidateFunction } from "ajv";
+import { loadPrecompiled, precompiledSource, SCHEMA_OPTIONS } from "../config/precompiled.js";
+import { loadYamlText, readYamlFile, type YamlFileKind } from "../config/yaml-file.js";
+import type { ValidateFunction } from "ajv";
 import { lazily } from "../lazy.js";
 import { ConfigError, type ConfigProblem } from "../errors.js";
 
@@ -95,8 +96,8 @@ export const scriptSchema = {
 /** Where `npm run build` writes the script validator as code (beside this module in dist/). */
 export const SCRIPT_VALIDATOR_URL = new URL("./script-validator.cjs", import.meta.url);
 
-/** ajv's options for scripts: strict, every error; the (fixed, tested) schema is not checked against the meta-schema. */
-const OPTIONS = { strict: true, allErrors: true, allowUnionTypes: true, validateSchema: false, code: { optimize: false } } as const;
+/** ajv's options for scripts: those of every YAML file; the (fixed, tested) schema is not checked against the meta-schema. */
+const OPTIONS = { ...SCHEMA_OPTIONS, validateSchema: false, code: { optimize: false } } as const;
 
 const stamp = () => buildStamp(JSON.stringify(scriptSchema), JSON.stringify(OPTIONS));
 
@@ -117,64 +118,30 @@ export function scriptValidatorSource(): string {
   return precompiledSource(compiler, compiler.compile(scriptSchema), stamp(), "the script schema of src/models/script-format.ts");
 }
 
+/** What a script is to the YAML loader (`config/yaml-file.ts`); its problems say they are the scripted model's. */
+const SCRIPT_FILE: YamlFileKind = {
+  noun: "a script",
+  expected: "a mapping with version and replies",
+  maxBytes: MAX_SCRIPT_BYTES,
+  prefix: "scripted model: ",
+  schema: { validate: scriptValidator, words: { name: "the script schema" } },
+};
+
 /** Reads and validates a script; any problem throws a ConfigError naming the file. */
 export function loadScript(file: string): LoadedScript {
-  let text: string;
-  try {
-    const bytes = statSync(file).size;
-    if (bytes > MAX_SCRIPT_BYTES) {
-      throw new ConfigError([
-        { file, line: 1, col: 1, path: "", message: `scripted model: the script is ${bytes} bytes; at most ${MAX_SCRIPT_BYTES} are read` },
-      ]);
-    }
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    const reason = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `scripted model: cannot read the script (${reason})` }]);
-  }
-  return parseScript(text, file);
+  return parseScript(readYamlFile(file, SCRIPT_FILE), file);
 }
 
 /** Parses script text; `file` is only used in messages. */
 export function parseScript(text: string, file: string): LoadedScript {
-  const { LineCounter, parseDocument, isNode } = yaml();
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { uniqueKeys: true, lineCounter, prettyErrors: false });
-  const at = (offset: number | undefined) => {
-    const pos = lineCounter.linePos(offset ?? 0);
-    return { line: pos.line, col: pos.col };
-  };
-  if (doc.errors.length > 0) {
-    throw new ConfigError(doc.errors.map((e) => ({ file, ...at(e.pos[0]), path: "", message: e.message.split("\n")[0] ?? "YAML error" })));
-  }
-  let value: unknown;
-  try {
-    value = doc.toJS({ maxAliasCount: 100 });
-  } catch (err) {
-    throw new ConfigError([{ file, line: 1, col: 1, path: "", message: (err as Error).message.split("\n")[0] ?? "YAML error" }]);
-  }
+  const { value: script, source } = loadYamlText<Script>(text, file, SCRIPT_FILE);
   const problems: ConfigProblem[] = [];
-  const locate = (path: (string | number)[]) => {
-    const node = doc.getIn(path, true);
-    return at(isNode(node) ? node.range?.[0] : undefined);
-  };
-  for (const path of forbiddenKeys(value, [])) {
-    problems.push({ file, ...locate(path.slice(0, -1)), path: pointer(path), message: "key is not allowed" });
-  }
-  const validate = scriptValidator();
-  if (problems.length === 0 && !validate(value)) {
-    for (const e of validate.errors ?? []) problems.push(toProblem(file, e, locate));
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
-
-  const script = value as Script;
   const patterns = script.replies.map((reply, i) => {
     if (reply.match === undefined) return undefined;
     try {
       return new RegExp(reply.match);
     } catch (err) {
-      problems.push({ file, ...locate(["replies", i, "match"]), path: `/replies/${i}/match`, message: `invalid regex: ${(err as Error).message}` });
+      problems.push(source.problem(`/replies/${i}/match`, `scripted model: invalid regex: ${(err as Error).message}`));
       return undefined;
     }
   });
@@ -186,28 +153,4 @@ export function parseScript(text: string, file: string): LoadedScript {
 export function writeScript(file: string, replies: ScriptReply[]): void {
   const header = "# Recorded by `runtime exec --record`; replay with a model of provider: scripted.\n";
   writeFileSync(file, header + yaml().stringify({ version: 1, replies } satisfies Script, { lineWidth: 0 }), "utf8");
-}
-
-function toProblem(file: string, e: ErrorObject, locate: (path: (string | number)[]) => { line: number; col: number }): ConfigProblem {
-  const path = e.instancePath
-    .split("/")
-    .slice(1)
-    .map((p) => (/^\d+$/.test(p) ? Number(p) : p.replace(/~1/g, "/").replace(/~0/g, "~")));
-  let message = `${e.message ?? "is invalid"}`;
-  if (e.keyword === "additionalProperties") message = `unknown key "${String(e.params["additionalProperty"])}"`;
-  if (e.keyword === "const") message = `must be ${JSON.stringify(e.params["allowedValue"])}`;
-  return { file, ...locate(path), path: e.instancePath, message: `scripted model: ${message}` };
-}
-
-/** Keys that could reach an object's prototype are refused, wherever they appear. */
-function forbiddenKeys(value: unknown, path: (string | number)[]): (string | number)[][] {
-  if (Array.isArray(value)) return value.flatMap((v, i) => forbiddenKeys(v, [...path, i]));
-  if (value === null || typeof value !== "object") return [];
-  return Object.keys(value).flatMap((k) =>
-    k === "__proto__" || k === "constructor" || k === "prototype" ? [[...path, k]] : forbiddenKeys((value as Record<string, unknown>)[k], [...path, k]),
-  );
-}
-
-function pointer(path: (string | number)[]): string {
-  return path.map((p) => `/${String(p).replace(/~/g, "~0").replace(/\//g, "~1")}`).join("");
 }

@@ -5,6 +5,7 @@
  * a demo's answer shows what the tools really computed.
  */
 import { RuntimeError } from "../errors.js";
+import { sleep } from "../retry.js";
 import type { ScriptedModelConfig } from "../config/types.js";
 import type { Usage } from "../events/types.js";
 import { loadScript, type LoadedScript, type ScriptReply } from "./script-format.js";
@@ -40,7 +41,8 @@ export function scriptedClientFrom(script: LoadedScript, config: Pick<ScriptedCl
       }
       consumed.add(index);
       const reply = script.replies[index] as ScriptReply;
-      if (reply.delay_ms) await sleep(reply.delay_ms, request.signal, config.model);
+      if (reply.delay_ms) await sleep(reply.delay_ms, request.signal);
+      if (request.signal?.aborted) throw aborted(config.model);
 
       const results = collectResults(request.messages);
       const content = reply.content == null ? null : fillContent(reply.content, results);
@@ -193,18 +195,4 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function aborted(model: string): RuntimeError {
   return new RuntimeError("ABORTED", `model ${model}: request aborted`);
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined, model: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(aborted(model));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

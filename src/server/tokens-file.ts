@@ -4,13 +4,13 @@
  * runs_max?, rate?}`. The file holds no token: its SHA-256, or the name of
  * the variable that holds it; a plain `token:` is refused.
  */
-import { readFileSync, statSync } from "node:fs";
-import type { ErrorObject, ValidateFunction } from "ajv";
-import { parseTeamText, MAX_FILE_BYTES } from "../config/parse.js";
+import type { ValidateFunction } from "ajv";
+import { SCHEMA_OPTIONS } from "../config/precompiled.js";
 import { ajvPackage } from "../config/tool-parameters.js";
 import type { Env } from "../config/interpolate.js";
-import { ConfigError, type ConfigProblem, describeError } from "../errors.js";
-import { pointerSegment, type SourceMap } from "../config/source.js";
+import { schemaProblems, type SchemaWords } from "../config/validate.js";
+import { parseYaml, readYamlFile, type YamlFileKind } from "../config/yaml-file.js";
+import { ConfigError, type ConfigProblem } from "../errors.js";
 import { SCOPES, sha256, type CallerEntry, type Scope } from "./auth.js";
 
 /** Shortest token accepted, as `--token` (src/cli/commands/serve.ts). */
@@ -45,32 +45,17 @@ interface RawCaller {
 
 let validator: ValidateFunction | undefined;
 
+/** What a tokens file is to the YAML loader (`config/yaml-file.ts`). */
+const TOKENS_FILE: YamlFileKind = { noun: "a tokens file", expected: "a list of callers ({name, token_sha256 or token_env, scopes})", list: true };
+
 /** Read a tokens file; every problem throws one ConfigError naming FILE:LINE:COL. `env` holds the `token_env` variables. */
 export function loadTokensFile(file: string, env: Env = process.env): CallerEntry[] {
-  const fail = (why: string) => new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read the tokens file: ${why}` }]);
-  let text: string | undefined;
-  try {
-    // A file past the team file's limit is not read at all.
-    if (statSync(file).size <= MAX_FILE_BYTES) text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw fail(describeError(err));
-  }
-  if (text === undefined) throw fail("it is larger than 1 MB");
-  return parseTokens(text, file, env);
+  return parseTokens(readYamlFile(file, TOKENS_FILE), file, env);
 }
 
 /** A tokens file's text as callers; `file` names it in problems. */
 export function parseTokens(text: string, file: string, env: Env): CallerEntry[] {
-  const parsed = parseTeamText(
-    text.replace(/^\uFEFF/, ""),
-    file,
-    {},
-    {
-      interpolate: false,
-      list: true,
-      expected: "a list of callers ({name, token_sha256 or token_env, scopes})",
-    },
-  );
+  const parsed = parseYaml(text, file, TOKENS_FILE);
   if (parsed.problems.length > 0) throw new ConfigError(parsed.problems);
   const { source } = parsed;
   const items = parsed.value as unknown[];
@@ -87,8 +72,9 @@ export function parseTokens(text: string, file: string, env: Env): CallerEntry[]
       ),
     );
   }
-  validator ??= new (ajvPackage().Ajv)({ strict: true, allErrors: true, verbose: true }).compile(TOKENS_SCHEMA);
-  if (!validator(items)) throw new ConfigError(schemaProblems(validator.errors ?? [], source));
+  validator ??= new (ajvPackage().Ajv)(SCHEMA_OPTIONS).compile(TOKENS_SCHEMA);
+  const invalid = schemaProblems(validator, items, source, TOKENS_WORDS);
+  if (invalid.length > 0) throw new ConfigError(invalid);
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
   const callers = (items as RawCaller[]).map((raw, i): CallerEntry => {
@@ -121,40 +107,15 @@ export function parseTokens(text: string, file: string, env: Env): CallerEntry[]
   return callers;
 }
 
-const KEYS = Object.keys(TOKENS_SCHEMA.items.properties).join(", ");
-
-function schemaProblems(errors: readonly ErrorObject[], source: SourceMap): ConfigProblem[] {
-  const problems = new Map<string, ConfigProblem>();
-  for (const error of errors) {
+/** The tokens file's own words: its scopes, and what its patterns are for. */
+const TOKENS_WORDS: SchemaWords = {
+  name: "the tokens file's schema",
+  special(error, source) {
     const here = error.instancePath;
-    const params = error.params as Record<string, unknown>;
-    let problem: ConfigProblem;
-    switch (error.keyword) {
-      case "additionalProperties": {
-        const key = String(params.additionalProperty);
-        problem = source.problem(`${here}/${pointerSegment(key)}`, `unknown key '${key}'; expected one of ${KEYS}`, "key");
-        break;
-      }
-      case "required":
-        problem = source.problem(here, `missing required key '${String(params.missingProperty)}'`);
-        break;
-      case "enum":
-        problem = source.problem(here, `unknown scope ${JSON.stringify(error.data)}: expected one of ${SCOPES.join(", ")}`);
-        break;
-      case "pattern":
-        problem = source.problem(
-          here,
-          /token_sha256$/.test(here)
-            ? "token_sha256 must be 64 hex digits (printf %s TOKEN | sha256sum)"
-            : /name$/.test(here)
-              ? "a name is 1-64 letters, digits, '_', '.', '@', '-', starting with a letter or digit"
-              : "a variable name is letters, digits and '_'",
-        );
-        break;
-      default:
-        problem = source.problem(here, error.message ?? "does not match the tokens file's schema");
-    }
-    problems.set(`${problem.path}\u0000${problem.message}`, problem);
-  }
-  return [...problems.values()];
-}
+    if (error.keyword === "enum") return source.problem(here, `unknown scope ${JSON.stringify(error.data)}: expected one of ${SCOPES.join(", ")}`);
+    if (error.keyword !== "pattern") return undefined;
+    if (here.endsWith("token_sha256")) return source.problem(here, "token_sha256 must be 64 hex digits (printf %s TOKEN | sha256sum)");
+    if (here.endsWith("name")) return source.problem(here, "a name is 1-64 letters, digits, '_', '.', '@', '-', starting with a letter or digit");
+    return source.problem(here, "a variable name is letters, digits and '_'");
+  },
+};

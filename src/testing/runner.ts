@@ -89,40 +89,36 @@ export async function prepareTestFiles(files: string[], options: Pick<RunTestsOp
 
 async function prepareOne(file: string, record: boolean): Promise<PreparedFile> {
   const { test, problems } = await readTestFile(file);
-  const { problemAt } = await import("./locate.js");
+  const { problemAt } = await import("../config/yaml-file.js");
   let team: ResolvedTeam;
-  if (!existsSync(test.team)) throw new ConfigError([...problems, await problemAt(test.file, "/team", `team file ${test.team} not found`)]);
+  if (!existsSync(test.team)) throw new ConfigError([...problems, problemAt(test.file, "/team", `team file ${test.team} not found`)]);
   try {
     team = await loadTeam(test.team);
   } catch (err) {
     if (err instanceof ConfigError) throw new ConfigError([...problems, ...err.problems]);
-    throw new ConfigError([...problems, await problemAt(test.file, "/team", `cannot load the team: ${describeError(err)}`)]);
+    throw new ConfigError([...problems, problemAt(test.file, "/team", `cannot load the team: ${describeError(err)}`)]);
   }
   const recordings = new Map<string, LoadedScript>();
   for (const [i, c] of test.cases.entries()) {
     const judge = c.expect.judge?.model;
     if (judge !== undefined && !team.models[judge]) {
-      problems.push(await problemAt(test.file, `/cases/${i}/expect/judge/model`, `unknown model '${judge}' (models: ${Object.keys(team.models).join(", ")})`));
+      problems.push(problemAt(test.file, `/cases/${i}/expect/judge/model`, `unknown model '${judge}' (models: ${Object.keys(team.models).join(", ")})`));
     }
     if (c.agent !== undefined && !team.agents[c.agent]) {
-      problems.push(await problemAt(test.file, `/cases/${i}/agent`, `unknown agent '${c.agent}' (agents: ${Object.keys(team.agents).join(", ")})`));
+      problems.push(problemAt(test.file, `/cases/${i}/agent`, `unknown agent '${c.agent}' (agents: ${Object.keys(team.agents).join(", ")})`));
     }
     if (c.replies.kind !== "recording" || record || recordings.has(c.replies.file)) continue;
+    // A missing recording is the test file's mistake: say where it names it.
+    if (!existsSync(c.replies.file)) {
+      const message = `recording ${c.replies.file} not found (make it with runtime exec --record FILE, or runtime test --record)`;
+      problems.push(problemAt(test.file, `/cases/${i}/recording`, message));
+      continue;
+    }
     try {
       recordings.set(c.replies.file, loadScript(c.replies.file));
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      // A missing recording is the test file's mistake: say where it names it.
-      const missing = err.problems.find((p) => /cannot read the script \(ENOENT\)/.test(p.message));
-      if (missing)
-        problems.push(
-          await problemAt(
-            test.file,
-            `/cases/${i}/recording`,
-            `recording ${c.replies.file} not found (make it with runtime exec --record FILE, or runtime test --record)`,
-          ),
-        );
-      else problems.push(...err.problems);
+      problems.push(...err.problems);
     }
   }
   if (problems.length > 0) throw new ConfigError(problems.sort((a, b) => a.line - b.line || a.col - b.col));

@@ -1,17 +1,16 @@
 /**
- * An agent test file (`*.test.yaml`, docs/testing.md): read through the team
- * loader's YAML parser (its size, nesting, alias and prototype-key limits),
- * checked against `schemas/agent-test.schema.json`, and resolved: paths made
+ * An agent test file (`*.test.yaml`, docs/testing.md): read through the one
+ * YAML loader (`config/yaml-file.ts`: its size, nesting, alias and
+ * prototype-key limits), checked against `schemas/agent-test.schema.json`, and resolved: paths made
  * absolute, defaults filled, regexes compiled. Every problem is located as
  * `FILE:LINE:COL /pointer message`, like `runtime validate`'s.
  */
-import { readFile, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { MAX_FILE_BYTES, parseTeamText } from "../config/parse.js";
 import { pointer, type SourceMap } from "../config/source.js";
+import { loadYamlText, readYamlFile, type YamlFileKind } from "../config/yaml-file.js";
 import { ConfigError, describeError, type ConfigProblem } from "../errors.js";
 import type { ScriptReply } from "../models/script-format.js";
-import { schemaProblems } from "./schema.js";
+import { AGENT_TEST_WORDS, agentTestValidator } from "./schema.js";
 
 /** A text matcher: every key given must hold. */
 export interface TextMatcher {
@@ -84,35 +83,24 @@ export async function loadTestFile(file: string): Promise<TestFile> {
  * the schema throws; later problems (a bad regex) come back with the file.
  */
 export async function readTestFile(file: string): Promise<{ test: TestFile; problems: ConfigProblem[] }> {
-  const fail = (message: string): never => {
-    throw new ConfigError([{ file, line: 1, col: 1, path: "", message }]);
-  };
-  let text = "";
-  try {
-    const info = await stat(file);
-    if (!info.isFile()) fail("not a file");
-    if (info.size > MAX_FILE_BYTES) fail(`file is ${(info.size / (1024 * 1024)).toFixed(1)} MB: a test file may be at most 1 MB`);
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    fail(code === "ENOENT" ? "file not found" : `cannot read file: ${describeError(err)}`);
-  }
-  return parseTestFile(text, file);
+  return parseTestFile(readYamlFile(file, TEST_FILE), file);
 }
 
 /** Parses test file text; `file` names it in problems and anchors its relative paths. */
 export function parseTestFile(text: string, file: string): { test: TestFile; problems: ConfigProblem[] } {
-  // Test inputs and replies are taken as written: `${VAR}` is not replaced.
-  const parsed = parseTeamText(text.replace(/^\uFEFF/, ""), file, {}, { interpolate: false, expected: "a mapping with version, team and cases" });
-  if (parsed.problems.length > 0) throw new ConfigError(parsed.problems);
-  const problems = schemaProblems(parsed.value, parsed.source);
-  if (problems.length > 0) throw new ConfigError(problems);
-  const raw = parsed.value as RawTestFile;
+  const { value: raw, source } = loadYamlText<RawTestFile>(text, file, TEST_FILE);
+  const problems: ConfigProblem[] = [];
   const dir = dirname(resolve(file));
-  const cases = raw.cases.map((c, i) => resolveCase(c, i, dir, parsed.source, problems));
+  const cases = raw.cases.map((c, i) => resolveCase(c, i, dir, source, problems));
   return { test: { file, team: resolve(dir, raw.team), cases }, problems };
 }
+
+/** What a test file is to the YAML loader; test inputs and replies are taken as written (`${VAR}` is not replaced). */
+const TEST_FILE: YamlFileKind = {
+  noun: "a test file",
+  expected: "a mapping with version, team and cases",
+  schema: { validate: agentTestValidator, words: AGENT_TEST_WORDS },
+};
 
 interface RawTestFile {
   version: 1;

@@ -58,7 +58,7 @@ describe("runtime validate on bad files", () => {
     const r = await runCli(["validate", team]);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toBe(`${join(scripts, "script.yaml")}:3:5 /replies/0 scripted model: unknown key "contnt"\n`);
+    expect(r.stderr).toBe(`${join(scripts, "script.yaml")}:3:7 /replies/0/contnt scripted model: unknown key 'contnt' (did you mean 'content'?)\n`);
     const exec = await runCli(["exec", team, "hi", "--trace-dir", scripts]);
     expect(exec.code).toBe(2);
     expect(exec.stderr).toBe(r.stderr);
