@@ -31,7 +31,7 @@ export function registerReplay(program: Command, setExit: SetExit): void {
 }
 
 async function replay(given: string, opts: ReplayOptions): Promise<number> {
-  const [{ replayRun, storedRun, storedRuns }, { resolveTraceDir }, { compareEvents }] = await Promise.all([
+  const [{ replayRun, storedRun, readStore }, { resolveTraceDir }, { compareEvents }] = await Promise.all([
     import("../../engine/resume.js"),
     import("../../engine/trace-dir.js"),
     import("../../trace/compare.js"),
@@ -41,11 +41,11 @@ async function replay(given: string, opts: ReplayOptions): Promise<number> {
   let stored: RunEvent[];
   let teamFile: string | undefined;
   try {
-    const store = storedRuns(from);
+    const store = await readStore(from);
     try {
-      taskId = await store.resolveTaskId(given);
-      stored = await store.eventsOfTask(taskId);
-      teamFile = opts.team ?? (await storedRun(store, taskId)).team_file;
+      taskId = await store.runs.resolveTaskId(given);
+      stored = await store.runs.eventsOfTask(taskId);
+      teamFile = opts.team ?? (await storedRun(store.runs, taskId)).team_file;
     } finally {
       await store.close();
     }
@@ -62,7 +62,7 @@ async function replay(given: string, opts: ReplayOptions): Promise<number> {
   const scratch = mkdtempSync(join(tmpdir(), "runtime-replay-"));
   try {
     const replayed: RunEvent[] = [];
-    const run = replayRun(team, { taskId, from, traceDir: scratch, sinks: [(e) => replayed.push(e)] });
+    const run = await replayRun(team, { taskId, from, traceDir: scratch, sinks: [(e) => replayed.push(e)] });
     const result = await run.result;
     const divergence = compareEvents(stored, replayed);
     if (!divergence) {
