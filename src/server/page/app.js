@@ -3,6 +3,7 @@
 // the answer, the run's tree and its timeline; and the list of past runs.
 // Every text from a model or a tool goes through textContent.
 
+import { describeEvent } from "/events/describe.js";
 import { RunProjection } from "/events/projection.js";
 import { TIMELINE_CSS, renderTimeline, renderTree, runView } from "/timeline.js";
 
@@ -87,10 +88,11 @@ function apply(event) {
   view.projection.apply(event);
   view.lastArrival = Date.now();
   scheduleTimeline();
+  // The line every view gives such an event (src/events/describe.ts); a model's replies have lines of their own below.
+  if (LOGGED.has(event.type)) log("", describeEvent(event) ?? event.type);
   switch (event.type) {
     case "agent.started":
       view.agent = event.agent_id;
-      log(event.agent_id, `started (${event.kind})`);
       break;
     case "recursion.started":
       view.agent = event.agent_id;
@@ -103,12 +105,6 @@ function apply(event) {
       if (event.reasoning) log(event.agent_id, `#${view.iteration} reasoning — ${clip(event.reasoning, 240)}`);
       log(event.agent_id, `#${view.iteration} ${event.action_type ?? "reply"}${event.thought ? ` — ${clip(event.thought, 240)}` : ""}`);
       if (event.action_type === "PLAN" || event.action_type === "REMEND") planFromReply(event.content);
-      break;
-    case "llm.error":
-      log(event.agent_id, `model error: ${clip(event.error, 240)}`);
-      break;
-    case "llm.notice":
-      log(event.agent_id, `notice: ${clip(event.message, 240)}`);
       break;
     case "plan.created":
     case "plan.updated":
@@ -125,12 +121,6 @@ function apply(event) {
       view.tools.set(event.call_id, { event, finished: undefined });
       drawTool(event.call_id);
       break;
-    case "tool.progress":
-      log(
-        event.agent_id,
-        `${event.tool} … ${[event.progress !== undefined ? (event.total !== undefined ? `${event.progress}/${event.total}` : `${event.progress}`) : undefined, event.message].filter((x) => x !== undefined).join(" · ")}`,
-      );
-      break;
     case "tool.finished": {
       const entry = view.tools.get(event.call_id) ?? { event };
       entry.finished = event;
@@ -142,25 +132,21 @@ function apply(event) {
       if (event.plan_id !== view.planTool.id) view.planTool = { id: event.plan_id, status: "", tasks: new Map() };
       view.planTool.status = event.plan_status;
       view.planTool.tasks.set(event.plan_task_id, event.status);
-      log(event.agent_id, `plan task ${event.plan_task_id}: ${event.status}`);
       drawPlan();
       break;
     case "approval.requested":
       view.approvals.set(event.approval_id, { ...event, decided: "" });
-      log(event.agent_id, `${event.tool} waits for approval${event.in_doubt ? " (in doubt: it may have run)" : ""}`);
       drawApprovals();
       break;
     case "approval.decided": {
       const known = view.approvals.get(event.approval_id);
       if (known) known.decided = event.decision;
-      log(event.agent_id, `${event.tool}: ${event.decision === "approve" ? "approved" : "denied"}${event.reason ? ` (${event.reason})` : ""}`);
       drawApprovals();
       break;
     }
     case "run.resumed":
       view.finished = false;
       $("result").hidden = true;
-      log(event.agent_id, "resumed");
       break;
     case "run.finished":
       view.finished = true;
@@ -361,10 +347,13 @@ function summary(result) {
   return result;
 }
 
+/** The events the log tells in their one line (src/events/describe.ts). */
+const LOGGED = new Set(["agent.started", "llm.error", "llm.notice", "tool.progress", "task.status", "approval.requested", "approval.decided", "run.resumed"]);
+
 function log(agent, text) {
   const list = $("log");
   if (list.firstElementChild?.classList.contains("muted")) list.replaceChildren();
-  list.append(el("li", "", el("span", "agent", `${agent} `), text));
+  list.append(el("li", "", ...(agent ? [el("span", "agent", `${agent} `)] : []), text));
 }
 
 /** The calls waiting for a decision, each with Approve and Deny (and a reason for the model). */
