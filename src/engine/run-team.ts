@@ -156,32 +156,6 @@ async function recordTurn(shared: RunShared, input: string, answer: string, now:
   }
 }
 
-/** A run under way: what its named steps share. */
-interface Conduct {
-  team: ResolvedTeam;
-  options: RunOptions;
-  continued: Continued | undefined;
-  task_id: string;
-  session_id: string;
-  /** The caller named the session (docs/sessions.md). */
-  inSession: boolean;
-  agentName: string;
-  trace_dir: string;
-  secrets: readonly string[];
-  bus: EventBus;
-  usage: Usage;
-  mcp: McpServers;
-  /** Aborted when an MCP server ends by itself mid-run; only for a team with one. */
-  halt: AbortController | undefined;
-  serverLost: string | undefined;
-  provided: ReturnType<typeof providedTools>;
-  newId: () => string;
-  now: () => Date;
-  /** The store the run opened for itself (closed at its end), and its writer. */
-  own?: Store;
-  writer?: RunWriter;
-}
-
 /** Start a run, or go on with a stored one. */
 export function start(team: ResolvedTeam, options: RunOptions, continued?: Continued): TeamRun {
   const run = setUp(team, options, continued);
@@ -191,38 +165,47 @@ export function start(team: ResolvedTeam, options: RunOptions, continued?: Conti
   return { task_id: run.task_id, events: runEvents(from, run.task_id, continued?.afterSeq ?? 0, result), result };
 }
 
+/** A run under way: what its named steps share. */
+type Conduct = ReturnType<typeof setUp>;
+
 /** The run's ids, its bus (sinks and the usage count on it) and its MCP servers. */
-function setUp(team: ResolvedTeam, options: RunOptions, continued: Continued | undefined): Conduct {
+function setUp(team: ResolvedTeam, options: RunOptions, continued: Continued | undefined) {
   const newId = options.newId ?? newTimeOrderedId;
   const now = options.now ?? (() => new Date());
   const task_id = continued?.task_id ?? options.taskId ?? newId();
   const secrets = teamSecrets(team);
   // The one redaction stage: every sink, and so the store and every stream, get masked events.
   const bus = new EventBus(task_id, now, { secrets, afterSeq: continued?.afterSeq ?? 0 });
-  const run: Conduct = {
+  // A server that ends by itself mid-run ends the run, with its error (docs/mcp.md), through a signal of the
+  // run's own joined to the caller's: made only for a team with an MCP server, as a run waiting on its model
+  // held both signals (~2 KB, docs/performance.md#runs-waiting-on-a-slow-model).
+  const halt = Object.values(team.tools).some((t) => t.type === "mcp") ? new AbortController() : undefined;
+  const lost: { server?: string } = {};
+  const run = {
     team,
     options,
     continued,
     task_id,
     session_id: options.sessionId ?? newId(),
+    /** The caller named the session (docs/sessions.md). */
     inSession: continued ? continued.replay.run?.in_session === true : options.sessionId !== undefined,
     agentName: options.agent ?? team.entry,
     trace_dir: resolveTraceDir(options.traceDir),
     secrets,
     bus,
     usage: ZERO_USAGE,
-    // A server that ends by itself mid-run ends the run, with its error (docs/mcp.md), through a signal of the
-    // run's own joined to the caller's: made only for a team with an MCP server, as a run waiting on its model
-    // held both signals (~2 KB, docs/performance.md#runs-waiting-on-a-slow-model).
-    halt: Object.values(team.tools).some((t) => t.type === "mcp") ? new AbortController() : undefined,
-    serverLost: undefined,
+    halt,
+    lost,
     mcp: new McpServers((message) => {
-      run.serverLost ??= message;
-      run.halt?.abort();
+      lost.server ??= message;
+      halt?.abort();
     }),
     provided: providedTools(team, options.tools ?? []),
     newId,
     now,
+    /** The store the run opened for itself (closed at its end), and its writer. */
+    own: undefined as Store | undefined,
+    writer: undefined as RunWriter | undefined,
   };
   bus.tap((e) => {
     if (e.type === "llm.response") run.usage = addUsage(run.usage, e.usage);
@@ -379,7 +362,7 @@ async function runEntry(run: Conduct, shared: RunShared): Promise<RunResult> {
     const error = { code: "BLOCKED" as const, message: `blocked by guardrail '${name}' (${on}): ${reason}` };
     outcome = { task_id, result_type: "blocked", guardrail: shared.blocked, error, usage };
   }
-  if (run.serverLost !== undefined) outcome = { task_id, result_type: "error", error: { code: "TOOL_FAILED", message: run.serverLost }, usage };
+  if (run.lost.server !== undefined) outcome = { task_id, result_type: "error", error: { code: "TOOL_FAILED", message: run.lost.server }, usage };
   else if (options.signal?.aborted) outcome = { task_id, result_type: "error", error: INTERRUPTED, interrupted: true, usage };
   return outcome;
 }

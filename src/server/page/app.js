@@ -36,7 +36,6 @@ function resetView() {
     planTool: { id: "", status: "", tasks: new Map() },
     // The todo session shown: the latest one a todo event named (its list is the projection's, stale versions dropped).
     todoSession: "",
-    tools: new Map(),
     // docs/durable-runs.md#approvals: calls waiting for a person, by approval id.
     approvals: new Map(),
     taskId: "",
@@ -85,7 +84,7 @@ function apply(event) {
   if (event.seq <= view.lastSeq) return; // already shown (a replay after reconnecting)
   view.lastSeq = event.seq;
   view.taskId = event.task_id;
-  view.projection.apply(event);
+  const touched = view.projection.apply(event);
   view.lastArrival = Date.now();
   scheduleTimeline();
   // The line every view gives such an event (src/events/describe.ts); a model's replies have lines of their own below.
@@ -118,16 +117,10 @@ function apply(event) {
       drawTodos();
       break;
     case "tool.started":
-      view.tools.set(event.call_id, { event, finished: undefined });
-      drawTool(event.call_id);
+    case "tool.finished":
+      // The projection's call (src/events/call-tracker.ts): its arguments, status, result and time.
+      if (touched?.kind === "tool") drawTool(touched);
       break;
-    case "tool.finished": {
-      const entry = view.tools.get(event.call_id) ?? { event };
-      entry.finished = event;
-      view.tools.set(event.call_id, entry);
-      drawTool(event.call_id);
-      break;
-    }
     case "task.status":
       if (event.plan_id !== view.planTool.id) view.planTool = { id: event.plan_id, status: "", tasks: new Map() };
       view.planTool.status = event.plan_status;
@@ -323,19 +316,18 @@ function drawTodos() {
   );
 }
 
-function drawTool(callId) {
-  const { event, finished } = view.tools.get(callId);
-  const args = clip(event.arguments, 120);
-  const line = el("li", "", el("span", "agent", `${event.agent_id} › `), `${event.tool}(${args}) `);
-  if (!finished) line.append(el("span", "running", "… running"));
-  else if (finished.ok) line.append(el("span", "ok", `→ ${clip(summary(finished.result), 120)}`), el("span", "muted", ` · ${finished.duration_ms} ms`));
-  else line.append(el("span", "bad", `✗ ${clip(finished.error ?? "failed")}`), el("span", "muted", ` · ${finished.duration_ms} ms`));
-  line.id = `tool-${callId}`;
+function drawTool(call) {
+  const agent = view.projection.step(call.step)?.agent_id ?? "";
+  const line = el("li", "", el("span", "agent", `${agent} › `), `${call.tool}(${clip(call.arguments, 120)}) `);
+  if (call.status === "ok") line.append(el("span", "ok", `→ ${clip(summary(call.result), 120)}`), el("span", "muted", ` · ${call.duration_ms} ms`));
+  else if (call.status === "error") line.append(el("span", "bad", `✗ ${clip(call.error ?? "failed")}`), el("span", "muted", ` · ${call.duration_ms} ms`));
+  else line.append(el("span", "running", "… running"));
+  line.id = `tool-${call.id}`;
   const list = $("tools");
-  const old = list.querySelector(`[id="tool-${CSS.escape(callId)}"]`);
+  const old = list.querySelector(`[id="tool-${CSS.escape(call.id)}"]`);
   if (old) old.replaceWith(line);
   else {
-    if (view.tools.size === 1) list.replaceChildren();
+    if (list.firstElementChild?.classList.contains("muted")) list.replaceChildren();
     list.append(line);
   }
 }
