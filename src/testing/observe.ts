@@ -59,7 +59,7 @@ export function observe(events: readonly RunEvent[]): Observed {
     plan: {
       ...(tree.plan ? { steps: [...tree.plan.steps] } : {}),
       ...(tree.plan?.finished !== undefined ? { finished: tree.plan.finished } : {}),
-      ...(tree.plan_status !== undefined ? { status: tree.plan_status } : {}),
+      ...(tree.plan_tool ? { status: tree.plan_tool.status } : {}),
       tasks: { ...tree.plan_tasks },
     },
     model_calls: replies.length,

@@ -32,8 +32,6 @@ function resetView() {
     state: "",
     finished: false,
     plan: { steps: [], finished: 0 },
-    // Plan Tool (docs/design/plan-tool-design.md): the latest plan's id and status, and each of its tasks' status, from task.status events.
-    planTool: { id: "", status: "", tasks: new Map() },
     // The todo session shown: the latest one a todo event named (its list is the projection's, stale versions dropped).
     todoSession: "",
     // docs/durable-runs.md#approvals: calls waiting for a person, by approval id.
@@ -122,9 +120,6 @@ function apply(event) {
       if (touched?.kind === "tool") drawTool(touched);
       break;
     case "task.status":
-      if (event.plan_id !== view.planTool.id) view.planTool = { id: event.plan_id, status: "", tasks: new Map() };
-      view.planTool.status = event.plan_status;
-      view.planTool.tasks.set(event.plan_task_id, event.status);
       drawPlan();
       break;
     case "approval.requested":
@@ -274,21 +269,23 @@ const TASK_MARK = { ready: "☐", inprogress: "◐", completed: "☑", error: "�
  */
 function drawPlan() {
   const { steps, finished, done } = view.plan;
-  const { id, status, tasks } = view.planTool;
+  // Plan Tool (docs/design/plan-tool-design.md): its tasks' statuses and the plan's, as the projection keeps them.
+  const { plan_tasks: tasks, plan_tool: planTool } = view.projection.tree;
   const shown = new Set();
   const items = steps.map((s, i) => {
     const text = String(s);
     const taskId = /^[^\s/]+\/(\S+) /.exec(text)?.[1];
-    const taskStatus = taskId !== undefined ? tasks.get(taskId) : undefined;
+    const taskStatus = taskId !== undefined ? tasks[taskId] : undefined;
     if (taskStatus === undefined) return el("li", (done ? done.includes(i + 1) : i < finished) ? "done" : "", text);
     shown.add(taskId);
     return planTask(`${TASK_MARK[taskStatus] ?? "?"} ${text}`, taskStatus);
   });
   // Tasks of a plan whose steps were never announced (a plan made through the tools) still show.
-  for (const [taskId, taskStatus] of tasks) if (!shown.has(taskId)) items.push(planTask(`${TASK_MARK[taskStatus] ?? "?"} ${taskId}`, taskStatus));
+  for (const [taskId, taskStatus] of Object.entries(tasks))
+    if (!shown.has(taskId)) items.push(planTask(`${TASK_MARK[taskStatus] ?? "?"} ${taskId}`, taskStatus));
   if (items.length) $("plan").replaceChildren(...items);
-  $("plan-status").hidden = !id;
-  $("plan-status").textContent = id ? `plan ${id} · ${status}` : "";
+  $("plan-status").hidden = !planTool;
+  $("plan-status").textContent = planTool ? `plan ${planTool.plan_id} · ${planTool.status}` : "";
 }
 
 function planTask(text, status) {
@@ -303,7 +300,8 @@ function drawTodos() {
   const list = view.projection.tree.todos[view.todoSession]?.todos;
   if (!list) return;
   // A plan_and_solve agent plans with its todo list and announces no other plan.
-  if (!view.plan.steps.length && !view.planTool.tasks.size) $("plan").replaceChildren(el("li", "muted", "The todo list is the plan."));
+  if (!view.plan.steps.length && !Object.keys(view.projection.tree.plan_tasks).length)
+    $("plan").replaceChildren(el("li", "muted", "The todo list is the plan."));
   const items = [...list].sort((a, b) => a.index - b.index);
   $("todos").replaceChildren(
     ...items.map((t) => {
