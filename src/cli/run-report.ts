@@ -37,17 +37,22 @@ export async function runAndReport(
   team: ResolvedTeam,
   begin: (base: BaseOptions) => TeamRun | Promise<TeamRun>,
 ): Promise<number> {
-  const [{ ndjsonSink }, { resolveTraceDir }] = await Promise.all([import("../events/ndjson-sink.js"), import("../engine/trace-dir.js")]);
+  const [{ ndjsonSink }, { resolveTraceDir }, { createStore }] = await Promise.all([
+    import("../events/ndjson-sink.js"),
+    import("../engine/trace-dir.js"),
+    import("../store/create.js"),
+  ]);
   // A trace directory that cannot hold the store is a usage mistake: say so before anything runs.
-  // The store is held open for the run, which shares it (src/store/sqlite/store.ts). A run given a store writes nothing there.
+  // The run is given the store (the `--store` one, else the trace directory's). A run given a store writes nothing in the directory.
   const traceDir = resolveTraceDir(opts.traceDir);
-  const embedded = opts.store ? undefined : (await import("../store/sqlite/store.js")).sqliteStore(traceDir);
+  let store: Store;
   try {
-    await embedded?.ping();
+    store = opts.store ?? (await createStore(traceDir));
   } catch (err) {
     process.stderr.write(`runtime ${command}: ${describeError(err)}\n`);
     return EXIT.USAGE;
   }
+  const embedded = store === opts.store ? undefined : store;
 
   let telemetry: Awaited<ReturnType<typeof startTelemetryIfAsked>>;
   try {
@@ -87,7 +92,7 @@ export async function runAndReport(
   try {
     const run = await begin({
       traceDir,
-      ...(opts.store ? { store: opts.store } : {}),
+      store,
       signal: controller.signal,
       sinks,
       // In a terminal a person is there to ask; elsewhere the run pauses (exit 3).

@@ -5,7 +5,7 @@
  * listing and stopped after it.
  */
 import type { ResolvedTeam } from "../config/types.js";
-import { openPlanTool } from "../store/sqlite/store.js";
+import type { RunStores } from "../store/store.js";
 import { McpServers } from "../tools/mcp/servers.js";
 import type { Tool } from "../tools/types.js";
 import { argsValidator } from "../tools/validate-args.js";
@@ -35,13 +35,13 @@ export interface AgentTools {
  * The tools of `agents` (every agent of the team by default). Never throws
  * for a server that does not start: that agent's `error` says why.
  */
-export async function listAgentTools(team: ResolvedTeam, options: { agents?: string[]; trace_dir: string; signal?: AbortSignal }): Promise<AgentTools[]> {
+export async function listAgentTools(team: ResolvedTeam, options: { agents?: string[]; stores: RunStores; signal?: AbortSignal }): Promise<AgentTools[]> {
   const env: BuildEnv = {
     team,
     cache: new Map<string, Tool>(),
     mcp: new McpServers(),
     signal: options.signal ?? new AbortController().signal,
-    planTool: () => openPlanTool(options.trace_dir),
+    planTool: () => options.stores.planTool(),
     callAgent: async () => unreachable("a tool built only to be listed was called"),
   };
   const out: AgentTools[] = [];

@@ -7,17 +7,15 @@
  */
 import type { ResolvedTeam } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
-import { EventBus } from "../events/bus.js";
 import { ZERO_USAGE, type ApprovalDecision, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import type { JournalEntry, RunStore } from "../store/runs.js";
-import { sqliteRunStore } from "../store/sqlite/run-store.js";
-import { TraceStore } from "../store/sqlite/trace-store.js";
+import { createStore, isPostgresUrl } from "../store/create.js";
+import type { Store } from "../store/store.js";
 import { Replay, type RunRecord } from "./replay.js";
 import { start, type Continued, type RunOptions, type TeamRun } from "./run-team.js";
+import { runEvents } from "./run-events.js";
 import { resolveTraceDir } from "./trace-dir.js";
 import { loadAttachments } from "./attachments.js";
-import type { AttachmentStore } from "../store/attachments.js";
-import { SqliteAttachments } from "../store/sqlite/attachments.js";
 
 export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "attachments" | "newId"> & {
   /** The run to continue. */
@@ -25,12 +23,11 @@ export type ResumeOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "
 };
 
 /**
- * The runs of a trace directory's embedded store, for reading a stored run:
- * never created (a wrong directory is reported, NOT_FOUND); closing it
- * closes the file.
+ * The store of a trace directory (or a `postgres://` URL), for reading a
+ * stored run: never created (a wrong directory is reported, NOT_FOUND).
  */
-export function storedRuns(traceDir: string | undefined): RunStore {
-  return sqliteRunStore(TraceStore.open(resolveTraceDir(traceDir), { create: false }), { owned: true });
+export function readStore(location: string | undefined): Promise<Store> {
+  return createStore(isPostgresUrl(location) ? location : resolveTraceDir(location), { create: false });
 }
 
 /** How a stored run was started, from its journal. Throws NOT_FOUND when the store holds no journal of it. */
@@ -56,7 +53,8 @@ function runRecord(journal: readonly JournalEntry[], taskId: string, location: s
  */
 export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Promise<TeamRun> {
   const traceDir = resolveTraceDir(options.traceDir);
-  const runs = options.store?.runs ?? storedRuns(traceDir);
+  const stored = options.store ?? (await readStore(traceDir));
+  const runs = stored.runs;
   const taskId = options.taskId;
   try {
     const [journal, decisions, afterSeq, summary] = await Promise.all([
@@ -67,15 +65,14 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
     ]);
     const record = runRecord(journal, taskId, runs.location);
     if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
-    const store = options.store;
-    const files = store ? () => store.attachments() : () => new SqliteAttachments(traceDir, { create: false });
     return start(
       team,
       { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record) },
-      { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq, ...attachmentsOf(record, files, taskId) },
+      // Its attachments are in the store it goes on in.
+      { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq, ...attachmentsOf(record, undefined, taskId) },
     );
   } finally {
-    if (!options.store) await runs.close();
+    if (stored !== options.store) await stored.close();
   }
 }
 
@@ -83,26 +80,27 @@ function historyOf(record: RunRecord): Pick<RunOptions, "history"> {
   return record.history ? { history: record.history } : {};
 }
 
-/** The run's attachments, the same bytes read back by hash from the store it was started in (docs/attachments.md). */
-function attachmentsOf(record: RunRecord, open: () => AttachmentStore, taskId: string): Pick<Continued, "attachments"> {
+/**
+ * The run's attachments, the same bytes read back by hash from the store it
+ * was started in (docs/attachments.md): `from`, else the store the run goes on in.
+ */
+function attachmentsOf(record: RunRecord, from: Store | undefined, taskId: string): Pick<Continued, "attachments"> {
   const refs = record.attachments;
-  return refs?.length ? { attachments: () => loadAttachments(open, refs, taskId) } : {};
+  return refs?.length ? { attachments: (own) => loadAttachments(() => (from ?? own).attachments(), refs, taskId) } : {};
 }
 
 /** A run that answered already: its stored answer, nothing run or written. */
 function answered(taskId: string, answer: string, usage: Usage): TeamRun {
-  const bus = new EventBus(taskId);
-  bus.close();
   return {
     task_id: taskId,
-    events: { [Symbol.asyncIterator]: () => bus.events() },
+    events: runEvents(undefined, taskId, 0, Promise.resolve()),
     result: Promise.resolve({ task_id: taskId, result_type: "answer", answer, usage }),
   };
 }
 
 export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "history" | "attachments" | "approver" | "budget"> & {
   taskId: string;
-  /** Where the stored run is. @default $RUNTIME_TRACE_DIR or ./.runtime */
+  /** Where the stored run is: a trace directory or a `postgres://` URL. @default $RUNTIME_TRACE_DIR or ./.runtime */
   from?: string;
   /** Where the replay's own trace goes (a scratch directory): never the stored run's. */
   traceDir: string;
@@ -115,29 +113,32 @@ export type ReplayOptions = Omit<RunOptions, "input" | "agent" | "sessionId" | "
  * a request that differs from the recorded one, ends the replay with
  * REPLAY_DIVERGED naming the call.
  */
-export function replayRun(team: ResolvedTeam, options: ReplayOptions): TeamRun {
+export async function replayRun(team: ResolvedTeam, options: ReplayOptions): Promise<TeamRun> {
   const from = resolveTraceDir(options.from);
   if (resolveTraceDir(options.traceDir) === from) throw new RuntimeError("USAGE", "a replay writes its own trace: give it another trace directory");
-  const store = TraceStore.open(from, { create: false });
+  const source = await readStore(from);
   let replay: Replay;
   let record: RunRecord;
   try {
-    const journal = store.journalOf(options.taskId);
-    record = runRecord(journal, options.taskId, store.file);
-    replay = new Replay("offline", journal, store.approvalsOf(options.taskId));
-  } finally {
-    store.close();
+    const [journal, decisions] = await Promise.all([source.runs.journalOf(options.taskId), source.runs.approvalsOf(options.taskId)]);
+    record = runRecord(journal, options.taskId, source.location);
+    replay = new Replay("offline", journal, decisions);
+  } catch (err) {
+    await source.close();
+    throw err;
   }
   const noClient = (config: { model?: string; name: string }) => ({
     model: config.model ?? config.name,
     chat: () => Promise.reject(new RuntimeError("REPLAY_DIVERGED", "a replay asks no model: the journal has no reply for this call")),
   });
-  const files = attachmentsOf(record, () => new SqliteAttachments(from, { create: false }), options.taskId);
-  return start(
+  const run = start(
     team,
     { ...options, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record), createClient: noClient },
-    { task_id: options.taskId, replay, afterSeq: 0, ...files },
+    { task_id: options.taskId, replay, afterSeq: 0, ...attachmentsOf(record, source, options.taskId) },
   );
+  // The source store is read until the replay ends (its attachments).
+  void run.result.then(() => source.close());
+  return run;
 }
 
 /** What a person decided on some of the calls a paused run waits for. */

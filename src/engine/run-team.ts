@@ -2,7 +2,7 @@ import { newId as newTimeOrderedId } from "../ids.js";
 import type { Budget, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { INTERRUPTED, RuntimeError, describeError, type RunError } from "../errors.js";
 import { redactString } from "../redact.js";
-import { EventBus, type EventSink, type ReadBack } from "../events/bus.js";
+import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage } from "../events/usage.js";
 import { ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
@@ -19,10 +19,12 @@ import { Account } from "./budget.js";
 import { Approvals, type Approver, type Decision } from "./approvals.js";
 import type { Replay } from "./replay.js";
 import type { Store } from "../store/store.js";
+import { openStore } from "../store/create.js";
 import type { RunWriter } from "../store/runs.js";
 import type { Exchange } from "../store/conversations.js";
-import type { Attachment } from "../models/attachment.js";
+import type { Attachment, AttachmentRef } from "../models/attachment.js";
 import { checkAttachments, storeAttachments } from "./attachments.js";
+import { runEvents } from "./run-events.js";
 
 export { teamSecrets } from "./secrets.js";
 
@@ -108,7 +110,13 @@ export interface RunResult {
 
 export interface TeamRun {
   task_id: string;
-  /** Every event of the run, from the first, as it happens. */
+  /**
+   * Every event of the run, from the first, in order, as its store keeps
+   * them: read through the store's follow (src/store/follow.ts), so however
+   * long the run, and whenever iteration starts. A run given a store must
+   * keep it open while its events are read; with `trace: false` nothing is
+   * stored and this is empty (`sinks` still get every event).
+   */
   events: AsyncIterable<RunEvent>;
   result: Promise<RunResult>;
 }
@@ -130,8 +138,8 @@ export interface Continued {
   afterSeq: number;
   /** Where decisions given during the run are recorded. */
   decide?: (key: string, decision: Decision) => void;
-  /** The stored run's attachments, read back from its store (src/engine/attachments.ts). */
-  attachments?: () => Promise<Attachment[]>;
+  /** The stored run's attachments, read back from its store (src/engine/attachments.ts); `own` is the store the run goes on in. */
+  attachments?: (own: Store) => Promise<Attachment[]>;
 }
 
 /** Add an answered run to its session's conversation; a store that fails is a warning, not a failed run. */
@@ -150,205 +158,244 @@ async function recordTurn(shared: RunShared, input: string, answer: string, now:
 
 /** Start a run, or go on with a stored one. */
 export function start(team: ResolvedTeam, options: RunOptions, continued?: Continued): TeamRun {
+  const run = setUp(team, options, continued);
+  const result = conduct(run).finally(() => release(run));
+  // Read back from the store the run writes to: nothing with tracing off.
+  const from = options.trace === false ? undefined : (options.store ?? run.trace_dir);
+  return { task_id: run.task_id, events: runEvents(from, run.task_id, continued?.afterSeq ?? 0, result), result };
+}
+
+/** A run under way: what its named steps share. */
+type Conduct = ReturnType<typeof setUp>;
+
+/** The run's ids, its bus (sinks and the usage count on it) and its MCP servers. */
+function setUp(team: ResolvedTeam, options: RunOptions, continued: Continued | undefined) {
   const newId = options.newId ?? newTimeOrderedId;
   const now = options.now ?? (() => new Date());
   const task_id = continued?.task_id ?? options.taskId ?? newId();
   const secrets = teamSecrets(team);
-  // The one redaction stage: every sink, the event stream and so SSE get masked events.
+  // The one redaction stage: every sink, and so the store and every stream, get masked events.
   const bus = new EventBus(task_id, now, { secrets, afterSeq: continued?.afterSeq ?? 0 });
-  const agentName = options.agent ?? team.entry;
-  const trace_dir = resolveTraceDir(options.traceDir);
-  const resuming = continued?.replay.mode === "resume";
-
-  let usage: Usage = ZERO_USAGE;
-  bus.tap((e) => {
-    if (e.type === "llm.response") usage = addUsage(usage, e.usage);
-  });
-  let writer: RunWriter | undefined;
-  /** The embedded store this run opened for itself (a run given none), closed at its end. */
-  let embedded: Store | undefined;
-  for (const sink of options.sinks ?? []) bus.subscribe(sink);
-  const provided = providedTools(team, options.tools ?? []);
-
   // A server that ends by itself mid-run ends the run, with its error (docs/mcp.md), through a signal of the
   // run's own joined to the caller's: made only for a team with an MCP server, as a run waiting on its model
   // held both signals (~2 KB, docs/performance.md#runs-waiting-on-a-slow-model).
-  let serverLost: string | undefined;
   const halt = Object.values(team.tools).some((t) => t.type === "mcp") ? new AbortController() : undefined;
-  const mcp = new McpServers((message) => {
-    serverLost ??= message;
-    halt?.abort();
+  const lost: { server?: string } = {};
+  const run = {
+    team,
+    options,
+    continued,
+    task_id,
+    session_id: options.sessionId ?? newId(),
+    /** The caller named the session (docs/sessions.md). */
+    inSession: continued ? continued.replay.run?.in_session === true : options.sessionId !== undefined,
+    agentName: options.agent ?? team.entry,
+    trace_dir: resolveTraceDir(options.traceDir),
+    secrets,
+    bus,
+    usage: ZERO_USAGE,
+    halt,
+    lost,
+    mcp: new McpServers((message) => {
+      lost.server ??= message;
+      halt?.abort();
+    }),
+    provided: providedTools(team, options.tools ?? []),
+    newId,
+    now,
+    /** The store the run opened for itself (closed at its end), and its writer. */
+    own: undefined as Store | undefined,
+    writer: undefined as RunWriter | undefined,
+  };
+  bus.tap((e) => {
+    if (e.type === "llm.response") run.usage = addUsage(run.usage, e.usage);
   });
+  for (const sink of options.sinks ?? []) bus.subscribe(sink);
+  return run;
+}
+
+/** The run from its store to its result. */
+async function conduct(run: Conduct): Promise<RunResult> {
+  const { options, continued } = run;
+  // The default store is chosen by the composition root (src/store/create.ts): a run given one loads nothing of SQLite.
+  const store = options.store ?? (run.own = await openStore(run.trace_dir));
+  const storeError = openWriter(run, store);
+  const journal = new Journal(run.task_id, options.journal !== false ? run.writer : undefined, run.secrets, run.now, continued?.replay);
+  const { attachments, attachmentError } = await takeAttachments(run, store, journal);
+  const refs = attachments.map((a) => a.toJSON());
+  if (!continued)
+    journal.run({
+      input: options.input,
+      agent: run.agentName,
+      session_id: run.session_id,
+      ...(run.team.file ? { team_file: run.team.file } : {}),
+      ...(run.inSession ? { in_session: true } : {}),
+      ...(options.history ? { history: [...options.history] } : {}),
+      ...(refs.length ? { attachments: refs } : {}),
+    });
+  const shared = shareRun(run, store, journal, attachments);
+  announce(run, refs);
+  const failure = storeError ?? attachmentError ?? unrunnable(run);
+  const outcome = failure ? { task_id: run.task_id, result_type: "error" as const, error: failure, usage: run.usage } : await runEntry(run, shared);
+  return finish(run, shared, outcome);
+}
+
+/**
+ * The run's writer, every event going through it: the one write path of
+ * events and journal entries, committed by the store
+ * (docs/design/journal.md#when-it-is-written). Returns why it cannot be opened.
+ */
+function openWriter(run: Conduct, store: Store): RunError | undefined {
+  if (run.options.trace === false) return undefined;
+  try {
+    const writer = (run.writer = store.runs.writer());
+    run.bus.subscribe((event) => writer.append([event]));
+    return undefined;
+  } catch (err) {
+    return { code: "STORE", message: `cannot open the trace store in ${store.location}: ${describeError(err)}` };
+  }
+}
+
+/** The run's files: checked before any request, and kept in its store before anything names them (docs/attachments.md). */
+async function takeAttachments(run: Conduct, store: Store, journal: Journal): Promise<{ attachments: readonly Attachment[]; attachmentError?: RunError }> {
+  const { continued } = run;
+  let attachments = run.options.attachments ?? [];
+  try {
+    if (continued?.attachments) attachments = await continued.attachments(store);
+    checkAttachments(run.team, run.agentName, attachments);
+    // The bytes are durable before the journal names them, so a resume finds them (a replay reads them from its source store).
+    if (!continued && attachments.length && journal.active) await storeAttachments(() => store.attachments(), attachments);
+    return { attachments };
+  } catch (err) {
+    return { attachments, attachmentError: { code: err instanceof RuntimeError ? err.code : "STORE", message: describeError(err) } };
+  }
+}
+
+/** What every step of the run shares (src/engine/agent-step.ts). */
+function shareRun(run: Conduct, stores: Store, journal: Journal, attachments: readonly Attachment[]): RunShared {
+  const { options, continued, task_id, now } = run;
+  const runs = run.writer && stores.runs;
+  const decide =
+    continued?.decide ??
+    ((key: string, decision: Decision) => {
+      const stored = runs?.decide(task_id, { key, ...decision, ts: now().toISOString() });
+      if (stored)
+        void stored.catch((err: unknown) => process.emitWarning(`cannot record a decision of run ${task_id}: ${describeError(err)}`, "TraceStoreWarning"));
+    });
   const clients = new Map<string, ChatClient>();
   const makeClient = options.createClient ?? createChatClient;
-  const budget = options.budget ?? team.budget;
-  const session_id = options.sessionId ?? newId();
-  const inSession = continued ? continued.replay.run?.in_session === true : options.sessionId !== undefined;
-  const result = (async (): Promise<RunResult> => {
-    let stores = options.store;
-    let readBack: ReadBack | undefined;
-    // The embedded store is loaded only for a run given none: a run on PostgreSQL loads nothing of SQLite.
-    if (!stores) {
-      const { sqliteStore } = await import("../store/sqlite/store.js");
-      stores = embedded = sqliteStore(trace_dir);
-      // What the store has written leaves memory; a late reader of `events` reads it back (through a handle of its own: the run's closes at its end).
-      readBack = async (afterSeq) => {
-        const reader = sqliteStore(trace_dir);
-        try {
-          return await reader.runs.eventsOfTask(task_id, afterSeq);
-        } finally {
-          await reader.close();
-        }
-      };
-    }
-    let traceError: string | undefined;
-    if (options.trace !== false) {
-      try {
-        const opened = stores.runs.writer((seq) => bus.stored(seq));
-        writer = opened;
-        // The one write path: events and journal entries go through the run's writer, committed by the store
-        // (docs/design/journal.md#when-it-is-written).
-        bus.subscribe((event) => opened.append([event]));
-        if (readBack) bus.spillTo(readBack);
-      } catch (err) {
-        traceError = `cannot open the trace store in ${options.store?.location ?? trace_dir}: ${describeError(err)}`;
+  const budget = options.budget ?? run.team.budget;
+  return {
+    team: run.team,
+    bus: run.bus,
+    journal,
+    task_id,
+    session_id: run.session_id,
+    inSession: run.inSession,
+    ...(options.history ? { history: options.history } : {}),
+    ...(attachments.length ? { attachments } : {}),
+    trace_dir: run.trace_dir,
+    stores,
+    client(config) {
+      let client = clients.get(config.name);
+      if (!client) {
+        client = makeClient(config);
+        clients.set(config.name, client);
       }
-    }
-    const journal = new Journal(task_id, options.journal !== false ? writer : undefined, secrets, now, continued?.replay);
-    let attachments = options.attachments ?? [];
-    // Refused before any request, and before anything is stored (docs/attachments.md).
-    let attachmentError: RunError | undefined;
-    try {
-      if (continued?.attachments) attachments = await continued.attachments();
-      checkAttachments(team, agentName, attachments);
-      // The bytes are durable before the journal names them, so a resume finds them (a replay reads them from its source store).
-      if (!continued && attachments.length && journal.active) await storeAttachments(() => stores.attachments(), attachments);
-    } catch (err) {
-      attachmentError = { code: err instanceof RuntimeError ? err.code : "STORE", message: describeError(err) };
-    }
-    const refs = attachments.map((a) => a.toJSON());
-    if (!continued)
-      journal.run({
-        input: options.input,
-        agent: agentName,
-        session_id,
-        ...(team.file ? { team_file: team.file } : {}),
-        ...(inSession ? { in_session: true } : {}),
-        ...(options.history ? { history: [...options.history] } : {}),
-        ...(refs.length ? { attachments: refs } : {}),
-      });
-    const runs = writer && stores.runs;
-    const decide =
-      continued?.decide ??
-      ((key: string, decision: Decision) => {
-        const stored = runs?.decide(task_id, { key, ...decision, ts: now().toISOString() });
-        if (stored)
-          void stored.catch((err: unknown) => process.emitWarning(`cannot record a decision of run ${task_id}: ${describeError(err)}`, "TraceStoreWarning"));
-      });
-    const shared: RunShared = {
-      team,
-      bus,
-      journal,
-      task_id,
-      session_id,
-      inSession,
-      ...(options.history ? { history: options.history } : {}),
-      ...(attachments.length ? { attachments } : {}),
-      trace_dir,
-      stores,
-      client(config) {
-        let client = clients.get(config.name);
-        if (!client) {
-          client = makeClient(config);
-          clients.set(config.name, client);
-        }
-        return client;
-      },
-      toolCache: new Map(),
-      providedTools: typeof provided === "string" ? new Map() : provided,
-      mcp,
-      unavailableModels: new Set(),
-      accounts: budget ? [new Account("the team", budget)] : [],
-      approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
-      inflight: new Set(),
-      newId,
-      now,
-    };
-    const scope = { agent_id: agentName };
-    if (resuming) bus.emit({ type: "run.resumed", input: options.input, after_seq: continued?.afterSeq ?? 0 }, scope);
-    else
-      bus.emit(
-        {
-          type: "run.started",
-          input: options.input,
-          ...(inSession ? { session_id } : {}),
-          ...(options.caller !== undefined ? { caller: options.caller } : {}),
-          ...(refs.length ? { attachments: refs } : {}),
-        },
-        scope,
-      );
-    // The step stops when the caller cancels the run or, with an MCP server, when a server is lost.
-    const signal = options.signal && halt ? AbortSignal.any([options.signal, halt.signal]) : (options.signal ?? halt?.signal ?? new AbortController().signal);
-    let outcome: RunResult;
-    if (traceError) {
-      outcome = { task_id, result_type: "error", error: { code: "STORE", message: traceError }, usage };
-    } else if (attachmentError) {
-      outcome = { task_id, result_type: "error", error: attachmentError, usage };
-    } else if (typeof provided === "string") {
-      outcome = { task_id, result_type: "error", error: { code: "CONFIG_INVALID", message: provided }, usage };
-    } else if (!team.agents[agentName]) {
-      outcome = { task_id, result_type: "error", error: { code: "NOT_FOUND", message: `unknown agent '${agentName}'` }, usage };
-    } else {
-      const step = await runAgentStep(shared, agentName, options.input, signal);
-      while (shared.inflight.size > 0) await Promise.allSettled([...shared.inflight]);
-      // Stopped before the run ends, so that no server outlives its run's result.
-      await mcp.close();
-      outcome = { task_id, ...step, usage };
-      // The team's budget stopped a call somewhere: the run ends with that error, even if a caller recovered.
-      const spent = shared.accounts[0]?.exhausted;
-      if (spent !== undefined) outcome = { task_id, result_type: "error", error: { code: "BUDGET", message: spent }, usage };
-      if (shared.approvals.paused) outcome = { task_id, result_type: "paused", approvals: shared.approvals.pending, usage };
-      // A guardrail blocked it somewhere, even in an agent called as a tool whose caller went on: the run is blocked.
-      if (shared.blocked) {
-        const { name, on, reason } = shared.blocked;
-        outcome = {
-          task_id,
-          result_type: "blocked",
-          guardrail: shared.blocked,
-          error: { code: "BLOCKED", message: `blocked by guardrail '${name}' (${on}): ${reason}` },
-          usage,
-        };
-      }
-      if (serverLost !== undefined) outcome = { task_id, result_type: "error", error: { code: "TOOL_FAILED", message: serverLost }, usage };
-      else if (options.signal?.aborted) outcome = { task_id, result_type: "error", error: INTERRUPTED, interrupted: true, usage };
-    }
-    // Replies a resume reused are not reported again, but they were spent.
-    if (resuming && continued) usage = addUsage(usage, continued.replay.usage);
-    const { task_id: _id, interrupted: _i, error, ...rest } = outcome;
-    const finished = { ...rest, ...(error ? { error: error.message, error_code: error.code } : {}) };
-    // The result is read back from the masked event, so an answer or error never carries a secret either.
-    const statement = shared.accounts[0]?.statement();
-    const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage, ...(statement ? { budget: statement } : {}) }, scope));
-    bus.close();
-    const masked = event.type === "run.finished" ? event : { ...finished, usage };
-    // The session's conversation gains this turn (docs/sessions.md); a replay into a scratch store changes nothing.
-    if (inSession && masked.result_type === "answer" && continued?.replay.mode !== "offline")
-      await recordTurn(shared, redactString(options.input, secrets), masked.answer ?? "", now);
-    return {
-      task_id,
-      result_type: masked.result_type,
-      ...(masked.answer !== undefined ? { answer: masked.answer } : {}),
-      ...(error ? { error: { code: error.code, message: masked.error ?? error.message } } : {}),
-      ...(outcome.approvals ? { approvals: outcome.approvals } : {}),
-      ...(outcome.guardrail ? { guardrail: outcome.guardrail } : {}),
-      ...(outcome.interrupted ? { interrupted: true } : {}),
-      usage,
-    };
-  })().finally(async () => {
-    await mcp.close();
-    await writer?.close();
-    await embedded?.close();
-  });
+      return client;
+    },
+    toolCache: new Map(),
+    providedTools: typeof run.provided === "string" ? new Map() : run.provided,
+    mcp: run.mcp,
+    unavailableModels: new Set(),
+    accounts: budget ? [new Account("the team", budget)] : [],
+    approvals: new Approvals(continued?.replay.decisions ?? new Map(), decide, options.approver),
+    inflight: new Set(),
+    newId: run.newId,
+    now,
+  };
+}
 
-  return { task_id, events: { [Symbol.asyncIterator]: () => bus.events() }, result };
+/** `run.started`, or `run.resumed` for a resume. */
+function announce(run: Conduct, refs: AttachmentRef[]): void {
+  const { options, continued } = run;
+  const scope = { agent_id: run.agentName };
+  if (continued?.replay.mode === "resume") run.bus.emit({ type: "run.resumed", input: options.input, after_seq: continued.afterSeq }, scope);
+  else
+    run.bus.emit(
+      {
+        type: "run.started",
+        input: options.input,
+        ...(run.inSession ? { session_id: run.session_id } : {}),
+        ...(options.caller !== undefined ? { caller: options.caller } : {}),
+        ...(refs.length ? { attachments: refs } : {}),
+      },
+      scope,
+    );
+}
+
+/** Why the run cannot start its entry agent: tools given in code that the team cannot take, or no such agent. */
+function unrunnable(run: Conduct): RunError | undefined {
+  if (typeof run.provided === "string") return { code: "CONFIG_INVALID", message: run.provided };
+  if (!run.team.agents[run.agentName]) return { code: "NOT_FOUND", message: `unknown agent '${run.agentName}'` };
+  return undefined;
+}
+
+/** Run the entry agent, wait for every step it started, and read how the run ended. */
+async function runEntry(run: Conduct, shared: RunShared): Promise<RunResult> {
+  const { options, halt, task_id } = run;
+  // The step stops when the caller cancels the run or, with an MCP server, when a server is lost.
+  const signal = options.signal && halt ? AbortSignal.any([options.signal, halt.signal]) : (options.signal ?? halt?.signal ?? new AbortController().signal);
+  const step = await runAgentStep(shared, run.agentName, options.input, signal);
+  while (shared.inflight.size > 0) await Promise.allSettled([...shared.inflight]);
+  // Stopped before the run ends, so that no server outlives its run's result.
+  await run.mcp.close();
+  const usage = run.usage;
+  let outcome: RunResult = { task_id, ...step, usage };
+  // The team's budget stopped a call somewhere: the run ends with that error, even if a caller recovered.
+  const spent = shared.accounts[0]?.exhausted;
+  if (spent !== undefined) outcome = { task_id, result_type: "error", error: { code: "BUDGET", message: spent }, usage };
+  if (shared.approvals.paused) outcome = { task_id, result_type: "paused", approvals: shared.approvals.pending, usage };
+  // A guardrail blocked it somewhere, even in an agent called as a tool whose caller went on: the run is blocked.
+  if (shared.blocked) {
+    const { name, on, reason } = shared.blocked;
+    const error = { code: "BLOCKED" as const, message: `blocked by guardrail '${name}' (${on}): ${reason}` };
+    outcome = { task_id, result_type: "blocked", guardrail: shared.blocked, error, usage };
+  }
+  if (run.lost.server !== undefined) outcome = { task_id, result_type: "error", error: { code: "TOOL_FAILED", message: run.lost.server }, usage };
+  else if (options.signal?.aborted) outcome = { task_id, result_type: "error", error: INTERRUPTED, interrupted: true, usage };
+  return outcome;
+}
+
+/** `run.finished`, the session's new turn, and the result, read back from the masked event so it never carries a secret. */
+async function finish(run: Conduct, shared: RunShared, outcome: RunResult): Promise<RunResult> {
+  const { bus, continued, task_id } = run;
+  // Replies a resume reused are not reported again, but they were spent.
+  const usage = continued?.replay.mode === "resume" ? addUsage(run.usage, continued.replay.usage) : run.usage;
+  const { task_id: _id, interrupted: _i, error, ...rest } = outcome;
+  const finished = { ...rest, ...(error ? { error: error.message, error_code: error.code } : {}) };
+  const statement = shared.accounts[0]?.statement();
+  const event = bus.mask(bus.emit({ type: "run.finished", ...finished, usage, ...(statement ? { budget: statement } : {}) }, { agent_id: run.agentName }));
+  bus.close();
+  const masked = event.type === "run.finished" ? event : { ...finished, usage };
+  // The session's conversation gains this turn (docs/sessions.md); a replay into a scratch store changes nothing.
+  if (run.inSession && masked.result_type === "answer" && continued?.replay.mode !== "offline")
+    await recordTurn(shared, redactString(run.options.input, run.secrets), masked.answer ?? "", run.now);
+  return {
+    task_id,
+    result_type: masked.result_type,
+    ...(masked.answer !== undefined ? { answer: masked.answer } : {}),
+    ...(error ? { error: { code: error.code, message: masked.error ?? error.message } } : {}),
+    ...(outcome.approvals ? { approvals: outcome.approvals } : {}),
+    ...(outcome.guardrail ? { guardrail: outcome.guardrail } : {}),
+    ...(outcome.interrupted ? { interrupted: true } : {}),
+    usage,
+  };
+}
+
+/** Everything the run held: its MCP servers, its writer (what it queued is committed) and the store it opened. */
+async function release(run: Conduct): Promise<void> {
+  await run.mcp.close();
+  await run.writer?.close();
+  await run.own?.close();
 }

@@ -5,9 +5,6 @@ import { unreachable } from "../errors.js";
 /** A consumer of events. Sinks are called synchronously, in order, for every event. */
 export type EventSink = (event: RunEvent) => void;
 
-/** Reads a run's stored events after `afterSeq`, in `seq` order (the run's store). */
-export type ReadBack = (afterSeq: number) => Promise<RunEvent[]>;
-
 /** The JSON text of each event that passed a bus, made once when it was redacted. */
 const jsonOfEvent = new WeakMap<RunEvent, string>();
 
@@ -45,9 +42,9 @@ export function eventJson(event: RunEvent): string {
 }
 
 /**
- * An event's JSON text, which its store has now written: the bus no longer
- * keeps it beside the event (a run's events live as long as its handle; their
- * JSON was as big again). A later reader makes it anew.
+ * An event's JSON text, which its store has now written: it is no longer
+ * kept beside the event (a sink may hold the event long after; its JSON was
+ * as big again). A later reader makes it anew.
  */
 export function takeEventJson(event: RunEvent): string {
   const json = eventJson(event);
@@ -57,33 +54,20 @@ export function takeEventJson(event: RunEvent): string {
 
 /**
  * The per-task event bus: stamps `seq`, `ts` and `task_id` on every event,
- * masks secrets in it (the one redaction stage: every sink, the stream of
- * `events()` and so SSE get the masked event), fans it out to sinks, and
- * offers the stream as an async iterable.
- *
- * An event does not reach an SSE client from here: the run's writer commits
- * it to the store, and every stream (a run's, a session's, a queued run's on
- * any server) reads it back through the one `follow` of src/store/follow.ts,
- * woken by the store's commit (docs/server.md#where-an-event-reaches-the-stream).
+ * masks secrets in it (the one redaction stage: every sink, the run's store
+ * and so every stream get the masked event) and fans it out to sinks. It
+ * keeps no event: the run's writer commits each to the store, and every
+ * reader (`TeamRun.events`, a stream of a run, of a session, of a queued run
+ * on any server) reads them back through the one `follow` of
+ * src/store/follow.ts, woken by the store's commit
+ * (docs/server.md#where-an-event-reaches-the-stream).
  */
 export class EventBus {
   private seq: number;
-  private readonly firstSeq: number;
   private readonly sinks: EventSink[] = [];
   private readonly taps: EventSink[] = [];
-  /**
-   * Every event as emitted, and its masked form once made (the stream and
-   * sinks only ever see that). With a store to read back from, those it has
-   * written leave memory (`stored`): below `released` the entries are gone.
-   */
-  private readonly buffer: (RunEvent | undefined)[] = [];
-  private readonly maskedEvents: (RunEvent | undefined)[] = [];
-  private released = 0;
-  private readBack: ReadBack | undefined;
-  /** Where each reader of `events()` stands (an index of the buffer): what a reader has not reached stays in memory. */
-  private readonly cursors = new Set<{ at: number }>();
-  private reading = 0;
-  private waiters: (() => void)[] = [];
+  /** The events this bus masked: `mask` gives them as they are. */
+  private readonly maskedByBus = new WeakSet<RunEvent>();
   private closed = false;
   private readonly secrets: readonly string[];
   /** The task id masked, and its JSON text as a field; made on the first event masked. */
@@ -99,7 +83,7 @@ export class EventBus {
   ) {
     this.secrets = options.secrets ?? [];
     // A resumed run's events go on after those stored before (docs/durable-runs.md).
-    this.seq = this.firstSeq = options.afterSeq ?? 0;
+    this.seq = options.afterSeq ?? 0;
   }
 
   subscribe(sink: EventSink): void {
@@ -115,57 +99,20 @@ export class EventBus {
     this.taps.push(watch);
   }
 
+  /** Emit an event: masked for the sinks when there are any (nothing is paid for events nobody reads); returns what the sinks got. */
   emit(body: RunEventBody, scope: EventScope): RunEvent {
     if (this.closed) unreachable(`event ${body.type} emitted after the task's bus closed`);
-    // Masked now when someone listens; else when the stream is read (nothing is paid for events nobody reads).
-    const listening = this.sinks.length > 0 || this.reading > 0;
+    const listening = this.sinks.length > 0;
     // One plain copy of the body, read once: masked and serialised alone when someone listens,
     // then stamped in place into the event.
     const plain = Object.assign({}, body);
     const own = listening ? this.maskedBody(plain) : undefined;
     const raw = stamp(plain, ++this.seq, this.now().toISOString(), this.taskId, scope);
-    this.buffer.push(raw);
     for (const watch of this.taps) watch(raw);
-    let event = raw;
-    if (listening) {
-      event = this.maskedParts(raw, own, scope);
-      this.maskedEvents[this.buffer.length - 1] = event;
-    }
+    if (!listening) return raw;
+    const event = this.maskedParts(raw, own, scope);
+    this.maskedByBus.add(event);
     for (const sink of this.sinks) sink(event);
-    this.wake();
-    return event;
-  }
-
-  /**
-   * Let the events the run's store has written leave memory: a run's events
-   * lived as long as its handle, most of them never read again (500 runs at
-   * once held ~24 MB of them, bench/react-loop.mjs). A reader of `events()`
-   * that comes late reads them back through `readBack`.
-   */
-  spillTo(readBack: ReadBack): void {
-    this.readBack = readBack;
-  }
-
-  /** The events up to `seq` are in the store: with `spillTo`, they leave memory unless a reader has yet to reach them. */
-  stored(seq: number): void {
-    if (!this.readBack) return;
-    let upTo = Math.min(seq - this.firstSeq, this.buffer.length);
-    for (const cursor of this.cursors) upTo = Math.min(upTo, cursor.at);
-    for (let i = this.released; i < upTo; i++) {
-      this.buffer[i] = undefined;
-      this.maskedEvents[i] = undefined;
-    }
-    this.released = Math.max(this.released, upTo);
-  }
-
-  /** The event at `index` of the stream, masked (once). */
-  private masked(index: number): RunEvent {
-    let event = this.maskedEvents[index];
-    if (event === undefined) {
-      const { value, json } = maskedJson(this.buffer[index] as RunEvent, this.secrets);
-      jsonOfEvent.set(value, json);
-      this.maskedEvents[index] = event = value;
-    }
     return event;
   }
 
@@ -200,7 +147,7 @@ export class EventBus {
    * The event masked from its parts: the body masked and serialised
    * (`maskedBody`), the envelope's fields (seq, ts, the task id, the scope's)
    * added to its JSON text, the scope's masked once per scope object. The
-   * same value and text as masking the whole event (`masked`), for about
+   * same value and text as masking the whole event (`mask`), for about
    * 40 % less: the envelope was ~170 of an event's ~375 bytes
    * (docs/performance.md#where-the-time-goes).
    */
@@ -230,56 +177,17 @@ export class EventBus {
     return event;
   }
 
-  /** The masked form of an event this bus emitted (what `emit` returned may be the raw one when nobody listened). */
+  /** The masked form of an event this bus emitted (what `emit` returned is the raw one when nobody listened). */
   mask(event: RunEvent): RunEvent {
-    const index = event.seq - this.firstSeq - 1;
-    return this.buffer[index] === event || this.maskedEvents[index] === event ? this.masked(index) : maskedJson(event, this.secrets).value;
+    if (this.maskedByBus.has(event)) return event;
+    const { value, json } = maskedJson(event, this.secrets);
+    jsonOfEvent.set(value, json);
+    return value;
   }
 
-  /** No more events; iterators finish once they have drained the buffer. */
+  /** No more events: one emitted after is a bug. */
   close(): void {
     this.closed = true;
-    this.wake();
-  }
-
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
-  /** Every event from the first, whenever iteration starts (those gone from memory read back from the store). */
-  async *events(): AsyncGenerator<RunEvent> {
-    const cursor = { at: 0 };
-    this.cursors.add(cursor);
-    this.reading++;
-    try {
-      for (;;) {
-        if (cursor.at < this.released && this.readBack) {
-          const upTo = this.released;
-          for (const event of await this.readBack(this.firstSeq + cursor.at)) {
-            const index = event.seq - this.firstSeq - 1;
-            if (index !== cursor.at || index >= upTo) break;
-            cursor.at++;
-            yield event;
-          }
-          // Fewer than were stored (rows deleted under the run): what is left comes from memory.
-          cursor.at = Math.max(cursor.at, upTo);
-          continue;
-        }
-        while (cursor.at < this.buffer.length && cursor.at >= this.released) yield this.masked(cursor.at++);
-        if (cursor.at < this.released) continue;
-        if (this.closed) return;
-        await new Promise<void>((resolve) => this.waiters.push(resolve));
-      }
-    } finally {
-      this.cursors.delete(cursor);
-      this.reading--;
-    }
-  }
-
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
   }
 }
 

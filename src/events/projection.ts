@@ -191,6 +191,7 @@ export class RunProjection {
         return t;
       case "task.status":
         t.plan_tasks[e.plan_task_id] = e.status;
+        t.plan_tool = { plan_id: e.plan_id, status: e.plan_status };
         if (t.plan) t.checklist = { source: "plan" };
         at.children.push({ kind: "task", plan_id: e.plan_id, plan_task_id: e.plan_task_id, status: e.status, plan_status: e.plan_status });
         return t;

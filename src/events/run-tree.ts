@@ -185,6 +185,8 @@ export interface RunTree {
   /** The latest plan (plan.created / plan.updated) and its Plan Tool task statuses. */
   plan?: { steps: string[]; finished?: number; done?: number[] };
   plan_tasks: Record<string, PlanTaskStatus>;
+  /** The Plan Tool plan of the last task change, and its status then. */
+  plan_tool?: { plan_id: string; status: string };
   /** Todo lists by session, each its newest version (stale versions are dropped). */
   todos: Record<string, { version: number; todos: TodoItem[] }>;
   /** Which of plan and todo lists changed last. */

@@ -9,6 +9,7 @@
  * (./projection.ts).
  */
 import type { EventSink } from "./bus.js";
+import { describeEvent } from "./describe.js";
 import { clip, compact, formatBudget, formatDuration, msBetween, painter, todoLine, todoProgress, tokens, type Paint } from "./format.js";
 import { compactedText, RunProjection } from "./projection.js";
 import type { EventOf, RunEvent, TodoItem } from "./types.js";
@@ -118,7 +119,7 @@ class TerminalLog {
         log(p.red(`✗ llm ${e.model} error: ${clip(e.error, 200)}`));
         break;
       case "tool.progress":
-        log(p.dim(`  ${e.tool} … ${progressText(e)}`));
+        log(p.dim(`  ${describeEvent(e) ?? e.tool}`));
         break;
       case "tool.finished":
         log(
@@ -263,10 +264,4 @@ class TerminalLog {
     this.endAnswer();
     this.closed = true;
   }
-}
-
-/** A tool's progress as a line: `3/10 · reading page 3`, `40%`, or the message alone. */
-export function progressText(e: { message?: string; progress?: number; total?: number }): string {
-  const count = e.progress === undefined ? undefined : e.total !== undefined ? `${e.progress}/${e.total}` : `${e.progress}`;
-  return [count, e.message !== undefined ? clip(e.message, 160) : undefined].filter((part) => part !== undefined).join(" · ");
 }

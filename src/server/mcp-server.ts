@@ -10,6 +10,7 @@ import { z } from "zod";
 import type { ResolvedTeam } from "../config/types.js";
 import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
 import type { RunEvent } from "../events/types.js";
+import { describeEvent } from "../events/describe.js";
 import { ERROR_CODES, RuntimeError } from "../errors.js";
 
 export interface TeamMcpServerOptions {
@@ -74,7 +75,7 @@ function serverOf(team: ResolvedTeam, agents: string[], options: TeamMcpServerOp
         let sent: Promise<unknown> = Promise.resolve();
         const notify = (event: RunEvent): void => {
           if (token === undefined) return;
-          const message = progressMessage(event);
+          const message = describeEvent(event);
           if (message === undefined) return;
           const notification: ServerNotification = { method: "notifications/progress", params: { progressToken: token, progress: ++progress, message } };
           sent = Promise.all([sent, extra.sendNotification(notification).catch(() => undefined)]);

@@ -10,9 +10,10 @@ export interface PageFiles {
   /** The tree and the timeline of a run (page/timeline.js), shared with `runtime trace --html`. */
   timeline: string;
   /**
-   * The run's projection (src/events/projection.ts) as compiled, and the
-   * sibling modules it imports, by name (`projection`, `usage`, ...),
-   * dependencies first: the page folds events with the runtime's own code.
+   * The run's projection (src/events/projection.ts) and the one line of an
+   * event (src/events/describe.ts) as compiled, and the sibling modules they
+   * import, by name (`projection`, `usage`, ...), dependencies first: the
+   * page folds and tells events with the runtime's own code.
    * Served at `/events/<name>.js`, and only these.
    */
   events: ReadonlyMap<string, string>;
@@ -52,7 +53,7 @@ function compiledProjection(): Map<string, string> | undefined {
   for (const dir of [new URL("../events/", import.meta.url), new URL("../../dist/events/", import.meta.url)]) {
     const modules = new Map<string, string>();
     try {
-      readModule(dir, "projection", modules);
+      for (const name of ["projection", "describe"]) readModule(dir, name, modules);
       return modules;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;

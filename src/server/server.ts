@@ -6,7 +6,7 @@ import { RuntimeError, describeError } from "../errors.js";
 import type { EventSink } from "../events/bus.js";
 import { resolveTraceDir } from "../engine/trace-dir.js";
 import { redactString } from "../redact.js";
-import { sqliteStore } from "../store/sqlite/store.js";
+import { openStore } from "../store/create.js";
 import type { Store } from "../store/store.js";
 import { RunQueue } from "../queue/run-queue.js";
 import { RunMetrics } from "../telemetry/metrics.js";
@@ -99,7 +99,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const secrets = teamSecrets(options.team);
   const metrics = new RunMetrics();
   // The embedded trace store, opened here when no store is given (and closed with the server).
-  const embedded = options.store ? undefined : sqliteStore(traceDir);
+  const embedded = options.store ? undefined : await openStore(traceDir);
   await embedded?.ping();
   let queued: ApiContext["queued"];
   if (options.store?.database) {

@@ -1,8 +1,11 @@
 /**
- * What a test case checks, read from a run's events: how it ended, the tool
- * calls of every agent in the order they started, the last todo list and
- * plan, and what the run spent.
+ * What a test case checks, read from the run's projection (the one fold of
+ * its events, src/events/projection.ts): how it ended, the tool calls of
+ * every agent in the order they started, the last todo list and plan, and
+ * what the run spent.
  */
+import { project } from "../events/projection.js";
+import { callsOf, stepsOf, type ToolCall } from "../events/run-tree.js";
 import type { RunEvent, TodoItem, Usage } from "../events/types.js";
 import { parseObject } from "../parse/json.js";
 
@@ -36,63 +39,43 @@ export interface Observed {
   replies: Array<{ model: string; usage: Usage }>;
 }
 
-/** Folds a run's events into what the expectations read. */
+/** A run's events as the expectations read them. */
 export function observe(events: readonly RunEvent[]): Observed {
-  const out: Observed = { result_type: "none", tool_calls: [], plan: { tasks: {} }, model_calls: 0, tokens: 0, replies: [] };
-  for (const e of events) {
-    switch (e.type) {
-      case "llm.response":
-        out.model_calls += 1;
-        out.replies.push({ model: e.model, usage: e.usage });
-        break;
-      case "tool.started":
-        out.tool_calls.push({
-          agent: e.agent_id,
-          name: e.tool,
-          call_id: e.call_id,
-          // Arguments that did not parse reach the event as their text; compare them as the model meant them when possible.
-          arguments: typeof e.arguments === "string" ? (parseObject(e.arguments) ?? e.arguments) : e.arguments,
-        });
-        break;
-      case "tool.finished": {
-        const call = out.tool_calls.findLast((c) => c.call_id === e.call_id);
-        if (call && e.ok) call.result = e.result;
-        else if (call) call.error = e.error ?? "failed";
-        break;
-      }
-      case "todo.updated":
-      case "todo.completed":
-        out.todos = e.todos.map((item) => ({ ...item }));
-        break;
-      case "todo.item_progress": {
-        const list = out.todos ?? [];
-        const at = list.findIndex((item) => item.index === e.item.index);
-        if (at === -1) list.push({ ...e.item });
-        else list[at] = { ...e.item };
-        out.todos = list;
-        break;
-      }
-      case "plan.created":
-        out.plan.steps = [...e.steps];
-        delete out.plan.finished;
-        break;
-      case "plan.updated":
-        out.plan.steps = [...e.steps];
-        if (e.finished !== undefined) out.plan.finished = e.finished;
-        break;
-      case "task.status":
-        out.plan.tasks[e.plan_task_id] = e.status;
-        out.plan.status = e.plan_status;
-        break;
-      case "run.finished":
-        out.result_type = e.result_type;
-        if (e.answer !== undefined) out.answer = e.answer;
-        if (e.error !== undefined) out.error = e.error;
-        out.tokens = e.usage.total_tokens;
-        break;
-      default:
-        break;
-    }
-  }
-  return out;
+  const tree = project(events);
+  // Every step's calls, in the order they started (`m1`, `t2`, ... share one count).
+  const calls = stepsOf(tree)
+    .flatMap((step) => callsOf(step).map((call) => ({ agent: step.agent_id, call })))
+    .sort((a, b) => Number(a.call.id.slice(1)) - Number(b.call.id.slice(1)));
+  const replies = calls.flatMap(({ call }) => (call.kind === "model" && call.usage ? [{ model: call.model ?? "", usage: call.usage }] : []));
+  const todoSession = tree.checklist?.source === "todos" ? tree.checklist.session_id : Object.keys(tree.todos).at(-1);
+  const todos = todoSession !== undefined ? tree.todos[todoSession]?.todos : undefined;
+  const end = tree.end;
+  return {
+    result_type: end?.result_type ?? "none",
+    ...(end?.answer !== undefined ? { answer: end.answer } : {}),
+    ...(end?.error !== undefined ? { error: end.error } : {}),
+    tool_calls: calls.flatMap(({ agent, call }) => (call.kind === "tool" ? [observedCall(agent, call)] : [])),
+    ...(todos ? { todos: todos.map((item) => ({ ...item })) } : {}),
+    plan: {
+      ...(tree.plan ? { steps: [...tree.plan.steps] } : {}),
+      ...(tree.plan?.finished !== undefined ? { finished: tree.plan.finished } : {}),
+      ...(tree.plan_tool ? { status: tree.plan_tool.status } : {}),
+      tasks: { ...tree.plan_tasks },
+    },
+    model_calls: replies.length,
+    tokens: end?.usage.total_tokens ?? 0,
+    replies,
+  };
+}
+
+function observedCall(agent: string, call: ToolCall): ObservedCall {
+  return {
+    agent,
+    name: call.tool,
+    call_id: call.call_id,
+    // Arguments that did not parse reach the event as their text; compare them as the model meant them when possible.
+    arguments: typeof call.arguments === "string" ? (parseObject(call.arguments) ?? call.arguments) : call.arguments,
+    ...(call.status === "ok" ? { result: call.result } : {}),
+    ...(call.status === "error" ? { error: call.error ?? "failed" } : {}),
+  };
 }

@@ -112,6 +112,13 @@ describe("src/ import graph", () => {
     expect([...new Set(violations)], "imports that break the layering").toEqual([]);
   });
 
+  it("engine/ names no store adapter, not even a type: it takes a Store, and the composition root (src/store/create.ts) chooses the adapter", () => {
+    const named = graph.edges
+      .filter(({ from, to }) => from.startsWith("engine/") && /^store\/(sqlite|postgres)\//.test(to))
+      .map(({ from, to }) => `src/${from} → src/${to}`);
+    expect([...new Set(named)]).toEqual([]);
+  });
+
   it("store/ names nothing of kinds/ or trace/, not even a type; the PostgreSQL adapter, and a run given it, load nothing of SQLite", () => {
     const named = graph.modules
       .filter((m) => m.startsWith("store/"))

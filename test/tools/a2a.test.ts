@@ -66,7 +66,7 @@ describe("A2A agents as tools", () => {
     const run = (await (await caller.fetch(`${caller.url}/v1/runs/${task.id}`)).json()) as { events: RunEvent[] };
     const progress = run.events.filter((e) => e.type === "tool.progress");
     expect(progress.length).toBeGreaterThan(0);
-    expect(progress.map((e) => (e.type === "tool.progress" ? e.message : ""))).toContain("calling calculator");
+    expect(progress.map((e) => (e.type === "tool.progress" ? e.message : ""))).toContain("solver calls calculator");
     // The token reached the remote (it answered), and never the caller's events.
     expect(JSON.stringify(run.events)).not.toContain(remote.token);
     const remoteRuns = (await (await remote.fetch(`${remote.url}/v1/runs`)).json()) as { runs: { answer?: string }[] };

@@ -8,6 +8,7 @@ import { loadTeam } from "../../src/config/load.js";
 import { BUILTIN_TOOL_NAMES, holderOf, KIND_TOOL_NAMES, PLAN_TOOL_NAMES } from "../../src/config/tool-names.js";
 import type { ResolvedTeam } from "../../src/config/types.js";
 import { listAgentTools } from "../../src/engine/list-tools.js";
+import { openStore } from "../../src/store/create.js";
 import { prepareTools, providedTools, resolveTools } from "../../src/engine/resolve-tools.js";
 import { entryOf } from "../../src/engine/tool-registry.js";
 import { RuntimeError } from "../../src/errors.js";
@@ -124,7 +125,7 @@ describe("the tool registry", () => {
     expect(outcomes.map((o) => o.result)).toEqual(["bound", { expression: "6 * 7", result: 42 }, "area: found", "helper says hi", null]);
 
     // `runtime tools` reads the same rows: where each comes from, a kind's tool by name only.
-    const [listing] = await listAgentTools(resolved, { agents: ["solver"], trace_dir: tempDir() });
+    const [listing] = await listAgentTools(resolved, { agents: ["solver"], stores: await openStore(tempDir()) });
     expect(listing!.tools.map((t) => [t.name, t.source])).toEqual([
       ["write_todos", "kind"],
       ["calculator", "command"],

@@ -66,10 +66,10 @@ async function serveMcp(file: string, opts: McpOptions): Promise<number> {
       );
     }
   }
-  const [{ teamMcpServer }, { resolveTraceDir }, { sqliteStore }, { readFile }] = await Promise.all([
+  const [{ teamMcpServer }, { resolveTraceDir }, { createStore }, { readFile }] = await Promise.all([
     import("../../server/mcp-server.js"),
     import("../../engine/trace-dir.js"),
-    import("../../store/sqlite/store.js"),
+    import("../../store/create.js"),
     import("node:fs/promises"),
   ]);
   const team = await loadTeamOrReport(file, "mcp");
@@ -79,9 +79,9 @@ async function serveMcp(file: string, opts: McpOptions): Promise<number> {
   }
   const traceDir = resolveTraceDir(opts.traceDir);
   // Held open while the server runs: its runs share it (src/store/sqlite/store.ts).
-  const embedded = sqliteStore(traceDir);
+  let embedded: Awaited<ReturnType<typeof createStore>>;
   try {
-    await embedded.ping();
+    embedded = await createStore(traceDir);
   } catch (err) {
     return fail(describeError(err), EXIT.USAGE);
   }

@@ -31,7 +31,7 @@ export function registerReplay(program: Command, setExit: SetExit): void {
 }
 
 async function replay(given: string, opts: ReplayOptions): Promise<number> {
-  const [{ replayRun, storedRun, storedRuns }, { resolveTraceDir }, { compareEvents }] = await Promise.all([
+  const [{ replayRun, storedRun, readStore }, { resolveTraceDir }, { compareEvents }] = await Promise.all([
     import("../../engine/resume.js"),
     import("../../engine/trace-dir.js"),
     import("../../trace/compare.js"),
@@ -41,11 +41,11 @@ async function replay(given: string, opts: ReplayOptions): Promise<number> {
   let stored: RunEvent[];
   let teamFile: string | undefined;
   try {
-    const store = storedRuns(from);
+    const store = await readStore(from);
     try {
-      taskId = await store.resolveTaskId(given);
-      stored = await store.eventsOfTask(taskId);
-      teamFile = opts.team ?? (await storedRun(store, taskId)).team_file;
+      taskId = await store.runs.resolveTaskId(given);
+      stored = await store.runs.eventsOfTask(taskId);
+      teamFile = opts.team ?? (await storedRun(store.runs, taskId)).team_file;
     } finally {
       await store.close();
     }
@@ -62,7 +62,7 @@ async function replay(given: string, opts: ReplayOptions): Promise<number> {
   const scratch = mkdtempSync(join(tmpdir(), "runtime-replay-"));
   try {
     const replayed: RunEvent[] = [];
-    const run = replayRun(team, { taskId, from, traceDir: scratch, sinks: [(e) => replayed.push(e)] });
+    const run = await replayRun(team, { taskId, from, traceDir: scratch, sinks: [(e) => replayed.push(e)] });
     const result = await run.result;
     const divergence = compareEvents(stored, replayed);
     if (!divergence) {
@@ -92,19 +92,14 @@ export function registerDiff(program: Command, setExit: SetExit): void {
 }
 
 async function diff(givenA: string, givenB: string, opts: { traceDir?: string }): Promise<number> {
-  const [{ TraceStore }, { resolveTraceDir }, { diffJournals }] = await Promise.all([
-    import("../../store/sqlite/trace-store.js"),
-    import("../../engine/trace-dir.js"),
-    import("../../trace/compare.js"),
-  ]);
+  const [{ readStore }, { diffJournals }] = await Promise.all([import("../../engine/resume.js"), import("../../trace/compare.js")]);
   try {
-    const store = TraceStore.open(resolveTraceDir(opts.traceDir), { create: false });
+    const store = await readStore(opts.traceDir);
     try {
-      const a = store.resolveTaskId(givenA);
-      const b = store.resolveTaskId(givenB);
-      const divergence = diffJournals(store.journalOf(a), store.journalOf(b));
-      const answerA = store.run(a);
-      const answerB = store.run(b);
+      const runs = store.runs;
+      const [a, b] = await Promise.all([runs.resolveTaskId(givenA), runs.resolveTaskId(givenB)]);
+      const divergence = diffJournals(await runs.journalOf(a), await runs.journalOf(b));
+      const [answerA, answerB] = await Promise.all([runs.run(a), runs.run(b)]);
       if (divergence) {
         process.stdout.write(report(`runs ${a} and ${b} first differ`, divergence));
         return EXIT.RUN_ERROR;
@@ -123,7 +118,7 @@ async function diff(givenA: string, givenB: string, opts: { traceDir?: string })
       process.stdout.write(`same: runs ${a} and ${b} made the same calls and gave the same answer\n`);
       return EXIT.OK;
     } finally {
-      store.close();
+      await store.close();
     }
   } catch (err) {
     process.stderr.write(`runtime diff: ${describeError(err)}\n`);

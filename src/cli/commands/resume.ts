@@ -54,16 +54,16 @@ async function resume(given: string, opts: ResumeOptions): Promise<number> {
   } catch (err) {
     return fail(describeError(err), EXIT.USAGE);
   }
-  const [{ resumeRun, storedRun, storedRuns }, { runAndReport }] = await Promise.all([import("../../engine/resume.js"), import("../run-report.js")]);
+  const [{ resumeRun, storedRun, readStore }, { runAndReport }] = await Promise.all([import("../../engine/resume.js"), import("../run-report.js")]);
   let taskId: string;
   let teamFile: string | undefined;
   try {
-    const runs = storedRuns(opts.traceDir);
+    const store = await readStore(opts.traceDir);
     try {
-      taskId = await runs.resolveTaskId(given);
-      teamFile = opts.team ?? (await storedRun(runs, taskId)).team_file;
+      taskId = await store.runs.resolveTaskId(given);
+      teamFile = opts.team ?? (await storedRun(store.runs, taskId)).team_file;
     } finally {
-      await runs.close();
+      await store.close();
     }
   } catch (err) {
     return fail(describeError(err), err instanceof RuntimeError && err.code === "NOT_FOUND" ? EXIT.RUN_ERROR : EXIT.USAGE);
@@ -112,17 +112,17 @@ export function registerApprove(program: Command, setExit: SetExit): void {
 }
 
 async function approve(given: string, call: string | undefined, opts: ApproveOptions): Promise<number> {
-  const { decideApprovals, storedRuns } = await import("../../engine/resume.js");
-  let store: ReturnType<typeof storedRuns>;
+  const { decideApprovals, readStore } = await import("../../engine/resume.js");
+  let store: Awaited<ReturnType<typeof readStore>>;
   try {
-    store = storedRuns(opts.traceDir);
+    store = await readStore(opts.traceDir);
   } catch (err) {
     process.stderr.write(`runtime approve: ${describeError(err)}\n`);
     return EXIT.RUN_ERROR;
   }
   try {
     const decision = opts.deny ? "deny" : "approve";
-    const { task_id, decided, waiting } = await decideApprovals(store, given, {
+    const { task_id, decided, waiting } = await decideApprovals(store.runs, given, {
       ...(call !== undefined ? { call } : {}),
       decision,
       ...(opts.reason ? { reason: opts.reason } : {}),

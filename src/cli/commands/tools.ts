@@ -28,10 +28,11 @@ export function registerTools(program: Command, setExit: SetExit): void {
 }
 
 async function tools(file: string, opts: ToolsOptions): Promise<number> {
-  const [{ listAgentTools }, { teamSecrets }, { resolveTraceDir }] = await Promise.all([
+  const [{ listAgentTools }, { teamSecrets }, { resolveTraceDir }, { openStore }] = await Promise.all([
     import("../../engine/list-tools.js"),
     import("../../engine/secrets.js"),
     import("../../engine/trace-dir.js"),
+    import("../../store/create.js"),
   ]);
   const team = await loadTeamOrReport(file, "tools");
   if (!team) return EXIT.USAGE;
@@ -43,11 +44,12 @@ async function tools(file: string, opts: ToolsOptions): Promise<number> {
   const onSignal = (): void => controller.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  const stores = await openStore(resolveTraceDir(opts.traceDir));
   const listing = await listAgentTools(team, {
     ...(opts.agent !== undefined ? { agents: [opts.agent] } : {}),
-    trace_dir: resolveTraceDir(opts.traceDir),
+    stores,
     signal: controller.signal,
-  });
+  }).finally(() => stores.close());
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
   // A server's error may quote its stderr or a URL: the team's secrets are masked like in events.

@@ -99,15 +99,9 @@ async function traceCommand(taskId: string | undefined, options: TraceOptions): 
 /** The store to read: PostgreSQL at `url`, else the trace directory's SQLite file (which must exist). */
 async function openForReading(url: string | undefined, traceDir: string | undefined): Promise<{ store: RunStore; close(): Promise<void>; dir: string }> {
   try {
-    if (url !== undefined) {
-      const { createStore } = await import("../../store/create.js");
-      const store = await createStore(url);
-      return { store: store.runs, close: () => store.close(), dir: store.location };
-    }
-    const [{ storedRuns }, { resolveTraceDir }] = await Promise.all([import("../../engine/resume.js"), import("../../engine/trace-dir.js")]);
-    const dir = resolveTraceDir(traceDir);
-    const store = storedRuns(dir);
-    return { store, close: () => store.close(), dir };
+    const { readStore } = await import("../../engine/resume.js");
+    const store = await readStore(url ?? traceDir);
+    return { store: store.runs, close: () => store.close(), dir: store.location };
   } catch (err) {
     // A store that cannot be read is "nothing found here", exit 1; a newer schema says so itself.
     if (err instanceof RuntimeError) throw new RuntimeError("NOT_FOUND", err.message, { cause: err });

@@ -19,6 +19,7 @@ import {
 import { RuntimeError, describeError } from "../../errors.js";
 import { makeAttachment, type Attachment } from "../../models/attachment.js";
 import type { RunEvent } from "../../events/types.js";
+import { describeEvent } from "../../events/describe.js";
 import { AnswerText } from "../../kinds/answer-text.js";
 import { follow } from "../../store/follow.js";
 import { approveRun, launchRun, moreOf, type ServerContext } from "../runs-api.js";
@@ -138,13 +139,10 @@ export class RunExecutor implements AgentExecutor {
             bus.publish(status(TaskState.TASK_STATE_WORKING, undefined, event));
             break;
           case "tool.started":
-            bus.publish(status(TaskState.TASK_STATE_WORKING, `calling ${event.tool}`, event));
+            bus.publish(status(TaskState.TASK_STATE_WORKING, describeEvent(event), event));
             break;
           case "tool.progress":
-            if (event.message !== undefined || event.progress !== undefined)
-              bus.publish(
-                status(TaskState.TASK_STATE_WORKING, `${event.tool}: ${event.message ?? `${event.progress}${event.total ? `/${event.total}` : ""}`}`, event),
-              );
+            if (event.message !== undefined || event.progress !== undefined) bus.publish(status(TaskState.TASK_STATE_WORKING, describeEvent(event), event));
             break;
           case "run.finished":
             if (event.result_type === "answer") {

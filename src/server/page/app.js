@@ -3,6 +3,7 @@
 // the answer, the run's tree and its timeline; and the list of past runs.
 // Every text from a model or a tool goes through textContent.
 
+import { describeEvent } from "/events/describe.js";
 import { RunProjection } from "/events/projection.js";
 import { TIMELINE_CSS, renderTimeline, renderTree, runView } from "/timeline.js";
 
@@ -31,11 +32,8 @@ function resetView() {
     state: "",
     finished: false,
     plan: { steps: [], finished: 0 },
-    // Plan Tool (docs/design/plan-tool-design.md): the latest plan's id and status, and each of its tasks' status, from task.status events.
-    planTool: { id: "", status: "", tasks: new Map() },
     // The todo session shown: the latest one a todo event named (its list is the projection's, stale versions dropped).
     todoSession: "",
-    tools: new Map(),
     // docs/durable-runs.md#approvals: calls waiting for a person, by approval id.
     approvals: new Map(),
     taskId: "",
@@ -84,13 +82,14 @@ function apply(event) {
   if (event.seq <= view.lastSeq) return; // already shown (a replay after reconnecting)
   view.lastSeq = event.seq;
   view.taskId = event.task_id;
-  view.projection.apply(event);
+  const touched = view.projection.apply(event);
   view.lastArrival = Date.now();
   scheduleTimeline();
+  // The line every view gives such an event (src/events/describe.ts); a model's replies have lines of their own below.
+  if (LOGGED.has(event.type)) log("", describeEvent(event) ?? event.type);
   switch (event.type) {
     case "agent.started":
       view.agent = event.agent_id;
-      log(event.agent_id, `started (${event.kind})`);
       break;
     case "recursion.started":
       view.agent = event.agent_id;
@@ -104,12 +103,6 @@ function apply(event) {
       log(event.agent_id, `#${view.iteration} ${event.action_type ?? "reply"}${event.thought ? ` — ${clip(event.thought, 240)}` : ""}`);
       if (event.action_type === "PLAN" || event.action_type === "REMEND") planFromReply(event.content);
       break;
-    case "llm.error":
-      log(event.agent_id, `model error: ${clip(event.error, 240)}`);
-      break;
-    case "llm.notice":
-      log(event.agent_id, `notice: ${clip(event.message, 240)}`);
-      break;
     case "plan.created":
     case "plan.updated":
       view.plan = { steps: event.steps, finished: event.finished ?? 0, done: event.done };
@@ -122,45 +115,26 @@ function apply(event) {
       drawTodos();
       break;
     case "tool.started":
-      view.tools.set(event.call_id, { event, finished: undefined });
-      drawTool(event.call_id);
+    case "tool.finished":
+      // The projection's call (src/events/call-tracker.ts): its arguments, status, result and time.
+      if (touched?.kind === "tool") drawTool(touched);
       break;
-    case "tool.progress":
-      log(
-        event.agent_id,
-        `${event.tool} … ${[event.progress !== undefined ? (event.total !== undefined ? `${event.progress}/${event.total}` : `${event.progress}`) : undefined, event.message].filter((x) => x !== undefined).join(" · ")}`,
-      );
-      break;
-    case "tool.finished": {
-      const entry = view.tools.get(event.call_id) ?? { event };
-      entry.finished = event;
-      view.tools.set(event.call_id, entry);
-      drawTool(event.call_id);
-      break;
-    }
     case "task.status":
-      if (event.plan_id !== view.planTool.id) view.planTool = { id: event.plan_id, status: "", tasks: new Map() };
-      view.planTool.status = event.plan_status;
-      view.planTool.tasks.set(event.plan_task_id, event.status);
-      log(event.agent_id, `plan task ${event.plan_task_id}: ${event.status}`);
       drawPlan();
       break;
     case "approval.requested":
       view.approvals.set(event.approval_id, { ...event, decided: "" });
-      log(event.agent_id, `${event.tool} waits for approval${event.in_doubt ? " (in doubt: it may have run)" : ""}`);
       drawApprovals();
       break;
     case "approval.decided": {
       const known = view.approvals.get(event.approval_id);
       if (known) known.decided = event.decision;
-      log(event.agent_id, `${event.tool}: ${event.decision === "approve" ? "approved" : "denied"}${event.reason ? ` (${event.reason})` : ""}`);
       drawApprovals();
       break;
     }
     case "run.resumed":
       view.finished = false;
       $("result").hidden = true;
-      log(event.agent_id, "resumed");
       break;
     case "run.finished":
       view.finished = true;
@@ -295,21 +269,23 @@ const TASK_MARK = { ready: "☐", inprogress: "◐", completed: "☑", error: "�
  */
 function drawPlan() {
   const { steps, finished, done } = view.plan;
-  const { id, status, tasks } = view.planTool;
+  // Plan Tool (docs/design/plan-tool-design.md): its tasks' statuses and the plan's, as the projection keeps them.
+  const { plan_tasks: tasks, plan_tool: planTool } = view.projection.tree;
   const shown = new Set();
   const items = steps.map((s, i) => {
     const text = String(s);
     const taskId = /^[^\s/]+\/(\S+) /.exec(text)?.[1];
-    const taskStatus = taskId !== undefined ? tasks.get(taskId) : undefined;
+    const taskStatus = taskId !== undefined ? tasks[taskId] : undefined;
     if (taskStatus === undefined) return el("li", (done ? done.includes(i + 1) : i < finished) ? "done" : "", text);
     shown.add(taskId);
     return planTask(`${TASK_MARK[taskStatus] ?? "?"} ${text}`, taskStatus);
   });
   // Tasks of a plan whose steps were never announced (a plan made through the tools) still show.
-  for (const [taskId, taskStatus] of tasks) if (!shown.has(taskId)) items.push(planTask(`${TASK_MARK[taskStatus] ?? "?"} ${taskId}`, taskStatus));
+  for (const [taskId, taskStatus] of Object.entries(tasks))
+    if (!shown.has(taskId)) items.push(planTask(`${TASK_MARK[taskStatus] ?? "?"} ${taskId}`, taskStatus));
   if (items.length) $("plan").replaceChildren(...items);
-  $("plan-status").hidden = !id;
-  $("plan-status").textContent = id ? `plan ${id} · ${status}` : "";
+  $("plan-status").hidden = !planTool;
+  $("plan-status").textContent = planTool ? `plan ${planTool.plan_id} · ${planTool.status}` : "";
 }
 
 function planTask(text, status) {
@@ -324,7 +300,8 @@ function drawTodos() {
   const list = view.projection.tree.todos[view.todoSession]?.todos;
   if (!list) return;
   // A plan_and_solve agent plans with its todo list and announces no other plan.
-  if (!view.plan.steps.length && !view.planTool.tasks.size) $("plan").replaceChildren(el("li", "muted", "The todo list is the plan."));
+  if (!view.plan.steps.length && !Object.keys(view.projection.tree.plan_tasks).length)
+    $("plan").replaceChildren(el("li", "muted", "The todo list is the plan."));
   const items = [...list].sort((a, b) => a.index - b.index);
   $("todos").replaceChildren(
     ...items.map((t) => {
@@ -337,19 +314,18 @@ function drawTodos() {
   );
 }
 
-function drawTool(callId) {
-  const { event, finished } = view.tools.get(callId);
-  const args = clip(event.arguments, 120);
-  const line = el("li", "", el("span", "agent", `${event.agent_id} › `), `${event.tool}(${args}) `);
-  if (!finished) line.append(el("span", "running", "… running"));
-  else if (finished.ok) line.append(el("span", "ok", `→ ${clip(summary(finished.result), 120)}`), el("span", "muted", ` · ${finished.duration_ms} ms`));
-  else line.append(el("span", "bad", `✗ ${clip(finished.error ?? "failed")}`), el("span", "muted", ` · ${finished.duration_ms} ms`));
-  line.id = `tool-${callId}`;
+function drawTool(call) {
+  const agent = view.projection.step(call.step)?.agent_id ?? "";
+  const line = el("li", "", el("span", "agent", `${agent} › `), `${call.tool}(${clip(call.arguments, 120)}) `);
+  if (call.status === "ok") line.append(el("span", "ok", `→ ${clip(summary(call.result), 120)}`), el("span", "muted", ` · ${call.duration_ms} ms`));
+  else if (call.status === "error") line.append(el("span", "bad", `✗ ${clip(call.error ?? "failed")}`), el("span", "muted", ` · ${call.duration_ms} ms`));
+  else line.append(el("span", "running", "… running"));
+  line.id = `tool-${call.id}`;
   const list = $("tools");
-  const old = list.querySelector(`[id="tool-${CSS.escape(callId)}"]`);
+  const old = list.querySelector(`[id="tool-${CSS.escape(call.id)}"]`);
   if (old) old.replaceWith(line);
   else {
-    if (view.tools.size === 1) list.replaceChildren();
+    if (list.firstElementChild?.classList.contains("muted")) list.replaceChildren();
     list.append(line);
   }
 }
@@ -361,10 +337,13 @@ function summary(result) {
   return result;
 }
 
+/** The events the log tells in their one line (src/events/describe.ts). */
+const LOGGED = new Set(["agent.started", "llm.error", "llm.notice", "tool.progress", "task.status", "approval.requested", "approval.decided", "run.resumed"]);
+
 function log(agent, text) {
   const list = $("log");
   if (list.firstElementChild?.classList.contains("muted")) list.replaceChildren();
-  list.append(el("li", "", el("span", "agent", `${agent} `), text));
+  list.append(el("li", "", ...(agent ? [el("span", "agent", `${agent} `)] : []), text));
 }
 
 /** The calls waiting for a decision, each with Approve and Deny (and a reason for the model). */

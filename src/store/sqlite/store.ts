@@ -29,16 +29,18 @@ const databases = new Map<string, { trace: TraceStore; runs: RunStore; holders: 
  * The store of the trace directory `dir`. Making it opens nothing: the run
  * store opens `traces.db` (or shares it while another handle holds it) on
  * first use (`ping` opens it, to report a directory that cannot hold it),
- * and closing the handle lets it go.
+ * and closing the handle lets it go. `create: false` refuses a directory
+ * without its files (reading a stored run): NOT_FOUND.
  */
-export function sqliteStore(dir: string): Store {
+export function sqliteStore(dir: string, options: { create?: boolean } = {}): Store {
   const location = resolve(dir);
+  const create = options.create ?? true;
   let held: RunStore | undefined;
   const hold = (): RunStore => {
     if (!held) {
       let entry = databases.get(location);
       if (!entry) {
-        const trace = TraceStore.open(location);
+        const trace = TraceStore.open(location, { create });
         entry = { trace, runs: sqliteRunStore(trace), holders: 0 };
         databases.set(location, entry);
       }
@@ -56,7 +58,7 @@ export function sqliteStore(dir: string): Store {
     planTool: () => openPlanTool(location),
     todoSessions: () => new SqliteTodoSessions(location),
     conversations: () => new SqliteConversations(location),
-    attachments: () => new SqliteAttachments(location),
+    attachments: () => new SqliteAttachments(location, { create }),
     ping: async () => {
       hold();
     },
