@@ -71,7 +71,16 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
     const files = store ? () => store.attachments() : () => new SqliteAttachments(traceDir, { create: false });
     return start(
       team,
-      { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record) },
+      {
+        ...options,
+        traceDir,
+        input: record.input,
+        agent: record.agent,
+        sessionId: record.session_id,
+        // Its caller's sessions, as when it began (src/store/caller-sessions.ts).
+        ...(summary?.caller !== undefined ? { caller: summary.caller } : {}),
+        ...historyOf(record),
+      },
       { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq, ...attachmentsOf(record, files, taskId) },
     );
   } finally {
