@@ -94,7 +94,7 @@ export function callerOf(options: GateOptions, req: IncomingMessage, query?: URL
 }
 
 /**
- * Wrong tokens per remote address, in fixed windows (docs/security.md#wrong-tokens):
+ * Wrong tokens per remote address, in fixed windows (docs/security.md#the-gate):
  * `max` failures within `windowMs` of the first refuse the address (429,
  * `retry-after`) until the window ends. @default 20 in 60 s
  */

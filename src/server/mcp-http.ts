@@ -6,7 +6,7 @@
  * Sessions, not stateless requests, because a client's cancellation comes
  * as a later request that must reach the server running the call.
  *
- * Sessions are capped per caller and in all (docs/security.md#mcp-sessions):
+ * Sessions are capped per caller and in all (docs/security.md#the-gate):
  * a caller at its cap, or a server at its total, makes room by closing the
  * caller's own least recently used idle session (none of its calls under
  * way), else the most crowded caller's; only when none is idle is a new

@@ -55,7 +55,7 @@ export interface ServerOptions {
   maxClientBuffer?: number;
   /** Requests per second the token may make on average. @default 50 */
   rate?: number;
-  /** Wrong tokens one address may present in a window before it is refused (docs/security.md#wrong-tokens). @default 20 in 60 s */
+  /** Wrong tokens one address may present in a window before it is refused (docs/security.md#the-gate). @default 20 in 60 s */
   authFailures?: { max: number; windowMs: number };
   /** Serve HTTPS with this certificate and key (PEM). */
   tls?: { cert: string | Buffer; key: string | Buffer };
