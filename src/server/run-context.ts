@@ -18,17 +18,22 @@ import { MAX_CLIENT_BUFFER } from "./sse.js";
 
 export interface RunContextOptions {
   team: ResolvedTeam;
-  /** @default $RUNTIME_TRACE_DIR or ./.runtime */
+  /** Where traces are stored and read. @default $RUNTIME_TRACE_DIR or ./.runtime */
   traceDir?: string | undefined;
-  /** A PostgreSQL store queues runs for workers; the caller closes it. @default the SQLite files under traceDir */
+  /**
+   * Where runs are kept (`createStore`). A PostgreSQL store makes this a
+   * server of many (docs/scale-out.md): each run is queued for `runtime
+   * worker` processes and followed through the store. The caller closes it.
+   * @default the SQLite files under traceDir, runs executed in this process
+   */
   store?: Store | undefined;
-  /** Further sinks for each run of this process. */
+  /** Further sinks for each run, made per run (e.g. `() => [telemetry.sink({ team })]`, docs/telemetry.md). */
   runSinks?: (() => EventSink[]) | undefined;
-  /** @default 1048576 */
+  /** Largest accepted request body, in bytes. @default 1048576 */
   maxBodyBytes?: number | undefined;
-  /** @default 16 */
+  /** Runs that may be in progress at once; more get a 429. @default 16 */
   maxLiveRuns?: number | undefined;
-  /** @default 262144 */
+  /** Bytes that may wait for one SSE client before it is dropped (it reconnects with Last-Event-ID). @default 262144 */
   maxClientBuffer?: number | undefined;
 }
 

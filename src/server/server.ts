@@ -5,11 +5,8 @@
  * `runtime mcp --http` is the same server with MCP and the probes alone.
  */
 import { readFileSync } from "node:fs";
-import type { ResolvedTeam } from "../config/types.js";
 import { teamSecrets } from "../engine/secrets.js";
 import { RuntimeError } from "../errors.js";
-import type { EventSink } from "../events/bus.js";
-import type { Store } from "../store/store.js";
 import { createApp, type Route } from "./app.js";
 import type { A2AEndpoint } from "./a2a/endpoint.js";
 import { Gate, isLoopback, newToken, serveTokenCaller, tokenCookie, type CallerEntry } from "./auth.js";
@@ -18,27 +15,21 @@ import { healthRoutes } from "./health.js";
 import { sendJson } from "./http.js";
 import { listenApp, type Listening } from "./listen.js";
 import type { McpEndpoint, McpSessionLimits } from "./mcp-http.js";
-import { serveOpenAI } from "./openai/index.js";
+import { openAIRoutes } from "./openai/index.js";
 import { loadPage, pageRoutes } from "./page.js";
-import { openRunContext, type RunContext } from "./run-context.js";
+import { openRunContext, type RunContext, type RunContextOptions } from "./run-context.js";
 import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, type ApiContext, type ServerContext } from "./runs-api.js";
 import { streamSession } from "./session-stream.js";
 import { teamInfo } from "./team-info.js";
 
-export interface ServerOptions {
-  team: ResolvedTeam;
-  /** Where traces are stored and read. @default $RUNTIME_TRACE_DIR or ./.runtime */
-  traceDir?: string;
+/** The options of `startServer`: where runs go and their limits (`RunContextOptions`), and how the server listens. */
+export interface ServerOptions extends RunContextOptions {
   /** 0 picks a free port. @default 8787 */
   port?: number;
   /** The only address the server listens on. @default "127.0.0.1" */
   host?: string;
   /** An origin allowed to call the API from another site; CORS is off when unset. */
   corsOrigin?: string;
-  /** Largest accepted request body, in bytes. @default 1048576 */
-  maxBodyBytes?: number;
-  /** Runs that may be in progress at once; more get a 429. @default 16 */
-  maxLiveRuns?: number;
   /**
    * The token every request must present (docs/server.md#authentication).
    * Unset: a fresh one is made (see `RunningServer.token`); a server on a
@@ -51,23 +42,12 @@ export interface ServerOptions {
    * the caller that started it (docs/security.md#who-can-reach-what).
    */
   callers?: readonly CallerEntry[];
-  /** Bytes that may wait for one SSE client before it is dropped (it reconnects with Last-Event-ID). @default 262144 */
-  maxClientBuffer?: number;
   /** Requests per second the token may make on average. @default 50 */
   rate?: number;
   /** Wrong tokens one address may present in a window before it is refused (docs/security.md#the-gate). @default 20 in 60 s */
   authFailures?: { max: number; windowMs: number };
   /** Serve HTTPS with this certificate and key (PEM). */
   tls?: { cert: string | Buffer; key: string | Buffer };
-  /** Further sinks for each run, made per run (e.g. `() => [telemetry.sink({ team })]`, docs/telemetry.md). */
-  runSinks?: () => EventSink[];
-  /**
-   * Where runs are kept (`createStore`). A PostgreSQL store makes this a
-   * server of many (docs/scale-out.md): each run is queued for `runtime
-   * worker` processes and followed through the store. The caller closes it.
-   * @default the SQLite files under traceDir, runs executed in this process
-   */
-  store?: Store;
   /** MCP at `/mcp`: only this agent as a tool, and the sessions' limits (docs/mcp.md). */
   mcp?: { agent?: string; sessions?: McpSessionLimits };
   /** Mount MCP and the probes alone (`runtime mcp --http`). @default everything */
@@ -176,10 +156,7 @@ function serveRoutes(ctx: ServerContext, options: ServerOptions, base: () => str
     { method: "POST", path: `/v1/runs/${id}/approvals`, handle: (req, res, c) => decideApprovals(as(c), req, res, idOf(c)) },
     { method: "GET", path: `/v1/traces/${id}`, handle: (_req, res, c) => getTrace(as(c), res, idOf(c)) },
     { method: "GET", path: `/v1/sessions/${id}/events`, handle: (req, res, c) => streamSession(as(c), req, res, idOf(c)) },
-    { method: "GET", path: "/v1/models", handle: (req, res, c) => serveOpenAI(as(c), req, res, "models", "") },
-    { method: "GET", path: `/v1/models/${id}`, handle: (req, res, c) => serveOpenAI(as(c), req, res, "model", idOf(c)) },
-    { method: "POST", path: "/v1/chat/completions", handle: (req, res, c) => serveOpenAI(as(c), req, res, "chat", "") },
-    { method: "POST", path: "/v1/responses", handle: (req, res, c) => serveOpenAI(as(c), req, res, "responses", "") },
+    ...openAIRoutes(as),
     // A2A clients read the card before they have a token; it names the team's agents and the scheme (docs/protocols.md#a2a).
     { method: "GET", path: "/.well-known/agent-card.json", open: true, handle: async (req, res) => (await a2a()).card(req, res) },
     { method: "POST", path: "/a2a", handle: async (req, res, c) => (await a2a()).rpc(req, res, c.get("caller")) },
