@@ -17,6 +17,7 @@ export interface ServerFlags {
   tlsCert?: string;
   tlsKey?: string;
   rate?: string;
+  corsOrigin?: string;
   maxRuns?: string;
   maxBodyMb?: string;
 }
@@ -30,6 +31,8 @@ export interface ServerSettings {
   callers: CallerEntry[] | undefined;
   tls: { cert: Buffer; key: Buffer } | undefined;
   rate: number | undefined;
+  /** An origin whose pages may call the server (CORS); other sites' requests are refused. */
+  corsOrigin: string | undefined;
   maxLiveRuns: number | undefined;
   maxBodyBytes: number | undefined;
 }
@@ -46,7 +49,8 @@ export function serverFlags(command: Command, defaultPort: string, prefix = ""):
     )
     .option("--tls-cert <file>", `${prefix}serve HTTPS with this certificate (PEM); needs --tls-key`)
     .option("--tls-key <file>", `${prefix}the certificate's private key (PEM)`)
-    .option("--rate <n>", `${prefix}requests per second a token may make on average`, "50");
+    .option("--rate <n>", `${prefix}requests per second a token may make on average`, "50")
+    .option("--cors-origin <origin>", `${prefix}allow this origin (e.g. http://localhost:3000) to call the server from its pages; off by default`);
 }
 
 const usage = (message: string) => new RuntimeError("USAGE", message);
@@ -91,6 +95,7 @@ export async function parseServerFlags(flags: ServerFlags, tokenEnv = "RUNTIME_S
     callers,
     tls: tlsOf(flags),
     rate,
+    corsOrigin: flags.corsOrigin,
     maxLiveRuns,
     maxBodyBytes: maxBodyMb === undefined ? undefined : Math.round(maxBodyMb * 1024 * 1024),
   };

@@ -93,7 +93,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number, options:
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /** `value` with every lone surrogate of its strings and keys replaced by U+FFFD. */
-export function wellFormed(value: unknown): unknown {
+function wellFormed(value: unknown): unknown {
   if (typeof value === "string") return value.replace(LONE_SURROGATE, "\uFFFD");
   if (Array.isArray(value)) return value.map(wellFormed);
   if (value === null || typeof value !== "object") return value;

@@ -20,8 +20,6 @@ import type { Caller } from "./auth.js";
 import { HttpError, readJsonBody } from "./http.js";
 import type { TeamMcpServers } from "./mcp-server.js";
 
-export const MCP_PATH = "/mcp";
-
 export interface McpSessionLimits {
   /** Sessions one caller may hold. @default 100 */
   perCaller?: number;

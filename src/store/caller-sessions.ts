@@ -8,15 +8,10 @@
  */
 import type { RunStores } from "./store.js";
 
-/** The key a session's state is kept under for `caller`. */
-export function sessionKey(sessionId: string, caller: string | undefined): string {
-  return caller === undefined ? sessionId : `${caller}/${sessionId}`;
-}
-
-/** `stores` with every session of its conversations and todo lists keyed by `caller`. */
+/** `stores` with every session of its conversations and todo lists kept under `CALLER/SESSION`. */
 export function callerSessions(stores: RunStores, caller: string | undefined): RunStores {
   if (caller === undefined) return stores;
-  const key = (sessionId: string) => sessionKey(sessionId, caller);
+  const key = (sessionId: string) => `${caller}/${sessionId}`;
   return {
     planTool: () => stores.planTool(),
     conversations() {

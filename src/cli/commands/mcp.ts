@@ -109,6 +109,7 @@ async function serveHttp(team: ResolvedTeam, opts: McpOptions, settings: ServerS
       ...(settings.rate !== undefined ? { rate: settings.rate } : {}),
       ...(settings.callers ? { callers: settings.callers } : settings.token !== undefined ? { token: settings.token } : {}),
       ...(settings.tls ? { tls: settings.tls } : {}),
+      ...(settings.corsOrigin !== undefined ? { corsOrigin: settings.corsOrigin } : {}),
     });
   } catch (err) {
     return fail(describeError(err), EXIT.USAGE);

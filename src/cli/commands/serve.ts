@@ -11,7 +11,6 @@ import { parseServerFlags, serverFlags, type ServerFlags, type ServerSettings } 
 
 interface ServeOptions extends ServerFlags {
   traceDir?: string;
-  corsOrigin?: string;
   otel?: boolean;
   store?: string;
 }
@@ -26,7 +25,6 @@ export function registerServe(program: Command, setExit: SetExit): void {
     "8787",
   )
     .option("--trace-dir <dir>", "trace directory (default $RUNTIME_TRACE_DIR or .runtime)")
-    .option("--cors-origin <origin>", "allow this origin (e.g. http://localhost:3000) to call the API; off by default")
     .option("--max-runs <n>", "runs in progress at once; more get a 429", "16")
     .option("--max-body-mb <n>", "largest request body, in MiB (attachments come in it, in base64: docs/attachments.md)", "1")
     .option("--store <url>", `${STORE_OPTION_HELP}; with PostgreSQL each run is queued for \`runtime worker\` processes`)
