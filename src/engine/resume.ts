@@ -67,7 +67,16 @@ export async function resumeRun(team: ResolvedTeam, options: ResumeOptions): Pro
     if (summary?.result_type === "answer") return answered(taskId, summary.answer ?? "", summary.usage ?? ZERO_USAGE);
     return start(
       team,
-      { ...options, traceDir, input: record.input, agent: record.agent, sessionId: record.session_id, ...historyOf(record) },
+      {
+        ...options,
+        traceDir,
+        input: record.input,
+        agent: record.agent,
+        sessionId: record.session_id,
+        // Its caller's sessions, as when it began (src/store/caller-sessions.ts).
+        ...(summary?.caller !== undefined ? { caller: summary.caller } : {}),
+        ...historyOf(record),
+      },
       // Its attachments are in the store it goes on in.
       { task_id: taskId, replay: new Replay("resume", journal, decisions), afterSeq, ...attachmentsOf(record, undefined, taskId) },
     );

@@ -11,6 +11,7 @@ import type { ChatClient } from "../models/types.js";
 import type { Tool } from "../tools/types.js";
 import type { Blocked } from "../guardrails/guard.js";
 import { runAgentStep, type RunShared } from "./agent-step.js";
+import { callerSessions } from "../store/caller-sessions.js";
 import { Journal } from "./journal.js";
 import { providedTools } from "./resolve-tools.js";
 import { teamSecrets } from "./secrets.js";
@@ -295,7 +296,8 @@ function shareRun(run: Conduct, stores: Store, journal: Journal, attachments: re
     ...(options.history ? { history: options.history } : {}),
     ...(attachments.length ? { attachments } : {}),
     trace_dir: run.trace_dir,
-    stores,
+    // A server's caller has sessions of its own (docs/sessions.md#whose-session).
+    stores: callerSessions(stores, options.caller),
     client(config) {
       let client = clients.get(config.name);
       if (!client) {

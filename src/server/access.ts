@@ -61,14 +61,3 @@ export function ownRuns(ctx: ApiContext): { caller?: string } {
   requireScope(ctx.caller, "read");
   return ctx.caller.scopes.has("admin") ? {} : { caller: ctx.caller.name };
 }
-
-/**
- * A conversation a run is to join must be the caller's own (docs/sessions.md):
- * a session with another caller's runs is 404, as if it did not exist, since
- * its history would reach the new run.
- */
-export async function checkSession(ctx: ApiContext, sessionId: string): Promise<void> {
-  if (ctx.caller.scopes.has("admin")) return;
-  const runs = await ctx.store.listRuns({ session: sessionId, limit: 1000 });
-  if (runs.some((r) => r.caller !== ctx.caller.name)) throw new HttpError(404, `no session ${sessionId}`);
-}

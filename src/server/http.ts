@@ -56,9 +56,13 @@ export function sendError(res: ServerResponse, status: number, message: string, 
 }
 
 /**
- * Read a JSON body of at most `limit` bytes. The content type must be JSON:
- * that also keeps other origins from posting a "simple" cross-site request
- * (a form or text/plain fetch) without a CORS preflight.
+ * Read a JSON body of at most `limit` bytes: the one reader of every request
+ * body the server takes (its API, OpenAI-compatible, A2A, MCP). The content
+ * type must be JSON: that also keeps other origins from posting a "simple"
+ * cross-site request (a form or text/plain fetch) without a CORS preflight.
+ * A lone surrogate (`"\ud800"`, valid JSON, not valid Unicode) becomes
+ * U+FFFD in every string and key, so what is stored and served back is
+ * always valid JSON for strict parsers.
  */
 export async function readJsonBody(req: IncomingMessage, limit: number, options: { optional?: boolean } = {}): Promise<unknown> {
   // An endpoint whose body is optional takes a request with none.
@@ -80,8 +84,18 @@ export async function readJsonBody(req: IncomingMessage, limit: number, options:
   }
   const text = Buffer.concat(parts).toString("utf8");
   try {
-    return JSON.parse(text) as unknown;
+    return wellFormed(JSON.parse(text) as unknown);
   } catch (err) {
     throw new HttpError(400, `the request body is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `value` with every lone surrogate of its strings and keys replaced by U+FFFD. */
+function wellFormed(value: unknown): unknown {
+  if (typeof value === "string") return value.replace(LONE_SURROGATE, "\uFFFD");
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [wellFormed(k) as string, wellFormed(v)]));
 }

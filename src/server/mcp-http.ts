@@ -1,138 +1,139 @@
 /**
- * `runtime mcp TEAM --http` (docs/mcp.md#over-streamable-http): the team's
- * MCP server over Streamable HTTP at `/mcp`, behind the serve token
- * (`Authorization: Bearer TOKEN`, src/server/auth.ts). One SDK server and
- * transport per session, as over stdio one per connection (the runs are
- * shared, src/server/mcp-server.ts): a request without `mcp-session-id`
- * (the initialize) opens one, the rest name theirs. Sessions, not stateless
- * requests, because a client's cancellation comes as a later request that
- * must reach the server running the call; the SDK's client does not close
- * the call's stream when it cancels.
+ * MCP over Streamable HTTP at `/mcp` of the HTTP app (docs/mcp.md#over-streamable-http),
+ * behind the gate's tokens: one SDK server and transport per session, as
+ * over stdio one per connection. A request without `mcp-session-id` (the
+ * initialize) opens one, the rest name theirs; a session is its opener's.
+ * Sessions, not stateless requests, because a client's cancellation comes
+ * as a later request that must reach the server running the call.
+ *
+ * Sessions are capped per caller and in all (docs/security.md#the-gate):
+ * a caller at its cap, or a server at its total, makes room by closing the
+ * caller's own least recently used idle session (none of its calls under
+ * way), else the most crowded caller's; only when none is idle is a new
+ * session refused (429). One caller's idle sessions never lock another out.
  */
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { requireScope } from "./access.js";
-import { Gate, isLoopback, presentedToken, serveTokenCaller, tokenCookie, type CallerEntry } from "./auth.js";
-import { HttpError, sendError } from "./http.js";
+import type { Caller } from "./auth.js";
+import { HttpError, readJsonBody } from "./http.js";
 import type { TeamMcpServers } from "./mcp-server.js";
-import { hostnameOf, listen } from "./server.js";
 
-export interface McpHttpOptions {
-  servers: TeamMcpServers;
-  port: number;
-  host: string;
-  /** The one token every request presents (a caller with every scope), unless `callers` are given. */
-  token?: string;
-  /** Callers with tokens of their own (`--tokens FILE`, src/server/tokens-file.ts): a session is its opener's, and needs the `run` scope. */
-  callers?: readonly CallerEntry[];
-  /** Requests per second the token may make, on average. @default 50, as `runtime serve` */
-  rate?: number;
-  /** Sessions at once; a new one past it gets 429. @default 100 */
-  maxSessions?: number;
+export interface McpSessionLimits {
+  /** Sessions one caller may hold. @default 100 */
+  perCaller?: number;
+  /** Sessions in all. @default 1000 */
+  total?: number;
   /** A session without a request for this long is closed (a client that never sent DELETE). @default 1 hour */
   idleMs?: number;
 }
 
-export interface McpHttpServer {
-  /** The endpoint, e.g. `http://127.0.0.1:8788/mcp`. */
-  url: string;
-  /** Close every session (the calls in flight are cancelled: their runs end interrupted, traces kept), then stop listening. */
-  close(): Promise<void>;
-}
-
-export const MCP_PATH = "/mcp";
-
 interface Session {
   transport: StreamableHTTPServerTransport;
   lastSeen: number;
+  /** POSTs being answered (a tool call under way); the client's standing GET stream is not one. */
+  busy: number;
   /** The caller who opened it: only its requests reach it. */
   caller: string;
 }
 
-export async function startMcpHttp(options: McpHttpOptions): Promise<McpHttpServer> {
-  const gate = options.callers
-    ? new Gate(options.callers, options.rate ?? 50, "your own, of the tokens file")
-    : new Gate([serveTokenCaller(options.token ?? "")], options.rate ?? 50);
-  const maxSessions = options.maxSessions ?? 100;
-  const idleMs = options.idleMs ?? 3_600_000;
-  const sessions = new Map<string, Session>();
-  let port = options.port;
+/** The `/mcp` endpoint: `handle` answers one request of a caller the gate let in. */
+export interface McpEndpoint {
+  handle(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void>;
+  /** Close every session: the calls in flight are cancelled, their runs end interrupted, traces kept. */
+  close(): Promise<void>;
+}
 
-  const open = async (caller: string): Promise<StreamableHTTPServerTransport> => {
-    if (sessions.size >= maxSessions) {
-      throw new HttpError(429, `too many MCP sessions (${maxSessions} at most): end one with DELETE, or retry later`, { "retry-after": "1" });
-    }
-    const server = options.servers.create(caller);
+export function mcpEndpoint(servers: TeamMcpServers, maxBodyBytes: number, limits: McpSessionLimits = {}): McpEndpoint {
+  const perCaller = limits.perCaller ?? 100;
+  const total = limits.total ?? 1000;
+  const idleMs = limits.idleMs ?? 3_600_000;
+  const sessions = new Map<string, Session>();
+
+  const open = async (caller: Caller): Promise<StreamableHTTPServerTransport> => {
+    makeRoom(sessions, caller.name, perCaller, total);
+    const server = servers.create(caller);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
-      onsessioninitialized: (id) => void sessions.set(id, { transport, lastSeen: Date.now(), caller }),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, lastSeen: Date.now(), busy: 0, caller: caller.name }),
     });
     await server.connect(transport);
-    // Closing the transport (DELETE, idle, shutdown) closes the server, which aborts its calls, so their runs.
+    // Closing the transport (DELETE, idle, eviction, shutdown) closes the server, which aborts its calls, so their runs.
     server.server.onclose = () => {
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
     return transport;
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // A page on another site that rebinds its DNS name to 127.0.0.1 still sends its own Host (as in server.ts).
-    if (isLoopback(options.host) && !isLoopback(hostnameOf(req.headers.host))) {
-      throw new HttpError(403, "this server only answers requests addressed to localhost");
-    }
-    const path = new URL(req.url ?? "/", "http://localhost").pathname;
-    if (path !== MCP_PATH) throw new HttpError(404, `no such endpoint: ${path} (MCP is served at ${MCP_PATH})`);
-    // Every tool of this server starts a run: a session is for callers with the `run` scope.
-    const caller = gate.allow(presentedToken(req, tokenCookie(port)));
-    requireScope(caller, "run");
-    const id = req.headers["mcp-session-id"];
-    let transport: StreamableHTTPServerTransport;
-    if (typeof id === "string") {
-      const session = sessions.get(id);
-      // The protocol's answer to an unknown or ended session: 404, and the client starts a new one. Another caller's is unknown to this one.
-      if (!session || session.caller !== caller.name) throw new HttpError(404, "no such MCP session (it ended): start a new one");
-      session.lastSeen = Date.now();
-      transport = session.transport;
-    } else {
-      if (req.method !== "POST") throw new HttpError(400, "start a session with an initialize request (POST)");
-      transport = await open(caller.name);
-      // A first request that was not an initialize leaves no session: nothing of it stays.
-      res.once("close", () => {
-        if (transport.sessionId === undefined) void transport.close();
-      });
-    }
-    await transport.handleRequest(req, res);
-  };
-
-  const http = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (res.headersSent) res.destroy();
-      else if (err instanceof HttpError) sendError(res, err.status, err.message, err.headers);
-      else sendError(res, 500, "internal error");
-    });
-  });
   const sweep = setInterval(
     () => {
       const now = Date.now();
-      for (const session of sessions.values()) if (now - session.lastSeen > idleMs) void session.transport.close();
+      for (const session of sessions.values()) if (session.busy === 0 && now - session.lastSeen > idleMs) void session.transport.close();
     },
     Math.min(idleMs, 60_000),
   ).unref();
-  port = await listen(http, options.port, options.host).catch((err: unknown) => {
-    clearInterval(sweep);
-    throw err;
-  });
-  const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+
   return {
-    url: `http://${host}:${port}${MCP_PATH}`,
+    async handle(req, res, caller) {
+      // Every tool of this server starts a run: a session is for callers with the `run` scope.
+      requireScope(caller, "run");
+      // Read by the server's one body reader (its limit, U+FFFD for lone surrogates), then handed to the SDK.
+      const body = req.method === "POST" ? await readJsonBody(req, maxBodyBytes) : undefined;
+      const id = req.headers["mcp-session-id"];
+      let transport: StreamableHTTPServerTransport;
+      let session: Session | undefined;
+      if (typeof id === "string") {
+        session = sessions.get(id);
+        // The protocol's answer to an unknown or ended session: 404, and the client starts a new one. Another caller's is unknown to this one.
+        if (!session || session.caller !== caller.name) throw new HttpError(404, "no such MCP session (it ended): start a new one");
+        session.lastSeen = Date.now();
+        transport = session.transport;
+      } else {
+        if (req.method !== "POST") throw new HttpError(400, "start a session with an initialize request (POST)");
+        transport = await open(caller);
+        // A first request that was not an initialize leaves no session: nothing of it stays.
+        res.once("close", () => {
+          if (transport.sessionId === undefined) void transport.close();
+        });
+      }
+      if (session && req.method === "POST") {
+        const counted = session;
+        counted.busy++;
+        res.once("close", () => {
+          counted.busy--;
+          counted.lastSeen = Date.now();
+        });
+      }
+      await transport.handleRequest(req, res, body);
+    },
     async close() {
       clearInterval(sweep);
       await Promise.all([...sessions.values()].map((s) => s.transport.close()));
-      await new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeAllConnections();
-      });
     },
   };
+}
+
+/**
+ * Before `caller` opens a session: under its cap and the total, nothing to
+ * do; else close the least recently used idle session of the caller itself
+ * (at its cap) or of the caller holding the most (at the total); 429 when
+ * every one of those is busy.
+ */
+function makeRoom(sessions: Map<string, Session>, caller: string, perCaller: number, total: number): void {
+  const held = (name: string) => [...sessions.values()].filter((s) => s.caller === name);
+  let from: Session[] | undefined;
+  if (held(caller).length >= perCaller) from = held(caller);
+  else if (sessions.size >= total) {
+    const counts = new Map<string, number>();
+    for (const s of sessions.values()) counts.set(s.caller, (counts.get(s.caller) ?? 0) + 1);
+    const crowded = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+    from = crowded === undefined ? [] : held(crowded);
+  }
+  if (from === undefined) return;
+  const idle = from.filter((s) => s.busy === 0).sort((a, b) => a.lastSeen - b.lastSeen)[0];
+  if (!idle) throw new HttpError(429, "too many MCP sessions under way: end one with DELETE, or retry later", { "retry-after": "1" });
+  // Gone from the count at once; the transport's close follows.
+  if (idle.transport.sessionId !== undefined) sessions.delete(idle.transport.sessionId);
+  void idle.transport.close();
 }

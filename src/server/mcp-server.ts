@@ -1,55 +1,59 @@
 /**
  * A team served over MCP (docs/mcp.md): each agent (or one) is an MCP tool
- * taking `{query}`; a call is one run (`runTeam`), answered with the run's
- * answer, or its error with `isError`. A client that sends a progressToken
- * gets progress notifications from the run's events.
+ * taking `{query}`; a call is one run started through `launchRun`, the one
+ * launch path of every protocol (queued for workers on PostgreSQL, counted
+ * against the run limits, listed, traced, owned by the caller), followed
+ * through the store to its run.finished and answered with the run's answer,
+ * or its error with `isError`. A client that sends a progressToken gets
+ * progress notifications from the run's events.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { ResolvedTeam } from "../config/types.js";
-import { runTeam, type RunOptions, type RunResult } from "../engine/run-team.js";
 import type { RunEvent } from "../events/types.js";
 import { describeEvent } from "../events/describe.js";
 import { ERROR_CODES, RuntimeError } from "../errors.js";
+import { follow } from "../store/follow.js";
+import type { Caller } from "./auth.js";
+import { launchRun, type ServerContext } from "./runs-api.js";
 
 export interface TeamMcpServerOptions {
   /** Serve only this agent. @default every agent of the team */
   agent?: string;
-  /** Trace directory of the runs. @default as runTeam */
-  traceDir?: string;
   /** The server's version, as it introduces itself. */
   version: string;
-  /** Extra run options (tests: ids, clock, model clients). */
-  run?: Omit<RunOptions, "input" | "agent" | "traceDir" | "signal" | "sinks">;
 }
 
 /** The MCP servers of a team, sharing their runs. */
 export interface TeamMcpServers {
-  /** A server to connect to a transport: one for stdio, one per session over Streamable HTTP (its runs recorded as `caller`'s). */
-  create(caller?: string): McpServer;
-  /** Resolves once no run is going (their traces written). */
+  /** A server to connect to a transport: one for stdio, one per session over Streamable HTTP, its runs `caller`'s. */
+  create(caller: Caller): McpServer;
+  /** Resolves once no call is being answered (their runs ended and stored). */
   idle(): Promise<void>;
 }
 
-/** The MCP server of a team, for `runtime mcp` over stdio or Streamable HTTP (src/server/mcp-http.ts). */
-export function teamMcpServer(team: ResolvedTeam, options: TeamMcpServerOptions): TeamMcpServers {
+type RunFinished = Extract<RunEvent, { type: "run.finished" }>;
+
+/** The MCP server of a team, for `runtime mcp` over stdio and MCP at `/mcp` of the HTTP app (src/server/mcp-http.ts). */
+export function teamMcpServer(ctx: ServerContext, options: TeamMcpServerOptions): TeamMcpServers {
+  const { team } = ctx;
   const agents = options.agent !== undefined ? [options.agent] : Object.keys(team.agents);
   for (const name of agents) {
     if (!team.agents[name]) throw new RuntimeError("NOT_FOUND", `unknown agent '${name}' (agents: ${Object.keys(team.agents).join(", ")})`);
   }
-  const runs = new Set<Promise<RunResult>>();
+  const calls = new Set<Promise<unknown>>();
   return {
-    create: (caller) => serverOf(team, agents, caller === undefined ? options : { ...options, run: { ...options.run, caller } }, runs),
-    // Runs still going (their trace being written) when the client went away.
+    create: (caller) => serverOf(ctx, caller, agents, options.version, calls),
     idle: async () => {
-      while (runs.size > 0) await Promise.allSettled([...runs]);
+      while (calls.size > 0) await Promise.allSettled([...calls]);
     },
   };
 }
 
-function serverOf(team: ResolvedTeam, agents: string[], options: TeamMcpServerOptions, runs: Set<Promise<RunResult>>): McpServer {
-  const server = new McpServer({ name: team.name, version: options.version }, { instructions: instructions(team) });
+function serverOf(ctx: ServerContext, caller: Caller, agents: string[], version: string, calls: Set<Promise<unknown>>): McpServer {
+  const { team } = ctx;
+  const server = new McpServer({ name: team.name, version }, { instructions: instructions(team) });
   for (const name of agents) {
     const agent = team.agents[name]!;
     server.registerTool(
@@ -71,93 +75,73 @@ function serverOf(team: ResolvedTeam, agents: string[], options: TeamMcpServerOp
       async ({ query }, extra): Promise<CallToolResult> => {
         const token = extra._meta?.progressToken;
         let progress = 0;
-        // Each notification is sent before the result: a client drops progress that comes after it.
-        let sent: Promise<unknown> = Promise.resolve();
-        const notify = (event: RunEvent): void => {
-          if (token === undefined) return;
-          const message = describeEvent(event);
+        const notify = async (event: RunEvent): Promise<void> => {
+          const message = token === undefined ? undefined : describeEvent(event);
           if (message === undefined) return;
-          const notification: ServerNotification = { method: "notifications/progress", params: { progressToken: token, progress: ++progress, message } };
-          sent = Promise.all([sent, extra.sendNotification(notification).catch(() => undefined)]);
+          const notification: ServerNotification = { method: "notifications/progress", params: { progressToken: token!, progress: ++progress, message } };
+          // Each notification is sent before the result: a client drops progress that comes after it.
+          await extra.sendNotification(notification).catch(() => undefined);
         };
-        const run = runTeam(team, {
-          ...options.run,
-          input: query,
-          agent: name,
-          ...(options.traceDir !== undefined ? { traceDir: options.traceDir } : {}),
-          signal: extra.signal,
-          sinks: [notify],
-        });
-        runs.add(run.result);
-        const result = await run.result.finally(() => runs.delete(run.result));
-        await sent;
-        return resultOf(result);
+        const call = answer(ctx, caller, name, query, extra.signal, notify);
+        calls.add(call);
+        return call.finally(() => calls.delete(call));
       },
     );
   }
   return server;
 }
 
+/** Launch the run of one call and follow it to its end; the call's cancellation cancels a run of this process. */
+async function answer(
+  ctx: ServerContext,
+  caller: Caller,
+  agent: string,
+  query: string,
+  signal: AbortSignal,
+  notify: (event: RunEvent) => Promise<void>,
+): Promise<CallToolResult> {
+  const run = await launchRun({ ...ctx, caller }, { input: query, agent });
+  const cancel = () => run.cancel?.();
+  signal.addEventListener("abort", cancel, { once: true });
+  try {
+    // A call cancelled (the client's cancellation, its session closed) stops following; the run of this process ends interrupted.
+    for await (const { event } of follow(ctx.store, run.task_id, 0, { more: run.more, signal })) {
+      await notify(event);
+      if (event.type === "run.finished") return resultOf(run.task_id, event);
+    }
+  } finally {
+    signal.removeEventListener("abort", cancel);
+  }
+  throw new RuntimeError("STORE", `run ${run.task_id} ended without its run.finished`);
+}
+
 /**
  * The call's answer: the run's answer; its error with `isError`; or, for a
  * run paused for approval, how to continue it (docs/mcp.md#approvals-and-budgets).
  */
-function resultOf(result: RunResult): CallToolResult {
-  const waiting = [...new Set(result.approvals?.map((a) => a.tool))];
+function resultOf(taskId: string, finished: RunFinished): CallToolResult {
+  const waiting = [...new Set(finished.approvals?.map((a) => a.tool))];
   const text =
-    result.result_type === "answer"
-      ? (result.answer ?? "")
-      : result.result_type === "paused"
-        ? `run ${result.task_id} is paused, waiting for approval of ${waiting.join(", ") || "a tool call"}: decide with \`runtime approve ${result.task_id}\` (or the page and approvals API of \`runtime serve\`), then \`runtime resume ${result.task_id}\``
-        : `run failed: ${result.error?.message ?? "unknown error"}`;
+    finished.result_type === "answer"
+      ? (finished.answer ?? "")
+      : finished.result_type === "paused"
+        ? `run ${taskId} is paused, waiting for approval of ${waiting.join(", ") || "a tool call"}: decide with \`runtime approve ${taskId}\` (or the page and approvals API of \`runtime serve\`), then \`runtime resume ${taskId}\``
+        : `run failed: ${finished.error ?? "unknown error"}`;
   return {
     content: [{ type: "text", text }],
     structuredContent: {
-      task_id: result.task_id,
-      result_type: result.result_type,
-      ...(result.answer !== undefined ? { answer: result.answer } : {}),
-      ...(result.error !== undefined ? { error: result.error.message, error_code: result.error.code } : {}),
-      ...(result.result_type === "paused" ? { waiting_for: waiting } : {}),
+      task_id: taskId,
+      result_type: finished.result_type,
+      ...(finished.answer !== undefined ? { answer: finished.answer } : {}),
+      ...(finished.error !== undefined ? { error: finished.error } : {}),
+      ...(finished.error_code !== undefined ? { error_code: finished.error_code } : {}),
+      ...(finished.result_type === "paused" ? { waiting_for: waiting } : {}),
     },
-    ...(result.result_type === "error" || result.result_type === "blocked" ? { isError: true } : {}),
+    ...(finished.result_type === "error" || finished.result_type === "blocked" ? { isError: true } : {}),
   };
 }
 
 function instructions(team: ResolvedTeam): string {
   const about = team.description ? `${team.description} ` : "";
   return `${about}Each tool is an agent of the team '${team.name}': give it a self-contained request as \`query\`; it answers with the agent's final answer.`;
-}
-
-/** A short line for the events worth a progress notification; undefined for the rest (streamed tokens, say). */
-export function progressMessage(event: RunEvent): string | undefined {
-  switch (event.type) {
-    case "run.started":
-      return "run started";
-    case "agent.started":
-      return `${event.agent_id} started (${event.kind})`;
-    case "agent.finished":
-      return `${event.agent_id} ${event.result_type === "answer" ? "answered" : "failed"}`;
-    case "state.changed":
-      return `${event.agent_id}: ${event.to}`;
-    case "recursion.started":
-      return `${event.agent_id}: round ${event.iteration}`;
-    case "llm.request":
-      return `${event.agent_id} asks the model ${event.model}`;
-    case "tool.started":
-      return `${event.agent_id} calls ${event.tool}`;
-    case "tool.finished":
-      return `${event.tool} ${event.ok ? "done" : "failed"}`;
-    case "plan.created":
-    case "plan.updated":
-      return `plan: ${event.steps.length} step${event.steps.length === 1 ? "" : "s"}`;
-    case "todo.updated":
-    case "todo.completed": {
-      const done = event.todos.filter((t) => t.status === "completed").length;
-      return `todo list: ${done}/${event.todos.length} done`;
-    }
-    case "run.finished":
-      return event.result_type === "answer" ? "run answered" : "run failed";
-    default:
-      return undefined;
-  }
 }

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { unreachable } from "../errors.js";
-import { BASE_HEADERS } from "./http.js";
+import type { Route } from "./app.js";
+import { BASE_HEADERS, HttpError } from "./http.js";
 
 /** The page's files: one HTML file and its scripts, served from memory. */
 export interface PageFiles {
@@ -103,4 +104,40 @@ export function sendPageFile(res: ServerResponse, body: string, type: "text/html
     "x-frame-options": "DENY",
   });
   res.end(body);
+}
+
+/**
+ * The page's routes: `/` (and `/index.html`), its scripts, and the
+ * projection's modules at `/events/<name>.js` and no other file of dist/
+ * (docs/design/projection.md). The page's link carries the token once
+ * (`?token=`): it becomes an HttpOnly cookie and leaves the address bar.
+ */
+export function pageRoutes(page: PageFiles | undefined, cookie: () => string, secure: boolean): Route[] {
+  const files = (): PageFiles => {
+    if (!page) throw new HttpError(404, "the page's files (src/server/page) are missing");
+    return page;
+  };
+  const index: Route["handle"] = (req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const token = url.searchParams.get("token");
+    if (token === null) return sendPageFile(res, files().html, "text/html");
+    url.searchParams.delete("token");
+    const set = `${cookie()}=${token}; HttpOnly; SameSite=Strict; Path=/${secure ? "; Secure" : ""}`;
+    res.writeHead(303, { ...BASE_HEADERS, location: `${url.pathname}${url.search}`, "set-cookie": set }).end();
+  };
+  return [
+    { method: "GET", path: "/", page: true, handle: index },
+    { method: "GET", path: "/index.html", page: true, handle: index },
+    { method: "GET", path: "/app.js", handle: (_req, res) => sendPageFile(res, files().script, "text/javascript") },
+    { method: "GET", path: "/timeline.js", handle: (_req, res) => sendPageFile(res, files().timeline, "text/javascript") },
+    {
+      method: "GET",
+      path: "/events/:module{[\\w-]{1,100}\\.js}",
+      handle: (_req, res, c) => {
+        const source = files().events.get((c.req.param("module") ?? "").slice(0, -3));
+        if (source === undefined) throw new HttpError(404, `no such endpoint: ${c.req.path}`);
+        sendPageFile(res, source, "text/javascript");
+      },
+    },
+  ];
 }

@@ -15,7 +15,7 @@ import type { RunQueue } from "../queue/run-queue.js";
 import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "./http.js";
 import type { LiveRuns } from "./live-runs.js";
 import { EventStream, lastEventId } from "./sse.js";
-import { checkRun, checkSession, ownRuns, requireScope, mayReach } from "./access.js";
+import { checkRun, ownRuns, requireScope, mayReach } from "./access.js";
 import type { Caller } from "./auth.js";
 
 /** What the run endpoints of a server share. */
@@ -119,7 +119,8 @@ export interface LaunchRequest extends StartRunBody {
 /**
  * Start a run for the request's caller, its owner: queued for workers with a
  * PostgreSQL store, else here (429 past `maxLiveRuns`, or past the caller's
- * `runs_max`). The caller needs the `run` scope, and a session it names must be its own.
+ * `runs_max`). The caller needs the `run` scope; a session it names is its
+ * own whatever other callers name theirs (src/store/caller-sessions.ts).
  */
 export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<LaunchedRun> {
   const { caller } = ctx;
@@ -127,7 +128,6 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
   // Refused before the run starts (a 400), as the CLI refuses them before any request (docs/attachments.md).
   const attachments = body.attachments ?? [];
   checkAttachments(ctx.team, body.agent ?? ctx.team.entry, attachments);
-  if (body.session_id !== undefined) await checkSession(ctx, body.session_id);
   if (caller.runsMax !== undefined) {
     // Counted across the store's servers with a queue; two requests at the same moment may both pass.
     const going = ctx.queued ? await ctx.queued.queue.liveOf(caller.name) : ctx.live.countOf(caller.name);

@@ -1,42 +1,35 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { createServer as createTlsServer } from "node:https";
-import type { AddressInfo } from "node:net";
-import type { ResolvedTeam } from "../config/types.js";
-import { RuntimeError, describeError } from "../errors.js";
-import type { EventSink } from "../events/bus.js";
-import { resolveTraceDir } from "../engine/trace-dir.js";
-import { redactString } from "../redact.js";
-import { openStore } from "../store/create.js";
-import type { Store } from "../store/store.js";
-import { RunQueue } from "../queue/run-queue.js";
-import { RunMetrics } from "../telemetry/metrics.js";
-import { Gate, isLoopback, newToken, presentedToken, serveTokenCaller, tokenCookie, type CallerEntry } from "./auth.js";
-import { BASE_HEADERS, HttpError, httpStatusOf, sendError, sendJson } from "./http.js";
-import { LiveRuns } from "./live-runs.js";
-import { loadPage, sendPageFile } from "./page.js";
-import { MAX_CLIENT_BUFFER } from "./sse.js";
+/**
+ * `runtime serve` (docs/server.md): one HTTP app (src/server/app.ts) over one
+ * loaded team, its API, the page, the OpenAI-compatible, A2A and MCP
+ * endpoints and the probes, every run started through `launchRun`.
+ * `runtime mcp --http` is the same server with MCP and the probes alone.
+ */
+import { readFileSync } from "node:fs";
+import { teamSecrets } from "../engine/secrets.js";
+import { RuntimeError } from "../errors.js";
+import { createApp, type Route } from "./app.js";
+import type { A2AEndpoint } from "./a2a/endpoint.js";
+import { Gate, isLoopback, newToken, serveTokenCaller, tokenCookie, type CallerEntry } from "./auth.js";
+import { AuthFailures, type GateOptions } from "./gate.js";
+import { healthRoutes } from "./health.js";
+import { sendJson } from "./http.js";
+import { listenApp, type Listening } from "./listen.js";
+import type { McpEndpoint, McpSessionLimits } from "./mcp-http.js";
+import { openAIRoutes } from "./openai/index.js";
+import { loadPage, pageRoutes } from "./page.js";
+import { openRunContext, type RunContext, type RunContextOptions } from "./run-context.js";
 import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, type ApiContext, type ServerContext } from "./runs-api.js";
 import { streamSession } from "./session-stream.js";
-import { requireScope } from "./access.js";
 import { teamInfo } from "./team-info.js";
-import { isOpenAIPath, sendOpenAIError, serveOpenAI, type OpenAIEndpoint } from "./openai/index.js";
-import type { A2AEndpoint } from "./a2a/endpoint.js";
-import { teamSecrets } from "../engine/secrets.js";
 
-export interface ServerOptions {
-  team: ResolvedTeam;
-  /** Where traces are stored and read. @default $RUNTIME_TRACE_DIR or ./.runtime */
-  traceDir?: string;
+/** The options of `startServer`: where runs go and their limits (`RunContextOptions`), and how the server listens. */
+export interface ServerOptions extends RunContextOptions {
   /** 0 picks a free port. @default 8787 */
   port?: number;
   /** The only address the server listens on. @default "127.0.0.1" */
   host?: string;
   /** An origin allowed to call the API from another site; CORS is off when unset. */
   corsOrigin?: string;
-  /** Largest accepted request body, in bytes. @default 1048576 */
-  maxBodyBytes?: number;
-  /** Runs that may be in progress at once; more get a 429. @default 16 */
-  maxLiveRuns?: number;
   /**
    * The token every request must present (docs/server.md#authentication).
    * Unset: a fresh one is made (see `RunningServer.token`); a server on a
@@ -49,21 +42,16 @@ export interface ServerOptions {
    * the caller that started it (docs/security.md#who-can-reach-what).
    */
   callers?: readonly CallerEntry[];
-  /** Bytes that may wait for one SSE client before it is dropped (it reconnects with Last-Event-ID). @default 262144 */
-  maxClientBuffer?: number;
   /** Requests per second the token may make on average. @default 50 */
   rate?: number;
+  /** Wrong tokens one address may present in a window before it is refused (docs/security.md#the-gate). @default 20 in 60 s */
+  authFailures?: { max: number; windowMs: number };
   /** Serve HTTPS with this certificate and key (PEM). */
   tls?: { cert: string | Buffer; key: string | Buffer };
-  /** Further sinks for each run, made per run (e.g. `() => [telemetry.sink({ team })]`, docs/telemetry.md). */
-  runSinks?: () => EventSink[];
-  /**
-   * Where runs are kept (`createStore`). A PostgreSQL store makes this a
-   * server of many (docs/scale-out.md): each run is queued for `runtime
-   * worker` processes and followed through the store. The caller closes it.
-   * @default the SQLite files under traceDir, runs executed in this process
-   */
-  store?: Store;
+  /** MCP at `/mcp`: only this agent as a tool, and the sessions' limits (docs/mcp.md). */
+  mcp?: { agent?: string; sessions?: McpSessionLimits };
+  /** Mount MCP and the probes alone (`runtime mcp --http`). @default everything */
+  only?: "mcp";
 }
 
 export interface RunningServer {
@@ -84,6 +72,41 @@ export const DEFAULT_HOST = "127.0.0.1";
 /** Start the HTTP server of `runtime serve` over one loaded team. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const host = options.host ?? DEFAULT_HOST;
+  const { token, tokens } = tokensOf(options, host);
+  const run = await openRunContext(options);
+  let listening: Listening | undefined;
+  const gate: GateOptions = {
+    host,
+    corsOrigin: options.corsOrigin,
+    tokens,
+    failures: new AuthFailures(options.authFailures?.max, options.authFailures?.windowMs),
+    cookie: () => tokenCookie(listening?.port ?? 0),
+  };
+  const mcp = lazyMcp(run.ctx, options);
+  const routes = [
+    ...healthRoutes({ ready: run.ready, metrics: run.renderMetrics }),
+    mcp.route,
+    ...(options.only === "mcp" ? [] : serveRoutes(run.ctx, options, () => listening?.url ?? "", gate.cookie)),
+  ];
+  const app = createApp({ routes, gate, secrets: teamSecrets(options.team) });
+  try {
+    listening = await listenApp(app, { port: options.port ?? DEFAULT_PORT, host, tls: options.tls });
+  } catch (err) {
+    await run.close();
+    throw err;
+  }
+  const up = listening;
+  return {
+    url: up.url,
+    port: up.port,
+    token,
+    pageUrl: token ? `${up.url}/?token=${encodeURIComponent(token)}` : `${up.url}/`,
+    close: () => closeServer(run, mcp.close, up),
+  };
+}
+
+/** The one token (given, or a fresh one) or the callers of a tokens file; a server beyond loopback needs one of one's own. */
+function tokensOf(options: ServerOptions, host: string): { token: string; tokens: Gate } {
   if (options.token !== undefined && options.callers !== undefined) throw new RuntimeError("USAGE", "give either a token or a tokens file, not both");
   if (!isLoopback(host) && !options.token && !options.callers) {
     throw new RuntimeError(
@@ -91,274 +114,75 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       `refusing to listen on ${host} with a token anyone could have missed: give your own with --token or RUNTIME_SERVE_TOKEN (and use --tls-cert/--tls-key or a TLS proxy beyond this machine)`,
     );
   }
-  const token = options.callers ? "" : (options.token ?? newToken());
-  const gate = options.callers
-    ? new Gate(options.callers, options.rate ?? 50, "your own, of the tokens file")
-    : new Gate([serveTokenCaller(token)], options.rate ?? 50);
-  const traceDir = resolveTraceDir(options.traceDir);
-  const secrets = teamSecrets(options.team);
-  const metrics = new RunMetrics();
-  // The embedded trace store, opened here when no store is given (and closed with the server).
-  const embedded = options.store ? undefined : await openStore(traceDir);
-  await embedded?.ping();
-  let queued: ApiContext["queued"];
-  if (options.store?.database) {
-    const queue = await RunQueue.open(options.store, [options.team.name]);
-    // Listening from the start: a server that cannot hear the store's notifications does not start.
-    const listening = await options.store.runs
-      .watch("*", () => {})
-      .catch(async (err: unknown) => {
-        await queue.close();
-        throw err;
-      });
-    const store = options.store;
-    queued = { queue, listening, attachments: () => store.attachments() };
-  }
-  const closeStores = async () => {
-    queued?.listening.close();
-    await queued?.queue.close();
-    await embedded?.close();
+  const rate = options.rate ?? 50;
+  if (options.callers) return { token: "", tokens: new Gate(options.callers, rate, "your own, of the tokens file") };
+  const token = options.token ?? newToken();
+  return { token, tokens: new Gate([serveTokenCaller(token)], rate) };
+}
+
+/**
+ * MCP at `/mcp`: the SDK is loaded by the first MCP request, so a server no
+ * MCP client talks to pays nothing for it.
+ */
+function lazyMcp(ctx: ServerContext, options: ServerOptions): { route: Route; close(): Promise<void> } {
+  let loaded: Promise<McpEndpoint> | undefined;
+  const load = async (): Promise<McpEndpoint> => {
+    const [{ teamMcpServer }, { mcpEndpoint }] = await Promise.all([import("./mcp-server.js"), import("./mcp-http.js")]);
+    const servers = teamMcpServer(ctx, { ...(options.mcp?.agent !== undefined ? { agent: options.mcp.agent } : {}), version: packageVersion() });
+    return mcpEndpoint(servers, ctx.maxBodyBytes, options.mcp?.sessions);
   };
-  const ctx: ServerContext = {
-    team: options.team,
-    traceDir,
-    store: (options.store ?? embedded)!.runs,
-    ...(queued ? { queued } : {}),
-    live: new LiveRuns(() => [metrics.sink, ...(options.runSinks?.() ?? [])], options.store),
-    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-    maxLiveRuns: options.maxLiveRuns ?? 16,
-    maxClientBuffer: options.maxClientBuffer ?? MAX_CLIENT_BUFFER,
-    streams: new Set(),
-  };
-  const page = loadPage();
-  // The A2A SDK is loaded by the first A2A request: a server no A2A client talks to pays nothing for it.
-  let a2aLoaded: Promise<A2AEndpoint> | undefined;
-  const a2a = () => (a2aLoaded ??= import("./a2a/endpoint.js").then((m) => m.a2aEndpoint(ctx, options.tls !== undefined)));
-
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch((err: unknown) => {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (isOpenAIPath(req.url)) return sendOpenAIError(res, err, secrets);
-      if (err instanceof HttpError) sendError(res, err.status, err.message, err.headers);
-      else sendError(res, httpStatusOf(err), redactString(describeError(err), secrets));
-    });
-  };
-  const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createServer(onRequest);
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // A page on another site that rebinds its DNS name to 127.0.0.1 still sends its own Host.
-    if (isLoopback(host) && !isLoopback(hostnameOf(req.headers.host))) {
-      throw new HttpError(403, "this server only answers requests addressed to localhost");
-    }
-    const cors = corsHeaders(req, options.corsOrigin);
-    for (const [k, v] of Object.entries(cors)) res.setHeader(k, v);
-    const method = req.method ?? "GET";
-    if (method === "OPTIONS") {
-      if (!cors["access-control-allow-origin"]) throw new HttpError(405, "cross-origin requests are not enabled");
-      res.writeHead(204).end();
-      return;
-    }
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const route = matchRoute(method, url.pathname);
-    // Probes of a load balancer or an orchestrator carry no token; they learn nothing but up or down.
-    if (route.name === "health") return sendJson(res, 200, { ok: true });
-    if (route.name === "ready") {
-      const ready = await isReady();
-      return sendJson(res, ready ? 200 : 503, { ready });
-    }
-    // A2A clients read the card before they have a token; it names the team's agents and the scheme (docs/protocols.md#a2a).
-    if (route.name === "agentCard") return (await a2a()).card(req, res);
-    const presented = presentedToken(req, tokenCookie(port), route.name === "page" ? url.searchParams : undefined);
-    // Every route below is the caller's: what it may reach is checked where a run is named (src/server/access.ts).
-    const rctx: ApiContext = { ...ctx, caller: gate.allow(presented) };
-    if (route.name === "page" && url.searchParams.has("token")) {
-      // The page's link carries the token once: it becomes a cookie and leaves the address bar.
-      url.searchParams.delete("token");
-      const cookie = `${tokenCookie(port)}=${presented}; HttpOnly; SameSite=Strict; Path=/${options.tls ? "; Secure" : ""}`;
-      res.writeHead(303, { ...BASE_HEADERS, location: `${url.pathname}${url.search}`, "set-cookie": cookie }).end();
-      return;
-    }
-    switch (route.name) {
-      case "page":
-      case "script":
-      case "timeline":
-        if (!page) throw new HttpError(404, "the page's files (src/server/page) are missing");
-        sendPageFile(res, page[route.name === "page" ? "html" : route.name], route.name === "page" ? "text/html" : "text/javascript");
-        return;
-      case "events": {
-        // The projection's compiled modules, and no other file of dist/ (docs/design/projection.md).
-        const source = page?.events.get(route.id);
-        if (source === undefined) throw new HttpError(404, `no such endpoint: ${url.pathname}`);
-        sendPageFile(res, source, "text/javascript");
-        return;
-      }
-      case "team":
-        return sendJson(res, 200, teamInfo(ctx.team));
-      case "startRun":
-        return startRun(rctx, req, res);
-      case "listRuns":
-        return listRuns(rctx, res, url.searchParams);
-      case "getRun":
-        return getRun(rctx, res, route.id);
-      case "runEvents":
-        return streamEvents(rctx, req, res, route.id);
-      case "trace":
-        return getTrace(rctx, res, route.id);
-      case "sessionEvents":
-        return streamSession(rctx, req, res, route.id);
-      case "resumeRun":
-        return resumeRunApi(rctx, req, res, route.id);
-      case "approvals":
-        return decideApprovals(rctx, req, res, route.id);
-      case "openai":
-        return serveOpenAI(rctx, req, res, route.endpoint, route.id);
-      case "a2a":
-        return (await a2a()).rpc(req, res, rctx.caller);
-      case "metrics": {
-        // How busy the whole server is, every caller's runs counted.
-        requireScope(rctx.caller, "admin");
-        const counts = queued ? await queued.queue.counts() : undefined;
-        const gauges = {
-          runtime_runs_live: { help: "Runs this server is running or streaming now.", value: ctx.live.size },
-          ...(counts
-            ? {
-                runtime_runs_queued: { help: "Runs waiting for a worker (the whole queue).", value: counts.queued },
-                runtime_runs_running: { help: "Runs held by a worker now (the whole queue).", value: counts.running },
-              }
-            : {}),
-        };
-        res.writeHead(200, { ...BASE_HEADERS, "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(metrics.render(gauges));
-        return;
-      }
-      default:
-        // "health", "ready" and "agentCard" are answered above, before the token check.
-        route.name satisfies never;
-    }
-  }
-
-  async function isReady(): Promise<boolean> {
-    if (queued && !queued.listening.up) return false;
-    if (!options.store) return true;
-    return options.store.ping().then(
-      () => true,
-      () => false,
-    );
-  }
-
-  let port: number;
-  try {
-    port = await listen(server, options.port ?? DEFAULT_PORT, host);
-  } catch (err) {
-    await closeStores();
-    throw err;
-  }
-  const base = `${options.tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
   return {
-    url: base,
-    port,
-    token,
-    pageUrl: token ? `${base}/?token=${encodeURIComponent(token)}` : `${base}/`,
-    async close() {
-      await ctx.live.cancelAll();
-      // The cancelled runs' streams send their run.finished once it is stored (one commit later), then end;
-      // a client that does not read is not waited for long.
-      const ended = Promise.allSettled([...ctx.streams]);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, STREAMS_END_MS)))]);
-      clearTimeout(timer);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await closeStores();
-    },
+    route: { method: ["GET", "POST", "DELETE"], path: "/mcp", handle: async (req, res, c) => (await (loaded ??= load())).handle(req, res, c.get("caller")) },
+    close: async () => (loaded ? (await loaded).close() : undefined),
   };
+}
+
+/** The routes of `runtime serve` besides MCP and the probes: its API, the page, OpenAI-compatible and A2A. */
+function serveRoutes(ctx: ServerContext, options: ServerOptions, base: () => string, cookie: () => string): Route[] {
+  const as = (c: Parameters<Route["handle"]>[2]): ApiContext => ({ ...ctx, caller: c.get("caller") });
+  // The A2A SDK is loaded by the first A2A request, as the MCP SDK is.
+  let a2aLoaded: Promise<A2AEndpoint> | undefined;
+  const a2a = () => (a2aLoaded ??= import("./a2a/endpoint.js").then((m) => m.a2aEndpoint(ctx, base)));
+  const id = ":id{[^/]{1,200}}";
+  const idOf = (c: Parameters<Route["handle"]>[2]) => c.req.param("id") ?? "";
+  return [
+    ...pageRoutes(loadPage(), cookie, options.tls !== undefined),
+    { method: "GET", path: "/v1/team", handle: (_req, res) => sendJson(res, 200, teamInfo(ctx.team)) },
+    { method: "POST", path: "/v1/runs", handle: (req, res, c) => startRun(as(c), req, res) },
+    { method: "GET", path: "/v1/runs", handle: (_req, res, c) => listRuns(as(c), res, new URL(c.req.url).searchParams) },
+    { method: "GET", path: `/v1/runs/${id}`, handle: (_req, res, c) => getRun(as(c), res, idOf(c)) },
+    { method: "GET", path: `/v1/runs/${id}/events`, handle: (req, res, c) => streamEvents(as(c), req, res, idOf(c)) },
+    { method: "POST", path: `/v1/runs/${id}/resume`, handle: (req, res, c) => resumeRunApi(as(c), req, res, idOf(c)) },
+    { method: "POST", path: `/v1/runs/${id}/approvals`, handle: (req, res, c) => decideApprovals(as(c), req, res, idOf(c)) },
+    { method: "GET", path: `/v1/traces/${id}`, handle: (_req, res, c) => getTrace(as(c), res, idOf(c)) },
+    { method: "GET", path: `/v1/sessions/${id}/events`, handle: (req, res, c) => streamSession(as(c), req, res, idOf(c)) },
+    ...openAIRoutes(as),
+    // A2A clients read the card before they have a token; it names the team's agents and the scheme (docs/protocols.md#a2a).
+    { method: "GET", path: "/.well-known/agent-card.json", open: true, handle: async (req, res) => (await a2a()).card(req, res) },
+    { method: "POST", path: "/a2a", handle: async (req, res, c) => (await a2a()).rpc(req, res, c.get("caller")) },
+  ];
 }
 
 /** How long `close()` waits for the streams of cancelled runs to send their last events. */
 const STREAMS_END_MS = 2_000;
 
-type Route =
-  | { name: "page" | "script" | "timeline" | "team" | "startRun" | "listRuns" | "health" | "ready" | "metrics" | "agentCard" | "a2a" }
-  | { name: "events" | "getRun" | "runEvents" | "trace" | "resumeRun" | "approvals" | "sessionEvents"; id: string }
-  | { name: "openai"; endpoint: OpenAIEndpoint; id: string };
-
-/** Endpoints by method; a path known under another method answers 405. */
-const ROUTES: { method: string; pattern: RegExp; route: (id: string) => Route }[] = [
-  { method: "GET", pattern: /^\/(index\.html)?$/, route: () => ({ name: "page" }) },
-  { method: "GET", pattern: /^\/app\.js$/, route: () => ({ name: "script" }) },
-  { method: "GET", pattern: /^\/timeline\.js$/, route: () => ({ name: "timeline" }) },
-  { method: "GET", pattern: /^\/events\/([\w-]{1,100})\.js$/, route: (name) => ({ name: "events", id: name }) },
-  { method: "GET", pattern: /^\/v1\/team$/, route: () => ({ name: "team" }) },
-  { method: "GET", pattern: /^\/healthz$/, route: () => ({ name: "health" }) },
-  { method: "GET", pattern: /^\/readyz$/, route: () => ({ name: "ready" }) },
-  { method: "GET", pattern: /^\/metrics$/, route: () => ({ name: "metrics" }) },
-  { method: "POST", pattern: /^\/v1\/runs$/, route: () => ({ name: "startRun" }) },
-  { method: "GET", pattern: /^\/v1\/runs$/, route: () => ({ name: "listRuns" }) },
-  { method: "GET", pattern: /^\/v1\/runs\/([^/]{1,200})$/, route: (id) => ({ name: "getRun", id }) },
-  { method: "GET", pattern: /^\/v1\/runs\/([^/]{1,200})\/events$/, route: (id) => ({ name: "runEvents", id }) },
-  { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/resume$/, route: (id) => ({ name: "resumeRun", id }) },
-  { method: "POST", pattern: /^\/v1\/runs\/([^/]{1,200})\/approvals$/, route: (id) => ({ name: "approvals", id }) },
-  { method: "GET", pattern: /^\/v1\/traces\/([^/]{1,200})$/, route: (id) => ({ name: "trace", id }) },
-  { method: "GET", pattern: /^\/\.well-known\/agent-card\.json$/, route: () => ({ name: "agentCard" }) },
-  { method: "POST", pattern: /^\/a2a$/, route: () => ({ name: "a2a" }) },
-  { method: "GET", pattern: /^\/v1\/sessions\/([^/]{1,200})\/events$/, route: (id) => ({ name: "sessionEvents", id }) },
-  { method: "GET", pattern: /^\/v1\/models$/, route: () => ({ name: "openai", endpoint: "models", id: "" }) },
-  { method: "GET", pattern: /^\/v1\/models\/([^/]{1,200})$/, route: (id) => ({ name: "openai", endpoint: "model", id }) },
-  { method: "POST", pattern: /^\/v1\/chat\/completions$/, route: () => ({ name: "openai", endpoint: "chat", id: "" }) },
-  { method: "POST", pattern: /^\/v1\/responses$/, route: () => ({ name: "openai", endpoint: "responses", id: "" }) },
-];
-
-function matchRoute(method: string, path: string): Route {
-  const allowed: string[] = [];
-  for (const entry of ROUTES) {
-    const m = entry.pattern.exec(path);
-    if (!m) continue;
-    if (entry.method === method) return entry.route(decodeId(m[1]));
-    allowed.push(entry.method);
-  }
-  if (allowed.length) throw new HttpError(405, `${path} answers ${allowed.join(", ")}, not ${method}`, { allow: allowed.join(", ") });
-  throw new HttpError(404, `no such endpoint: ${path}`);
+async function closeServer(run: RunContext, closeMcp: () => Promise<void>, listening: Listening): Promise<void> {
+  await run.ctx.live.cancelAll();
+  // The cancelled runs' streams send their run.finished once it is stored (one commit later), then end;
+  // a client that does not read is not waited for long.
+  const ended = Promise.allSettled([...run.ctx.streams]);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, STREAMS_END_MS)))]);
+  clearTimeout(timer);
+  await closeMcp();
+  await listening.close();
+  await run.close();
 }
 
-function decodeId(raw: string | undefined): string {
-  try {
-    return decodeURIComponent(raw ?? "");
-  } catch {
-    throw new HttpError(400, "malformed percent-encoding in the path");
-  }
-}
+let version: string | undefined;
 
-export function hostnameOf(header: string | undefined): string {
-  if (!header) return "";
-  if (header.startsWith("[")) return header.slice(0, header.indexOf("]") + 1);
-  return header.split(":")[0] ?? "";
-}
-
-function corsHeaders(req: IncomingMessage, allowed: string | undefined): Record<string, string> {
-  if (!allowed || req.headers.origin !== allowed) return {};
-  return {
-    "access-control-allow-origin": allowed,
-    "access-control-allow-methods": "GET, POST",
-    "access-control-allow-headers": "authorization, content-type, last-event-id",
-    "access-control-expose-headers": "x-task-id",
-    vary: "origin",
-  };
-}
-
-export function listen(server: Server, port: number, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) => {
-      const where = `${host}:${port}`;
-      if (err.code === "EADDRINUSE")
-        reject(new RuntimeError("USAGE", `port ${port} is already in use on ${host} (choose another with --port, or --port 0 for a free one)`));
-      else if (err.code === "EADDRNOTAVAIL") reject(new RuntimeError("USAGE", `cannot listen on ${where}: no such local address`));
-      else if (err.code === "EACCES") reject(new RuntimeError("USAGE", `not allowed to listen on ${where}`));
-      else reject(new RuntimeError("USAGE", `cannot listen on ${where}: ${err.message}`));
-    });
-    server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
-  });
+/** The runtime's version, as its MCP server introduces itself. */
+function packageVersion(): string {
+  version ??= (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+  return version;
 }

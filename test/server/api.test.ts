@@ -95,7 +95,7 @@ describe("runtime serve: the run endpoint", () => {
       expect(String((await json(res)).error)).toMatch(message);
     }
     // A 405 says which methods the path answers (RFC 9110 §15.5.6).
-    expect((await server.fetch(`${server.url}/v1/runs`, { method: "DELETE" })).headers.get("allow")).toBe("POST, GET");
+    expect((await server.fetch(`${server.url}/v1/runs`, { method: "DELETE" })).headers.get("allow")).toBe("GET, POST");
     expect((await server.fetch(`${server.url}/v1/team`, { method: "PUT" })).headers.get("allow")).toBe("GET");
     // None of them started a run.
     const list = await json(await server.fetch(`${server.url}/v1/runs`));
@@ -224,7 +224,11 @@ describe("runtime serve: cancellation and security", () => {
     const server = await serveTeam(openaiTeam(model.url));
     closers.push(server);
 
-    const team = await server.fetch(`${server.url}/v1/team`, { headers: { origin: "http://evil.example" } });
+    // A page of another site is refused, its token or not (src/server/gate.ts); the server's own page is not.
+    const foreign = await server.fetch(`${server.url}/v1/team`, { headers: { origin: "http://evil.example" } });
+    expect(foreign.status).toBe(403);
+    expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+    const team = await server.fetch(`${server.url}/v1/team`, { headers: { origin: server.url } });
     expect(team.headers.get("access-control-allow-origin")).toBeNull();
     const teamText = await team.text();
     expect(JSON.parse(teamText)).toMatchObject({ name: "serve-test", entry: "solver", agents: [{ name: "solver", kind: "react", tools: ["calculator"] }] });

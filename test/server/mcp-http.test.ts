@@ -176,7 +176,7 @@ agents:
     const r = await runCli(["mcp", "teams/circle-react.yaml", "--http", "--host", "0.0.0.0", "--port", "0"], { env: { RUNTIME_SERVE_TOKEN: "" } });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      "runtime mcp: refusing to listen on 0.0.0.0 without a token of your own: give one with --token or RUNTIME_SERVE_TOKEN (and a TLS proxy beyond this machine)\n",
+      "runtime mcp: refusing to listen on 0.0.0.0 without a token of your own: give one with --token or RUNTIME_SERVE_TOKEN (and use --tls-cert/--tls-key or a TLS proxy beyond this machine)\n",
     );
   });
 });

@@ -1,11 +1,12 @@
 import type { Command } from "commander";
 import { codeOf, describeError } from "../../errors.js";
 import type { ResolvedTeam } from "../../config/types.js";
-import { isLoopback, newToken } from "../../server/auth.js";
+import { newToken } from "../../server/auth.js";
 import { loadTeamOrReport } from "../load-team.js";
 import { STORE_OPTION_HELP, storeUrl } from "../store-option.js";
 import { EXIT, exitStatusOf, type SetExit } from "../exit.js";
 import { untilStopped } from "../signals.js";
+import { parseServerFlags } from "../server-options.js";
 
 interface WorkerOptions {
   store?: string;
@@ -60,13 +61,14 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
   if (!Number.isInteger(leaseMs) || leaseMs < 300) return fail(`--lease-ms must be an integer of at least 300, not '${opts.leaseMs}'`, EXIT.USAGE);
   const graceMs = Number(opts.graceMs);
   if (!Number.isInteger(graceMs) || graceMs < 0) return fail(`--grace-ms must be a non-negative integer, not '${opts.graceMs}'`, EXIT.USAGE);
-  const port = opts.port === undefined ? undefined : Number(opts.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
-    return fail(`--port must be an integer from 0 to 65535, not '${opts.port}'`, EXIT.USAGE);
-  const token = opts.token ?? (process.env["RUNTIME_WORKER_TOKEN"] || undefined);
-  if (token !== undefined && token.length < 16) return fail("the token must be at least 16 characters long", EXIT.USAGE);
-  if (port !== undefined && !isLoopback(opts.host) && token === undefined)
-    return fail(`refusing to serve /metrics on ${opts.host} without a token of your own (--token or RUNTIME_WORKER_TOKEN)`, EXIT.USAGE);
+  let port: number | undefined;
+  let token: string | undefined;
+  try {
+    // The operations port's options, checked as every server's (src/cli/server-options.ts).
+    if (opts.port !== undefined) ({ port, token } = await parseServerFlags({ port: opts.port, host: opts.host, token: opts.token }, "RUNTIME_WORKER_TOKEN"));
+  } catch (err) {
+    return fail(describeError(err), EXIT.USAGE);
+  }
   let url: string | undefined;
   try {
     url = storeUrl(opts.store);
@@ -84,10 +86,10 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
   }
 
   // PostgreSQL and the queue load only when this command runs, so `runtime --help` starts fast.
-  const [{ createStore }, { startWorker }, { startOpsServer }, { untilReachable }] = await Promise.all([
+  const [{ createStore }, { startWorker }, { serveHealth }, { untilReachable }] = await Promise.all([
     import("../../store/create.js"),
     import("../../queue/worker.js"),
-    import("../../server/ops-server.js"),
+    import("../../server/health.js"),
     import("../until-reachable.js"),
   ]);
   const log = opts.quiet ? () => {} : (line: string) => process.stderr.write(`runtime worker: ${line}\n`);
@@ -103,20 +105,20 @@ async function work(files: string[], opts: WorkerOptions): Promise<number> {
   };
   let opened: Awaited<ReturnType<typeof open>> | undefined;
   // Up before the database is: a worker waiting for it is alive (/healthz) and not ready (/readyz 503).
-  let ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
+  let ops: Awaited<ReturnType<typeof serveHealth>> | undefined;
   if (port !== undefined) {
     const opsToken = token ?? newToken();
     try {
-      ops = await startOpsServer({
-        port,
-        host: opts.host,
-        token: opsToken,
-        ready: async () => (opened ? opened.worker.ready() : false),
-        metrics: async () =>
-          opened
-            ? opened.worker.metrics.render({ runtime_worker_runs_running: { help: "Runs this worker is running now.", value: opened.worker.running } })
-            : "",
-      });
+      ops = await serveHealth(
+        {
+          ready: async () => (opened ? opened.worker.ready() : false),
+          metrics: async () =>
+            opened
+              ? opened.worker.metrics.render({ runtime_worker_runs_running: { help: "Runs this worker is running now.", value: opened.worker.running } })
+              : "",
+        },
+        { port, host: opts.host, token: opsToken },
+      );
     } catch (err) {
       return fail(describeError(err), EXIT.USAGE);
     }

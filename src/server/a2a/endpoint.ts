@@ -14,6 +14,7 @@ import type { ResolvedTeam } from "../../config/types.js";
 import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "../http.js";
 import type { ServerContext } from "../runs-api.js";
 import { checkRun } from "../access.js";
+import { parseHost } from "../gate.js";
 import type { Caller } from "../auth.js";
 import { CallerUser, callerOf } from "./caller.js";
 import { TaskNotFoundError } from "@a2a-js/sdk/errors";
@@ -95,9 +96,18 @@ export interface A2AEndpoint {
   rpc(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void>;
 }
 
-export function a2aEndpoint(ctx: ServerContext, tls: boolean): A2AEndpoint {
-  // The card's URL is the one the client reached this server by (its Host), as the card is read from there.
-  const baseOf = (req: IncomingMessage) => `${tls ? "https" : "http"}://${req.headers.host ?? "localhost"}`;
+/**
+ * `listening` is the server's own base URL. The card's URL is the one the
+ * client reached this server by (its Host), as the card is read from there,
+ * when the Host is a plain name or address and port (src/server/gate.ts);
+ * any other Host (`127.0.0.1:1@evil.example`) gets the listening address.
+ */
+export function a2aEndpoint(ctx: ServerContext, listening: () => string): A2AEndpoint {
+  const baseOf = (req: IncomingMessage) => {
+    const host = parseHost(req.headers.host);
+    const base = new URL(listening());
+    return host ? `${base.protocol}//${host.hostname}${host.port !== undefined ? `:${host.port}` : ""}` : base.origin;
+  };
   let served: { handler: A2ARequestHandler; transport: JsonRpcTransportHandler } | undefined;
   const handlerFor = (req: IncomingMessage) => {
     if (!served) {
