@@ -14,7 +14,7 @@ import { Gate, isLoopback, newToken, presentedToken, serveTokenCaller, tokenCook
 import { BASE_HEADERS, HttpError, httpStatusOf, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
-import { MAX_CLIENT_BUFFER } from "./sse.js";
+import { STALL_LIMIT_MS } from "./sse.js";
 import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, type ApiContext, type ServerContext } from "./runs-api.js";
 import { streamSession } from "./session-stream.js";
 import { requireScope } from "./access.js";
@@ -49,8 +49,8 @@ export interface ServerOptions {
    * the caller that started it (docs/security.md#who-can-reach-what).
    */
   callers?: readonly CallerEntry[];
-  /** Bytes that may wait for one SSE client before it is dropped (it reconnects with Last-Event-ID). @default 262144 */
-  maxClientBuffer?: number;
+  /** Milliseconds an SSE client may read nothing before it is dropped; its run goes on (docs/server.md#slow-readers). @default 60000 */
+  stallLimitMs?: number;
   /** Requests per second the token may make on average. @default 50 */
   rate?: number;
   /** Serve HTTPS with this certificate and key (PEM). */
@@ -127,7 +127,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     live: new LiveRuns(() => [metrics.sink, ...(options.runSinks?.() ?? [])], options.store),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     maxLiveRuns: options.maxLiveRuns ?? 16,
-    maxClientBuffer: options.maxClientBuffer ?? MAX_CLIENT_BUFFER,
+    stallLimitMs: options.stallLimitMs ?? STALL_LIMIT_MS,
     streams: new Set(),
   };
   const page = loadPage();
