@@ -14,7 +14,7 @@ import { Gate, isLoopback, newToken, presentedToken, serveTokenCaller, tokenCook
 import { BASE_HEADERS, HttpError, httpStatusOf, sendError, sendJson } from "./http.js";
 import { LiveRuns } from "./live-runs.js";
 import { loadPage, sendPageFile } from "./page.js";
-import { STALL_LIMIT_MS } from "./sse.js";
+import { clientsDropped, STALL_LIMIT_MS } from "./sse.js";
 import { decideApprovals, getRun, getTrace, listRuns, resumeRunApi, startRun, streamEvents, type ApiContext, type ServerContext } from "./runs-api.js";
 import { streamSession } from "./session-stream.js";
 import { requireScope } from "./access.js";
@@ -230,7 +230,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
               }
             : {}),
         };
-        res.writeHead(200, { ...BASE_HEADERS, "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(metrics.render(gauges));
+        res.writeHead(200, { ...BASE_HEADERS, "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(
+          metrics.render(gauges, {
+            runtime_sse_clients_dropped_total: { help: "Stream clients dropped for reading nothing for the stall limit.", value: clientsDropped() },
+          }),
+        );
         return;
       }
       default:

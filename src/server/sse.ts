@@ -15,6 +15,13 @@ export const STALL_LIMIT_MS = 60_000;
 /** The responses dropped for reading nothing for the stall limit: their runs go on (a client that leaves by itself cancels the run it started). */
 const dropped = new WeakSet<ServerResponse>();
 
+let droppedTotal = 0;
+
+/** How many clients this process dropped for reading nothing for the stall limit (`/metrics`: runtime_sse_clients_dropped_total). */
+export function clientsDropped(): number {
+  return droppedTotal;
+}
+
 /** Whether the server dropped this response's client for reading nothing for the stall limit. */
 export function wasDropped(res: ServerResponse): boolean {
   return dropped.has(res);
@@ -124,6 +131,7 @@ export class EventStream {
           waiting = res.writableLength;
           if (Date.now() - since < this.stallLimitMs) return;
           dropped.add(res);
+          droppedTotal++;
           res.destroy();
         },
         Math.max(10, Math.min(1000, this.stallLimitMs / 4)),
