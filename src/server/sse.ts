@@ -54,6 +54,7 @@ export class EventStream {
   private readonly stallLimitMs: number;
   private readonly ids: "seq" | "run";
   private ended = false;
+  private corked = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -113,6 +114,15 @@ export class EventStream {
   /** Write a frame; when the socket holds it back, wait until the client takes it (true) or goes away or stalls (false). */
   private async write(text: string): Promise<boolean> {
     if (this.ended) return false;
+    if (!this.corked) {
+      // The frames written in one turn of the event loop (a read of the store) leave in one system call.
+      this.corked = true;
+      this.res.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.res.uncork();
+      });
+    }
     if (this.res.write(text)) return true;
     await this.drained();
     return !this.ended;
