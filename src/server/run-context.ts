@@ -14,7 +14,7 @@ import type { Store } from "../store/store.js";
 import { RunMetrics } from "../telemetry/metrics.js";
 import { LiveRuns } from "./live-runs.js";
 import type { ServerContext } from "./runs-api.js";
-import { MAX_CLIENT_BUFFER } from "./sse.js";
+import { clientsDropped, STALL_LIMIT_MS } from "./sse.js";
 
 export interface RunContextOptions {
   team: ResolvedTeam;
@@ -33,8 +33,8 @@ export interface RunContextOptions {
   maxBodyBytes?: number | undefined;
   /** Runs that may be in progress at once; more get a 429. @default 16 */
   maxLiveRuns?: number | undefined;
-  /** Bytes that may wait for one SSE client before it is dropped (it reconnects with Last-Event-ID). @default 262144 */
-  maxClientBuffer?: number | undefined;
+  /** Milliseconds an SSE client may read nothing before it is dropped; its run goes on (docs/server.md#slow-readers). @default 60000 */
+  stallLimitMs?: number | undefined;
 }
 
 export interface RunContext {
@@ -63,7 +63,7 @@ export async function openRunContext(options: RunContextOptions): Promise<RunCon
     live: new LiveRuns(() => [metrics.sink, ...(options.runSinks?.() ?? [])], options.store),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     maxLiveRuns: options.maxLiveRuns ?? 16,
-    maxClientBuffer: options.maxClientBuffer ?? MAX_CLIENT_BUFFER,
+    stallLimitMs: options.stallLimitMs ?? STALL_LIMIT_MS,
     streams: new Set(),
   };
   const store = options.store;
@@ -85,6 +85,8 @@ export async function openRunContext(options: RunContextOptions): Promise<RunCon
               runtime_runs_running: { help: "Runs held by a worker now (the whole queue).", value: counts.running },
             }
           : {}),
+      }, {
+        runtime_sse_clients_dropped_total: { help: "Stream clients dropped for reading nothing for the stall limit.", value: clientsDropped() },
       });
     },
     async close() {

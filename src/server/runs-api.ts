@@ -34,8 +34,8 @@ export interface ServerContext {
   queued?: { queue: RunQueue; listening: Watch; attachments: () => AttachmentStore };
   maxBodyBytes: number;
   maxLiveRuns: number;
-  /** Bytes that may wait for one SSE client before it is dropped. */
-  maxClientBuffer: number;
+  /** How long an SSE client may read nothing before it is dropped (src/server/sse.ts). */
+  stallLimitMs: number;
   /** The run streams being sent: the server lets them end before it closes (its `close()`). */
   streams: Set<Promise<void>>;
 }
@@ -175,7 +175,8 @@ export async function launchRun(ctx: ApiContext, body: LaunchRequest): Promise<L
 /**
  * `POST /v1/runs`: start a run and stream its events until run.finished. The
  * client going away cancels a run of this process (its trace is kept); a
- * client dropped for falling too far behind does not (docs/server.md#slow-readers).
+ * client dropped for reading nothing for the stall limit does not
+ * (docs/server.md#slow-readers): the run finishes and is stored.
  * With `Prefer: respond-async`, the answer is 202 with the task_id at once and
  * the run goes on alone: follow it with `GET /v1/runs/:task_id/events`.
  */
@@ -188,10 +189,10 @@ export async function startRun(ctx: ApiContext, req: IncomingMessage, res: Serve
     sendJson(res, 202, { task_id: run.task_id, events: `/v1/runs/${encodeURIComponent(run.task_id)}/events` });
     return;
   }
-  const stream = new EventStream(res, { "x-task-id": run.task_id }, ctx.maxClientBuffer);
-  res.once("close", () => {
-    // A client dropped for reading too slowly was not cancelling: it follows on with GET .../events.
-    if (!stream.dropped) run.cancel?.();
+  const stream = new EventStream(res, { headers: { "x-task-id": run.task_id }, stallLimitMs: ctx.stallLimitMs });
+  stream.onClose(() => {
+    // A client dropped for reading nothing was not cancelling: it may follow on with GET .../events.
+    if (!stream.dropped && !res.writableFinished) run.cancel?.();
   });
   void streamRun(ctx, stream, run.task_id, 0, run.more);
 }
@@ -219,15 +220,14 @@ export async function streamEvents(ctx: ApiContext, req: IncomingMessage, res: S
     return;
   }
   const more = moreOf(ctx, taskId);
-  void streamRun(ctx, new EventStream(res, { "x-task-id": taskId }, ctx.maxClientBuffer), taskId, after, more);
+  void streamRun(ctx, new EventStream(res, { headers: { "x-task-id": taskId }, stallLimitMs: ctx.stallLimitMs }), taskId, after, more);
 }
 
 /**
  * Send a run's events to `stream` as the store's follow gives them
- * (docs/server.md#where-an-event-reaches-the-stream): those stored when it
- * began at the pace the client reads, then each new one as it is stored (a
- * client that falls too far behind those is dropped: src/server/sse.ts).
- * Ends with the follow; stops when the client leaves.
+ * (docs/server.md#where-an-event-reaches-the-stream), each once the client
+ * has taken the one before: a client behind the run reads on from the store.
+ * Ends with the follow; stops when the client leaves or is dropped.
  */
 function streamRun(ctx: ApiContext, stream: EventStream, taskId: string, after: number, more: FollowOptions["more"]): Promise<void> {
   const sending = sendRun(ctx, stream, taskId, after, more);
@@ -240,10 +240,8 @@ async function sendRun(ctx: ApiContext, stream: EventStream, taskId: string, aft
   const gone = new AbortController();
   stream.onClose(() => gone.abort());
   try {
-    for await (const { event, live } of follow(ctx.store, taskId, after, { ...(more ? { more } : {}), signal: gone.signal })) {
-      if (live) stream.send(event);
-      else if (!(await stream.sendPaced(event))) return;
-      if (!stream.open) return;
+    for await (const { event } of follow(ctx.store, taskId, after, { ...(more ? { more } : {}), signal: gone.signal })) {
+      if (!(await stream.send(event))) return;
     }
   } catch {
     // The store failed: the stream ends, and the client may reconnect with Last-Event-ID.

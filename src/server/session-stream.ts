@@ -23,7 +23,7 @@ export async function streamSession(ctx: ApiContext, req: IncomingMessage, res: 
   // The session's runs this caller may read: its own (all, for an admin); another caller's are as another session's.
   const own = ownRuns(ctx);
   const after = lastRunEventId(req.headers["last-event-id"]);
-  const stream = new EventStream(res, { "x-session-id": sessionId }, ctx.maxClientBuffer, "run");
+  const stream = new EventStream(res, { headers: { "x-session-id": sessionId }, stallLimitMs: ctx.stallLimitMs, ids: "run" });
   const gone = new AbortController();
   /** The session's runs, oldest first; per run the last seq sent (MAX_SAFE_INTEGER: all the client had). */
   const runs: string[] = [];
@@ -76,7 +76,7 @@ export async function streamSession(ctx: ApiContext, req: IncomingMessage, res: 
       for (const task of runs) {
         if (!pending.delete(task) || sent.get(task) === Number.MAX_SAFE_INTEGER) continue;
         for await (const { event } of follow(ctx.store, task, sent.get(task) ?? 0, { more: () => false, signal: gone.signal })) {
-          if (!(await stream.sendPaced(event))) return;
+          if (!(await stream.send(event))) return;
           sent.set(task, event.seq);
         }
       }

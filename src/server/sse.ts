@@ -7,42 +7,74 @@ import { BASE_HEADERS } from "./http.js";
 const HEARTBEAT_MS = 15_000;
 
 /**
- * Bytes that may wait in this process for one client (beyond what the
- * kernel's socket buffer took) before the client is dropped
- * (docs/server.md#slow-readers). It reconnects with Last-Event-ID.
+ * How long a client may read nothing while a frame waits for it before it is
+ * dropped (docs/server.md#slow-readers). @default 60 s
  */
-export const MAX_CLIENT_BUFFER = 256 * 1024;
+export const STALL_LIMIT_MS = 60_000;
+
+/** The responses dropped for reading nothing for the stall limit: their runs go on (a client that leaves by itself cancels the run it started). */
+const dropped = new WeakSet<ServerResponse>();
+
+let droppedTotal = 0;
+
+/** How many clients this process dropped for reading nothing for the stall limit (`/metrics`: runtime_sse_clients_dropped_total). */
+export function clientsDropped(): number {
+  return droppedTotal;
+}
+
+/** Whether the server dropped this response's client for reading nothing for the stall limit. */
+export function wasDropped(res: ServerResponse): boolean {
+  return dropped.has(res);
+}
+
+/** What an SSE response is opened with. */
+export interface EventStreamOptions {
+  /** Headers beside the stream's own (`x-task-id`, ...). */
+  headers?: Record<string, string>;
+  /** How long the client may read nothing before it is dropped. @default STALL_LIMIT_MS */
+  stallLimitMs?: number;
+  /** `run`: ids are `<task_id>:<seq>`, for a stream of several runs (a session's). @default seq alone */
+  ids?: "seq" | "run";
+}
 
 /**
- * One Server-Sent Events response, the server's only one: run events
- * (`send`, `sendPaced`) or other JSON (`sendData`). For run events `id` is the event's
- * `seq` (so a reconnecting client's Last-Event-ID asks for newer events only),
- * `event` its type, `data` its JSON. Events come masked from the run's bus
- * (src/events/bus.ts) or from the trace store, which holds only masked events.
+ * One Server-Sent Events response, the server's only writer of them, for
+ * every protocol: run events (`send`) or other JSON (`sendData`, the
+ * OpenAI-compatible chunks and A2A's JSON-RPC answers). Every frame waits
+ * until the client has taken the one before (the socket drained), so what
+ * waits here for a client is at most one frame, and the caller reads on from
+ * the store at the client's pace (docs/server.md#slow-readers). A client that
+ * takes nothing for the stall limit is dropped. For run events `id` is the
+ * event's `seq` (a reconnecting client's Last-Event-ID asks for newer events
+ * only), `event` its type, `data` its JSON (masked: events come from the
+ * store, which holds only masked events).
  */
 export class EventStream {
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly stallLimitMs: number;
+  private readonly ids: "seq" | "run";
   private ended = false;
-  /** The client fell more than `maxBuffer` bytes behind and was dropped. */
-  dropped = false;
+  private corked = false;
 
   constructor(
     private readonly res: ServerResponse,
-    headers: Record<string, string> = {},
-    private readonly maxBuffer = MAX_CLIENT_BUFFER,
-    /** `run`: ids are `<task_id>:<seq>`, for a stream of several runs (a session's). @default seq alone */
-    private readonly ids: "seq" | "run" = "seq",
+    options: EventStreamOptions = {},
   ) {
+    this.stallLimitMs = options.stallLimitMs ?? STALL_LIMIT_MS;
+    this.ids = options.ids ?? "seq";
     res.writeHead(200, {
       ...BASE_HEADERS,
-      ...headers,
+      ...options.headers,
       "content-type": "text/event-stream; charset=utf-8",
       connection: "keep-alive",
       // Reverse proxies (nginx) must not buffer a live stream.
       "x-accel-buffering": "no",
     });
     res.flushHeaders();
-    this.heartbeat = setInterval(() => this.write(": keep-alive\n\n"), HEARTBEAT_MS);
+    // A frame still waiting is as good as a heartbeat.
+    this.heartbeat = setInterval(() => {
+      if (!this.ended && res.writableLength === 0) res.write(": keep-alive\n\n");
+    }, HEARTBEAT_MS);
     this.heartbeat.unref();
     res.once("close", () => this.stop());
   }
@@ -52,49 +84,24 @@ export class EventStream {
     return !this.ended;
   }
 
+  /** Whether the client was dropped for reading nothing for the stall limit. */
+  get dropped(): boolean {
+    return dropped.has(this.res);
+  }
+
   /** Call `fn` when the response closes, whether it ended or the client went away. */
   onClose(fn: () => void): void {
     this.res.once("close", fn);
   }
 
-  send(event: RunEvent): void {
-    this.write(this.frame(event));
+  /** Send a run's event once the client has taken the frame before; false when the client is gone. */
+  send(event: RunEvent): Promise<boolean> {
+    return this.write(this.ids === "seq" ? frame(event) : `id: ${event.task_id}:${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`);
   }
 
-  private frame(event: RunEvent): string {
-    return this.ids === "seq" ? frame(event) : `id: ${event.task_id}:${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`;
-  }
-
-  /**
-   * Send events the client is catching up on (stored, or already past) at
-   * the pace it reads: waits for the socket to drain whenever half the bound
-   * is waiting, so a catch-up never gets a reader dropped. False when the
-   * client went away meanwhile.
-   */
-  async sendPaced(event: RunEvent): Promise<boolean> {
-    if (this.ended) return false;
-    this.res.write(this.frame(event));
-    if (this.res.writableLength > this.maxBuffer / 2) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.res.off("drain", done);
-          this.res.off("close", done);
-          resolve();
-        };
-        this.res.once("drain", done);
-        this.res.once("close", done);
-      });
-    }
-    return !this.ended;
-  }
-
-  /**
-   * A frame of JSON other than a run's event (the OpenAI-compatible
-   * endpoints' chunks, src/server/openai/): `data`, named `event` when given,
-   * without an id; held to the same bound as every frame.
-   */
-  sendData(data: unknown, event?: string): void {
-    this.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+  /** A frame of other JSON: `data`, named `event` when given, without an id; paced as every frame. */
+  sendData(data: unknown, event?: string): Promise<boolean> {
+    return this.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
   }
 
   /** End the stream, after a last frame when given (Chat Completions' `data: [DONE]`). */
@@ -104,15 +111,50 @@ export class EventStream {
     this.res.end(last);
   }
 
-  private write(text: string): void {
-    if (this.ended) return;
-    this.res.write(text);
-    // A reader that stopped reading: drop it rather than hold the rest of the run for it.
-    if (this.res.writableLength > this.maxBuffer) {
-      this.dropped = true;
-      this.stop();
-      this.res.destroy();
+  /** Write a frame; when the socket holds it back, wait until the client takes it (true) or goes away or stalls (false). */
+  private async write(text: string): Promise<boolean> {
+    if (this.ended) return false;
+    if (!this.corked) {
+      // The frames written in one turn of the event loop (a read of the store) leave in one system call.
+      this.corked = true;
+      this.res.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.res.uncork();
+      });
     }
+    if (this.res.write(text)) return true;
+    await this.drained();
+    return !this.ended;
+  }
+
+  /** Until the response drains or closes; a client that takes no byte for the stall limit is dropped meanwhile. */
+  private drained(): Promise<void> {
+    const res = this.res;
+    return new Promise<void>((resolve) => {
+      let waiting = res.writableLength;
+      let since = Date.now();
+      // The client is taking bytes while what waits shrinks; stalled once it has not for the limit.
+      const watch = setInterval(
+        () => {
+          if (res.writableLength < waiting) since = Date.now();
+          waiting = res.writableLength;
+          if (Date.now() - since < this.stallLimitMs) return;
+          dropped.add(res);
+          droppedTotal++;
+          res.destroy();
+        },
+        Math.max(10, Math.min(1000, this.stallLimitMs / 4)),
+      );
+      const done = () => {
+        clearInterval(watch);
+        res.off("drain", done);
+        res.off("close", done);
+        resolve();
+      };
+      res.on("drain", done);
+      res.on("close", done);
+    });
   }
 
   private stop(): void {

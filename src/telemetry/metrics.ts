@@ -73,8 +73,8 @@ export class RunMetrics {
     }
   };
 
-  /** The exposition text; `gauges` are the owner's current values (runs queued, running...). */
-  render(gauges: Record<string, { help: string; value: number }> = {}): string {
+  /** The exposition text; `gauges` are the owner's current values (runs queued, running...), `counters` its own totals. */
+  render(gauges: Record<string, { help: string; value: number }> = {}, counters: Record<string, { help: string; value: number }> = {}): string {
     const lines = [
       "# HELP runtime_runs_started_total Runs started or resumed in this process.",
       "# TYPE runtime_runs_started_total counter",
@@ -90,6 +90,9 @@ export class RunMetrics {
     ];
     for (const [name, { help, value }] of Object.entries(gauges)) {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);
+    }
+    for (const [name, { help, value }] of Object.entries(counters)) {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`, `${name} ${value}`);
     }
     return `${lines.join("\n")}\n`;
   }

@@ -79,15 +79,36 @@ describe("AnswerText", () => {
     expect(await stream(text, reactReply("ANSWER", { answer: "composed later" }))).toEqual([]);
   });
 
+  it("reads a long answer delta by delta, escapes cut between deltas and all, without reading the reply again", async () => {
+    const answer = `${'Line "one" \\ é\u2028\n\t'.repeat(2000)}end.`;
+    // One model escapes é as \u00e9, which JSON.stringify does not.
+    const reply = reactReply("ANSWER", { answer }).replace(/é/g, "\\u00e9");
+    for (const size of [1, 3, 7]) {
+      const text = await started();
+      let parses = 0;
+      const reader = text as unknown as { read: (r: string) => string | undefined };
+      const read = reader.read;
+      reader.read = (r) => {
+        parses++;
+        return read(r);
+      };
+      const given = await stream(text, reply, "s1", size);
+      expect(given.join("")).toBe(answer);
+      // Read whole until the answer's string is found, after each \u00e9 (escaped otherwise than JSON.stringify does), and at its end.
+      expect(parses).toBeLessThan(2000 * 3 + 100);
+      expect(parses).toBeLessThan(reply.length / size / 4);
+    }
+  });
+
   it("goes on across a second reply that repeats the first; after one that differs, the answer follows whole", async () => {
     const text = await started();
     const answer = "The area is 78.54 m² and the circumference 31.42 m.";
     const full = reactReply("ANSWER", { answer });
     const cut = await stream(text, full.slice(0, full.indexOf("78.54")));
-    // (A space at the end of what has come is given with what follows it.)
-    expect(cut.join("")).toBe("The area is");
+    // (Once the answer's string is read on delta by delta, a blank at the end of what has come is given at once.)
+    expect(cut.join("")).toBe("The area is ");
     // The model is asked again and writes the same answer: only what is new is given.
-    expect((await stream(text, full)).join("")).toBe(" 78.54 m² and the circumference 31.42 m.");
+    expect((await stream(text, full)).join("")).toBe("78.54 m² and the circumference 31.42 m.");
     expect(text.rest(answer)).toBe("");
 
     const other = await started();

@@ -7,11 +7,12 @@
  * is for Express).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk";
+import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AgentCard } from "@a2a-js/sdk";
 import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion, type A2ARequestHandler } from "@a2a-js/sdk/server";
 import type { CancelTaskRequest, Task } from "@a2a-js/sdk";
 import type { ResolvedTeam } from "../../config/types.js";
-import { BASE_HEADERS, HttpError, readJsonBody, sendJson } from "../http.js";
+import { HttpError, readJsonBody, sendJson } from "../http.js";
+import { EventStream } from "../sse.js";
 import type { ServerContext } from "../runs-api.js";
 import { checkRun } from "../access.js";
 import { parseHost } from "../gate.js";
@@ -108,11 +109,12 @@ export function a2aEndpoint(ctx: ServerContext, listening: () => string): A2AEnd
     const base = new URL(listening());
     return host ? `${base.protocol}//${host.hostname}${host.port !== undefined ? `:${host.port}` : ""}` : base.origin;
   };
-  let served: { handler: A2ARequestHandler; transport: JsonRpcTransportHandler } | undefined;
+  let served: { handler: A2ARequestHandler; transport: JsonRpcTransportHandler; buses: RunBuses } | undefined;
   const handlerFor = (req: IncomingMessage) => {
     if (!served) {
-      const handler = new RunRequestHandler(agentCard(ctx.team, baseOf(req)), ctx, new RunBuses());
-      served = { handler, transport: new JsonRpcTransportHandler(handler) };
+      const buses = new RunBuses();
+      const handler = new RunRequestHandler(agentCard(ctx.team, baseOf(req)), ctx, buses);
+      served = { handler, transport: new JsonRpcTransportHandler(handler), buses };
     }
     return served;
   };
@@ -130,7 +132,7 @@ export function a2aEndpoint(ctx: ServerContext, listening: () => string): A2AEnd
         return sendJson(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32700, message: err.message } });
       }
       const id = typeof body === "object" && body !== null && "id" in body ? (body as { id: unknown }).id : null;
-      const { handler, transport } = handlerFor(req);
+      const { handler, transport, buses } = handlerFor(req);
       const requestedVersion = header(req, A2A_VERSION_HEADER);
       let answer: Awaited<ReturnType<JsonRpcTransportHandler["handle"]>>;
       try {
@@ -150,20 +152,32 @@ export function a2aEndpoint(ctx: ServerContext, listening: () => string): A2AEnd
       } catch (err) {
         return sendJson(res, 200, { jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
       }
-      res.writeHead(200, { ...BASE_HEADERS, ...SSE_HEADERS });
-      const closed = new Promise<void>((resolve) => res.once("close", resolve));
+      // The server's one SSE writer: each answer once the client took the one before, a heartbeat, the stall limit.
+      const sse = new EventStream(res, { stallLimitMs: ctx.stallLimitMs });
+      const closed = new Promise<{ done: true; value: undefined }>((resolve) => sse.onClose(() => resolve({ done: true, value: undefined })));
+      // The run is read on as this client takes its task's updates (RunBuses.reader).
+      const reader = buses.reader(taskOfAnswer(first.value));
       try {
-        for (let next = first; !next.done; next = await Promise.race([stream.next(), closed.then(() => ({ done: true, value: undefined }) as const)])) {
-          res.write(formatSSEEvent(next.value));
+        for (let next = first; !next.done; next = await Promise.race([stream.next(), closed])) {
+          if (!(await sse.sendData(next.value))) break;
+          if (next !== first) reader?.took();
         }
       } catch (err) {
-        if (!res.writableEnded) res.write(formatSSEErrorEvent({ jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
+        await sse.sendData({ jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }, "error");
       } finally {
+        reader?.close();
         void stream.return?.(undefined);
-        res.end();
+        sse.end();
       }
     },
   };
+}
+
+/** The task an answer of a stream is about (a JSON-RPC result holding a task or one of its updates). */
+function taskOfAnswer(answer: unknown): string | undefined {
+  const result = (answer as { result?: Record<string, { id?: unknown; taskId?: unknown } | undefined> } | undefined)?.result;
+  const id = result?.["task"]?.id ?? result?.["statusUpdate"]?.taskId ?? result?.["artifactUpdate"]?.taskId;
+  return typeof id === "string" ? id : undefined;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

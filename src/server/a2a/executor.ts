@@ -24,7 +24,7 @@ import { AnswerText } from "../../kinds/answer-text.js";
 import { follow } from "../../store/follow.js";
 import { approveRun, launchRun, moreOf, type ServerContext } from "../runs-api.js";
 import { callerOf } from "./caller.js";
-import { agentMessage, answerArtifact, finishedStatus, taskOfEvents } from "./task-view.js";
+import { agentMessage, answerArtifact, finishedMetadata, finishedStatus, taskOfEvents } from "./task-view.js";
 
 const SESSION_ID = /^[\w.:-]{1,128}$/;
 
@@ -63,7 +63,9 @@ export class RunExecutor implements AgentExecutor {
     }
     // The SDK named the task before the run had an id: the run's id is the task's, and reaches the same bus.
     this.buses.alias(run.task_id, request.taskId);
-    bus.publish(
+    await this.buses.publish(
+      run.task_id,
+      bus,
       AgentEvent.task({
         id: run.task_id,
         contextId: request.contextId,
@@ -122,6 +124,8 @@ export class RunExecutor implements AgentExecutor {
         status: { state, message: text === undefined ? undefined : agentMessage(taskId, contextId, text, `${taskId}:${at.seq}`), timestamp: at.ts },
         metadata: {},
       });
+    // Read on once the task's streaming clients have room (RunBuses.publish).
+    const publish = (event: Parameters<ExecutionEventBus["publish"]>[0]) => this.buses.publish(taskId, bus, event);
     let why = "its process ended";
     // The answer as it is written, in chunks appended to the answer artifact; the whole answer replaces them at the end
     // (docs/protocols.md#answers-as-they-are-written).
@@ -131,26 +135,26 @@ export class RunExecutor implements AgentExecutor {
       for await (const { event } of follow(this.ctx.store, taskId, after, { more })) {
         const text = event.type === "run.finished" ? "" : await answer.feed(event);
         if (text) {
-          bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: answerArtifact(text), append: chunks++ > 0, lastChunk: false, metadata: {} }));
+          await publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: answerArtifact(text), append: chunks++ > 0, lastChunk: false, metadata: {} }));
         }
         switch (event.type) {
           case "run.started":
           case "run.resumed":
-            bus.publish(status(TaskState.TASK_STATE_WORKING, undefined, event));
+            await publish(status(TaskState.TASK_STATE_WORKING, undefined, event));
             break;
           case "tool.started":
-            bus.publish(status(TaskState.TASK_STATE_WORKING, describeEvent(event), event));
+            await publish(status(TaskState.TASK_STATE_WORKING, describeEvent(event), event));
             break;
           case "tool.progress":
-            if (event.message !== undefined || event.progress !== undefined) bus.publish(status(TaskState.TASK_STATE_WORKING, describeEvent(event), event));
+            if (event.message !== undefined || event.progress !== undefined) await publish(status(TaskState.TASK_STATE_WORKING, describeEvent(event), event));
             break;
           case "run.finished":
             if (event.result_type === "answer") {
-              bus.publish(
+              await publish(
                 AgentEvent.artifactUpdate({ taskId, contextId, artifact: answerArtifact(event.answer ?? ""), append: false, lastChunk: true, metadata: {} }),
               );
             }
-            bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: finishedStatus(taskId, contextId, event), metadata: {} }));
+            await publish(AgentEvent.statusUpdate({ taskId, contextId, status: finishedStatus(taskId, contextId, event), metadata: finishedMetadata(event) }));
             return;
           default:
             break;
@@ -161,7 +165,7 @@ export class RunExecutor implements AgentExecutor {
     }
     // No run.finished: the task is still working as far as anyone knows (GetTask reads the run), and can be resumed.
     const now = { seq: 0, ts: new Date().toISOString() };
-    bus.publish(status(TaskState.TASK_STATE_WORKING, `the run's events stopped coming (${why}); POST /v1/runs/${taskId}/resume continues it`, now));
+    await publish(status(TaskState.TASK_STATE_WORKING, `the run's events stopped coming (${why}); POST /v1/runs/${taskId}/resume continues it`, now));
   }
 
   async cancelTask(taskId: string): Promise<void> {
@@ -228,14 +232,71 @@ function decisionOf(message: Message): { decision: "approve" | "deny"; call?: st
 }
 
 /**
+ * Updates of a task that may wait in the SDK's queue for its slowest
+ * streaming client before the executor reads on from the store: what a
+ * client holds in memory is this many updates, the read being told and the
+ * frame being written (docs/server.md#slow-readers).
+ */
+const AHEAD = 32;
+
+/** A streaming client of a task: the updates published since it joined, and those it took. */
+interface Reader {
+  since: number;
+  taken: number;
+}
+
+/**
  * The SDK's buses by task, where a run's id names the same bus as the id
  * the SDK gave its task before the run began (a cancel or a message in the
- * task names the run's id).
+ * task names the run's id). They also pace a run's updates to the streaming
+ * clients of its task (the SDK's queue has no bound of its own): the executor
+ * publishes through `publish`, which waits while a client is `AHEAD` behind.
  */
 export class RunBuses implements ExecutionEventBusManager {
   private readonly buses = new DefaultExecutionEventBusManager();
   /** Run id → the SDK's id of its task. */
   private readonly aliases = new Map<string, string>();
+  /** By run id: the updates published, the streaming clients, and the executor waiting for room. */
+  private readonly paces = new Map<string, { published: number; readers: Set<Reader>; wake?: () => void }>();
+
+  /** Publish an update of run `taskId`, and wait until every streaming client of its task is less than `AHEAD` behind. */
+  async publish(taskId: string, bus: ExecutionEventBus, event: Parameters<ExecutionEventBus["publish"]>[0]): Promise<void> {
+    const pace = this.pace(taskId);
+    pace.published++;
+    bus.publish(event);
+    while ([...pace.readers].some((r) => pace.published - r.since - r.taken > AHEAD)) await new Promise<void>((resolve) => (pace.wake = resolve));
+    if (pace.readers.size === 0 && pace.published > 0) this.paces.delete(taskId);
+  }
+
+  /** A streaming client of run `taskId` joins: `took` as it takes each update, `close` when it leaves. */
+  reader(taskId: string | undefined): { took(): void; close(): void } | undefined {
+    if (taskId === undefined) return undefined;
+    const pace = this.pace(taskId);
+    const reader: Reader = { since: pace.published, taken: 0 };
+    pace.readers.add(reader);
+    const wake = () => {
+      const w = pace.wake;
+      pace.wake = undefined;
+      w?.();
+    };
+    return {
+      took: () => {
+        reader.taken++;
+        wake();
+      },
+      close: () => {
+        pace.readers.delete(reader);
+        if (pace.readers.size === 0 && this.paces.get(taskId) === pace) this.paces.delete(taskId);
+        wake();
+      },
+    };
+  }
+
+  private pace(taskId: string) {
+    let pace = this.paces.get(taskId);
+    if (!pace) this.paces.set(taskId, (pace = { published: 0, readers: new Set() }));
+    return pace;
+  }
 
   alias(runId: string, sdkId: string): void {
     if (runId !== sdkId) this.aliases.set(runId, sdkId);

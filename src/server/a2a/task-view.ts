@@ -1,7 +1,7 @@
 /**
  * A run seen as an A2A task (docs/protocols.md#a2a): the run store is the
- * truth, and a task is read from a run's events whenever the SDK asks for
- * one. Same id as the run; `contextId` is its session; its state follows the
+ * truth, and a task is read from a run's events when a request first asks for
+ * it. Same id as the run; `contextId` is its session; its state follows the
  * run: `working` until its run.finished, then `completed` (the answer as a
  * text artifact), `failed` (the error), `canceled` (interrupted) or
  * `input-required` (paused, waiting for approvals; a run.resumed after it is
@@ -44,7 +44,8 @@ export function finishedStatus(taskId: string, contextId: string, finished: Even
   const timestamp = finished.ts;
   switch (finished.result_type) {
     case "answer":
-      return { state: TaskState.TASK_STATE_COMPLETED, message: say(finished.answer ?? ""), timestamp };
+      // The answer is the task's artifact, once: the status says no more than that the task is done.
+      return { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp };
     case "paused":
       return { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: say(waitingText(finished)), timestamp };
     case "blocked":
@@ -56,6 +57,11 @@ export function finishedStatus(taskId: string, contextId: string, finished: Even
         ? { state: TaskState.TASK_STATE_CANCELED, message: say(finished.error ?? "interrupted"), timestamp }
         : { state: TaskState.TASK_STATE_FAILED, message: say(finished.error ?? "the run failed"), timestamp };
   }
+}
+
+/** What a run.finished adds to its task's metadata: the run's usage and, when it had one, its budget statement. */
+export function finishedMetadata(finished: EventOf<"run.finished">): Record<string, unknown> {
+  return { usage: finished.usage, ...(finished.budget ? { budget: finished.budget } : {}) };
 }
 
 /** The task of a run, from its events; undefined when no run has that id. */
@@ -74,28 +80,49 @@ export function taskOfEvents(taskId: string, events: readonly RunEvent[]): Task 
       : { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: last?.ts ?? started.ts },
     artifacts: finished?.result_type === "answer" ? [answerArtifact(finished.answer ?? "")] : [],
     history: [input],
-    metadata: {
-      agent: started.agent_id,
-      ...(finished ? { usage: finished.usage, ...(finished.budget ? { budget: finished.budget } : {}) } : {}),
-    },
+    metadata: { agent: started.agent_id, ...(finished ? finishedMetadata(finished) : {}) },
   };
 }
 
 /**
- * The SDK's task store over the run store: `load` reads the run, `save`
- * keeps nothing, since every state the SDK would save is the run's own
- * (a second copy of runs could only drift from them).
+ * The SDK's task store over the run store. The SDK loads a task and saves it
+ * back for every update it tells a request (src/server/a2a/executor.ts): the
+ * task a request saved is what that request loads next, so an update costs
+ * the same whatever the run's length; any other request (GetTask, a new
+ * message) reads the run. Nothing is kept past the request, since every
+ * state the SDK would save is the run's own (a second copy of runs could only
+ * drift from them).
  */
 export class RunTaskStore implements TaskStore {
+  /** The task each request last saved, by request. */
+  private readonly saved = new WeakMap<ServerCallContext, Map<string, Task>>();
+
   constructor(private readonly ctx: ServerContext) {}
 
   /** The task of a run the call's caller may read (src/server/access.ts); someone else's is not found. */
   async load(taskId: string, context: ServerCallContext): Promise<Task | undefined> {
+    const saved = this.saved.get(context)?.get(taskId);
+    if (saved) return saved;
     if (!(await mayReach({ ...this.ctx, caller: callerOf(context) }, taskId, "read"))) return undefined;
     return taskOfEvents(taskId, await this.ctx.store.eventsOfTask(taskId));
   }
 
-  async save(_task: Task, _context: ServerCallContext): Promise<void> {}
+  /**
+   * Keep the task for the request's next update. The answer's chunks already
+   * went to the request's stream: the artifact keeps the last one only, and
+   * the whole answer replaces it when the run has answered; a task that ended
+   * without an answer has no answer artifact, as when read from the run.
+   */
+  async save(task: Task, context: ServerCallContext): Promise<void> {
+    const answer = task.artifacts.find((a) => a.artifactId === ANSWER_ARTIFACT);
+    if (answer && answer.parts.length > 1) answer.parts = answer.parts.slice(-1);
+    const state = task.status?.state;
+    if (answer && state !== TaskState.TASK_STATE_WORKING && state !== TaskState.TASK_STATE_SUBMITTED && state !== TaskState.TASK_STATE_COMPLETED)
+      task.artifacts = task.artifacts.filter((a) => a !== answer);
+    let tasks = this.saved.get(context);
+    if (!tasks) this.saved.set(context, (tasks = new Map()));
+    tasks.set(task.id, task);
+  }
 
   async list(): Promise<never> {
     throw new UnsupportedOperationError("tasks are not listed over A2A: GET /v1/runs lists the runs");

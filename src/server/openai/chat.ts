@@ -70,7 +70,7 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
     return;
   }
   let stream: EventStream | undefined;
-  let chunk = (_choices: unknown[], _usage?: Usage): void => {};
+  let chunk = async (_choices: unknown[], _usage?: Usage): Promise<unknown> => undefined;
   const content = (text: string) => chunk([{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }]);
   const { reply } = await replyOf(
     ctx,
@@ -78,10 +78,11 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
     res,
     launch,
     (task_id) => {
-      stream = new EventStream(res, { "x-task-id": task_id }, ctx.maxClientBuffer);
+      const opened = new EventStream(res, { headers: { "x-task-id": task_id }, stallLimitMs: ctx.stallLimitMs });
+      stream = opened;
       const id = `chatcmpl-${task_id}`;
       chunk = (choices, usage) =>
-        stream?.sendData({
+        opened.sendData({
           id,
           object: "chat.completion.chunk",
           created,
@@ -90,7 +91,7 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
           choices,
           ...(chat.includeUsage ? { usage: usage ? usageOf(usage) : null } : {}),
         });
-      chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
+      void chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
     },
     // The answer as it is written (docs/protocols.md#answers-as-they-are-written).
     content,
@@ -98,12 +99,12 @@ export async function chatCompletions(ctx: ApiContext, req: IncomingMessage, res
   if (!reply || !stream) return;
   if (reply.error) {
     // Past the headers, a failure is an error frame: OpenAI's clients raise it from the stream.
-    stream.sendData(errorBody(500, reply.error.message, { code: reply.error.code }));
+    await stream.sendData(errorBody(500, reply.error.message, { code: reply.error.code }));
     return stream.end();
   }
-  if (reply.status === "paused" || reply.status === "blocked") content(reply.text);
-  chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason(reply) }]);
-  if (chat.includeUsage) chunk([], reply.usage);
+  if (reply.status === "paused" || reply.status === "blocked") await content(reply.text);
+  await chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason(reply) }]);
+  if (chat.includeUsage) await chunk([], reply.usage);
   stream.end("data: [DONE]\n\n");
 }
 

@@ -121,19 +121,19 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
 
   let stream: EventStream | undefined;
   let sequence = 0;
-  const send = (type: string, data: Record<string, unknown>) => stream?.sendData({ type, sequence_number: sequence++, ...data }, type);
+  const send = async (type: string, data: Record<string, unknown>) => stream?.sendData({ type, sequence_number: sequence++, ...data }, type);
   let taskId = "";
   let opened = false;
   const at = () => ({ item_id: `msg_${taskId}`, output_index: 0, content_index: 0 });
-  const open = () => {
+  const open = async () => {
     if (opened) return;
     opened = true;
-    send("response.output_item.added", { output_index: 0, item: message(taskId, "", "in_progress", []) });
-    send("response.content_part.added", { ...at(), part: textPart("") });
+    await send("response.output_item.added", { output_index: 0, item: message(taskId, "", "in_progress", []) });
+    await send("response.content_part.added", { ...at(), part: textPart("") });
   };
-  const delta = (text: string) => {
-    open();
-    send("response.output_text.delta", { ...at(), delta: text, logprobs: [] });
+  const delta = async (text: string) => {
+    await open();
+    return send("response.output_text.delta", { ...at(), delta: text, logprobs: [] });
   };
   const { task_id, reply } = await replyOf(
     ctx,
@@ -142,24 +142,23 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
     request.launch,
     (id) => {
       taskId = id;
-      stream = new EventStream(res, { "x-task-id": id }, ctx.maxClientBuffer);
-      send("response.created", { response: response(id, undefined) });
-      send("response.in_progress", { response: response(id, undefined) });
+      stream = new EventStream(res, { headers: { "x-task-id": id }, stallLimitMs: ctx.stallLimitMs });
+      void send("response.created", { response: response(id, undefined) });
+      void send("response.in_progress", { response: response(id, undefined) });
     },
     // The answer as it is written (docs/protocols.md#answers-as-they-are-written).
     delta,
   );
   if (!reply || !stream) return;
   if (reply.error) {
-    send("response.failed", { response: response(task_id, reply) });
+    await send("response.failed", { response: response(task_id, reply) });
     return stream.end();
   }
-  if (reply.status === "paused" || reply.status === "blocked") delta(reply.text);
-  open();
-  send("response.output_text.done", { ...at(), text: reply.text, logprobs: [] });
-  send("response.content_part.done", { ...at(), part: textPart(reply.text) });
-  send("response.output_item.done", { output_index: 0, item: message(task_id, reply.text, "completed") });
-  send(reply.status === "blocked" ? "response.incomplete" : "response.completed", { response: response(task_id, reply) });
+  if (reply.status === "paused" || reply.status === "blocked") await delta(reply.text);
+  await open();
+  // The whole answer once, in the closing response: the `openai` client's final response is that object
+  // (its accumulator replaces what the deltas built), so the item's and part's `.done` frames would only repeat it.
+  await send(reply.status === "blocked" ? "response.incomplete" : "response.completed", { response: response(task_id, reply) });
   stream.end();
 }
 

@@ -11,6 +11,7 @@ import type { RunError } from "../../errors.js";
 import { ZERO_USAGE, type PendingApproval, type Usage } from "../../events/types.js";
 import { follow } from "../../store/follow.js";
 import { launchRun, type ApiContext, type LaunchRequest, type LaunchedRun } from "../runs-api.js";
+import { wasDropped } from "../sse.js";
 
 /** How a run ended, for a reply. */
 export interface RunReply {
@@ -28,7 +29,8 @@ export interface RunReply {
  * `POST /v1/runs`; `started` is called with the task_id before the run is
  * followed (to send headers). With `onText`, the answer's text is given to
  * it as it is written, the rest of it when the run ends
- * (src/kinds/answer-text.ts). The server's `close()` waits for the reply.
+ * (src/kinds/answer-text.ts); the run is read on once it has resolved (the
+ * client took the frame). The server's `close()` waits for the reply.
  */
 export async function replyOf(
   ctx: ApiContext,
@@ -36,14 +38,15 @@ export async function replyOf(
   res: ServerResponse,
   body: LaunchRequest,
   started: (taskId: string) => void,
-  onText?: (text: string) => void,
+  onText?: (text: string) => Promise<unknown> | void,
 ): Promise<{ task_id: string; reply: RunReply | undefined }> {
   const run = await launchRun(ctx, body);
   const gone = new AbortController();
   res.once("close", () => {
     if (res.writableFinished) return;
     gone.abort();
-    run.cancel?.();
+    // A client dropped for reading nothing did not leave: its run finishes and is stored (docs/server.md#slow-readers).
+    if (!wasDropped(res)) run.cancel?.();
   });
   // A client that went away while the run was being launched (the request itself ends once its body is read).
   if (req.socket.destroyed) {
@@ -58,7 +61,12 @@ export async function replyOf(
   return { task_id: run.task_id, reply: await following };
 }
 
-async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSignal, onText?: (text: string) => void): Promise<RunReply | undefined> {
+async function followToEnd(
+  ctx: ApiContext,
+  run: LaunchedRun,
+  signal: AbortSignal,
+  onText?: (text: string) => Promise<unknown> | void,
+): Promise<RunReply | undefined> {
   const waiting: PendingApproval[] = [];
   const answer = onText ? new AnswerText(ctx.team) : undefined;
   try {
@@ -66,14 +74,14 @@ async function followToEnd(ctx: ApiContext, run: LaunchedRun, signal: AbortSigna
       if (event.type === "approval.requested") waiting.push(event);
       if (event.type !== "run.finished") {
         const text = answer ? await answer.feed(event) : "";
-        if (text) onText?.(text);
+        if (text) await onText?.(text);
         continue;
       }
       const usage = event.usage ?? ZERO_USAGE;
       if (event.result_type === "answer") {
         const text = event.answer ?? "";
         const rest = answer?.rest(text);
-        if (rest) onText?.(rest);
+        if (rest) await onText?.(rest);
         return { status: "answer", text, usage };
       }
       if (event.result_type === "paused") return { status: "paused", text: pausedNote(run.task_id, event.approvals ?? waiting), usage };
