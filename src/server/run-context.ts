@@ -77,17 +77,20 @@ export async function openRunContext(options: RunContextOptions): Promise<RunCon
     async renderMetrics() {
       // How busy the whole server is, every caller's runs counted.
       const counts = queued ? await queued.queue.counts() : undefined;
-      return metrics.render({
-        runtime_runs_live: { help: "Runs this server is running or streaming now.", value: ctx.live.size },
-        ...(counts
-          ? {
-              runtime_runs_queued: { help: "Runs waiting for a worker (the whole queue).", value: counts.queued },
-              runtime_runs_running: { help: "Runs held by a worker now (the whole queue).", value: counts.running },
-            }
-          : {}),
-      }, {
-        runtime_sse_clients_dropped_total: { help: "Stream clients dropped for reading nothing for the stall limit.", value: clientsDropped() },
-      });
+      return metrics.render(
+        {
+          runtime_runs_live: { help: "Runs this server is running or streaming now.", value: ctx.live.size },
+          ...(counts
+            ? {
+                runtime_runs_queued: { help: "Runs waiting for a worker (the whole queue).", value: counts.queued },
+                runtime_runs_running: { help: "Runs held by a worker now (the whole queue).", value: counts.running },
+              }
+            : {}),
+        },
+        {
+          runtime_sse_clients_dropped_total: { help: "Stream clients dropped for reading nothing for the stall limit.", value: clientsDropped() },
+        },
+      );
     },
     async close() {
       queued?.listening.close();

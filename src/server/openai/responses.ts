@@ -156,8 +156,13 @@ export async function createResponse(ctx: ApiContext, req: IncomingMessage, res:
   }
   if (reply.status === "paused" || reply.status === "blocked") await delta(reply.text);
   await open();
-  // The whole answer once, in the closing response: the `openai` client's final response is that object
-  // (its accumulator replaces what the deltas built), so the item's and part's `.done` frames would only repeat it.
+  // The Responses stream's closing frames, as the API sends them: clients that build the output from the
+  // `.done` frames (an item at a time) need them, and the `openai` client's final response is `response.completed`'s.
+  // Written with backpressure, the copies they carry cost bytes, never the stream (docs/server.md#slow-readers).
+  const item = message(task_id, reply.text, "completed");
+  await send("response.output_text.done", { ...at(), text: reply.text, logprobs: [] });
+  await send("response.content_part.done", { ...at(), part: textPart(reply.text) });
+  await send("response.output_item.done", { output_index: 0, item });
   await send(reply.status === "blocked" ? "response.incomplete" : "response.completed", { response: response(task_id, reply) });
   stream.end();
 }
