@@ -1,3 +1,8 @@
+/**
+ * What the plan_and_solve machine's actors do, one named function each, over
+ * one step's `Work` (its transcript, todo list, tool box and model); the
+ * runner binds them to the machine (src/kinds/plan-and-solve/run.ts).
+ */
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import type { TodoItem } from "../../events/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
@@ -7,7 +12,7 @@ import type { ChatMessage, ChatResponse, ToolCallRequest, ToolSpec } from "../..
 import type { Template } from "../../prompts/render.js";
 import type { AgentContext, ToolBox } from "../types.js";
 import type { ToolOutcome } from "../../tools/types.js";
-import type { PlanAndSolveEffects, SummaryReason, Verdict } from "./types.js";
+import type { SummaryReason, Verdict } from "./types.js";
 import type { Memory } from "./memory.js";
 import type { TodoLoopContext } from "./todo-context.js";
 import { describeOpen, TODO_TOOL_NAMES } from "./todo-tools.js";
@@ -15,7 +20,8 @@ import type { RecordedResult } from "./answer-checks.js";
 import { verifyAnswer } from "./verifier.js";
 import { unreachable } from "../../errors.js";
 
-export interface EffectsDeps {
+/** One plan_and_solve step's work: what its machine's actors act on (the machine decides, these act). */
+export interface Work {
   ctx: AgentContext<PlanAndSolveAgentConfig>;
   input: string;
   template: Template;
@@ -24,202 +30,232 @@ export interface EffectsDeps {
   toolbox: ToolBox;
   /** The heuristics' thresholds, shown in the prompt. */
   thresholds: { complete_after: number; block_after: number };
-  /** Told the trace_id of each new round, so todo and state events carry it. */
-  round(trace_id: string): void;
+  /** The round under way: its trace_id (its todo events and states carry it; "" before the first) and its model call. */
+  round: { trace_id: string; iteration: number };
+  /** The tool that writes the plan, when the agent has one. */
+  writeTool: string | undefined;
+  /** Whether a work tool must wait for a plan: the agent can write one and did not say `plan: optional` (PLANNING comes first). */
+  planRequired: boolean;
+  /** The last reply was cut off at the token limit: it is sent back, not taken (docs/servers.md). */
+  cutOff: boolean;
+  /** Successful work-tool results, what VERIFYING checks an answer against. */
+  recorded: RecordedResult[];
+  /** Verifications run, and failed, in this step. */
+  verifications: number;
+  rejections: number;
 }
 
 /** The note on items still open when an answer is accepted. */
 export const SKIPPED_NOTE = "skipped: the run finished before this item was done";
 
-/**
- * The side effects of the plan_and_solve machine, over one run's memory,
- * todo list, tool box and model. The machine decides; these only act.
- */
-export function createEffects(d: EffectsDeps): PlanAndSolveEffects {
-  const { ctx, memory, todos, toolbox } = d;
-  const agent = ctx.agent;
-  let trace_id = "";
-  let lastIteration = 0;
-  /** The last reply was cut off at the token limit: it is sent back, not taken (docs/servers.md). */
-  let cutOff = false;
-  /** Successful work-tool results, what VERIFYING checks an answer against. */
-  const recorded: RecordedResult[] = [];
-  /** Verifications run, and failed, in this step. */
-  let verifications = 0;
-  let rejections = 0;
-
-  const newRound = (): string => {
-    trace_id = ctx.newId();
-    d.round(trace_id);
-    return trace_id;
-  };
-
-  const chat = async (messages: ChatMessage[], tools?: ToolSpec[]): Promise<ChatResponse> => {
-    const { reply } = await ctx.callModel({
-      messages,
-      ...(tools ? { tools } : {}),
-      trace_id,
-      read: (r) => ({
-        action_type: isCutOff(r) ? "INVALID" : r.tool_calls.length > 0 ? "CALL_TOOL" : "ANSWER",
-        ...(r.content ? { thought: r.content } : {}),
-        ...(isCutOff(r) ? { error: CUT_OFF_ERROR } : {}),
-      }),
-    });
-    memory.addAssistant(reply);
-    cutOff = isCutOff(reply);
-    return reply;
-  };
-
-  /** The system prompt, rendered afresh for each request; every variable is always defined (strict templates). */
-  const prompt = (iteration: number, tool_names: string): string =>
-    d.template({
-      agent_name: agent.name,
-      description: agent.description,
-      question: d.input,
-      tool_names,
-      todo_list: todos.render(),
-      todo_version: todos.version,
-      session_id: todos.session_id,
-      iteration,
-      max_iteration: agent.max_iteration,
-      remaining_iterations: Math.max(0, agent.max_iteration - iteration),
-      todo_complete_after: d.thresholds.complete_after,
-      todo_block_after: d.thresholds.block_after,
-    });
-
-  /** The tool that writes the plan, when the agent has one: then a plan comes first, unless `plan: optional` (docs/design/plan-and-solve-design.md: PLANNING comes first). */
-  const writeTool = toolbox.specs.find((t) => t.name === "write_todos" || t.name === "create_todo_list")?.name;
-  const planRequired = writeTool !== undefined && agent.plan !== "optional";
-
-  const refuseUnplanned = (call: ToolCallRequest): ToolOutcome =>
-    toolbox.refuse(call, `Plan first: write the todo list with ${writeTool} (one concrete step per item), then do the steps. This call was not run.`, {
-      trace_id,
-    });
-
-  const execute = async (call: ToolCallRequest): Promise<ToolOutcome> => {
-    const [outcome] = await toolbox.run([call], { trace_id });
-    if (!outcome) unreachable(`the tool box returned no outcome for ${call.name}`);
-    if (outcome.ok && call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name)) {
-      const item = todos.current()?.content;
-      recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result, ...(item ? { item } : {}) });
-    }
-    return outcome;
-  };
-
-  /**
-   * VERIFYING.ValidateAnswer: check a proposed answer; undefined when it
-   * passes, else the verdict to go back (or end) with. `answerTo` answers the
-   * call or the text in the transcript with the problems.
-   */
-  const check = async (answer: string, can_retry: boolean, answerTo: (message: string) => void): Promise<Verdict | undefined> => {
-    if (agent.verify === "off") return undefined;
-    const outcome = await verifyAnswer(ctx, { question: d.input, answer, recorded, unbacked: todos.unbacked(), trace_id, round: ++verifications });
-    if (outcome.verdict !== "fail") return undefined;
-    rejections += 1;
-    const final = rejections > agent.max_verify_rounds || !can_retry;
-    const list = outcome.problems.map((p) => `- ${p}`).join("\n");
-    answerTo(
-      final
-        ? `Verification failed:\n${list}\nNo verification round is left; the run ends with these problems.`
-        : `Verification failed (${rejections} of ${agent.max_verify_rounds} rounds):\n${list}\n` +
-            "Check the recorded tool results, correct the answer (compute again if needed) and finish again with the corrected answer.",
-    );
-    const error = `the answer failed verification (${agent.verify}) ${rejections} time${rejections === 1 ? "" : "s"}: ${outcome.problems.join("; ")}. Last answer: ${answer.slice(0, 500)}`;
-    return { kind: "rejected", problems: outcome.problems, final, error };
-  };
-
+/** A step's work before its first round. */
+export function startWork(deps: Pick<Work, "ctx" | "input" | "template" | "todos" | "memory" | "toolbox" | "thresholds" | "round">): Work {
+  const writeTool = deps.toolbox.specs.find((t) => t.name === "write_todos" || t.name === "create_todo_list")?.name;
   return {
-    todos,
-    planRequired,
-    refuseUnplanned,
-
-    async callModel(iteration) {
-      lastIteration = iteration;
-      newRound();
-      ctx.emit({ type: "recursion.started", iteration }, { trace_id });
-      const system = prompt(iteration, toolbox.specs.map((t) => t.name).join(", "));
-      return chat(memory.request(system), toolbox.specs);
-    },
-
-    execute,
-    record: (outcome) => memory.addOutcome(outcome),
-    begin: () => void todos.begin(),
-    track: (outcome) => void todos.track(outcome.ok, outcome.tool),
-    storePlan: () => todos.persist(),
-
-    async verify({ call, text, may_refuse, can_retry }): Promise<Verdict> {
-      const open = todos.openItems();
-      // Never an answer (docs/servers.md): sent back, or, out of rounds, on to the final summary.
-      if (!call && cutOff) {
-        memory.addUser(CUT_OFF_ERROR);
-        return { kind: "retry" };
-      }
-      if (!call) {
-        // docs/design/plan-and-solve-design.md diagram 5: a reply without tool calls ends the run only when
-        // the work is done. Models often narrate ("I will now compute ...")
-        // mid-plan; one reminder sends them back to work.
-        if (open.length > 0 && may_refuse) {
-          memory.addUser(
-            textReminder(
-              open,
-              toolbox.specs.some((t) => t.name === "terminate"),
-            ),
-          );
-          return { kind: "refused" };
-        }
-        const answer = text?.trim();
-        const rejected = answer ? await check(answer, can_retry, (message) => memory.addUser(message)) : undefined;
-        if (rejected) return rejected;
-        return { kind: "accepted", status: "success", ...(answer ? { answer } : {}) };
-      }
-      if (open.length > 0 && may_refuse) {
-        const error =
-          `Not finished: todo items ${describeOpen(open)} are still open. Finish them and mark them completed, ` +
-          `mark the ones you no longer need skipped with update_todo_item, or call terminate again to finish ` +
-          `anyway (the open items will then be marked skipped).`;
-        refuse(call, error);
-        return { kind: "refused" };
-      }
-      const proposed = proposedAnswer(call);
-      if (proposed) {
-        const rejected = await check(proposed, can_retry, (message) => refuse(call, message));
-        if (rejected) return rejected;
-      }
-      const outcome = await execute(call);
-      memory.addOutcome(outcome);
-      // Read as every kind reads terminate: from the tool box's outcome (src/kinds/terminate.ts).
-      const end = terminated([outcome]);
-      if (!end) return { kind: "invalid" };
-      const answer = end.answer.trim();
-      return { kind: "accepted", status: end.status, ...(answer ? { answer } : {}) };
-    },
-
-    async summarize(reason: SummaryReason) {
-      memory.closeUnanswered("the run ended");
-      newRound();
-      memory.addUser(summaryRequest(reason, agent.max_iteration, lastIteration));
-      const system = prompt(lastIteration, "");
-      try {
-        // No tools offered: the model can only answer in text.
-        const reply = await chat(memory.request(system));
-        const text = isCutOff(reply) ? undefined : reply.content?.trim();
-        return text ? { text } : {};
-      } catch {
-        return {};
-      }
-    },
-
-    finish(close_items) {
-      memory.closeUnanswered("the run ended with terminate");
-      return close_items ? todos.closeOpen(SKIPPED_NOTE) : [];
-    },
+    ...deps,
+    writeTool,
+    planRequired: writeTool !== undefined && deps.ctx.agent.plan !== "optional",
+    cutOff: false,
+    recorded: [],
+    verifications: 0,
+    rejections: 0,
   };
+}
 
-  /** Answer a terminate call with a refusal: the tool never ran, and the events and journal say so. */
-  function refuse(call: ToolCallRequest, error: string): void {
-    toolbox.refuse(call, error, { trace_id });
-    memory.addTool(call.id, `Error: ${error}`);
+/** AnalyzeProblem, CheckNextTask, CheckResults: one round, `recursion.started`, the prompt rendered afresh, the reply kept. */
+export function askModel(work: Work, iteration: number): Promise<ChatResponse> {
+  work.round.iteration = iteration;
+  newRound(work);
+  work.ctx.emit({ type: "recursion.started", iteration }, { trace_id: work.round.trace_id });
+  const specs = work.toolbox.specs;
+  return chat(work, work.memory.request(prompt(work, specs.map((t) => t.name).join(", "))), specs);
+}
+
+/** Answer a work tool called before any plan with a refusal, unrun. */
+export function refuseUnplanned(work: Work, call: ToolCallRequest): ToolOutcome {
+  const error = `Plan first: write the todo list with ${work.writeTool} (one concrete step per item), then do the steps. This call was not run.`;
+  return work.toolbox.refuse(call, error, { trace_id: work.round.trace_id });
+}
+
+/** Run one tool call through the tool box (validation, allow-list, events); a work tool's success is recorded for VERIFYING. */
+export async function execute(work: Work, call: ToolCallRequest): Promise<ToolOutcome> {
+  const [outcome] = await work.toolbox.run([call], { trace_id: work.round.trace_id });
+  if (!outcome) unreachable(`the tool box returned no outcome for ${call.name}`);
+  if (outcome.ok && call.name !== "terminate" && !TODO_TOOL_NAMES.has(call.name)) {
+    const item = work.todos.current()?.content;
+    work.recorded.push({ tool: call.name, arguments: outcome.arguments, result: outcome.result, ...(item ? { item } : {}) });
   }
+  return outcome;
+}
+
+/**
+ * VERIFYING.ValidateAnswer: judge a terminate call (or a text reply when
+ * `call` is undefined). With items still open, either is refused once
+ * (`may_refuse`: not refused before and a model call left): the terminate's
+ * tool message, or a user message after the text, names the open items; the
+ * next one is accepted and FormatResponse marks the open items skipped.
+ * A model stopping early usually forgot a step; one reminder catches that
+ * without ever trapping the run. See docs/plan-and-solve.md.
+ */
+export function verify(work: Work, input: { call?: ToolCallRequest; text?: string; may_refuse: boolean; can_retry: boolean }): Promise<Verdict> {
+  return input.call ? verifyTerminate(work, input.call, input) : verifyText(work, input.text, input);
+}
+
+type Chances = { may_refuse: boolean; can_retry: boolean };
+
+/** A reply without tool calls: an answer only when the work is done (docs/design/plan-and-solve-design.md diagram 5). */
+async function verifyText(work: Work, text: string | undefined, { may_refuse, can_retry }: Chances): Promise<Verdict> {
+  const { memory, todos } = work;
+  // Never an answer (docs/servers.md): sent back, or, out of rounds, on to the final summary.
+  if (work.cutOff) {
+    memory.addUser(CUT_OFF_ERROR);
+    return { kind: "retry" };
+  }
+  // Models often narrate ("I will now compute ...") mid-plan; one reminder sends them back to work.
+  const open = todos.openItems();
+  if (open.length > 0 && may_refuse) {
+    memory.addUser(
+      textReminder(
+        open,
+        work.toolbox.specs.some((t) => t.name === "terminate"),
+      ),
+    );
+    return { kind: "refused" };
+  }
+  const answer = text?.trim();
+  const rejected = answer ? await check(work, answer, can_retry, (message) => memory.addUser(message)) : undefined;
+  if (rejected) return rejected;
+  return { kind: "accepted", status: "success", ...(answer ? { answer } : {}) };
+}
+
+/** A terminate call: refused while items are open, its answer checked before it runs, then read from the tool box's outcome. */
+async function verifyTerminate(work: Work, call: ToolCallRequest, { may_refuse, can_retry }: Chances): Promise<Verdict> {
+  const open = work.todos.openItems();
+  if (open.length > 0 && may_refuse) {
+    const error =
+      `Not finished: todo items ${describeOpen(open)} are still open. Finish them and mark them completed, ` +
+      `mark the ones you no longer need skipped with update_todo_item, or call terminate again to finish ` +
+      `anyway (the open items will then be marked skipped).`;
+    refuse(work, call, error);
+    return { kind: "refused" };
+  }
+  const proposed = proposedAnswer(call);
+  if (proposed) {
+    const rejected = await check(work, proposed, can_retry, (message) => refuse(work, call, message));
+    if (rejected) return rejected;
+  }
+  const outcome = await execute(work, call);
+  work.memory.addOutcome(outcome);
+  // Read as every kind reads terminate: from the tool box's outcome (src/kinds/terminate.ts).
+  const end = terminated([outcome]);
+  if (!end) return { kind: "invalid" };
+  const answer = end.answer.trim();
+  return { kind: "accepted", status: end.status, ...(answer ? { answer } : {}) };
+}
+
+/** The final summary step (docs/design/plan-and-solve-design.md diagram 6): one extra model call without tools. */
+export async function summarize(work: Work, reason: SummaryReason): Promise<{ text?: string }> {
+  const { memory } = work;
+  memory.closeUnanswered("the run ended");
+  newRound(work);
+  memory.addUser(summaryRequest(reason, work.ctx.agent.max_iteration, work.round.iteration));
+  try {
+    // No tools offered: the model can only answer in text.
+    const reply = await chat(work, memory.request(prompt(work, "")));
+    const text = isCutOff(reply) ? undefined : reply.content?.trim();
+    return text ? { text } : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Answer any call left unanswered; with `close_items`, mark open items
+ * skipped (an accepted answer ends the list; a run that failed leaves it
+ * open for a follow-up in the same session). Returns the items closed.
+ */
+export function finish(work: Work, close_items: boolean): TodoItem[] {
+  work.memory.closeUnanswered("the run ended with terminate");
+  return close_items ? work.todos.closeOpen(SKIPPED_NOTE) : [];
+}
+
+function newRound(work: Work): void {
+  work.round.trace_id = work.ctx.newId();
+}
+
+/** One model call of the round under way; the reply goes into the transcript. */
+async function chat(work: Work, messages: ChatMessage[], tools?: ToolSpec[]): Promise<ChatResponse> {
+  const { reply } = await work.ctx.callModel({
+    messages,
+    ...(tools ? { tools } : {}),
+    trace_id: work.round.trace_id,
+    read: (r) => ({
+      action_type: isCutOff(r) ? "INVALID" : r.tool_calls.length > 0 ? "CALL_TOOL" : "ANSWER",
+      ...(r.content ? { thought: r.content } : {}),
+      ...(isCutOff(r) ? { error: CUT_OFF_ERROR } : {}),
+    }),
+  });
+  work.memory.addAssistant(reply);
+  work.cutOff = isCutOff(reply);
+  return reply;
+}
+
+/** The system prompt, rendered afresh for each request; every variable is always defined (strict templates). */
+function prompt(work: Work, tool_names: string): string {
+  const { agent } = work.ctx;
+  const { iteration } = work.round;
+  return work.template({
+    agent_name: agent.name,
+    description: agent.description,
+    question: work.input,
+    tool_names,
+    todo_list: work.todos.render(),
+    todo_version: work.todos.version,
+    session_id: work.todos.session_id,
+    iteration,
+    max_iteration: agent.max_iteration,
+    remaining_iterations: Math.max(0, agent.max_iteration - iteration),
+    todo_complete_after: work.thresholds.complete_after,
+    todo_block_after: work.thresholds.block_after,
+  });
+}
+
+/**
+ * Check a proposed answer; undefined when it passes, else the verdict to go
+ * back (or end) with. `answerTo` answers the call or the text in the
+ * transcript with the problems.
+ */
+async function check(work: Work, answer: string, can_retry: boolean, answerTo: (message: string) => void): Promise<Verdict | undefined> {
+  const { ctx, todos } = work;
+  const { agent } = ctx;
+  if (agent.verify === "off") return undefined;
+  const round = ++work.verifications;
+  const outcome = await verifyAnswer(ctx, {
+    question: work.input,
+    answer,
+    recorded: work.recorded,
+    unbacked: todos.unbacked(),
+    trace_id: work.round.trace_id,
+    round,
+  });
+  if (outcome.verdict !== "fail") return undefined;
+  const rejections = ++work.rejections;
+  const final = rejections > agent.max_verify_rounds || !can_retry;
+  const list = outcome.problems.map((p) => `- ${p}`).join("\n");
+  answerTo(
+    final
+      ? `Verification failed:\n${list}\nNo verification round is left; the run ends with these problems.`
+      : `Verification failed (${rejections} of ${agent.max_verify_rounds} rounds):\n${list}\n` +
+          "Check the recorded tool results, correct the answer (compute again if needed) and finish again with the corrected answer.",
+  );
+  const error = `the answer failed verification (${agent.verify}) ${rejections} time${rejections === 1 ? "" : "s"}: ${outcome.problems.join("; ")}. Last answer: ${answer.slice(0, 500)}`;
+  return { kind: "rejected", problems: outcome.problems, final, error };
+}
+
+/** Answer a terminate call with a refusal: the tool never ran, and the events and journal say so. */
+function refuse(work: Work, call: ToolCallRequest, error: string): void {
+  work.toolbox.refuse(call, error, { trace_id: work.round.trace_id });
+  work.memory.addTool(call.id, `Error: ${error}`);
 }
 
 /**
