@@ -20,7 +20,6 @@ const STILL_OVER = new Set([
   "queue/worker.ts: startWorker",
   "engine/run-team.ts: start",
   "kinds/machine/interpret.ts: interpret",
-  "config/references.ts: checkReferences",
   "cli/commands/serve.ts: serve",
 ]);
 
