@@ -42,7 +42,60 @@ export function checkReferences(
   provided: ReadonlySet<string> = new Set(),
 ): { problems: ConfigProblem[]; refs: References } {
   const problems: ConfigProblem[] = [];
-  const report = (at: string, message: string, where: "value" | "key" = "value") => problems.push(source.problem(at, message, where));
+  const report: Report = (at, message, where = "value") => void problems.push(source.problem(at, message, where));
+  const c = teamIndex(team, dir, provided, report);
+  const entry = str(team.entry);
+  if (entry !== undefined && !c.isAgent(entry))
+    report("/entry", `unknown agent '${entry}'${didYouMean(entry, c.agentNames)}${declared("agents", c.agentNames)}`);
+  for (const [name, model] of c.models) checkModel(c, name, model);
+
+  checkKnowledge(team, dir, c.confined, report);
+  checkGuardrails(team.guardrails, pointer("guardrails"), c.guarded);
+  for (const [name, tool] of c.tools) {
+    if (c.isAgent(name)) report(pointer("tools", name), `'${name}' names both a tool and an agent: rename one`, "key");
+    checkTool(name, tool, dir, c.confined, report);
+  }
+  for (const [name, agent] of c.agents) {
+    if (problems.length >= MAX_PROBLEMS) break;
+    checkAgent(c, name, agent);
+  }
+  assigneeEdges(c);
+  usedModelsOfModels(c);
+  for (const [id, workflow] of c.workflows) if (problems.length < MAX_PROBLEMS) checkWorkflow(id, workflow, c.agentSet, report);
+  for (const problem of findCycles(c.agentNames, c.edges)) report(problem.at, problem.message);
+  return { problems, refs: c.refs };
+}
+
+/** A team's declarations by kind, what the checks have found so far, and where they report. */
+interface TeamIndex {
+  team: RawObject;
+  dir: string;
+  /** Prompt and script files stay in the team's folder unless the team opts out. */
+  confined: string | undefined;
+  report: Report;
+  models: [string, RawObject][];
+  tools: [string, RawObject][];
+  agents: [string, RawObject][];
+  workflows: [string, RawObject][];
+  modelNames: string[];
+  toolNames: string[];
+  agentNames: string[];
+  workflowNames: string[];
+  // Sets, not list scans: a hostile file may declare tens of thousands of agents.
+  modelSet: Set<string>;
+  agentSet: Set<string>;
+  workflowSet: Set<string>;
+  isAgent(name: string): boolean;
+  names: TeamNames;
+  /** The names `knowledge_lookup` goes by: the built-in's, unless a tool of the team's own takes it, and its aliases. */
+  knowledgeTools: Set<string>;
+  guarded: GuardrailContext;
+  refs: References;
+  /** The agent graph: who calls whom, and where it is written. */
+  edges: Map<string, Edge[]>;
+}
+
+function teamIndex(team: RawObject, dir: string, provided: ReadonlySet<string>, report: Report): TeamIndex {
   const models = records(team.models);
   const tools = records(team.tools);
   const agents = records(team.agents);
@@ -51,165 +104,190 @@ export function checkReferences(
   const toolNames = tools.map(([n]) => n);
   const agentNames = agents.map(([n]) => n);
   const workflowNames = workflows.map(([n]) => n);
-  // Sets, not list scans: a hostile file may declare tens of thousands of agents.
   const modelSet = new Set(modelNames);
   const toolSet = new Set(toolNames);
   const agentSet = new Set(agentNames);
-  const workflowSet = new Set(workflowNames);
   const isAgent = (name: string) => agentSet.has(name);
   const names: TeamNames = { tool: (n) => toolSet.has(n), code: (n) => provided.has(n), agent: isAgent };
   const refs: References = { usedModels: new Set(), usedTools: new Set(), prompts: new Map() };
-  const edges = new Map<string, Edge[]>(agentNames.map((n) => [n, []]));
-
-  // Prompt and script files stay in the team's folder unless the team opts out.
   const confined = team.allow_outside_paths === true ? undefined : dir;
-  const entry = str(team.entry);
-  if (entry !== undefined && !isAgent(entry)) report("/entry", `unknown agent '${entry}'${didYouMean(entry, agentNames)}${declared("agents", agentNames)}`);
-
-  for (const [name, model] of models) {
-    const script = str(model.script);
-    if (model.provider === "scripted" && script !== undefined) {
-      checkFile(resolve(dir, script), pointer("models", name, "script"), "script file", report, { folder: confined, maxBytes: MAX_SCRIPT_BYTES });
-    }
-    for (const [index, other] of strings(model.fallback)) {
-      const at = pointer("models", name, "fallback", index);
-      if (other === name) report(at, `model '${name}' cannot be its own fallback`);
-      else if (!modelSet.has(other)) report(at, `unknown model '${other}'${didYouMean(other, modelNames)}${declared("models", modelNames)}`);
-    }
-    const summariser = str((model.compaction as Record<string, unknown> | undefined)?.model);
-    if (summariser !== undefined && !modelSet.has(summariser)) {
-      report(
-        pointer("models", name, "compaction", "model"),
-        `unknown model '${summariser}'${didYouMean(summariser, modelNames)}${declared("models", modelNames)}`,
-      );
-    }
-  }
-
-  checkKnowledge(team, dir, confined, report);
-  // The built-in's name, unless a tool of the team's own takes it; and its aliases.
   const knowledgeTools = new Set(tools.filter(([, t]) => t.builtin === "knowledge_lookup").map(([n]) => n));
   if (!toolSet.has("knowledge_lookup")) knowledgeTools.add("knowledge_lookup");
-
-  const guarded: GuardrailContext = {
+  return {
+    team,
     dir,
+    confined,
     report,
-    file: (path, at, what) => checkFile(path, at, what, report, { folder: confined }),
-    schemaProblem: compileProblem,
-    models: modelSet,
+    models,
+    tools,
+    agents,
+    workflows,
     modelNames,
-    used: refs.usedModels,
-    knownTool: (tool) => holderOf(tool, names) !== undefined,
+    toolNames,
+    agentNames,
+    workflowNames,
+    modelSet,
+    agentSet,
+    workflowSet: new Set(workflowNames),
+    isAgent,
+    names,
+    knowledgeTools,
+    guarded: {
+      dir,
+      report,
+      file: (path, at, what) => checkFile(path, at, what, report, { folder: confined }),
+      schemaProblem: compileProblem,
+      models: modelSet,
+      modelNames,
+      used: refs.usedModels,
+      knownTool: (tool) => holderOf(tool, names) !== undefined,
+    },
+    refs,
+    edges: new Map<string, Edge[]>(agentNames.map((n) => [n, []])),
   };
-  checkGuardrails(team.guardrails, pointer("guardrails"), guarded);
+}
 
-  for (const [name, tool] of tools) {
-    if (isAgent(name)) report(pointer("tools", name), `'${name}' names both a tool and an agent: rename one`, "key");
-    checkTool(name, tool, dir, confined, report);
+/** A model's script file, its fallbacks and the model that writes its summaries. */
+function checkModel(c: TeamIndex, name: string, model: RawObject): void {
+  const { report, modelNames } = c;
+  const script = str(model.script);
+  if (model.provider === "scripted" && script !== undefined) {
+    checkFile(resolve(c.dir, script), pointer("models", name, "script"), "script file", report, { folder: c.confined, maxBytes: MAX_SCRIPT_BYTES });
+  }
+  for (const [index, other] of strings(model.fallback)) {
+    const at = pointer("models", name, "fallback", index);
+    if (other === name) report(at, `model '${name}' cannot be its own fallback`);
+    else if (!c.modelSet.has(other)) report(at, `unknown model '${other}'${didYouMean(other, modelNames)}${declared("models", modelNames)}`);
+  }
+  const summariser = str((model.compaction as Record<string, unknown> | undefined)?.model);
+  if (summariser !== undefined && !c.modelSet.has(summariser)) {
+    report(
+      pointer("models", name, "compaction", "model"),
+      `unknown model '${summariser}'${didYouMean(summariser, modelNames)}${declared("models", modelNames)}`,
+    );
+  }
+}
+
+/** An agent's name, models, guardrails, tools, the agents and workflow it names, and its prompt file. */
+function checkAgent(c: TeamIndex, name: string, agent: RawObject): void {
+  const { report, modelNames, modelSet, refs } = c;
+  const at = (...keys: Array<string | number>) => pointer("agents", name, ...keys);
+  if (isBuiltinToolName(name)) report(at(), `agent '${name}' has the name of a built-in tool: rename it`, "key");
+
+  // Which model an agent gets without `model:` is decided once, in defaults.ts.
+  const explicit = str(agent.model);
+  const model = agentModel(explicit, modelSet);
+  if (model !== undefined && modelSet.has(model)) refs.usedModels.add(model);
+  else if (explicit !== undefined) report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
+  else if (modelNames.length > 1) report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
+
+  checkGuardrails(agent.guardrails, at("guardrails"), c.guarded);
+
+  const summariser = str((agent.compaction as Record<string, unknown> | undefined)?.model);
+  if (summariser !== undefined) {
+    if (modelSet.has(summariser)) refs.usedModels.add(summariser);
+    else report(at("compaction", "model"), `unknown model '${summariser}'${didYouMean(summariser, modelNames)}${declared("models", modelNames)}`);
   }
 
-  for (const [name, agent] of agents) {
-    if (problems.length >= MAX_PROBLEMS) break;
-    const at = (...keys: Array<string | number>) => pointer("agents", name, ...keys);
-    const out = edges.get(name) ?? [];
-    if (isBuiltinToolName(name)) report(at(), `agent '${name}' has the name of a built-in tool: rename it`, "key");
+  const verifier = str(agent.verifier);
+  if (agent.kind === "plan_and_solve" && verifier !== undefined) {
+    if (modelSet.has(verifier)) refs.usedModels.add(verifier);
+    else report(at("verifier"), `unknown model '${verifier}'${didYouMean(verifier, modelNames)}${declared("models", modelNames)}`);
+  }
 
-    // Which model an agent gets without `model:` is decided once, in defaults.ts.
-    const explicit = str(agent.model);
-    const model = agentModel(explicit, modelSet);
-    if (model !== undefined && modelSet.has(model)) refs.usedModels.add(model);
-    else if (explicit !== undefined) report(at("model"), `unknown model '${explicit}'${didYouMean(explicit, modelNames)}${declared("models", modelNames)}`);
-    else if (modelNames.length > 1) report(at(), `no 'model' given and no model is named 'default': set 'model' to one of ${listNames(modelNames)}`);
+  checkAgentTools(c, name, agent);
+  checkAgentNames(c, name, agent);
+  readPrompt(c, name, agent);
+}
 
-    checkGuardrails(agent.guardrails, at("guardrails"), guarded);
-
-    const summariser = str((agent.compaction as Record<string, unknown> | undefined)?.model);
-    if (summariser !== undefined) {
-      if (modelSet.has(summariser)) refs.usedModels.add(summariser);
-      else report(at("compaction", "model"), `unknown model '${summariser}'${didYouMean(summariser, modelNames)}${declared("models", modelNames)}`);
+/** The tools an agent lists: a team tool (used), an agent (an edge of the graph), a built-in, or unknown. */
+function checkAgentTools(c: TeamIndex, name: string, agent: RawObject): void {
+  const out = c.edges.get(name) ?? [];
+  for (const [index, tool] of strings(agent.tools)) {
+    const at = pointer("agents", name, "tools", index);
+    if (c.knowledgeTools.has(tool) && !isRecord(c.team.knowledge)) {
+      c.report(at, `'${tool}' searches the team's documents, but the team has none: add knowledge: {paths: [...]} at the top of the file`);
     }
-
-    const verifier = str(agent.verifier);
-    if (agent.kind === "plan_and_solve" && verifier !== undefined) {
-      if (modelSet.has(verifier)) refs.usedModels.add(verifier);
-      else report(at("verifier"), `unknown model '${verifier}'${didYouMean(verifier, modelNames)}${declared("models", modelNames)}`);
+    const holder = holderOf(tool, c.names);
+    if (holder === "tool") c.refs.usedTools.add(tool);
+    else if (holder === "agent") out.push({ to: tool, at });
+    else if (holder === undefined) {
+      const candidates = [...c.toolNames, ...BUILTIN_TOOL_NAMES, ...c.agentNames.filter((a) => a !== name)];
+      c.report(at, `unknown tool '${tool}'${didYouMean(tool, candidates)}: expected a tool under 'tools', a built-in tool or an agent`);
     }
+  }
+}
 
-    for (const [index, tool] of strings(agent.tools)) {
-      if (knowledgeTools.has(tool) && !isRecord(team.knowledge)) {
-        report(at("tools", index), `'${tool}' searches the team's documents, but the team has none: add knowledge: {paths: [...]} at the top of the file`);
-      }
-      const holder = holderOf(tool, names);
-      if (holder === "tool") refs.usedTools.add(tool);
-      else if (holder === "agent") out.push({ to: tool, at: at("tools", index) });
-      else if (holder === undefined) {
-        const candidates = [...toolNames, ...BUILTIN_TOOL_NAMES, ...agentNames.filter((a) => a !== name)];
-        report(at("tools", index), `unknown tool '${tool}'${didYouMean(tool, candidates)}: expected a tool under 'tools', a built-in tool or an agent`);
-      }
-    }
+/** The agents a kind names (planner, executor, ...), a sop's workflow and a flow's parser module. */
+function checkAgentNames(c: TeamIndex, name: string, agent: RawObject): void {
+  const { report } = c;
+  const at = (...keys: Array<string | number>) => pointer("agents", name, ...keys);
+  const out = c.edges.get(name) ?? [];
+  for (const key of AGENT_REFERENCE_KEYS[String(agent.kind)] ?? []) {
+    const target = str(agent[key]);
+    if (target === undefined) continue;
+    if (c.isAgent(target)) out.push({ to: target, at: at(key) });
+    else report(at(key), `unknown agent '${target}'${didYouMean(target, c.agentNames)}${declared("agents", c.agentNames)}`);
+  }
+  if (agent.kind === "plan_and_solve_flow" && agent.enable_replanner === true && agent.replanner === undefined) {
+    report(at("enable_replanner"), "enable_replanner is true but no 'replanner' agent is given");
+  }
 
-    for (const key of AGENT_REFERENCE_KEYS[String(agent.kind)] ?? []) {
-      const target = str(agent[key]);
-      if (target === undefined) continue;
-      if (isAgent(target)) out.push({ to: target, at: at(key) });
-      else report(at(key), `unknown agent '${target}'${didYouMean(target, agentNames)}${declared("agents", agentNames)}`);
-    }
-    if (agent.kind === "plan_and_solve_flow" && agent.enable_replanner === true && agent.replanner === undefined) {
-      report(at("enable_replanner"), "enable_replanner is true but no 'replanner' agent is given");
-    }
-
-    const workflow = str(agent.workflow);
-    if (agent.kind === "sop" && workflow !== undefined) {
-      if (!workflowSet.has(workflow)) {
-        report(at("workflow"), `unknown workflow '${workflow}'${didYouMean(workflow, workflowNames)}${declared("workflows", workflowNames)}`);
-      }
-    }
-
-    // What the parser module exports is checked when a run loads it (src/kinds/plan-and-solve-flow/parser.ts).
-    const parser = agent.kind === "plan_and_solve_flow" ? str(agent.parser) : undefined;
-    if (parser !== undefined) checkFile(resolve(dir, parser), at("parser"), "parser module", report, { folder: confined });
-
-    const promptFile = str(agent.system_prompt);
-    if (promptFile !== undefined && agent.prompt !== undefined) {
-      report(at("prompt"), "give either 'system_prompt' (a file) or 'prompt' (inline text), not both");
-    } else if (promptFile !== undefined) {
-      const path = resolve(dir, promptFile);
-      if (checkFile(path, at("system_prompt"), "prompt file", report, { folder: confined, maxBytes: MAX_PROMPT_BYTES })) {
-        try {
-          refs.prompts.set(name, readFileSync(path, "utf8"));
-        } catch (err) {
-          report(at("system_prompt"), `cannot read prompt file ${path}: ${describeError(err)}`);
-        }
-      }
+  const workflow = str(agent.workflow);
+  if (agent.kind === "sop" && workflow !== undefined) {
+    if (!c.workflowSet.has(workflow)) {
+      report(at("workflow"), `unknown workflow '${workflow}'${didYouMean(workflow, c.workflowNames)}${declared("workflows", c.workflowNames)}`);
     }
   }
 
-  // A sop agent reaches the assignees of its workflow's tasks.
-  const workflowMap = new Map(workflows);
-  for (const [name, agent] of agents) {
+  // What the parser module exports is checked when a run loads it (src/kinds/plan-and-solve-flow/parser.ts).
+  const parser = agent.kind === "plan_and_solve_flow" ? str(agent.parser) : undefined;
+  if (parser !== undefined) checkFile(resolve(c.dir, parser), at("parser"), "parser module", report, { folder: c.confined });
+}
+
+/** An agent's system_prompt file, read for resolving; or `prompt` inline, never both. */
+function readPrompt(c: TeamIndex, name: string, agent: RawObject): void {
+  const at = (...keys: Array<string | number>) => pointer("agents", name, ...keys);
+  const promptFile = str(agent.system_prompt);
+  if (promptFile !== undefined && agent.prompt !== undefined) {
+    c.report(at("prompt"), "give either 'system_prompt' (a file) or 'prompt' (inline text), not both");
+  } else if (promptFile !== undefined) {
+    const path = resolve(c.dir, promptFile);
+    if (checkFile(path, at("system_prompt"), "prompt file", c.report, { folder: c.confined, maxBytes: MAX_PROMPT_BYTES })) {
+      try {
+        c.refs.prompts.set(name, readFileSync(path, "utf8"));
+      } catch (err) {
+        c.report(at("system_prompt"), `cannot read prompt file ${path}: ${describeError(err)}`);
+      }
+    }
+  }
+}
+
+/** A sop agent reaches the assignees of its workflow's tasks: edges of the agent graph. */
+function assigneeEdges(c: TeamIndex): void {
+  const workflowMap = new Map(c.workflows);
+  for (const [name, agent] of c.agents) {
     const workflow = workflowMap.get(str(agent.workflow) ?? "");
     if (agent.kind !== "sop" || !workflow) continue;
     for (const [stepIndex, step] of list(workflow.steps).entries()) {
       for (const [taskIndex, task] of list(isRecord(step) ? step.tasks : undefined).entries()) {
         const assignee = isRecord(task) ? str(task.assignee) : undefined;
         const at = pointer("workflows", str(agent.workflow) ?? "", "steps", stepIndex, "tasks", taskIndex, "assignee");
-        if (assignee !== undefined && isAgent(assignee)) edges.get(name)?.push({ to: assignee, at });
+        if (assignee !== undefined && c.isAgent(assignee)) c.edges.get(name)?.push({ to: assignee, at });
       }
     }
   }
+}
 
-  // A used model's fallbacks are used too (their ${VAR}s must be set).
-  const fallbacks = new Map(models.map(([n, m]) => [n, strings(m.fallback).map(([, other]) => other)]));
+/** A used model's fallbacks are used too (their ${VAR}s must be set), and so is the model that writes its summaries. */
+function usedModelsOfModels(c: TeamIndex): void {
+  const { refs, modelSet } = c;
+  const fallbacks = new Map(c.models.map(([n, m]) => [n, strings(m.fallback).map(([, other]) => other)]));
   for (const used of refs.usedModels) for (const other of fallbacks.get(used) ?? []) if (modelSet.has(other)) refs.usedModels.add(other);
-  // So is the model that writes a used model's summaries.
-  for (const [n, m] of models) {
+  for (const [n, m] of c.models) {
     const summariser = str((m.compaction as Record<string, unknown> | undefined)?.model);
     if (refs.usedModels.has(n) && summariser !== undefined && modelSet.has(summariser)) refs.usedModels.add(summariser);
   }
-
-  for (const [id, workflow] of workflows) if (problems.length < MAX_PROBLEMS) checkWorkflow(id, workflow, agentSet, report);
-  for (const problem of findCycles(agentNames, edges)) report(problem.at, problem.message);
-
-  return { problems, refs };
 }
 
 /** Past this many problems the reference checks stop: the file needs fixing first anyway. */

@@ -3,7 +3,7 @@
  * runner with an AgentContext whose services are the engine's, then
  * `agent.finished`. Agents called by agents are child steps of their caller.
  */
-import type { JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
+import type { AgentConfig, JsonSchema, ModelConfig, ResolvedTeam } from "../config/types.js";
 import { RuntimeError, runErrorOf, type ErrorCode } from "../errors.js";
 import { recursionScopes, type EventBus } from "../events/bus.js";
 import { addUsage } from "../events/usage.js";
@@ -16,7 +16,7 @@ import type { McpServers } from "../tools/mcp/servers.js";
 import { createToolBox, type ToolJournal } from "../tools/toolbox.js";
 import type { Approvals } from "./approvals.js";
 import type { Exchange } from "../store/conversations.js";
-import type { Tool } from "../tools/types.js";
+import type { Tool, ToolBox } from "../tools/types.js";
 import { accountsFor, type Account } from "./budget.js";
 import { StepKeys, type Journal } from "./journal.js";
 import { ContextFit } from "./context-fit.js";
@@ -95,7 +95,42 @@ export function runAgentStep(run: RunShared, name: string, input: string, signal
   return step;
 }
 
+/**
+ * One step in four named parts (docs/design/engine.md#steps): open it (ids,
+ * `agent.started`, dispatch), give it the engine's services, run its kind
+ * under the input guardrails, and settle its result.
+ */
 async function runStep(run: RunShared, name: string, input: string, signal: AbortSignal, parent?: Parent): Promise<AgentResult> {
+  const opened = openStep(run, name, input, parent);
+  if ("ended" in opened) return opened.ended;
+  const step = opened;
+  const services = stepServices(run, step, signal, parent);
+  try {
+    await prepareTools(run.team, step.agent, run.toolCache, run.mcp, signal);
+    const given = await checkInput(services.guards, input);
+    return await settle(step, services, await step.runner(agentContext(run, step, services, signal, parent), given));
+  } catch (err) {
+    return settle(step, services, { result_type: "error", error: runErrorOf(err, `agent ${name} failed`) });
+  }
+}
+
+/** A step once opened: who runs it, where its events go, how it ends. */
+interface OpenStep {
+  name: string;
+  agent: AgentConfig;
+  runner: AgentRunner;
+  keys: StepKeys;
+  step_id: string;
+  depth: number;
+  scope: EventScope;
+  /** Emits one of the step's events, unless a resumed step is going over what it did before (they are in the store already). */
+  out(body: RunEventBody, at: EventScope): void;
+  /** Emits `agent.finished` with the result, and returns it. */
+  finish(result: AgentResult): AgentResult;
+}
+
+/** Steps 1–3: the step's ids and scope, `agent.started`, and the dispatch to its kind's runner; or the error it ends with at once. */
+function openStep(run: RunShared, name: string, input: string, parent: Parent | undefined): OpenStep | { ended: AgentResult } {
   const agent = run.team.agents[name];
   const keys = new StepKeys(parent ? parent.keys.nextChild() : "0");
   const replay = run.journal.replay;
@@ -103,13 +138,11 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   const step_id = replay?.stepId(keys.key) ?? run.newId();
   const scope: EventScope = { agent_id: name, step_id, ...(parent ? { parent_step_id: parent.step_id } : {}) };
   const depth = (parent?.depth ?? -1) + 1;
-  if (!agent) return failed("NOT_FOUND", `unknown agent '${name}'`);
+  if (!agent) return { ended: failed("NOT_FOUND", `unknown agent '${name}'`) };
   run.journal.stepStarted(keys.key, step_id, name);
-  // While a resumed step goes over what it did before, its events are in the store already.
   const out = (body: RunEventBody, at: EventScope): void => {
     if (!replay?.replaying(keys.key)) run.bus.emit(body, at);
   };
-
   out({ type: "agent.started", kind: agent.kind, input }, scope);
   const finish = (result: AgentResult): AgentResult => {
     const { error, ...rest } = result;
@@ -118,46 +151,36 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   };
   // Dispatch is the one place a kind is looked at; the runner gets its own config type.
   const runner = KINDS[agent.kind]?.run as AgentRunner | undefined;
-  if (!runner) return finish(failed("CONFIG_INVALID", `agent kind '${agent.kind}' is not available in this build`));
-  if (depth > MAX_DEPTH) return finish(failed("CONFIG_INVALID", `agents nested deeper than ${MAX_DEPTH} levels`));
+  if (!runner) return { ended: finish(failed("CONFIG_INVALID", `agent kind '${agent.kind}' is not available in this build`)) };
+  if (depth > MAX_DEPTH) return { ended: finish(failed("CONFIG_INVALID", `agents nested deeper than ${MAX_DEPTH} levels`)) };
+  return { name, agent, runner, keys, step_id, depth, scope, out, finish };
+}
 
-  // The step's usage is the engine's count, not its kind's: its own model replies and its
-  // children's steps (agents it called, as a tool or otherwise).
-  let usage: Usage = ZERO_USAGE;
-  const spent = (more: Usage): void => {
-    usage = addUsage(usage, more);
-  };
-  // A step ends after its children: an agent called as a tool and cancelled with its caller
-  // still finishes (agent.finished) before the caller does.
-  const children = new Set<Promise<AgentResult>>();
-  const child = (childName: string, query: string, childSignal: AbortSignal, expects?: JsonSchema) => {
-    const step = runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, accounts, ...(expects ? { expects } : {}) });
-    children.add(step);
-    void step.then((result) => spent(result.usage)).finally(() => children.delete(step));
-    return step;
-  };
-  /** The one place a step's result is made: its kind's outcome, or the budget's error, with the usage counted. */
-  const settled = async (outcome: Outcome): Promise<AgentResult> => {
-    while (children.size > 0) await Promise.allSettled([...children]);
-    // An answer the kind did not put through the output guardrails is checked here; a retry cannot be given, so it blocks.
-    if (outcome.result_type === "answer" && outcome.answer !== undefined && outcome.answer !== checkedAnswer && guards?.applies("output")) {
-      try {
-        const verdict = await guards.check("output", outcome.answer, undefined, { retry: false });
-        if (verdict.ok) outcome = { ...outcome, answer: verdict.text };
-      } catch (err) {
-        outcome = { result_type: "error", error: runErrorOf(err, `agent ${name} failed`) };
-      }
-    }
-    // A step whose own budget stopped a call ends with that error, whatever its kind made of it.
-    const own = agent.budget ? accounts.at(-1)?.exhausted : undefined;
-    const ended: Outcome = own !== undefined ? { result_type: "error", error: { code: "BUDGET", message: own } } : outcome;
-    return finish({
-      result_type: ended.result_type,
-      ...(ended.answer !== undefined ? { answer: ended.answer } : {}),
-      ...(ended.error !== undefined ? { error: ended.error } : {}),
-      usage,
-    });
-  };
+/** The engine's services of one step, and what the step counts while it runs. */
+interface StepServices {
+  /** The budget accounts the step spends from: its callers', and its own when it has one. */
+  accounts: readonly Account[];
+  emit: AgentContext["emit"];
+  scopes: (trace_id: string | undefined) => EventScope;
+  client(modelName?: string): ChatClient;
+  /** Stops a call that must not start: a paused run (approvals), or a guardrail that blocked it. */
+  halt(): void;
+  callModel: AgentContext["callModel"];
+  /** Runs another agent as a child step, counted in this step's usage. */
+  child(name: string, query: string, signal: AbortSignal, expects?: JsonSchema): Promise<AgentResult>;
+  guards: StepGuards | undefined;
+  /** The step's usage: its own model replies and its children's steps (the engine's count, not its kind's). */
+  usage: Usage;
+  /** Child steps still running: a step ends after them. */
+  children: Set<Promise<AgentResult>>;
+  /** The last answer the kind put through the output guardrails itself, as they let it through. */
+  checkedAnswer?: string;
+}
+
+/** The step's budget accounts, its model path (fallbacks, budget, journal, context fit), its guardrails and its child steps. */
+function stepServices(run: RunShared, step: OpenStep, signal: AbortSignal, parent: Parent | undefined): StepServices {
+  const { name, agent, keys, step_id, depth, scope, out } = step;
+  const accounts = accountsFor(parent?.accounts ?? run.accounts, name, agent.budget);
   const scopes = recursionScopes(scope);
   const emit: AgentContext["emit"] = (body, extra) => out(body, scopes(extra?.trace_id));
   const client = (modelName = agent.model): ChatClient => {
@@ -165,33 +188,23 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     if (!config) throw new RuntimeError("NOT_FOUND", `unknown model '${modelName}'`);
     return run.client(config);
   };
-  const accounts = accountsFor(parent?.accounts ?? run.accounts, name, agent.budget);
-  const halt = () => {
+  const halt = (): void => {
     run.approvals.halt();
     if (run.blocked) throw new RuntimeError("BLOCKED", `blocked by guardrail '${run.blocked.name}'`);
   };
-  const budget = {
-    check: () => {
-      for (const a of accounts) a.checkToolCall();
-    },
-    count: () => {
-      for (const a of accounts) a.toolCall();
-    },
+  const spent = (more: Usage): void => {
+    services.usage = addUsage(services.usage, more);
   };
-  const stopping = () => run.approvals.paused || run.blocked !== undefined || accounts.some((a) => a.exhausted !== undefined);
-  const fallbacks = (modelName: string): readonly string[] => {
-    const config = run.team.models[modelName];
-    return config?.provider === "openai" ? config.fallback : [];
-  };
-  const journal = toolJournal(run.journal, keys);
-
   const context = new ContextFit();
-  const callStepModel: AgentContext["callModel"] = async (call) => {
-    const answered = await callModel(
+  const callModelOfStep: AgentContext["callModel"] = (call) =>
+    callModel(
       {
         model: agent.model,
         client,
-        fallbacks,
+        fallbacks: (modelName) => {
+          const config = run.team.models[modelName];
+          return config?.provider === "openai" ? config.fallback : [];
+        },
         unavailable: run.unavailableModels,
         accounts,
         config: (modelName) => run.team.models[modelName],
@@ -207,7 +220,14 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       },
       call,
     );
-    return answered;
+  // A step ends after its children: an agent called as a tool and cancelled with its caller
+  // still finishes (agent.finished) before the caller does.
+  const children = new Set<Promise<AgentResult>>();
+  const child: StepServices["child"] = (childName, query, childSignal, expects) => {
+    const started = runAgentStep(run, childName, query, childSignal, { step_id, depth, keys, accounts, ...(expects ? { expects } : {}) });
+    children.add(started);
+    void started.then((result) => spent(result.usage)).finally(() => children.delete(started));
+    return started;
   };
   // The agent's guardrails (docs/guardrails.md); a judge asks its model on the step's one model path.
   const guards = agent.guardrails?.length
@@ -219,16 +239,22 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
           run.blocked ??= blocked;
         },
         judge: (model, rubric, subject) =>
-          judge(callStepModel, model, rubric, { text: subject.text, what: `${WHAT[subject.on]}${subject.tool ? ` (${subject.tool})` : ""}` }),
+          judge(callModelOfStep, model, rubric, { text: subject.text, what: `${WHAT[subject.on]}${subject.tool ? ` (${subject.tool})` : ""}` }),
       })
     : undefined;
-  /** The last answer a kind put through the output guardrails itself, as they let it through. */
-  let checkedAnswer: string | undefined;
+  const services: StepServices = { accounts, emit, scopes, client, halt, callModel: callModelOfStep, child, guards, usage: ZERO_USAGE, children };
+  return services;
+}
 
-  const ctx: AgentContext = {
+/** Step 4: the `AgentContext` the kind's runner is given (docs/design/engine.md#agentcontext-services). */
+function agentContext(run: RunShared, step: OpenStep, services: StepServices, signal: AbortSignal, parent: Parent | undefined): AgentContext {
+  const { keys } = step;
+  const { guards, emit, client } = services;
+  const replay = run.journal.replay;
+  return {
     team: run.team,
-    agent,
-    scope,
+    agent: step.agent,
+    scope: step.scope,
     task_id: run.task_id,
     session_id: run.session_id,
     inSession: run.inSession,
@@ -238,38 +264,10 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     trace_dir: run.trace_dir,
     stores: run.stores,
     emit,
-    callModel: callStepModel,
+    callModel: services.callModel,
     modelName: (modelName) => client(modelName).model,
-    tools(extra = []) {
-      const { tools, approval } = resolveTools({
-        team: run.team,
-        agent,
-        planTool: run.stores.planTool,
-        callAgent: child,
-        bound: extra,
-        cache: run.toolCache,
-        given: run.providedTools,
-        mcp: run.mcp,
-        signal,
-      });
-      return createToolBox({
-        tools,
-        // The allow-list as resolved: an MCP entry stands for the tools of its server.
-        allow: tools.map((t) => t.name),
-        scope,
-        scopes,
-        emit: (body, s) => out(body, s ?? scope),
-        signal,
-        journal,
-        budget,
-        stopping,
-        halt,
-        ...(approval.size > 0 ? { approval } : {}),
-        approve: (request) => run.approvals.decide(request, (body) => out(body, scope)),
-        ...(guards ? { guard: guards } : {}),
-      });
-    },
-    callAgent: (childName, query, options) => child(childName, query, signal, options?.expects),
+    tools: (extra = []) => stepTools(run, step, services, signal, extra),
+    callAgent: (childName, query, options) => services.child(childName, query, signal, options?.expects),
     ...(parent?.expects ? { expects: parent.expects } : {}),
     async remember(what, read) {
       const key = keys.nextValue();
@@ -285,25 +283,83 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       if (!guards?.applies("output")) return { ok: true, answer };
       const verdict = await guards.check("output", answer);
       if (!verdict.ok) return verdict;
-      checkedAnswer = verdict.text;
+      services.checkedAnswer = verdict.text;
       return { ok: true, answer: verdict.text };
     },
     newId: run.newId,
     now: run.now,
   };
+}
 
-  try {
-    await prepareTools(run.team, agent, run.toolCache, run.mcp, signal);
-    // An input guardrail sees the input before the kind (and so any model) does.
-    let given = input;
-    if (guards?.applies("input")) {
-      const verdict = await guards.check("input", input, undefined, { retry: false });
-      if (verdict.ok) given = verdict.text;
+/** The step's `ToolBox` (`ctx.tools`): the allow-list resolved plus the tools the kind binds, under the step's budget, approvals and guardrails. */
+function stepTools(run: RunShared, step: OpenStep, services: StepServices, signal: AbortSignal, extra: readonly Tool[]): ToolBox {
+  const { agent, scope, out } = step;
+  const { accounts, guards } = services;
+  const { tools, approval } = resolveTools({
+    team: run.team,
+    agent,
+    planTool: run.stores.planTool,
+    callAgent: services.child,
+    bound: extra,
+    cache: run.toolCache,
+    given: run.providedTools,
+    mcp: run.mcp,
+    signal,
+  });
+  return createToolBox({
+    tools,
+    // The allow-list as resolved: an MCP entry stands for the tools of its server.
+    allow: tools.map((t) => t.name),
+    scope,
+    scopes: services.scopes,
+    emit: (body, s) => out(body, s ?? scope),
+    signal,
+    journal: toolJournal(run.journal, step.keys),
+    budget: {
+      check: () => {
+        for (const a of accounts) a.checkToolCall();
+      },
+      count: () => {
+        for (const a of accounts) a.toolCall();
+      },
+    },
+    stopping: () => run.approvals.paused || run.blocked !== undefined || accounts.some((a) => a.exhausted !== undefined),
+    halt: services.halt,
+    ...(approval.size > 0 ? { approval } : {}),
+    approve: (request) => run.approvals.decide(request, (body) => out(body, scope)),
+    ...(guards ? { guard: guards } : {}),
+  });
+}
+
+/** An input guardrail sees the input before the kind (and so any model) does. */
+async function checkInput(guards: StepGuards | undefined, input: string): Promise<string> {
+  if (!guards?.applies("input")) return input;
+  const verdict = await guards.check("input", input, undefined, { retry: false });
+  return verdict.ok ? verdict.text : input;
+}
+
+/** Steps 5–6, the one place a step's result is made: its kind's outcome, or the budget's error, with the usage counted, after its children. */
+async function settle(step: OpenStep, services: StepServices, outcome: Outcome): Promise<AgentResult> {
+  const { guards, children } = services;
+  while (children.size > 0) await Promise.allSettled([...children]);
+  // An answer the kind did not put through the output guardrails is checked here; a retry cannot be given, so it blocks.
+  if (outcome.result_type === "answer" && outcome.answer !== undefined && outcome.answer !== services.checkedAnswer && guards?.applies("output")) {
+    try {
+      const verdict = await guards.check("output", outcome.answer, undefined, { retry: false });
+      if (verdict.ok) outcome = { ...outcome, answer: verdict.text };
+    } catch (err) {
+      outcome = { result_type: "error", error: runErrorOf(err, `agent ${step.name} failed`) };
     }
-    return await settled(await runner(ctx, given));
-  } catch (err) {
-    return settled({ result_type: "error", error: runErrorOf(err, `agent ${name} failed`) });
   }
+  // A step whose own budget stopped a call ends with that error, whatever its kind made of it.
+  const own = step.agent.budget ? services.accounts.at(-1)?.exhausted : undefined;
+  const ended: Outcome = own !== undefined ? { result_type: "error", error: { code: "BUDGET", message: own } } : outcome;
+  return step.finish({
+    result_type: ended.result_type,
+    ...(ended.answer !== undefined ? { answer: ended.answer } : {}),
+    ...(ended.error !== undefined ? { error: ended.error } : {}),
+    usage: services.usage,
+  });
 }
 
 /** The step's tool calls in the run's journal, each under the step's next tool key. */

@@ -119,26 +119,9 @@ export class RunProjection {
     const at = this.containerOf(step, e);
     switch (e.type) {
       case "agent.finished":
-        step.status = e.result_type;
-        step.ended_at = e.ts;
-        step.usage = e.usage;
-        if (e.answer !== undefined) step.answer = e.answer;
-        if (e.error !== undefined) {
-          step.error = e.error;
-          step.children.push({ kind: "error", error: e.error });
-        }
-        delete step.state;
-        return step;
-      case "state.changed": {
-        step.state = e.to;
-        step.state_since = e.ts;
-        const last = at.children.at(-1);
-        const path = [...(e.via ?? []), e.to];
-        // A chain of changes of one machine is one entry: INIT → RECURSION → CALL_LLM.
-        if (last?.kind === "states" && last.machine === e.machine && last.path.at(-1) === e.from) last.path.push(...path);
-        else at.children.push({ kind: "states", machine: e.machine, path: [e.from, ...path] });
-        return step;
-      }
+        return finishStep(step, e);
+      case "state.changed":
+        return changeState(step, at, e);
       case "recursion.started":
         step.iteration = e.iteration;
         if (at.kind === "recursion") at.iteration = e.iteration;
@@ -207,36 +190,10 @@ export class RunProjection {
         });
         this.todo(step, e);
         return t;
-      case "approval.requested": {
-        const entry = {
-          kind: "approval" as const,
-          approval_id: e.approval_id,
-          tool: e.tool,
-          call_id: e.call_id,
-          arguments: e.arguments,
-          decided: false,
-          ...(e.in_doubt ? { in_doubt: true } : {}),
-        };
-        this.approvals.set(e.approval_id, entry);
-        this.notice(at, entry);
-        if (!t.pending_approvals.includes(e.approval_id)) t.pending_approvals = [...t.pending_approvals, e.approval_id];
-        return t;
-      }
-      case "approval.decided": {
-        const entry = {
-          kind: "approval" as const,
-          approval_id: e.approval_id,
-          tool: e.tool,
-          call_id: e.call_id,
-          arguments: this.approvals.get(e.approval_id)?.arguments,
-          decided: true,
-          decision: e.decision,
-          ...(e.reason !== undefined ? { reason: e.reason } : {}),
-        };
-        this.notice(at, entry);
-        t.pending_approvals = t.pending_approvals.filter((id) => id !== e.approval_id);
-        return t;
-      }
+      case "approval.requested":
+        return this.approvalRequested(at, e);
+      case "approval.decided":
+        return this.approvalDecided(at, e);
       case "guardrail.passed":
       case "guardrail.tripped":
         at.children.push({
@@ -252,6 +209,41 @@ export class RunProjection {
         at.children.push({ kind: "verified", method: e.method, verdict: e.verdict, problems: e.problems, round: e.round });
         return step;
     }
+  }
+
+  /** A call waiting for a person: an entry where it happened, and one more pending approval of the run. */
+  private approvalRequested(at: Container, e: EventOf<"approval.requested">): RunTree {
+    const t = this.tree;
+    const entry = {
+      kind: "approval" as const,
+      approval_id: e.approval_id,
+      tool: e.tool,
+      call_id: e.call_id,
+      arguments: e.arguments,
+      decided: false,
+      ...(e.in_doubt ? { in_doubt: true } : {}),
+    };
+    this.approvals.set(e.approval_id, entry);
+    this.notice(at, entry);
+    if (!t.pending_approvals.includes(e.approval_id)) t.pending_approvals = [...t.pending_approvals, e.approval_id];
+    return t;
+  }
+
+  /** A person's decision on a call: an entry with the call's arguments, and one pending approval less. */
+  private approvalDecided(at: Container, e: EventOf<"approval.decided">): RunTree {
+    const t = this.tree;
+    this.notice(at, {
+      kind: "approval",
+      approval_id: e.approval_id,
+      tool: e.tool,
+      call_id: e.call_id,
+      arguments: this.approvals.get(e.approval_id)?.arguments,
+      decided: true,
+      decision: e.decision,
+      ...(e.reason !== undefined ? { reason: e.reason } : {}),
+    });
+    t.pending_approvals = t.pending_approvals.filter((id) => id !== e.approval_id);
+    return t;
   }
 
   /** A step by its key (`StepNode.id`). */
@@ -323,6 +315,31 @@ export class RunProjection {
 }
 
 /** A `context.compacted` event in words, for every view of it. */
+/** A step's end: its result, and its error as the step's last entry. */
+function finishStep(step: StepNode, e: EventOf<"agent.finished">): StepNode {
+  step.status = e.result_type;
+  step.ended_at = e.ts;
+  step.usage = e.usage;
+  if (e.answer !== undefined) step.answer = e.answer;
+  if (e.error !== undefined) {
+    step.error = e.error;
+    step.children.push({ kind: "error", error: e.error });
+  }
+  delete step.state;
+  return step;
+}
+
+/** A machine's state change: the step's state, and a chain of changes of one machine as one entry (INIT → RECURSION → CALL_LLM). */
+function changeState(step: StepNode, at: Container, e: EventOf<"state.changed">): StepNode {
+  step.state = e.to;
+  step.state_since = e.ts;
+  const last = at.children.at(-1);
+  const path = [...(e.via ?? []), e.to];
+  if (last?.kind === "states" && last.machine === e.machine && last.path.at(-1) === e.from) last.path.push(...path);
+  else at.children.push({ kind: "states", machine: e.machine, path: [e.from, ...path] });
+  return step;
+}
+
 export function compactedText(e: EventOf<"context.compacted">): string {
   const what = [e.summarised ? `${e.summarised} older messages summarised` : "", e.trimmed ? `${e.trimmed} large messages trimmed` : ""]
     .filter(Boolean)

@@ -84,18 +84,9 @@ class TerminalLog {
             : p.red(`✗ ${e.agent_id} error: ${clip(e.error ?? "", 200)}`),
         );
         break;
-      case "state.changed": {
-        const key = `${e.step_id ?? e.agent_id}/${e.machine}`;
-        const path = [...(e.via ?? []), e.to].join(" → ");
-        if (this.states?.key === key && this.states.last === e.from) {
-          this.states.text += ` → ${path}`;
-          this.states.last = e.to;
-        } else {
-          this.flushStates();
-          this.states = { key, indent, text: `${p.dim(`state ${e.machine}:`)} ${e.from} → ${path}`, last: e.to };
-        }
+      case "state.changed":
+        this.onStates(e, indent);
         break;
-      }
       case "recursion.started":
         log(`${p.bold(`recursion ${e.iteration}`)}${e.trace_id ? p.dim(` · trace ${e.trace_id}`) : ""}`);
         break;
@@ -169,26 +160,38 @@ class TerminalLog {
       case "task.status":
         log(`task ${e.plan_task_id} → ${e.status === "error" ? p.red(e.status) : e.status} · plan ${e.plan_id} ${e.plan_status}`);
         break;
-      case "run.finished": {
-        // Since this process took the run up: its run.started, or its run.resumed.
-        const since = this.projection.tree.roots.findLast((r) => r.kind === "resumed")?.at ?? this.projection.tree.started_at;
-        log(
-          e.result_type === "answer"
-            ? `${p.green("■ answer")} · ${formatDuration(msBetween(since, e.ts))} · ${tokens(e.usage)}`
-            : e.result_type === "blocked"
-              ? p.red(`⛔ ${clip(e.error ?? "blocked by a guardrail", 300)}`)
-              : e.result_type === "paused"
-                ? p.yellow(`⏸ paused: waiting for approval of ${(e.approvals ?? []).map((a) => a.tool).join(", ")}`)
-                : p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`),
-        );
+      case "run.finished":
+        log(this.runFinished(e));
         if (e.budget) log(p.dim(formatBudget(e.budget)));
         break;
-      }
       case "tool.started":
       case "llm.request":
       case "llm.delta":
         break;
     }
+  }
+
+  /** A chain of state changes of one machine is one line, written when the chain ends (INIT → RECURSION → CALL_LLM). */
+  private onStates(e: EventOf<"state.changed">, indent: string): void {
+    const key = `${e.step_id ?? e.agent_id}/${e.machine}`;
+    const path = [...(e.via ?? []), e.to].join(" → ");
+    if (this.states?.key === key && this.states.last === e.from) {
+      this.states.text += ` → ${path}`;
+      this.states.last = e.to;
+    } else {
+      this.flushStates();
+      this.states = { key, indent, text: `${this.paint.dim(`state ${e.machine}:`)} ${e.from} → ${path}`, last: e.to };
+    }
+  }
+
+  /** How the run ended, timed since this process took the run up: its run.started, or its run.resumed. */
+  private runFinished(e: EventOf<"run.finished">): string {
+    const p = this.paint;
+    const since = this.projection.tree.roots.findLast((r) => r.kind === "resumed")?.at ?? this.projection.tree.started_at;
+    if (e.result_type === "answer") return `${p.green("■ answer")} · ${formatDuration(msBetween(since, e.ts))} · ${tokens(e.usage)}`;
+    if (e.result_type === "blocked") return p.red(`⛔ ${clip(e.error ?? "blocked by a guardrail", 300)}`);
+    if (e.result_type === "paused") return p.yellow(`⏸ paused: waiting for approval of ${(e.approvals ?? []).map((a) => a.tool).join(", ")}`);
+    return p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`);
   }
 
   /** A full list once, then only the items that changed while it keeps its items; a delta as its one item. */

@@ -4,13 +4,21 @@
  * second, parallel set of events.
  */
 
-import type { AttachmentRef } from "../models/attachment.js";
 import type { ErrorCode } from "../errors.js";
 
-/** Token accounting, summed over every model call of a run. */
 /** What a guardrail checks (docs/guardrails.md). */
 export type GuardrailOn = "input" | "output" | "tool_input" | "tool_output";
 
+/** A file a run was given, as the journal, events and traces name it: never its bytes (docs/attachments.md). */
+export interface AttachmentRef {
+  name: string;
+  media_type: string;
+  size: number;
+  /** SHA-256 of the bytes, hex: the key of the bytes in the run's store. */
+  sha256: string;
+}
+
+/** Token accounting, summed over every model call of a run. */
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;

@@ -11,6 +11,7 @@
  */
 import { createHash } from "node:crypto";
 import { RuntimeError } from "../errors.js";
+import type { AttachmentRef } from "../events/types.js";
 
 /** What a model may take (a model's `attachments`, docs/team-file.md). */
 export type AttachmentKind = "image" | "pdf";
@@ -31,14 +32,8 @@ export const MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
 /** At most this many bytes all of a run's attachments together (OpenAI's cap on a request's files). */
 export const MAX_ATTACHMENTS_TOTAL_BYTES = 50 * 1024 * 1024;
 
-/** An attachment as the journal, events and traces name it. */
-export interface AttachmentRef {
-  name: string;
-  media_type: string;
-  size: number;
-  /** SHA-256 of the bytes, hex: the key of the bytes in the run's store. */
-  sha256: string;
-}
+/** An attachment as the journal, events and traces name it: the event vocabulary's (src/events/types.ts). */
+export type { AttachmentRef };
 
 export class Attachment implements AttachmentRef {
   readonly size: number;

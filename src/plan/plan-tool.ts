@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { RunEventBody } from "../events/types.js";
 import { KeyedMutex } from "./mutex.js";
-import type { PlanStorage, TaskUpdate, UpdateOutcome } from "../store/plans.js";
+import type { PlanStorage, TaskUpdate, UpdateOutcome } from "./storage.js";
 import { isValidPlanId, parseStructure } from "./structure.js";
 import { TASK_STATUSES } from "./types.js";
 import type { PlanInstance, PlanRules, PlanStatus, PlanSummary, TaskInfo, TaskStatus } from "./types.js";

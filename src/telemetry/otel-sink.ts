@@ -27,85 +27,99 @@ export const MAX_CAPTURED_CHARS = 16_384;
 
 /** An EventSink that turns one run's events into spans of `tracer`, drawn from the run's projection. Never throws. */
 export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSink {
-  const capture = options.captureContent === true;
   const projection = new RunProjection();
+  const spans = new RunSpans(tracer, options);
+  return (event) => {
+    try {
+      const node = projection.apply(event);
+      if (event.type === "run.finished") return spans.runFinished();
+      // Events outside any step (no step_id) make no span.
+      if (event.step_id === undefined || node === undefined) return;
+      switch (event.type) {
+        case "agent.started":
+          return node.kind === "step" ? spans.agentStarted(event, node) : undefined;
+        case "agent.finished":
+          return node.kind === "step" ? spans.agentFinished(event, node) : undefined;
+        case "llm.request":
+          return node.kind === "model" ? spans.chatStarted(event, node, { "runtime.request.messages": event.messages }) : undefined;
+        case "llm.notice":
+          // The model failed and the next of its fallbacks is asked: a new model call, its model named by the reply.
+          return node.kind === "model" ? spans.chatStarted(event, node, { "runtime.fallback_from": event.model }) : undefined;
+        case "llm.response":
+          return node.kind === "model" ? spans.chatResponse(event, node) : undefined;
+        case "llm.error":
+          return node.kind === "model" ? spans.chatError(event, node) : undefined;
+        case "tool.started":
+          return node.kind === "tool" ? spans.toolStarted(event, node) : undefined;
+        case "tool.finished":
+          return node.kind === "tool" ? spans.toolFinished(event, node) : undefined;
+        default:
+          return;
+      }
+    } catch {
+      // Telemetry never breaks a run.
+    }
+  };
+}
+
+/** The spans of one run: one per node of its projection (step, model call, tool call), opened and ended as the events come. */
+class RunSpans {
   /** Spans open, by the projection's node id, in order of start. */
-  const open = new Map<string, Span>();
+  private readonly open = new Map<string, Span>();
   /** Model calls whose span was started before their model was known (a fallback's). */
-  const unnamed = new Set<string>();
+  private readonly unnamed = new Set<string>();
+  private readonly capture: boolean;
 
-  const ids = (e: RunEvent): Attributes => ({
-    "runtime.task_id": e.task_id,
-    ...(e.step_id !== undefined ? { "runtime.step_id": e.step_id } : {}),
-    ...(e.trace_id !== undefined ? { "runtime.trace_id": e.trace_id } : {}),
-  });
-  const under = (id: string | undefined) => {
-    const span = id !== undefined ? open.get(id) : undefined;
-    return span ? trace.setSpan(ROOT_CONTEXT, span) : ROOT_CONTEXT;
-  };
-  const start = (id: string, name: string, kind: SpanKind, attributes: Attributes, parent: string | undefined) => {
-    open.set(id, tracer.startSpan(name, { kind, attributes }, under(parent)));
-  };
-  const end = (id: string) => {
-    const span = open.get(id);
-    open.delete(id);
-    span?.end();
-    return span;
-  };
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly options: OtelSinkOptions,
+  ) {
+    this.capture = options.captureContent === true;
+  }
 
-  function agentStarted(e: EventOf<"agent.started">, step: StepNode): void {
-    if (open.has(step.id)) return;
-    if (step.parent === undefined) options.beforeRootSpan?.(e.task_id);
+  agentStarted(e: EventOf<"agent.started">, step: StepNode): void {
+    if (this.open.has(step.id)) return;
+    if (step.parent === undefined) this.options.beforeRootSpan?.(e.task_id);
     const attributes: Attributes = {
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.agent.name": e.agent_id,
       "runtime.agent.kind": e.kind,
       ...ids(e),
       ...(e.parent_step_id !== undefined ? { "runtime.parent_step_id": e.parent_step_id } : {}),
-      ...(capture ? { "gen_ai.input.messages": json([{ role: "user", parts: [textPart(e.input)] }]) } : {}),
+      ...(this.capture ? { "gen_ai.input.messages": json([{ role: "user", parts: [textPart(e.input)] }]) } : {}),
     };
     // An agent called as a tool nests under the tool call that called it; one a flow calls, under the flow's step.
-    const parent = step.called_by !== undefined && open.has(step.called_by) ? step.called_by : step.parent;
-    start(step.id, `invoke_agent ${e.agent_id}`, SpanKind.INTERNAL, attributes, parent);
+    const parent = step.called_by !== undefined && this.open.has(step.called_by) ? step.called_by : step.parent;
+    this.start(step.id, `invoke_agent ${e.agent_id}`, SpanKind.INTERNAL, attributes, parent);
   }
 
-  function agentFinished(e: EventOf<"agent.finished">, step: StepNode): void {
-    const span = open.get(step.id);
+  agentFinished(e: EventOf<"agent.finished">, step: StepNode): void {
+    const span = this.open.get(step.id);
     if (!span) return;
     span.setAttributes({ ...usage(e.usage), "runtime.result_type": e.result_type });
-    if (capture && e.answer !== undefined) {
+    if (this.capture && e.answer !== undefined) {
       span.setAttribute("gen_ai.output.messages", json([{ role: "assistant", parts: [textPart(e.answer)], finish_reason: "stop" }]));
     }
     // The step's error code is its well-known type (docs/events.md#error-codes); traces of earlier versions have none.
     if (e.result_type === "error") fail(span, e.error, e.error_code);
-    end(step.id);
+    this.end(step.id);
   }
 
-  function chatStarted(e: RunEvent, call: ModelCall, extra: Attributes): void {
+  chatStarted(e: RunEvent, call: ModelCall, extra: Attributes): void {
     const model = call.model;
     const attributes: Attributes = {
       "gen_ai.operation.name": "chat",
       ...(model !== undefined ? { "gen_ai.request.model": model } : {}),
-      ...provider(options.team, model),
+      ...provider(this.options.team, model),
       ...ids(e),
       ...extra,
     };
-    start(call.id, model !== undefined ? `chat ${model}` : "chat", SpanKind.CLIENT, attributes, call.step);
-    if (model === undefined) unnamed.add(call.id);
+    this.start(call.id, model !== undefined ? `chat ${model}` : "chat", SpanKind.CLIENT, attributes, call.step);
+    if (model === undefined) this.unnamed.add(call.id);
   }
 
-  /** A model call's span, its request model named (a fallback's is learnt from its reply). */
-  function chatEnding(call: ModelCall, model: string): Span | undefined {
-    const span = open.get(call.id);
-    if (span && unnamed.delete(call.id)) {
-      span.setAttributes({ "gen_ai.request.model": model, ...provider(options.team, model) });
-      span.updateName(`chat ${model}`);
-    }
-    return span;
-  }
-
-  function chatResponse(e: EventOf<"llm.response">, call: ModelCall): void {
-    const span = chatEnding(call, e.model);
+  chatResponse(e: EventOf<"llm.response">, call: ModelCall): void {
+    const span = this.chatEnding(call, e.model);
     if (!span) return;
     const finish = e.finish_reason ?? (e.tool_calls?.length ? "tool_calls" : "stop");
     span.setAttributes({
@@ -115,77 +129,74 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): EventSi
       ...(e.model_name !== undefined ? { "runtime.model_name": e.model_name } : {}),
       ...(e.action_type !== undefined ? { "runtime.action_type": e.action_type } : {}),
     });
-    if (capture) span.setAttribute("gen_ai.output.messages", json([outputMessage(e, finish)]));
-    end(call.id);
+    if (this.capture) span.setAttribute("gen_ai.output.messages", json([outputMessage(e, finish)]));
+    this.end(call.id);
   }
 
-  function chatError(e: EventOf<"llm.error">, call: ModelCall): void {
-    const span = chatEnding(call, e.model);
+  chatError(e: EventOf<"llm.error">, call: ModelCall): void {
+    const span = this.chatEnding(call, e.model);
     if (!span) return;
     fail(span, e.error);
-    end(call.id);
+    this.end(call.id);
   }
 
-  function toolStarted(e: EventOf<"tool.started">, call: ToolCall): void {
-    if (open.has(call.id)) return;
+  toolStarted(e: EventOf<"tool.started">, call: ToolCall): void {
+    if (this.open.has(call.id)) return;
     const attributes: Attributes = {
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": e.tool,
       "gen_ai.tool.call.id": e.call_id,
       "gen_ai.tool.type": "function",
       ...ids(e),
-      ...(capture ? { "gen_ai.tool.call.arguments": json(e.arguments) } : {}),
+      ...(this.capture ? { "gen_ai.tool.call.arguments": json(e.arguments) } : {}),
     };
-    start(call.id, `execute_tool ${e.tool}`, SpanKind.INTERNAL, attributes, call.step);
+    this.start(call.id, `execute_tool ${e.tool}`, SpanKind.INTERNAL, attributes, call.step);
   }
 
-  function toolFinished(e: EventOf<"tool.finished">, call: ToolCall): void {
-    const span = open.get(call.id);
+  toolFinished(e: EventOf<"tool.finished">, call: ToolCall): void {
+    const span = this.open.get(call.id);
     if (!span) return;
-    if (e.ok && capture) span.setAttribute("gen_ai.tool.call.result", json(e.result));
+    if (e.ok && this.capture) span.setAttribute("gen_ai.tool.call.result", json(e.result));
     if (!e.ok) fail(span, e.error);
-    end(call.id);
+    this.end(call.id);
   }
 
   /** Spans still open when the run ends (it was cancelled, or a bug): ended as errors, innermost (latest started) first. */
-  function runFinished(): void {
-    for (const id of [...open.keys()].reverse()) {
-      const span = open.get(id);
+  runFinished(): void {
+    for (const id of [...this.open.keys()].reverse()) {
+      const span = this.open.get(id);
       if (span) fail(span, "the run ended before this finished");
-      end(id);
+      this.end(id);
     }
   }
 
-  return (event) => {
-    try {
-      const node = projection.apply(event);
-      if (event.type === "run.finished") return runFinished();
-      // Events outside any step (no step_id) make no span.
-      if (event.step_id === undefined || node === undefined) return;
-      switch (event.type) {
-        case "agent.started":
-          return node.kind === "step" ? agentStarted(event, node) : undefined;
-        case "agent.finished":
-          return node.kind === "step" ? agentFinished(event, node) : undefined;
-        case "llm.request":
-          return node.kind === "model" ? chatStarted(event, node, { "runtime.request.messages": event.messages }) : undefined;
-        case "llm.notice":
-          // The model failed and the next of its fallbacks is asked: a new model call, its model named by the reply.
-          return node.kind === "model" ? chatStarted(event, node, { "runtime.fallback_from": event.model }) : undefined;
-        case "llm.response":
-          return node.kind === "model" ? chatResponse(event, node) : undefined;
-        case "llm.error":
-          return node.kind === "model" ? chatError(event, node) : undefined;
-        case "tool.started":
-          return node.kind === "tool" ? toolStarted(event, node) : undefined;
-        case "tool.finished":
-          return node.kind === "tool" ? toolFinished(event, node) : undefined;
-        default:
-          return;
-      }
-    } catch {
-      // Telemetry never breaks a run.
+  /** A model call's span, its request model named (a fallback's is learnt from its reply). */
+  private chatEnding(call: ModelCall, model: string): Span | undefined {
+    const span = this.open.get(call.id);
+    if (span && this.unnamed.delete(call.id)) {
+      span.setAttributes({ "gen_ai.request.model": model, ...provider(this.options.team, model) });
+      span.updateName(`chat ${model}`);
     }
+    return span;
+  }
+
+  private start(id: string, name: string, kind: SpanKind, attributes: Attributes, parent: string | undefined): void {
+    const span = parent !== undefined ? this.open.get(parent) : undefined;
+    this.open.set(id, this.tracer.startSpan(name, { kind, attributes }, span ? trace.setSpan(ROOT_CONTEXT, span) : ROOT_CONTEXT));
+  }
+
+  private end(id: string): void {
+    const span = this.open.get(id);
+    this.open.delete(id);
+    span?.end();
+  }
+}
+
+function ids(e: RunEvent): Attributes {
+  return {
+    "runtime.task_id": e.task_id,
+    ...(e.step_id !== undefined ? { "runtime.step_id": e.step_id } : {}),
+    ...(e.trace_id !== undefined ? { "runtime.trace_id": e.trace_id } : {}),
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The layering of src/'s import graph: every import goes from an outer layer
- * to an inner one (LAYERS below). Value imports count, the ones tsc keeps in
- * the compiled JS (dynamic `import("...")` included); type-only ones do not.
- * No cycle, type-only imports included: test/architecture/cycles.test.ts.
+ * to an inner one (LAYERS below), type-only ones (`import type`, `import("m").T`)
+ * included: a value import follows its layer's row, a type-only one its row or
+ * its TYPES row, and the table with both stays acyclic, so no arrow points up.
+ * No cycle between modules either: test/architecture/cycles.test.ts.
  * The graph is read by test/support/import-graph.ts.
  */
 import { describe, expect, it } from "vitest";
@@ -58,7 +59,7 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   trace: ["events", ...LEAVES], // the trace store is a sink of events; events know no sink (engine wires them)
   telemetry: ["events", ...LEAVES], // OpenTelemetry spans from events: a sink the cli (or an application) wires
   events: [...LEAVES],
-  config: ["prompts", ...LEAVES], // leaf-ish: loading a team checks its templates
+  config: ["prompts", "events", ...LEAVES], // leaf-ish: loading a team checks its templates; a guardrail's `on` is the events' word
   parse: ["errors.ts"], // tolerant JSON of model output
   "errors.ts": [],
   "redact.ts": [], // masking secrets: events, traces, messages, validation problems
@@ -68,16 +69,29 @@ const LAYERS: Record<string, readonly string[] | typeof ANYTHING> = {
   "retry.ts": [], // trying again: one curve, named policies
 };
 
+/**
+ * Layers whose types (only) a layer may name besides its row: the ports and
+ * shapes it is handed, never loaded. Arrows all the same: the table with them
+ * stays acyclic.
+ */
+const TYPES: Record<string, readonly string[]> = {
+  kinds: ["store"], // the conversations and todo sessions a step is handed (AgentContext.stores)
+  plan: ["tools"], // the Plan Tool's tools are `Tool`s
+  tools: ["models"], // a tool's spec and the call it answers are the model's words
+  trace: ["store"], // a trace tree of stored runs, a comparison of journal entries
+  telemetry: ["config"], // the team names each model's provider
+};
+
 // ---------------------------------------------------------------------------
 // Checks.
 // ---------------------------------------------------------------------------
 
 const layerOf = (module: string) => module.split("/")[0] as string;
 
-function mayImport(from: string, to: string): boolean {
+function mayImport(from: string, to: string, typeOnly = false): boolean {
   if (from === to) return true;
   const allowed = LAYERS[from];
-  return allowed === ANYTHING || (allowed?.includes(to) ?? false);
+  return allowed === ANYTHING || (allowed?.includes(to) ?? false) || (typeOnly && (TYPES[from]?.includes(to) ?? false));
 }
 
 describe("src/ import graph", () => {
@@ -94,12 +108,14 @@ describe("src/ import graph", () => {
     expect(unknown, "add a row for each to LAYERS in test/architecture/imports.test.ts").toEqual([]);
   });
 
-  it("has a layer table without cycles", () => {
+  it("has a layer table without cycles, its TYPES rows included", () => {
     const names = Object.keys(LAYERS);
     const tableEdges = names.flatMap((from) => {
       const allowed = LAYERS[from];
-      return allowed === ANYTHING ? [] : (allowed?.map((to) => ({ from, to, typeOnly: false })) ?? []);
+      const rows = [...(allowed === ANYTHING ? [] : (allowed ?? [])), ...(TYPES[from] ?? [])];
+      return rows.map((to) => ({ from, to, typeOnly: false }));
     });
+    expect(Object.keys(TYPES).filter((layer) => !(layer in LAYERS))).toEqual([]);
     expect(cycles(names, tableEdges)).toEqual([]);
   });
 
@@ -117,6 +133,15 @@ describe("src/ import graph", () => {
       .filter(({ from, to }) => from.startsWith("engine/") && /^store\/(sqlite|postgres)\//.test(to))
       .map(({ from, to }) => `src/${from} → src/${to}`);
     expect([...new Set(named)]).toEqual([]);
+  });
+
+  it("points every arrow down, types included: a type-only import names only the layers its LAYERS or TYPES row names", () => {
+    const up = graph.edges
+      .filter(({ typeOnly }) => typeOnly)
+      .filter(({ from }) => layerOf(from) in LAYERS)
+      .filter(({ from, to }) => !mayImport(layerOf(from), layerOf(to), true))
+      .map(({ from, to }) => `src/${from} → src/${to} (${layerOf(from)} may not name the types of ${layerOf(to)})`);
+    expect([...new Set(up)], "type arrows that point up; move the types both need to the lower layer").toEqual([]);
   });
 
   it("store/ names nothing of kinds/ or trace/, not even a type; the PostgreSQL adapter, and a run given it, load nothing of SQLite", () => {

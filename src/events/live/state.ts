@@ -5,10 +5,9 @@
  * spend at the team's prices. The renderer (render.ts) draws it; nothing here
  * knows about terminals.
  */
-import type { Budget } from "../../config/types.js";
 import { oneLine } from "../format.js";
 import { RunProjection, type RunTree, type StepNode } from "../projection.js";
-import type { PlanTaskStatus, RunEvent, TodoStatus } from "../types.js";
+import type { BudgetStatement, PlanTaskStatus, RunEvent, TodoStatus } from "../types.js";
 import { costOf, type TokenPrice } from "../usage.js";
 
 export type CheckMark = "done" | "active" | "pending" | "failed" | "skipped";
@@ -26,7 +25,8 @@ export interface Checklist {
 
 /** What the view is told besides the events. */
 export interface ViewConfig {
-  budget?: Budget;
+  /** The team's budget (docs/budgets.md): each limit, by the names of a budget statement. */
+  budget?: { [limit in keyof BudgetStatement]?: number };
   /** The price of the model that answered a call, when it has one. */
   priceOf?: (agent_id: string, model_name: string | undefined) => TokenPrice | undefined;
 }

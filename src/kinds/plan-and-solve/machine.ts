@@ -82,7 +82,7 @@ export const planAndSolveMachine = setup({
     output: {} as Outcome,
     events: {} as { type: "RUN" },
   },
-  // Implementations come from the runner through `provide` (src/kinds/plan-and-solve/actors.ts).
+  // Implementations come from the runner through `provide` (bindPlanAndSolve, src/kinds/plan-and-solve/run.ts).
   actors: {
     callModel: fromPromise<Step, { context: PlanAndSolveContext }>(notProvided("callModel")),
     runTodoTool: fromPromise<Step, { context: PlanAndSolveContext }>(notProvided("runTodoTool")),

@@ -149,128 +149,158 @@ function tokenize(text: string): Token[] {
  * whose one-line message says what to change.
  */
 export function evaluate(expression: string): number {
-  const syntax = (reason: string, at: number) => fail(`cannot parse ${quote(expression)}: ${reason} (char ${at + 1})`);
   if (!expression.trim()) throw fail(`cannot parse ${quote(expression)}: the expression is empty`);
   // A line break at the end starts no second expression.
-  const tokens = tokenize(expression.trimEnd());
-  let i = 0;
-  let depth = 0;
-  const peek = () => tokens[i]!;
-  const is = (op: string) => peek().kind === "op" && peek().text === op;
-  const unexpected = (token: Token) =>
-    syntax(
+  const parser = new Parser(expression, tokenize(expression.trimEnd()));
+  const value = parser.sum();
+  if (parser.peek().kind !== "end") throw parser.unexpected(parser.peek());
+  // + 0 turns -0 into 0.
+  return Number(value.toPrecision(14)) + 0;
+}
+
+/** A recursive-descent parser that evaluates as it reads: sum → product → factor → unary → power → primary. */
+class Parser {
+  private i = 0;
+  private depth = 0;
+
+  constructor(
+    private readonly expression: string,
+    private readonly tokens: Token[],
+  ) {}
+
+  peek(): Token {
+    return this.tokens[this.i]!;
+  }
+
+  unexpected(token: Token): RuntimeError {
+    return this.syntax(
       token.kind === "end" ? "value expected" : token.text === ";" ? "several expressions not allowed" : `unexpected ${JSON.stringify(token.text)}`,
       token.at,
     );
+  }
 
-  /** `value`, when it is a finite real number; `what` names the operation that gave it. */
-  const real = (value: number, what: () => string): number => {
-    if (Number.isNaN(value)) throw fail(`cannot evaluate ${quote(expression)}: ${what()} is not a real number`);
-    if (!Number.isFinite(value)) throw fail(`cannot evaluate ${quote(expression)}: ${what()} is not finite (${value})`);
-    return value;
-  };
-  const binary = (a: number, op: string, b: number): number => {
-    if (op === "/" && b === 0) throw fail(`cannot evaluate ${quote(expression)}: division by zero`);
-    return real(BINARY[op]!(a, b), () => `${format(a)} ${op} ${format(b)}`);
-  };
-  const nested = <T>(parse: () => T): T => {
-    if (++depth > MAX_DEPTH) throw syntax(`nested more than ${MAX_DEPTH} deep`, peek().at);
-    const value = parse();
-    depth--;
-    return value;
-  };
-  const close = () => {
-    if (!is(")")) throw peek().kind === "end" ? syntax("parenthesis ) expected", peek().at) : unexpected(peek());
-    i++;
-  };
-  const startsOperand = (token: Token) => token.kind === "number" || token.kind === "name" || (token.kind === "op" && "(+-".includes(token.text));
-
-  function sum(): number {
-    let value = product().value;
-    while (is("+") || is("-")) {
-      const op = tokens[i++]!.text;
-      const right = product();
-      value = binary(value, op, right.percentage ? binary(value, "*", right.value) : right.value);
+  sum(): number {
+    let value = this.product().value;
+    while (this.is("+") || this.is("-")) {
+      const op = this.tokens[this.i++]!.text;
+      const right = this.product();
+      value = this.binary(value, op, right.percentage ? this.binary(value, "*", right.value) : right.value);
     }
     return value;
   }
 
-  function product(): { value: number; percentage: boolean } {
-    let { value, percentage } = factor();
+  private product(): { value: number; percentage: boolean } {
+    let { value, percentage } = this.factor();
     for (;;) {
-      const token = peek();
+      const token = this.peek();
       const explicit = (token.kind === "op" && "*/%".includes(token.text)) || (token.kind === "name" && token.text === "mod");
       // Juxtaposition multiplies (`2pi`, `2(3 + 4)`, `(1)2`), but two numbers in a row are a mistake.
-      const implicit = !explicit && (token.kind === "name" || is("(") || (token.kind === "number" && tokens[i - 1]!.kind !== "number"));
+      const implicit = !explicit && (token.kind === "name" || this.is("(") || (token.kind === "number" && this.tokens[this.i - 1]!.kind !== "number"));
       if (!explicit && !implicit) return { value, percentage };
-      if (explicit) i++;
+      if (explicit) this.i++;
       const op = implicit ? "*" : token.text === "mod" ? "%" : token.text;
-      value = binary(value, op, factor().value);
+      value = this.binary(value, op, this.factor().value);
       percentage = false;
     }
   }
 
-  function factor(): { value: number; percentage: boolean } {
-    const value = unary();
-    if (!is("%") || startsOperand(tokens[i + 1]!)) return { value, percentage: false };
-    i++;
+  private factor(): { value: number; percentage: boolean } {
+    const value = this.unary();
+    if (!this.is("%") || startsOperand(this.tokens[this.i + 1]!)) return { value, percentage: false };
+    this.i++;
     return { value: value / 100, percentage: true };
   }
 
-  function unary(): number {
-    if (!is("-") && !is("+")) return power();
-    const sign = tokens[i++]!.text;
-    const value = nested(unary);
+  private unary(): number {
+    if (!this.is("-") && !this.is("+")) return this.power();
+    const sign = this.tokens[this.i++]!.text;
+    const value = this.nested(() => this.unary());
     return sign === "-" ? -value : value;
   }
 
-  function power(): number {
-    const base = primary();
-    if (!is("^")) return base;
-    i++;
-    return binary(base, "^", nested(unary));
+  private power(): number {
+    const base = this.primary();
+    if (!this.is("^")) return base;
+    this.i++;
+    return this.binary(
+      base,
+      "^",
+      this.nested(() => this.unary()),
+    );
   }
 
-  function primary(): number {
-    const token = tokens[i++]!;
-    if (token.kind === "number") return real(Number(token.text), () => token.text);
-    if (token.kind === "name") return is("(") ? call(token.text) : constant(token.text);
+  private primary(): number {
+    const token = this.tokens[this.i++]!;
+    if (token.kind === "number") return this.real(Number(token.text), () => token.text);
+    if (token.kind === "name") return this.is("(") ? this.call(token.text) : constant(token.text);
     // An operator where an operand should be (`2 +* 3`, `(1 + )`) is a missing value, not a stray character.
-    if (token.text !== "(") throw "*/%^),".includes(token.text) ? syntax("value expected", token.at) : unexpected(token);
-    const value = nested(sum);
-    close();
+    if (token.text !== "(") throw "*/%^),".includes(token.text) ? this.syntax("value expected", token.at) : this.unexpected(token);
+    const value = this.nested(() => this.sum());
+    this.close();
     return value;
   }
 
-  function call(name: string): number {
+  private call(name: string): number {
     const f = FUNCTIONS.get(name);
     if (!f) throw fail(`function ${JSON.stringify(name)} is not allowed; allowed functions: ${[...FUNCTIONS.keys()].join(", ")}`);
-    i++;
+    this.i++;
     const args: number[] = [];
-    if (!is(")")) {
+    if (!this.is(")")) {
       for (;;) {
-        args.push(nested(sum));
-        if (!is(",")) break;
-        i++;
+        args.push(this.nested(() => this.sum()));
+        if (!this.is(",")) break;
+        this.i++;
       }
     }
-    close();
+    this.close();
     if (args.length < f.min || args.length > f.max) {
       const wanted = f.max === Infinity ? `${f.min} or more` : f.max > f.min ? `${f.min} or ${f.max}` : String(f.min);
       throw fail(`function ${name} takes ${wanted} argument${f.max > 1 ? "s" : ""}, not ${args.length}`);
     }
-    return real(f.apply(...args), () => `${name}(${args.map(format).join(", ")})`);
+    return this.real(f.apply(...args), () => `${name}(${args.map(format).join(", ")})`);
   }
 
-  function constant(name: string): number {
-    const value = CONSTANTS.get(name);
-    if (value !== undefined) return value;
-    if (FUNCTIONS.has(name)) throw fail(`function "${name}" needs its arguments in parentheses, e.g. ${name}(2)`);
-    throw fail(`unknown symbol ${JSON.stringify(name)}; the constants are pi, e and tau`);
+  private is(op: string): boolean {
+    const token = this.peek();
+    return token.kind === "op" && token.text === op;
   }
 
-  const value = sum();
-  if (peek().kind !== "end") throw unexpected(peek());
-  // + 0 turns -0 into 0.
-  return Number(value.toPrecision(14)) + 0;
+  private syntax(reason: string, at: number): RuntimeError {
+    return fail(`cannot parse ${quote(this.expression)}: ${reason} (char ${at + 1})`);
+  }
+
+  /** `value`, when it is a finite real number; `what` names the operation that gave it. */
+  private real(value: number, what: () => string): number {
+    if (Number.isNaN(value)) throw fail(`cannot evaluate ${quote(this.expression)}: ${what()} is not a real number`);
+    if (!Number.isFinite(value)) throw fail(`cannot evaluate ${quote(this.expression)}: ${what()} is not finite (${value})`);
+    return value;
+  }
+
+  private binary(a: number, op: string, b: number): number {
+    if (op === "/" && b === 0) throw fail(`cannot evaluate ${quote(this.expression)}: division by zero`);
+    return this.real(BINARY[op]!(a, b), () => `${format(a)} ${op} ${format(b)}`);
+  }
+
+  private nested<T>(parse: () => T): T {
+    if (++this.depth > MAX_DEPTH) throw this.syntax(`nested more than ${MAX_DEPTH} deep`, this.peek().at);
+    const value = parse();
+    this.depth--;
+    return value;
+  }
+
+  private close(): void {
+    if (!this.is(")")) throw this.peek().kind === "end" ? this.syntax("parenthesis ) expected", this.peek().at) : this.unexpected(this.peek());
+    this.i++;
+  }
+}
+
+function startsOperand(token: Token): boolean {
+  return token.kind === "number" || token.kind === "name" || (token.kind === "op" && "(+-".includes(token.text));
+}
+
+function constant(name: string): number {
+  const value = CONSTANTS.get(name);
+  if (value !== undefined) return value;
+  if (FUNCTIONS.has(name)) throw fail(`function "${name}" needs its arguments in parentheses, e.g. ${name}(2)`);
+  throw fail(`unknown symbol ${JSON.stringify(name)}; the constants are pi, e and tau`);
 }

@@ -242,7 +242,7 @@ describe("plan_and_solve, as xstate's actor runs it", () => {
     (seed: number): Make =>
     (trace) => {
       const rng = random(seed);
-      // The todo list the guards read; only the actors change it, as in src/kinds/plan-and-solve/actors.ts.
+      // The todo list the guards read; only the actors change it, as in bindPlanAndSolve (src/kinds/plan-and-solve/run.ts).
       const todos = { empty: true, done: false };
       let n = 0;
       const fails = (what: string, p = 0.05) => {
