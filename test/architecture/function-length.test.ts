@@ -14,9 +14,6 @@ import { readGraph, SRC } from "../support/import-graph.js";
 
 const MAX_LINES = 120;
 
-/** Functions still over the limit, `file: name`, each being split now (the servers, the worker, runTeam); remove a line when its function is. */
-const STILL_OVER = new Set(["server/server.ts: startServer", "queue/worker.ts: startWorker", "engine/run-team.ts: start", "cli/commands/serve.ts: serve"]);
-
 interface Found {
   /** `file: name`, the function named by its declaration, or the variable, property or method it is the value of. */
   at: string;
@@ -51,16 +48,10 @@ function nameOf(node: ts.SignatureDeclaration, sf: ts.SourceFile): string {
 describe("function length", () => {
   const found = readGraph().modules.flatMap((m) => longFunctions(m, readFileSync(join(SRC, m), "utf8")));
 
-  it(`finds no function in src/ over ${MAX_LINES} lines, but those being split`, () => {
-    const over = found.filter((f) => !STILL_OVER.has(f.at)).map((f) => `src/${f.at} (${f.lines} lines)`);
-    expect(over, "split these into named steps").toEqual([]);
-  });
-
-  it("lists only functions still over the limit", () => {
-    const over = new Set(found.map((f) => f.at));
+  it(`finds no function in src/ over ${MAX_LINES} lines`, () => {
     expect(
-      [...STILL_OVER].filter((at) => !over.has(at)),
-      "remove these from STILL_OVER",
+      found.map((f) => `src/${f.at} (${f.lines} lines)`),
+      "split these into named steps",
     ).toEqual([]);
   });
 

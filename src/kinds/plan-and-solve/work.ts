@@ -36,7 +36,7 @@ export interface Work {
   writeTool: string | undefined;
   /** Whether a work tool must wait for a plan: the agent can write one and did not say `plan: optional` (PLANNING comes first). */
   planRequired: boolean;
-  /** The last reply was cut off at the token limit: it is sent back, not taken (docs/servers.md). */
+  /** The last reply was cut off at the token limit: it is sent back, not taken (docs/model-servers.md). */
   cutOff: boolean;
   /** Successful work-tool results, what VERIFYING checks an answer against. */
   recorded: RecordedResult[];
@@ -106,7 +106,7 @@ type Chances = { may_refuse: boolean; can_retry: boolean };
 /** A reply without tool calls: an answer only when the work is done (docs/design/plan-and-solve-design.md diagram 5). */
 async function verifyText(work: Work, text: string | undefined, { may_refuse, can_retry }: Chances): Promise<Verdict> {
   const { memory, todos } = work;
-  // Never an answer (docs/servers.md): sent back, or, out of rounds, on to the final summary.
+  // Never an answer (docs/model-servers.md): sent back, or, out of rounds, on to the final summary.
   if (work.cutOff) {
     memory.addUser(CUT_OFF_ERROR);
     return { kind: "retry" };
