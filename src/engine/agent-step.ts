@@ -23,6 +23,7 @@ import { ContextFit } from "./context-fit.js";
 import { callModel } from "./model-call.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
 import { stateObserver } from "./state-reporter.js";
+import { EventMask } from "../guardrails/event-mask.js";
 import { StepGuards, type Blocked } from "../guardrails/guard.js";
 import { judge } from "../guardrails/judge.js";
 
@@ -106,8 +107,11 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   if (!agent) return failed("NOT_FOUND", `unknown agent '${name}'`);
   run.journal.stepStarted(keys.key, step_id, name);
   // While a resumed step goes over what it did before, its events are in the store already.
+  // What a deny or pii guardrail finds is masked in the step's events (src/guardrails/event-mask.ts).
+  const masked = EventMask.of(agent.guardrails);
   const out = (body: RunEventBody, at: EventScope): void => {
-    if (!replay?.replaying(keys.key)) run.bus.emit(body, at);
+    if (replay?.replaying(keys.key)) return;
+    for (const each of masked ? masked.apply(body, at.trace_id) : [body]) run.bus.emit(each, at);
   };
 
   out({ type: "agent.started", kind: agent.kind, input }, scope);
@@ -287,6 +291,16 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
       if (!verdict.ok) return verdict;
       checkedAnswer = verdict.text;
       return { ok: true, answer: verdict.text };
+    },
+    async checkTurns(turns) {
+      if (turns.length === 0 || !guards?.applies("input")) return [...turns];
+      const texts = turns.flatMap((turn, i) => [
+        { text: turn.input, where: `the request of earlier turn ${i + 1}` },
+        { text: turn.answer, where: `the answer of earlier turn ${i + 1}` },
+      ]);
+      const verdict = await guards.checkAll("input", texts, undefined, { retry: false });
+      const checked = verdict.ok ? verdict.texts : texts.map((t) => t.text);
+      return turns.map((_, i) => ({ input: checked[2 * i] ?? "", answer: checked[2 * i + 1] ?? "" }));
     },
     newId: run.newId,
     now: run.now,

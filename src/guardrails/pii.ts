@@ -2,10 +2,13 @@
  * Personal data in text (docs/guardrails.md#pii): candidates found by
  * pattern, then confirmed by `validator` (a card number's Luhn digit, an
  * IBAN's check digits, an address's shape), so that order numbers and
- * dates are not taken for cards or phones.
+ * dates are not taken for cards or phones. They are looked for in the
+ * text's `pii` fold (src/guardrails/fold.ts: any decimal digit, any space or
+ * dash, no invisible characters), and found where they are written.
  */
 import validator from "validator";
 import type { PiiKind } from "../config/types.js";
+import { fold } from "./fold.js";
 
 /** Where one piece of personal data is, in UTF-16 indices. */
 export interface PiiSpan {
@@ -41,6 +44,14 @@ const FINDERS: Array<[PiiKind, Finder]> = [
 
 /** Every piece of personal data of the kinds asked for, in text order, none overlapping. */
 export function findPii(text: string, kinds: readonly PiiKind[]): PiiSpan[] {
+  const folded = fold(text, "pii");
+  return findFolded(folded.text, kinds).map((s) => {
+    const [start, end] = folded.original(s.start, s.end);
+    return { ...s, start, end };
+  });
+}
+
+function findFolded(text: string, kinds: readonly PiiKind[]): PiiSpan[] {
   const found: PiiSpan[] = [];
   const overlaps = (start: number, end: number) => found.some((s) => start < s.end && s.start < end);
   for (const [type, finder] of FINDERS) {
