@@ -22,17 +22,20 @@ const digits = (text: string) => text.replace(/\D/g, "");
 interface Finder {
   pattern: RegExp;
   confirm(match: string): boolean;
+  /** A match that is not confirmed may be the data and a word after it: try it without its last words. */
+  shrinks?: boolean;
 }
 
 // Cards and IBANs first: their digits would otherwise read as phone numbers.
 const FINDERS: Array<[PiiKind, Finder]> = [
   ["credit_card", { pattern: /(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])/g, confirm: (m) => validator.isCreditCard(digits(m)) }],
-  ["iban", { pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/gi, confirm: (m) => validator.isIBAN(m.replace(/ /g, "").toUpperCase()) }],
+  ["iban", { pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b/gi, confirm: (m) => validator.isIBAN(m.replace(/ /g, "").toUpperCase()), shrinks: true }],
   ["email", { pattern: /[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*\.\p{L}{2,}/gu, confirm: (m) => validator.isEmail(m) }],
   [
     "phone",
     {
-      pattern: /(?<![\w.])(?:\+|00)?\d[\d ().-]{6,18}\d(?![\w.])/g,
+      // Not part of a decimal number (1.5), but it may end a sentence.
+      pattern: /(?<![\w.])(?:\+|00)?\d[\d ().-]{6,18}\d(?!\w|\.\d)/g,
       // 8 to 15 digits (E.164), with a separator or a + (a bare run of digits is more often an id).
       confirm: (m) => {
         const n = digits(m).length;
@@ -57,9 +60,11 @@ function findFolded(text: string, kinds: readonly PiiKind[]): PiiSpan[] {
   for (const [type, finder] of FINDERS) {
     for (const match of text.matchAll(finder.pattern)) {
       const start = match.index ?? 0;
-      const end = start + match[0].length;
+      let matched = match[0];
+      while (!finder.confirm(matched) && finder.shrinks && matched.includes(" ")) matched = matched.slice(0, matched.lastIndexOf(" "));
+      const end = start + matched.length;
       // A card's digits are not a phone number, whichever kinds are asked for.
-      if (overlaps(start, end) || !finder.confirm(match[0])) continue;
+      if (overlaps(start, end) || !finder.confirm(matched)) continue;
       found.push({ type, start, end });
     }
   }
