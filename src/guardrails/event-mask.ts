@@ -159,9 +159,14 @@ export class EventMask {
   }
 }
 
-/** The checks of `checks` that cover `tool`. */
+/** The checks of `checks` that cover `tool` (one array a tool, so `maskAll` knows them again). */
+const covering = new WeakMap<readonly ToolCheck[], Map<string, SpanCheck[]>>();
 function checksFor(checks: readonly ToolCheck[], tool: string): SpanCheck[] {
-  return checks.filter((c) => c.tools === undefined || c.tools.includes(tool)).map((c) => c.check);
+  let byTool = covering.get(checks);
+  if (!byTool) covering.set(checks, (byTool = new Map()));
+  let found = byTool.get(tool);
+  if (!found) byTool.set(tool, (found = checks.filter((c) => c.tools === undefined || c.tools.includes(tool)).map((c) => c.check)));
+  return found;
 }
 
 /** A value (a string as it is, anything else as its JSON) with what the checks find masked. */

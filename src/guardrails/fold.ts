@@ -55,12 +55,39 @@ const LOOK_ALIKES: Record<string, string> = Object.fromEntries(
     .map((pair) => [...pair] as [string, string]),
 );
 
+/** The folds of the last text folded: the guardrails of one check fold the same text. */
+let last: { text: string; folds: Partial<Record<FoldMode, Folded>> } = { text: "", folds: {} };
+
 /** `text` folded for `mode`; an ASCII text is its own fold. */
 export function fold(text: string, mode: FoldMode): Folded {
   if (ASCII.test(text)) return { text, original: (start, end) => [start, end] };
+  if (last.text !== text) last = { text, folds: {} };
+  last.folds[mode] ??= foldText(text, mode);
+  return last.folds[mode];
+}
+
+/**
+ * A stretch of the fold and where it came from: `same` (ASCII copied as it
+ * is, index for index), or one cluster folded (all of it from the whole cluster).
+ */
+interface Piece {
+  at: number;
+  length: number;
+  from: number;
+  to: number;
+  same: boolean;
+}
+
+const NOT_ASCII = /[^\x00-\x7f]/g;
+
+function foldText(text: string, mode: FoldMode): Folded {
   let out = "";
-  const starts: number[] = [];
-  const ends: number[] = [];
+  const pieces: Piece[] = [];
+  const copy = (from: number, to: number): void => {
+    if (to <= from) return;
+    pieces.push({ at: out.length, length: to - from, from, to, same: true });
+    out += text.slice(from, to);
+  };
   // A cluster: one character and the combining marks after it (ignorables between them skipped).
   let cluster = "";
   let from = 0;
@@ -68,15 +95,23 @@ export function fold(text: string, mode: FoldMode): Folded {
   const flush = (): void => {
     if (cluster === "") return;
     const folded = foldCluster(cluster, mode);
+    if (folded) pieces.push({ at: out.length, length: folded.length, from, to, same: false });
     out += folded;
-    for (let i = 0; i < folded.length; i++) {
-      starts.push(from);
-      ends.push(to);
-    }
     cluster = "";
   };
   let at = 0;
-  for (const char of text) {
+  while (at < text.length) {
+    // ASCII up to the next other character, less the one before it, which may be the base of its marks.
+    NOT_ASCII.lastIndex = at;
+    const other = NOT_ASCII.exec(text)?.index ?? text.length;
+    if (other > at) {
+      flush();
+      const base = other < text.length ? other - 1 : other;
+      copy(at, base);
+      at = base;
+      if (at === text.length) break;
+    }
+    const char = String.fromCodePoint(text.codePointAt(at)!);
     const next = at + char.length;
     if (IGNORABLE.test(char)) {
       if (cluster !== "") to = next;
@@ -92,9 +127,24 @@ export function fold(text: string, mode: FoldMode): Folded {
     at = next;
   }
   flush();
+  const pieceOf = (index: number): Piece | undefined => {
+    let lo = 0;
+    let hi = pieces.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (pieces[mid]!.at <= index) lo = mid;
+      else hi = mid - 1;
+    }
+    return pieces[lo];
+  };
   return {
     text: out,
-    original: (start, end) => (end <= start ? [starts[start] ?? text.length, starts[start] ?? text.length] : [starts[start]!, ends[end - 1]!]),
+    original: (start, end) => {
+      const first = pieceOf(start);
+      const last = pieceOf(Math.max(start, end - 1));
+      if (!first || !last) return [text.length, text.length];
+      return [first.same ? first.from + (start - first.at) : first.from, last.same ? last.from + (end - last.at) : last.to];
+    },
   };
 }
 

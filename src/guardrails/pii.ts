@@ -17,6 +17,8 @@ export interface PiiSpan {
   end: number;
 }
 
+const MAY_HOLD = /[\p{N}@\ufe6b\uff20]/u;
+
 const digits = (text: string) => text.replace(/\D/g, "");
 
 interface Finder {
@@ -47,6 +49,8 @@ const FINDERS: Array<[PiiKind, Finder]> = [
 
 /** Every piece of personal data of the kinds asked for, in text order, none overlapping. */
 export function findPii(text: string, kinds: readonly PiiKind[]): PiiSpan[] {
+  // Every kind has a digit or an @ (in some form: a full-width one, a superscript, ...).
+  if (!MAY_HOLD.test(text)) return [];
   const folded = fold(text, "pii");
   return findFolded(folded.text, kinds).map((s) => {
     const [start, end] = folded.original(s.start, s.end);
