@@ -248,3 +248,42 @@ describe("a look-alike injection, in the input and in every turn the client give
     expect(m.chatRequests).toHaveLength(1);
   });
 });
+
+describe("an input guardrail that redacts", { timeout: 120_000 }, () => {
+  it("masks every earlier turn the model reads: the client's, and the session's stored ones", async () => {
+    const m = await startOpenAIServer({ respond: () => answer("noted") });
+    closers.push(m);
+    const file = writeTeam(`version: 1
+name: guarded
+models:
+  default: { provider: openai, model: test-model, base_url: "${m.url}", api_key: sk-test, max_retries: 0, timeout_ms: 20000 }
+guardrails:
+  - { name: no-cards-in, on: input, pii: [credit_card], action: redact }
+agents:
+  solver: { kind: react }
+`);
+    const server = await serveTeam(file);
+    closers.push(server);
+    const card = OUTPUT_VARIANTS["Arabic-Indic digits in a card"]!.text;
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.token, maxRetries: 0 });
+    await client.chat.completions.create({
+      model: "guarded",
+      messages: [
+        { role: "user", content: `My card is ${card}.` },
+        { role: "assistant", content: `Your card ${card} is noted.` },
+        { role: "user", content: "Which card?" },
+      ],
+    });
+    const sent = JSON.stringify(m.chatRequests.at(-1)?.body?.messages);
+    expect(sent).toContain("My card is [REDACTED].");
+    expect(sent).toContain("Your card [REDACTED] is noted.");
+    expect(sent).not.toContain("١١١١");
+
+    // A session's first run is masked for its model, but stored as it was asked: the next run reads it masked too.
+    await postRun(server.url, { input: `Keep ${card}.`, session_id: "cards-1" }, server.token);
+    await postRun(server.url, { input: "What did I give you?", session_id: "cards-1" }, server.token);
+    const later = JSON.stringify(m.chatRequests.at(-1)?.body?.messages);
+    expect(later).toContain("Keep [REDACTED].");
+    expect(later).not.toContain("١١١١");
+  });
+});
