@@ -23,7 +23,6 @@ import { ContextFit } from "./context-fit.js";
 import { callModel } from "./model-call.js";
 import { prepareTools, resolveTools } from "./resolve-tools.js";
 import { stateObserver } from "./state-reporter.js";
-import { EventMask } from "../guardrails/event-mask.js";
 import { StepGuards, type Blocked } from "../guardrails/guard.js";
 import { judge } from "../guardrails/judge.js";
 
@@ -107,8 +106,10 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   if (!agent) return failed("NOT_FOUND", `unknown agent '${name}'`);
   run.journal.stepStarted(keys.key, step_id, name);
   // While a resumed step goes over what it did before, its events are in the store already.
-  // What a deny or pii guardrail finds is masked in the step's events (src/guardrails/event-mask.ts).
-  const masked = EventMask.of(agent.guardrails);
+  // What a deny or pii guardrail finds is masked in the step's events (src/guardrails/event-mask.ts);
+  // its code (and the pii finder's) loads with the first step that has one.
+  const spans = agent.guardrails?.some((g) => g.check.kind === "deny" || g.check.kind === "pii");
+  const masked = spans ? (await import("../guardrails/event-mask.js")).EventMask.of(agent.guardrails) : undefined;
   const out = (body: RunEventBody, at: EventScope): void => {
     if (replay?.replaying(keys.key)) return;
     for (const each of masked ? masked.apply(body, at.trace_id) : [body]) run.bus.emit(each, at);
