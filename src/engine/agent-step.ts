@@ -295,13 +295,17 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
     },
     async checkTurns(turns) {
       if (turns.length === 0 || !guards?.applies("input")) return [...turns];
-      const texts = turns.flatMap((turn, i) => [
-        { text: turn.input, where: `the request of earlier turn ${i + 1}` },
-        { text: turn.answer, where: `the answer of earlier turn ${i + 1}` },
-      ]);
+      // Each request and answer that has text, as one subject; an empty one (a turn the client began with an answer) is not asked about.
+      const texts = turns
+        .flatMap((turn, i) => [
+          { text: turn.input, where: `the request of earlier turn ${i + 1}`, turn: i, field: "input" as const },
+          { text: turn.answer, where: `the answer of earlier turn ${i + 1}`, turn: i, field: "answer" as const },
+        ])
+        .filter((t) => t.text !== "");
       const verdict = await guards.checkAll("input", texts, undefined, { retry: false });
-      const checked = verdict.ok ? verdict.texts : texts.map((t) => t.text);
-      return turns.map((_, i) => ({ input: checked[2 * i] ?? "", answer: checked[2 * i + 1] ?? "" }));
+      const checked = turns.map((turn) => ({ ...turn }));
+      if (verdict.ok) for (const [i, t] of texts.entries()) checked[t.turn]![t.field] = verdict.texts[i] ?? t.text;
+      return checked;
     },
     newId: run.newId,
     now: run.now,

@@ -10,7 +10,7 @@ import type { Guardrail } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import type { GuardrailOn, RunEventBody } from "../events/types.js";
 import type { CheckPorts, Subject, Trip } from "./checks.js";
-import { mask } from "./matches.js";
+import { mask } from "./mask.js";
 
 /** What a checked text may go on as: itself or masked; or the reason to give back to the model. */
 export type Verdict = { ok: true; text: string } | { ok: false; reason: string };

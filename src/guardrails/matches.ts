@@ -8,12 +8,11 @@
  */
 import type { GuardrailCheck } from "../config/types.js";
 import { fold } from "./fold.js";
+import { mask, type Span } from "./mask.js";
 import { describePii, findPii } from "./pii.js";
 
-export type Span = [number, number];
-
-/** What a masked span is replaced with. */
-export const MASK = "[REDACTED]";
+export type { Span } from "./mask.js";
+export { MASK, mask } from "./mask.js";
 
 /** The checks that say where they matched, so their matches can be masked. */
 export type SpanCheck = Extract<GuardrailCheck, { kind: "deny" | "pii" }>;
@@ -61,19 +60,6 @@ export function findDenied(text: string, patterns: readonly string[]): { spans: 
     }
   }
   return { spans, matched };
-}
-
-/** `text` with each span (merged where they overlap) replaced by the mask. */
-export function mask(text: string, spans: readonly Span[]): string {
-  const sorted = [...spans].sort((a, b) => a[0] - b[0]);
-  let out = "";
-  let at = 0;
-  for (const [start, end] of sorted) {
-    if (end <= at) continue;
-    out += text.slice(at, Math.max(at, start)) + (start >= at ? MASK : "");
-    at = end;
-  }
-  return out + text.slice(at);
 }
 
 /** The last texts masked, by their checks: an event often carries the text another one did (a call's arguments). */
