@@ -101,7 +101,7 @@ export function runAgentStep(run: RunShared, name: string, input: string, signal
  * under the input guardrails, and settle its result.
  */
 async function runStep(run: RunShared, name: string, input: string, signal: AbortSignal, parent?: Parent): Promise<AgentResult> {
-  const opened = openStep(run, name, input, parent);
+  const opened = await openStep(run, name, input, parent);
   if ("ended" in opened) return opened.ended;
   const step = opened;
   const services = stepServices(run, step, signal, parent);
@@ -130,7 +130,7 @@ interface OpenStep {
 }
 
 /** Steps 1–3: the step's ids and scope, `agent.started`, and the dispatch to its kind's runner; or the error it ends with at once. */
-function openStep(run: RunShared, name: string, input: string, parent: Parent | undefined): OpenStep | { ended: AgentResult } {
+async function openStep(run: RunShared, name: string, input: string, parent: Parent | undefined): Promise<OpenStep | { ended: AgentResult }> {
   const agent = run.team.agents[name];
   const keys = new StepKeys(parent ? parent.keys.nextChild() : "0");
   const replay = run.journal.replay;
@@ -140,8 +140,13 @@ function openStep(run: RunShared, name: string, input: string, parent: Parent | 
   const depth = (parent?.depth ?? -1) + 1;
   if (!agent) return { ended: failed("NOT_FOUND", `unknown agent '${name}'`) };
   run.journal.stepStarted(keys.key, step_id, name);
+  // What a deny or pii guardrail finds is masked in the step's events (src/guardrails/event-mask.ts);
+  // its code (and the pii finder's) loads with the first step that has one.
+  const spans = agent.guardrails?.some((g) => g.check.kind === "deny" || g.check.kind === "pii");
+  const masked = spans ? (await import("../guardrails/event-mask.js")).EventMask.of(agent.guardrails) : undefined;
   const out = (body: RunEventBody, at: EventScope): void => {
-    if (!replay?.replaying(keys.key)) run.bus.emit(body, at);
+    if (replay?.replaying(keys.key)) return;
+    for (const each of masked ? masked.apply(body, at.trace_id) : [body]) run.bus.emit(each, at);
   };
   out({ type: "agent.started", kind: agent.kind, input }, scope);
   const finish = (result: AgentResult): AgentResult => {
@@ -285,6 +290,20 @@ function agentContext(run: RunShared, step: OpenStep, services: StepServices, si
       if (!verdict.ok) return verdict;
       services.checkedAnswer = verdict.text;
       return { ok: true, answer: verdict.text };
+    },
+    async checkTurns(turns) {
+      if (turns.length === 0 || !guards?.applies("input")) return [...turns];
+      // Each request and answer that has text, as one subject; an empty one (a turn the client began with an answer) is not asked about.
+      const texts = turns
+        .flatMap((turn, i) => [
+          { text: turn.input, where: `the request of earlier turn ${i + 1}`, turn: i, field: "input" as const },
+          { text: turn.answer, where: `the answer of earlier turn ${i + 1}`, turn: i, field: "answer" as const },
+        ])
+        .filter((t) => t.text !== "");
+      const verdict = await guards.checkAll("input", texts, undefined, { retry: false });
+      const checked = turns.map((turn) => ({ ...turn }));
+      if (verdict.ok) for (const [i, t] of texts.entries()) checked[t.turn]![t.field] = verdict.texts[i] ?? t.text;
+      return checked;
     },
     newId: run.newId,
     now: run.now,

@@ -11,7 +11,7 @@ import { parseJsonTolerant } from "../parse/json.js";
 import { runProgram } from "../tools/command.js";
 import { loadTeamModule } from "../tools/module.js";
 import { argsValidator } from "../tools/validate-args.js";
-import { describePii, findPii } from "./pii.js";
+import { findMatches } from "./matches.js";
 
 /** What a check is given, and what a command or module check sees as JSON. */
 export interface Subject {
@@ -39,20 +39,9 @@ const COMMAND_MAX_OUTPUT = 64 * 1024;
 export async function runCheck(check: GuardrailCheck, subject: Subject, ports: CheckPorts): Promise<Trip | undefined> {
   const { text } = subject;
   switch (check.kind) {
-    case "deny": {
-      const spans: Array<[number, number]> = [];
-      const matched: string[] = [];
-      for (const pattern of check.patterns) {
-        for (const m of text.matchAll(new RegExp(pattern, "giu"))) {
-          if (m[0] === "") continue;
-          spans.push([m.index ?? 0, (m.index ?? 0) + m[0].length]);
-          if (!matched.includes(pattern)) matched.push(pattern);
-        }
-      }
-      return spans.length > 0
-        ? { reason: `matches the denied pattern${matched.length > 1 ? "s" : ""} ${matched.map((p) => `/${p}/`).join(", ")}`, spans }
-        : undefined;
-    }
+    case "deny":
+    case "pii":
+      return findMatches(check, text);
     case "max_chars":
       return text.length > check.max ? { reason: `${text.length} characters, more than ${check.max}` } : undefined;
     case "json_schema": {
@@ -60,10 +49,6 @@ export async function runCheck(check: GuardrailCheck, subject: Subject, ports: C
       if (!parsed.ok) return { reason: `not JSON${parsed.error ? ` (${parsed.error})` : ""}` };
       const wrong = argsValidator.mismatch(check.schema, parsed.value);
       return wrong === undefined ? undefined : { reason: `does not match the schema: ${wrong}` };
-    }
-    case "pii": {
-      const found = findPii(text, check.types);
-      return found.length > 0 ? { reason: `contains ${describePii(found)}`, spans: found.map((s) => [s.start, s.end]) } : undefined;
     }
     case "command":
       return commandCheck(check, subject, ports.signal);

@@ -10,6 +10,7 @@ import type { Guardrail } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import type { GuardrailOn, RunEventBody } from "../events/types.js";
 import type { CheckPorts, Subject, Trip } from "./checks.js";
+import { mask } from "./mask.js";
 
 /** What a checked text may go on as: itself or masked; or the reason to give back to the model. */
 export type Verdict = { ok: true; text: string } | { ok: false; reason: string };
@@ -27,8 +28,6 @@ export interface GuardPorts extends CheckPorts {
   /** Marks the run blocked (the first block wins). */
   block(blocked: Blocked): void;
 }
-
-const MASK = "[REDACTED]";
 
 export class StepGuards {
   private readonly retries = new Map<string, number>();
@@ -48,21 +47,46 @@ export class StepGuards {
    * `retry: false`: the caller cannot give a reason back, so a retry blocks.
    */
   async check(on: GuardrailOn, text: string, tool?: string, options: { retry?: boolean } = {}): Promise<Verdict> {
-    let current = text;
+    const verdict = await this.checkAll(on, [{ text }], tool, options);
+    return verdict.ok ? { ok: true, text: verdict.texts[0] ?? text } : verdict;
+  }
+
+  /**
+   * Check several texts as one subject (an input and the conversation's
+   * earlier turns): each guardrail looks at each text, and emits one event;
+   * a trip names the text it found (`where`). Throws RuntimeError BLOCKED
+   * when a guardrail blocks.
+   */
+  async checkAll(
+    on: GuardrailOn,
+    texts: ReadonlyArray<{ text: string; where?: string }>,
+    tool?: string,
+    options: { retry?: boolean } = {},
+  ): Promise<{ ok: true; texts: string[] } | { ok: false; reason: string }> {
+    const current = texts.map((t) => t.text);
     for (const g of this.guardrails) {
       if (!matches(g, on, tool)) continue;
-      const subject: Subject = { on, text: current, agent: this.ports.agent, ...(tool !== undefined ? { tool } : {}) };
       // The checks' module (and the programs and schemas it may need) loads with the first guardrail that runs.
       const { runCheck } = await import("./checks.js");
-      const trip = await runCheck(g.check, subject, this.ports);
       const where = { name: g.name, on, ...(tool !== undefined ? { tool } : {}) };
-      if (!trip) {
+      const trips: Array<{ index: number; trip: Trip }> = [];
+      for (const [index, text] of current.entries()) {
+        const subject: Subject = { on, text, agent: this.ports.agent, ...(tool !== undefined ? { tool } : {}) };
+        const trip = await runCheck(g.check, subject, this.ports);
+        if (trip) trips.push({ index, trip });
+        // A guardrail that does not mask stops at the first text it objects to.
+        if (trip && !(g.action === "redact" && trip.spans)) break;
+      }
+      const first = trips[0];
+      if (!first) {
         this.ports.emit({ type: "guardrail.passed", ...where });
         continue;
       }
-      if (g.action === "redact" && trip.spans) {
+      const said = texts[first.index]?.where;
+      const trip: Trip = { ...first.trip, reason: said ? `${first.trip.reason} (in ${said})` : first.trip.reason };
+      if (g.action === "redact" && first.trip.spans) {
         this.ports.emit({ type: "guardrail.tripped", ...where, action: "redact", reason: trip.reason });
-        current = mask(current, trip.spans);
+        for (const { index, trip: each } of trips) current[index] = mask(current[index]!, each.spans ?? []);
         continue;
       }
       if (g.action === "retry" && options.retry !== false) {
@@ -76,7 +100,7 @@ export class StepGuards {
       }
       return this.blocked(g, where, trip);
     }
-    return { ok: true, text: current };
+    return { ok: true, texts: current };
   }
 
   private blocked(g: Guardrail, where: { name: string; on: GuardrailOn; tool?: string }, trip: Trip): never {
@@ -88,17 +112,4 @@ export class StepGuards {
 
 function matches(g: Guardrail, on: GuardrailOn, tool: string | undefined): boolean {
   return g.on === on && (g.tools === undefined || (tool !== undefined && g.tools.includes(tool)));
-}
-
-/** `text` with each span (merged where they overlap) replaced by the mask. */
-function mask(text: string, spans: ReadonlyArray<[number, number]>): string {
-  const sorted = [...spans].sort((a, b) => a[0] - b[0]);
-  let out = "";
-  let at = 0;
-  for (const [start, end] of sorted) {
-    if (end <= at) continue;
-    out += text.slice(at, Math.max(at, start)) + (start >= at ? MASK : "");
-    at = end;
-  }
-  return out + text.slice(at);
 }

@@ -4,7 +4,9 @@
  * and answers, bounded. The newest turns are given whole up to a budget of
  * characters; older ones are folded into a summary the agent's model writes
  * once (prompts/conversation_summary.hbs) and the session keeps. What the
- * run read is journalled (`ctx.remember`), so a resumed run sees what it saw.
+ * run read is journalled (`ctx.remember`), so a resumed run sees what it saw,
+ * and goes through the agent's input guardrails as the input does
+ * (`ctx.checkTurns`).
  */
 import type { ChatMessage } from "../models/types.js";
 import { defaultTemplate } from "../prompts/render.js";
@@ -37,8 +39,12 @@ export async function requestWithHistory(ctx: AgentContext, input: string): Prom
       await store.close();
     }
   });
+  // Every turn the model reads goes through the input guardrails first, the caller's or the session's
+  // (a turn stored before a guardrail was added, or masked only in its run, is checked again).
+  const open = await ctx.checkTurns(stored.turns.slice(stored.through));
+  const checked = { ...stored, turns: [...stored.turns.slice(0, stored.through), ...open] };
   // A conversation the caller keeps is summarised for this run only: the caller sends it whole each time.
-  const kept = await summarised(ctx, stored, given === undefined);
+  const kept = await summarised(ctx, checked, given === undefined);
   if (kept.turns.length === 0 && !kept.summary) return input;
   withHistory ??= defaultTemplate("conversation");
   return withHistory({ summary: kept.summary, turns: kept.turns, input });

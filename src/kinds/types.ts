@@ -146,6 +146,13 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
    * retry there blocking.
    */
   checkAnswer(answer: string): Promise<{ ok: true; answer: string } | { ok: false; reason: string }>;
+  /**
+   * The conversation's earlier turns through the agent's input guardrails
+   * (docs/guardrails.md#every-turn-the-model-reads), as the input went
+   * through them before the kind started: each request and answer checked,
+   * masked where a guardrail redacts; throws RuntimeError BLOCKED when one blocks.
+   */
+  checkTurns(turns: readonly Exchange[]): Promise<Exchange[]>;
   newId(): string;
   now(): Date;
 }
