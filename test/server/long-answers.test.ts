@@ -161,12 +161,12 @@ describe.each([
     expect(body.endsWith('"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')).toBe(true);
   }, 120_000);
 
-  it("reaches the openai client's Responses stream whole, ending with response.completed, the answer once after its deltas", async () => {
+  it("reaches the openai client's Responses stream whole, closing with each .done frame and response.completed", async () => {
     const { deltas, types, final } = await responsesStream(s);
     expect(deltas).toBe(s.answer);
     expect(final.output_text).toBe(s.answer);
     expect(types.at(-1)).toBe("response.completed");
-    expect(types.filter((t) => t.endsWith(".done"))).toEqual([]);
+    expect(types.filter((t) => t.endsWith(".done"))).toEqual(["response.output_text.done", "response.content_part.done", "response.output_item.done"]);
   }, 120_000);
 
   it("reaches the A2A SDK client's stream whole, ending with the task completed", async () => {

@@ -176,12 +176,15 @@ describe("OpenAI-compatible serving: the openai client", () => {
     expect(second.previous_response_id).toBe(first.id);
     expect(second.metadata?.session_id).toBe(first.metadata?.session_id);
     expect(second.usage?.output_tokens).toBe(7);
-    // The answer once after its deltas, in the closing response (the client's final response is that object).
+    // The frames the Responses API sends, in its order (clients build the output from the .done frames or from response.completed).
     expect(types.filter((t) => t !== "response.output_text.delta")).toEqual([
       "response.created",
       "response.in_progress",
       "response.output_item.added",
       "response.content_part.added",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
       "response.completed",
     ]);
     // The second run is in the first one's session: its model heard the first turn.
