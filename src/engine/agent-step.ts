@@ -181,7 +181,7 @@ async function runStep(run: RunShared, name: string, input: string, signal: Abor
   const stopping = () => run.approvals.paused || run.blocked !== undefined || accounts.some((a) => a.exhausted !== undefined);
   const fallbacks = (modelName: string): readonly string[] => {
     const config = run.team.models[modelName];
-    return config?.provider === "openai" ? config.fallback : [];
+    return config !== undefined && config.provider !== "scripted" ? config.fallback : [];
   };
   const journal = toolJournal(run.journal, keys);
 
