@@ -8,12 +8,13 @@
  * without a key.
  */
 import Anthropic from "@anthropic-ai/sdk";
+import type { MessageCreateParamsNonStreaming } from "@anthropic-ai/sdk/resources/messages/messages";
 import type { OpenAIModelConfig } from "../config/types.js";
 import { RuntimeError } from "../errors.js";
 import type { CallControl } from "./call-control.js";
 import { callWithRetries, nonEmpty } from "./call-retries.js";
 import { AnthropicStreamReader, readMessage } from "./anthropic-reply.js";
-import { anthropicBody } from "./anthropic-request.js";
+import { anthropicBody, systemText } from "./anthropic-request.js";
 import { modelFetch } from "./model-fetch.js";
 import { displayURL, type SdkErrors, StreamBroke } from "./openai-errors.js";
 import type { ChatClient, ChatRequest, ChatResponse } from "./types.js";
@@ -30,6 +31,8 @@ const ANTHROPIC_ERRORS: SdkErrors = {
 export function createAnthropicChatClient(config: OpenAIModelConfig): ChatClient {
   const apiKey = nonEmpty(config.api_key) ?? nonEmpty(process.env["ANTHROPIC_API_KEY"]);
   let client: Anthropic | undefined;
+  /** The system text of each agent's last request, to cache its stable head apart (anthropic-request.ts). */
+  const systems = new Map<string, string>();
   const getClient = (): Anthropic => {
     if (apiKey === undefined) {
       throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: no API key: set api_key in the team file or ANTHROPIC_API_KEY`);
@@ -50,16 +53,24 @@ export function createAnthropicChatClient(config: OpenAIModelConfig): ChatClient
     async chat(request: ChatRequest): Promise<ChatResponse> {
       const anthropic = request.signal?.aborted ? undefined : getClient();
       const baseURL = anthropic?.baseURL ?? "";
+      const agent = request.agent_id ?? "";
+      const body = anthropicBody(config, request, systems.get(agent));
+      systems.set(agent, systemText(request));
       return callWithRetries({ config, baseURL, apiKey, signal: request.signal, sdk: ANTHROPIC_ERRORS }, (_n, control) =>
-        once(anthropic as Anthropic, config, request, control),
+        once(anthropic as Anthropic, config, request, body, control),
       );
     },
   };
 }
 
 /** One attempt. */
-async function once(anthropic: Anthropic, config: OpenAIModelConfig, request: ChatRequest, call: CallControl): Promise<ChatResponse> {
-  const body = anthropicBody(config, request);
+async function once(
+  anthropic: Anthropic,
+  config: OpenAIModelConfig,
+  request: ChatRequest,
+  body: MessageCreateParamsNonStreaming,
+  call: CallControl,
+): Promise<ChatResponse> {
   const hint = `is base_url right? (${displayURL(anthropic.baseURL)})`;
   const tools = (request.tools?.length ?? 0) > 0;
   if (!config.stream) {

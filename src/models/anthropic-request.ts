@@ -18,12 +18,22 @@ type Block = Exclude<MessageParam["content"], string>[number];
 
 const EPHEMERAL = { type: "ephemeral" } as const;
 
-/** The request body; `stream` is added by the caller. */
-export function anthropicBody(config: OpenAIModelConfig, request: ChatRequest): MessageCreateParamsNonStreaming {
-  const system = request.messages.flatMap((m) => (m.role === "system" ? [m.content] : []));
+/** The system text of a request, as one string. */
+export function systemText(request: ChatRequest): string {
+  return request.messages.flatMap((m) => (m.role === "system" ? [m.content] : [])).join("\n\n");
+}
+
+/**
+ * The request body; `stream` is added by the caller. `previousSystem`, the
+ * system text of the agent's request before, splits this one's where they
+ * part (at a paragraph): the head that stays is cached apart from a tail
+ * that changes every turn (a kind's "current state").
+ */
+export function anthropicBody(config: OpenAIModelConfig, request: ChatRequest, previousSystem?: string): MessageCreateParamsNonStreaming {
+  const system = systemText(request);
   const messages = turns(request.messages.filter((m) => m.role !== "system"));
   const tools: Tool[] = (request.tools ?? []).map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters as Tool["input_schema"] }));
-  const systemBlocks: TextBlockParam[] = system.length ? [{ type: "text", text: system.join("\n\n") }] : [];
+  const systemBlocks: TextBlockParam[] = splitAtChange(system, config.cache ? previousSystem : undefined).map((text) => ({ type: "text", text }));
   if (config.cache) markCache(tools, systemBlocks, messages, request.messages);
   return {
     // extra_body first: the runtime's own fields win.
@@ -36,6 +46,16 @@ export function anthropicBody(config: OpenAIModelConfig, request: ChatRequest): 
     ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
     ...(config.top_p !== undefined ? { top_p: config.top_p } : {}),
   };
+}
+
+/** `text` in two at the last paragraph break before it parts from `previous`; whole when they are the same or part in the first paragraph. */
+function splitAtChange(text: string, previous: string | undefined): string[] {
+  if (text === "") return [];
+  if (previous === undefined || previous === text) return [text];
+  let same = 0;
+  while (same < text.length && text[same] === previous[same]) same++;
+  const cut = text.lastIndexOf("\n\n", same);
+  return cut > 0 ? [text.slice(0, cut + 2), text.slice(cut + 2)] : [text];
 }
 
 /**
@@ -102,16 +122,19 @@ const SUMMARY = /^Summary of the earlier part of this work \(/;
 
 /**
  * The cache's breakpoints, four at most as the API allows: the last tool,
- * the system prompt, the compaction summary when there is one (the prefix
+ * the system prompt (its head, when its tail changes), the compaction summary when there is one (the prefix
  * up to it stays put until the next compaction), and the last message
  * before the newest turn (the conversation's stable prefix: what the next
- * request repeats).
+ * request repeats), these two only when the system prompt stays as it was.
  */
 function markCache(tools: Tool[], system: TextBlockParam[], messages: MessageParam[], source: ChatMessage[]): void {
   const lastTool = tools.at(-1);
   if (lastTool) lastTool.cache_control = EPHEMERAL;
-  const lastSystem = system.at(-1);
-  if (lastSystem) lastSystem.cache_control = EPHEMERAL;
+  // The system's head: its changing tail, when split off, is left out of the cache.
+  const stableSystem = system[0];
+  if (stableSystem) stableSystem.cache_control = EPHEMERAL;
+  // Behind a system tail that changes every turn the conversation is never the same prefix twice: a breakpoint there would write and never be read.
+  if (system.length > 1) return;
   const summaryText = source.find((m) => m.role === "assistant" && m.content !== null && SUMMARY.test(m.content))?.content;
   const summary = summaryText === undefined ? -1 : messages.findIndex((m) => (m.content as Block[]).some((b) => b.type === "text" && b.text === summaryText));
   // The newest turn is the last message; the one before it is the last the next request repeats as it is.
