@@ -149,7 +149,7 @@ function viewConfig(team: ResolvedTeam): Pick<LiveSinkOptions, "budget" | "price
     ...(team.budget ? { budget: team.budget } : {}),
     priceOf: (agent, modelName) => {
       const model = team.models[modelName ?? team.agents[agent]?.model ?? ""];
-      return model?.provider === "openai" ? model.price : undefined;
+      return model !== undefined && model.provider !== "scripted" ? model.price : undefined;
     },
   };
 }

@@ -7,6 +7,7 @@
 import { resolve, sep } from "node:path";
 import type { ConfigProblem } from "../errors.js";
 import { isSecretKey } from "../redact.js";
+import { cacheDroppedWarnings } from "./model-warnings.js";
 import { isBuiltinToolName } from "./tool-names.js";
 import { pointer, type SourceMap } from "./source.js";
 import type { ResolvedTeam, ToolConfig } from "./types.js";
@@ -21,6 +22,7 @@ export function agencyWarnings(team: ResolvedTeam, raw: Record<string, unknown>,
     ...writtenKeys(raw, text, source),
     ...untimedCommands(raw, team, source),
     ...writableOverLoaded(raw, team, source),
+    ...cacheDroppedWarnings(team, source),
   ];
 }
 

@@ -41,16 +41,16 @@ export interface RawKnowledge {
   top_k: number;
 }
 
-/** A model: `openai` (any OpenAI-compatible Chat Completions endpoint) or `scripted` (deterministic replies read from a file; no network). */
+/** A model: `openai` (any OpenAI-compatible Chat Completions endpoint), `anthropic` (Anthropic's Messages API) or `scripted` (deterministic replies read from a file; no network). */
 export type RawModel = RawOpenaiModel | RawScriptedModel;
 
-/** A model reached through the `openai` client over Chat Completions with native tool calling. */
+/** A model reached over HTTP with native tool calling: through the `openai` client (Chat Completions or Responses) or Anthropic's own client (the Messages API) (docs/model-servers.md). */
 export interface RawOpenaiModel {
-  /** `openai`: any OpenAI-compatible Chat Completions endpoint. */
-  provider: "openai";
+  /** `openai`: any OpenAI-compatible endpoint. `anthropic`: Anthropic's Messages API (base_url unset: ANTHROPIC_BASE_URL, else api.anthropic.com; api_key unset: ANTHROPIC_API_KEY). */
+  provider: "openai" | "anthropic";
   /** Model id sent to the endpoint. */
   model: string;
-  /** The API spoken: `chat_completions` (POST /chat/completions, every OpenAI-compatible server) or `responses` (POST /responses, OpenAI's Responses API: reasoning models keep their reasoning between turns, carried encrypted with `store: false`; `max_tokens` goes as `max_output_tokens`; `seed` is not sent). @default "chat_completions" */
+  /** The API spoken by an `openai` model: `chat_completions` (POST /chat/completions, every OpenAI-compatible server) or `responses` (POST /responses, OpenAI's Responses API: reasoning models keep their reasoning between turns, carried encrypted with `store: false`; `max_tokens` goes as `max_output_tokens`; `seed` is not sent). @default "chat_completions" */
   api: "chat_completions" | "responses";
   /** Base URL of the endpoint. Unset or empty: the openai client's own OPENAI_BASE_URL, else api.openai.com. */
   base_url?: string;
@@ -82,6 +82,8 @@ export interface RawOpenaiModel {
   extra_body: Record<string, unknown>;
   /** What the model costs, for `budget.max_cost_usd`. */
   price?: RawPrice;
+  /** Prompt caching asked of the server (docs/model-servers.md#prompt-caching). Unset: on for `anthropic` (cache breakpoints on the tools, the system prompt and the conversation's stable prefix), off for `openai` (OpenAI caches by itself). `false`: no breakpoints. */
+  cache?: boolean;
   /** The server takes `response_format: {type: json_schema, strict: true}`: planners and replanners ask for their answer's schema that way, besides the format instructions they always get. If the server refuses it, the runtime says so once (llm.notice) and goes on with the instructions and the repair round-trip alone. @default false */
   structured_output: boolean;
   /** How requests lay out their roles. Unset: as the agent kind builds them, switching by itself when the server's chat template refuses them (said once, as an llm.notice event). `alternate`: one system message first, then user and assistant turns alternating (Mistral, Gemma, Llama 2 templates). `no_system`: the same, with the system text at the head of the first user message. */
@@ -95,7 +97,7 @@ export interface RawOpenaiModel {
     /** A name: letters, digits, '_' and '-', starting with a letter or '_', at most 64 characters. */
     model: string;
   };
-  /** What the model reads besides text: `image` (png, jpeg, webp, gif: image parts) and `pdf` (file parts; only with `api: responses`). A run given an attachment its agent's model (or a fallback) does not list is refused before any request (docs/attachments.md). @default [] */
+  /** What the model reads besides text: `image` (png, jpeg, webp, gif: image parts) and `pdf` (file parts: with `api: responses` on `openai`, and on `anthropic`). A run given an attachment its agent's model (or a fallback) does not list is refused before any request (docs/attachments.md). @default [] */
   attachments: Array<"image" | "pdf">;
   /** Models, by name, tried in order when this one is unavailable after its retries; events and the trace name the model that answered. @default [] */
   fallback: string[];
@@ -313,7 +315,7 @@ export type RawToolEffect = "read" | "idempotent" | "write";
 /** `required`: every call waits for a person's decision before it runs (docs/durable-runs.md#approvals). */
 export type RawToolApproval = "required";
 
-/** US dollars per million prompt (input) and completion (output) tokens; prompt tokens read from the server's cache at `cached_input_per_mtok` where it reports them. */
+/** US dollars per million prompt (input) and completion (output) tokens; prompt tokens read from the server's cache at `cached_input_per_mtok`, and written to it at `cache_write_per_mtok`, where it reports them. */
 export interface RawPrice {
   /** US dollars per million prompt tokens. */
   input_per_mtok: number;
@@ -321,6 +323,8 @@ export interface RawPrice {
   output_per_mtok: number;
   /** US dollars per million prompt tokens read from the server's prompt cache (`cached_tokens` in its usage). Unset: the same as input_per_mtok. */
   cached_input_per_mtok?: number;
+  /** US dollars per million prompt tokens written to the server's prompt cache (`cache_write_tokens` in its usage; Anthropic charges them apart). Unset: the same as input_per_mtok. */
+  cache_write_per_mtok?: number;
 }
 
 /** One check on an agent's input or answer, or a tool call's arguments or result (docs/guardrails.md). */

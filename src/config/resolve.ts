@@ -43,8 +43,9 @@ function resolveModel(name: string, raw: RawModel, dir: string): ModelConfig {
   const { base_url, api_key, temperature, max_tokens, max_tokens_param, top_p, seed, roles, context_window, compaction } = raw;
   return {
     name,
-    provider: "openai",
+    provider: raw.provider,
     model: raw.model,
+    cache: raw.cache ?? raw.provider === "anthropic",
     api: raw.api,
     timeout_ms: raw.timeout_ms,
     max_retries: raw.max_retries,

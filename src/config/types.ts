@@ -6,9 +6,15 @@
 
 export type JsonSchema = Record<string, unknown>;
 
+/**
+ * A model served over HTTP: through the `openai` client or Anthropic's
+ * (`anthropic`) (docs/model-servers.md). The fields
+ * are shared; `api`, `max_tokens_param`, `roles` and `structured_output`
+ * concern `openai` alone.
+ */
 export interface OpenAIModelConfig {
   name: string;
-  provider: "openai";
+  provider: "openai" | "anthropic";
   model: string;
   /** The API spoken (docs/model-servers.md#the-responses-api). @default "chat_completions" */
   api: "chat_completions" | "responses";
@@ -37,7 +43,9 @@ export interface OpenAIModelConfig {
   /** Fields merged into every request body. */
   extra_body: Record<string, unknown>;
   /** US dollars per million prompt, cached prompt and completion tokens, for `budget.max_cost_usd`. */
-  price?: { input_per_mtok: number; output_per_mtok: number; cached_input_per_mtok?: number };
+  price?: { input_per_mtok: number; output_per_mtok: number; cached_input_per_mtok?: number; cache_write_per_mtok?: number };
+  /** Prompt caching asked of the server (docs/model-servers.md#prompt-caching). @default true for `anthropic`, false for `openai` */
+  cache: boolean;
   /** The server takes `response_format: json_schema` (strict). @default false */
   structured_output: boolean;
   /** A role layout forced from the first request; unset: detected from the server's refusal. */

@@ -208,7 +208,7 @@ function stepServices(run: RunShared, step: OpenStep, signal: AbortSignal, paren
         client,
         fallbacks: (modelName) => {
           const config = run.team.models[modelName];
-          return config?.provider === "openai" ? config.fallback : [];
+          return config !== undefined && config.provider !== "scripted" ? config.fallback : [];
         },
         unavailable: run.unavailableModels,
         accounts,

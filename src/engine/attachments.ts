@@ -30,7 +30,7 @@ export function checkAttachments(team: ResolvedTeam, agentName: string, attachme
     seen.add(name);
     const model = team.models[name];
     if (!model) return;
-    const takes = model.provider === "openai" ? model.attachments : [];
+    const takes = model.provider !== "scripted" ? model.attachments : [];
     for (const kind of kinds) {
       const what = kind === "pdf" ? "PDF" : "image";
       if (!takes.includes(kind))
@@ -41,7 +41,7 @@ export function checkAttachments(team: ResolvedTeam, agentName: string, attachme
       if (kind === "pdf" && model.provider === "openai" && model.api !== "responses")
         throw new RuntimeError("USAGE", `model ${name} of agent ${agentName} takes PDF attachments only with api: responses`);
     }
-    if (model.provider === "openai") for (const next of model.fallback) visit(next);
+    if (model.provider !== "scripted") for (const next of model.fallback) visit(next);
   };
   visit(agent.model);
 }

@@ -72,7 +72,7 @@ export class Account {
   /** A model call's usage, and its cost at the model's price. */
   spend(usage: Usage, model: ModelConfig | undefined): void {
     this.tokens += usage.total_tokens;
-    this.cost += costOf(usage, model?.provider === "openai" ? model.price : undefined);
+    this.cost += costOf(usage, model !== undefined && model.provider !== "scripted" ? model.price : undefined);
   }
 
   private checkTime(): void {

@@ -52,7 +52,7 @@ export interface ModelCallPorts {
 export async function callModel<R extends ReplyReading>(ports: ModelCallPorts, call: ModelCall<R>): Promise<ModelReply<R>> {
   const name = call.model ?? ports.model;
   const config = ports.config(name);
-  if (config?.provider !== "openai" || config.context_window === undefined) return (await send(ports, call)).answered;
+  if (config === undefined || config.provider === "scripted" || config.context_window === undefined) return (await send(ports, call)).answered;
   // The request made to fit the model's window (docs/context.md); a summary it needs is a model call of its own.
   const window = { model: name, tokens: config.context_window, compact_at: config.compact_at };
   let quiet = ports.journal.replay?.mode === "resume" && ports.journal.replay.replaying(ports.keys.key);

@@ -10,8 +10,8 @@ import { isSecretKey } from "../redact.js";
  * client's own OPENAI_API_KEY, used when a model names no key.
  */
 export function teamSecrets(team: ResolvedTeam, env: NodeJS.ProcessEnv = process.env): string[] {
-  const keys = Object.values(team.models).flatMap((m) => (m.provider === "openai" && m.api_key ? [m.api_key] : []));
-  const modelHeaders = Object.values(team.models).flatMap((m) => (m.provider === "openai" ? Object.entries(m.headers) : []));
+  const keys = Object.values(team.models).flatMap((m) => (m.provider !== "scripted" && m.api_key ? [m.api_key] : []));
+  const modelHeaders = Object.values(team.models).flatMap((m) => (m.provider !== "scripted" ? Object.entries(m.headers) : []));
   const named = [...modelHeaders, ...Object.values(team.tools).flatMap((t) => Object.entries(toolSecrets(t)))].flatMap(([name, value]) =>
     isSecretKey(name) && value ? [value] : [],
   );

@@ -25,6 +25,10 @@ export interface Usage {
   total_tokens: number;
   /** Of `prompt_tokens`, those read from the server's prompt cache, where it reports them; absent otherwise. */
   cached_tokens?: number;
+  /** Of `prompt_tokens`, those written to the server's prompt cache (Anthropic's `cache_creation_input_tokens`), where it reports them; absent otherwise. */
+  cache_write_tokens?: number;
+  /** In a sum of usages: the share of `prompt_tokens` read from the cache, 0 to 1 (docs/model-servers.md#prompt-caching); absent when nothing was cached. */
+  cache_hit_rate?: number;
   /** Of `completion_tokens`, those spent on reasoning, where the server reports them; absent otherwise. */
   reasoning_tokens?: number;
   /**

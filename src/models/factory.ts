@@ -7,25 +7,27 @@ import type { ChatClient, ChatRequest, ChatResponse } from "./types.js";
 export function createChatClient(config: ModelConfig): ChatClient {
   switch (config.provider) {
     case "openai":
-      return lazyOpenAIClient(config);
+      return lazyClient(config, () => import("./openai-client.js").then((m) => m.createOpenAIChatClient(config)));
+    case "anthropic":
+      return lazyClient(config, () => import("./anthropic-client.js").then((m) => m.createAnthropicChatClient(config)));
     case "scripted":
       return createScriptedChatClient(config);
   }
 }
 
 /**
- * The `openai`-backed client, whose module (and the `openai` package, 150
- * modules) is imported on the model's first call, not when the library is:
- * a scripted run, `validate` or `--help` never load it.
+ * A provider's client, whose module (and its SDK: the `openai` package is
+ * 150 modules) is imported on the model's first call, not when the library
+ * is: a scripted run, `validate` or `--help` never load it.
  */
-function lazyOpenAIClient(config: OpenAIModelConfig): ChatClient {
+function lazyClient(config: OpenAIModelConfig, make: () => Promise<ChatClient>): ChatClient {
   let client: ChatClient | undefined;
   let loading: Promise<ChatClient> | undefined;
   return {
     model: config.model,
     async chat(request: ChatRequest): Promise<ChatResponse> {
       if (!client) {
-        loading ??= import("./openai-client.js").then(({ createOpenAIChatClient }) => createOpenAIChatClient(config));
+        loading ??= make();
         client = await loading;
       }
       return client.chat(request);

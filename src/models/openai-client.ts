@@ -19,11 +19,11 @@
 import OpenAI from "openai";
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { RuntimeError } from "../errors.js";
-import { retry, retryPolicies } from "../retry.js";
 import type { OpenAIModelConfig } from "../config/types.js";
 import { layOut, layoutFromRefusal, maxTokensParam, type RoleLayout } from "./dialect.js";
-import { describeFailure, displayURL, isRetryable, retryAfterMs, StreamBroke } from "./openai-errors.js";
-import { CallControl } from "./call-control.js";
+import { describeFailure, displayURL, StreamBroke } from "./openai-errors.js";
+import type { CallControl } from "./call-control.js";
+import { callWithRetries, nonEmpty } from "./call-retries.js";
 import { readCompletion, StreamReader } from "./openai-reply.js";
 import { readResponse, ResponsesStreamReader, responsesBody } from "./openai-responses.js";
 import { modelFetch } from "./model-fetch.js";
@@ -51,38 +51,11 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
   return {
     model: config.model,
     async chat(request: ChatRequest): Promise<ChatResponse> {
-      if (request.signal?.aborted) throw aborted(config.model);
-      const openai = getClient();
-      const endpoint = `${openai.baseURL} ${config.model}`;
-      const deadline = Date.now() + config.timeout_ms;
-      const failure = (err: unknown, attempt: number) => describeFailure(err, config, openai.baseURL, apiKey, attempt + 1);
-      let tried = 0;
-      const attempt = (n: number): Promise<ChatResponse> => {
-        tried = n;
-        return adapting({ openai, config, request, endpoint, apiKey, deadline }, n);
-      };
-      try {
-        return await retry(attempt, {
-          policy: { ...retryPolicies.modelCall, tries: config.max_retries + 1 },
-          isRetryable,
-          signal: request.signal,
-          retryAfter: retryAfterMs,
-          onRetry: ({ error, attempt: n, pauseMs }) => {
-            const asked = retryAfterMs(error);
-            if (asked !== undefined && asked > config.max_retry_wait_ms) {
-              const why = `the server asks to retry after ${seconds(asked)}, longer than max_retry_wait_ms (${seconds(config.max_retry_wait_ms)})`;
-              throw new RuntimeError("MODEL_UNAVAILABLE", `${failure(error, n).message}; ${why}`);
-            }
-            // A retry is worth sending only with time left for a reply after the wait.
-            if (Date.now() + pauseMs + minAttemptMs(config.timeout_ms) >= deadline) {
-              throw new RuntimeError("MODEL_UNAVAILABLE", `${failure(error, n).message}; no time left for a retry within timeout_ms (${config.timeout_ms} ms)`);
-            }
-          },
-        });
-      } catch (err) {
-        if (request.signal?.aborted) throw aborted(config.model);
-        throw failure(err, tried);
-      }
+      const openai = request.signal?.aborted ? undefined : getClient();
+      const baseURL = openai?.baseURL ?? "";
+      return callWithRetries({ config, baseURL, apiKey, signal: request.signal }, (_n, control) =>
+        adapting({ openai: openai as OpenAI, config, request, endpoint: `${baseURL} ${config.model}`, apiKey }, control),
+      );
     },
   };
 }
@@ -92,17 +65,15 @@ export function createOpenAIChatClient(config: OpenAIModelConfig): ChatClient {
  * when the server refuses the layout of the roles or `response_format`:
  * the next layout, or format instructions alone, said once through `onNotice`.
  */
-async function adapting(call: OneCall, attempt: number): Promise<ChatResponse> {
+async function adapting(call: OneCall, control: CallControl): Promise<ChatResponse> {
   const { openai, config, request, endpoint, apiKey } = call;
   for (;;) {
     const layout: RoleLayout = config.roles ?? learnt.get(endpoint) ?? "as_is";
     const structured = config.structured_output && !noStructuredOutput.has(endpoint);
-    const control = new CallControl(request.signal, call.deadline, `${config.timeout_ms} ms (timeout_ms) from ${displayURL(openai.baseURL)}`);
     try {
       return await once(openai, config, structured ? request : withoutFormat(request), layout, control);
     } catch (err) {
-      if (request.signal?.aborted) throw aborted(config.model);
-      if (control.expired) throw new RuntimeError("MODEL_UNAVAILABLE", `model ${config.model}: ${control.expired}${tries(attempt)}`);
+      if (request.signal?.aborted || control.expired) throw err;
       const refused = err instanceof OpenAI.APIError && err.status === 400 ? layoutFromRefusal(err.message) : undefined;
       if (refused && refused !== layout && !(refused === "alternate" && layout === "no_system") && config.roles === undefined) {
         // Calls in flight when the first refusal came are refused too: the switch is said once.
@@ -122,13 +93,11 @@ async function adapting(call: OneCall, attempt: number): Promise<ChatResponse> {
         continue;
       }
       throw err;
-    } finally {
-      control.release();
     }
   }
 }
 
-/** What every try of one call shares; `deadline` is `timeout_ms` from the call's start, over all its tries. */
+/** What every try of one call shares. */
 interface OneCall {
   openai: OpenAI;
   config: OpenAIModelConfig;
@@ -136,7 +105,6 @@ interface OneCall {
   /** The base URL and model: the key of what is learnt of a server. */
   endpoint: string;
   apiKey: string | undefined;
-  deadline: number;
 }
 
 /**
@@ -298,25 +266,4 @@ function toWireMessage(message: ChatMessage): ChatCompletionMessageParam {
 
 function toWireTool(tool: ToolSpec): ChatCompletionTool {
   return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
-}
-
-/** The least time a retry needs for its reply: a tenth of the deadline, at least 100 ms. */
-function minAttemptMs(timeoutMs: number): number {
-  return Math.max(100, timeoutMs / 10);
-}
-
-function tries(attempt: number): string {
-  return attempt === 0 ? "" : ` (attempt ${attempt + 1})`;
-}
-
-function seconds(ms: number): string {
-  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value.trim() === "" ? undefined : value;
-}
-
-function aborted(model: string): RuntimeError {
-  return new RuntimeError("ABORTED", `model ${model}: request aborted`);
 }

@@ -56,7 +56,9 @@ function toInputItems(message: ChatMessage): ResponseInputItem[] {
     case "tool":
       return [{ type: "function_call_output", call_id: message.tool_call_id, output: message.content }];
     case "assistant": {
-      const items: ResponseInputItem[] = [...((message.reasoning_items ?? []) as unknown as ResponseInputItem[])];
+      // An Anthropic reply's thinking (anthropic-reply.ts), on a fallback, is not the Responses API's to take.
+      const own = (message.reasoning_items ?? []).filter((i) => i["anthropic"] === undefined);
+      const items: ResponseInputItem[] = [...(own as unknown as ResponseInputItem[])];
       if (message.content) items.push({ type: "message", role: "assistant", content: message.content });
       for (const call of message.tool_calls ?? []) items.push({ type: "function_call", call_id: call.id, name: call.name, arguments: call.arguments });
       return items;

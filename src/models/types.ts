@@ -11,9 +11,10 @@ export interface ToolCallRequest {
 
 /**
  * A reasoning item of the Responses API (`{type: "reasoning", id, summary,
- * encrypted_content}`), kept as the server sent it: opaque to the runtime,
- * carried back before the reply it came with on the next turn
- * (docs/model-servers.md#the-responses-api).
+ * encrypted_content}`), or an Anthropic thinking block (`{type: "reasoning",
+ * anthropic: block}`), kept as the server sent it: opaque to the runtime,
+ * carried back before the reply it came with on the next turn, to the API
+ * it came from (docs/model-servers.md#the-responses-api, #anthropic).
  */
 export type ReasoningItem = { type: "reasoning" } & Record<string, unknown>;
 

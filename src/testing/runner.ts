@@ -139,7 +139,7 @@ export async function runTests(prepared: PreparedFile[], options: RunTestsOption
   return results;
 }
 
-const priceOf = (model: ModelConfig | undefined) => (model?.provider === "openai" ? model.price : undefined);
+const priceOf = (model: ModelConfig | undefined) => (model !== undefined && model.provider !== "scripted" ? model.price : undefined);
 
 /** The team with every agent on `model` (`runtime test --models`). */
 function onModel(team: ResolvedTeam, model: string): ResolvedTeam {

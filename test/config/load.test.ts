@@ -73,6 +73,7 @@ agents:
       fallback: [],
       attachments: [],
       structured_output: false,
+      cache: false,
       compact_at: 0.8,
     });
     expect(team.models.offline).toEqual({ name: "offline", provider: "scripted", model: "scripted", script: join(dir, "script.yaml"), stream: false });

@@ -6,8 +6,8 @@
  *
  * Each kind runs its example team (teams/*.yaml) in process through
  * `runTeam` on its scripted model, and over the OpenAI-compatible test
- * server (answering from the same script) on both APIs, Chat Completions and
- * Responses; over HTTP, also as a spawned CLI killed with SIGKILL and resumed.
+ * server (answering from the same script) on its APIs, Chat Completions,
+ * Responses and Anthropic's Messages; over HTTP, also as a spawned CLI killed with SIGKILL and resumed.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AnyStateMachine, StateNode } from "xstate";
@@ -73,8 +73,8 @@ const sameAnswer = (answer: string | undefined) => (answer ?? "").replace(/(SAFE
 const sum = (usages: Usage[]): Usage => usages.reduce(addUsage, ZERO_USAGE);
 const tokens = (u: Usage) => ({ prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens });
 
-/** What the kinds' model is: the team's scripted model in process, or the test server over one API. */
-const MODELS = ["scripted", "chat_completions", "responses"] as const;
+/** What the kinds' model is: the team's scripted model in process, or the test server over one API (`anthropic`: Anthropic's Messages API, `provider: anthropic`). */
+const MODELS = ["scripted", "chat_completions", "responses", "anthropic"] as const;
 
 for (const [kind, model] of (Object.keys(KINDS) as AgentKind[]).flatMap((k) => MODELS.map((m) => [k, m] as const))) {
   const { team: name, question } = CASES[kind];

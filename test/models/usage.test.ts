@@ -57,7 +57,15 @@ describe("cached and reasoning tokens", () => {
     ]);
     const finished = events.find((e) => e.type === "run.finished");
     if (finished?.type !== "run.finished") throw new Error("no run.finished");
-    expect(finished.usage).toEqual({ prompt_tokens: 2200, completion_tokens: 150, total_tokens: 2350, cached_tokens: 1800, reasoning_tokens: 80 });
+    // The hit rate, 1800 of 2200 prompt tokens read from the cache, is carried by a sum of usages.
+    expect(finished.usage).toEqual({
+      prompt_tokens: 2200,
+      completion_tokens: 150,
+      total_tokens: 2350,
+      cached_tokens: 1800,
+      reasoning_tokens: 80,
+      cache_hit_rate: 0.818,
+    });
     // (200 × $1 + 800 × $0.1 + 100 × $10 + 200 × $1 + 1000 × $0.1 + 50 × $10) per Mtok = $0.00208
     expect(finished.budget?.max_cost_usd).toEqual({ limit: 1, spent: 0.0021 });
   });

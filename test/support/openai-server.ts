@@ -28,6 +28,7 @@ import {
   usageForDialect,
 } from "./openai-server-dialects.js";
 
+import { anthropicEvents, anthropicMessage, anthropicProblems, chatBodyOfAnthropic, forgedThinking, PromptCache } from "./openai-server-anthropic.js";
 import { chatBodyOf, finalStatus, outputItems, type ResponsePlan, responseEvents, responseObject, responsesProblems } from "./openai-server-responses.js";
 
 export { roleSequence, strictProblems, type Dialect } from "./openai-server-dialects.js";
@@ -170,6 +171,10 @@ export interface OpenAIServer {
   readonly chatRequests: ReceivedRequest[];
   /** Only the Responses API requests (their bodies as sent; `respond` saw each as a chat body, `chatBodyOf`). */
   readonly responsesRequests: ReceivedRequest[];
+  /** Only the Anthropic Messages API requests (their bodies as sent; `respond` saw each as a chat body, `chatBodyOfAnthropic`). */
+  readonly anthropicRequests: ReceivedRequest[];
+  /** The body of each Anthropic reply's usage, in order (openai-server-anthropic.ts keeps the prompt cache). */
+  readonly anthropicUsage: Array<Record<string, number>>;
   close(): Promise<void>;
 }
 
@@ -178,6 +183,8 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
   const requests: ReceivedRequest[] = [];
   /** The encrypted content of every reasoning item sent, which the Responses API takes back. */
   const issued = new Set<string>();
+  const cache = new PromptCache();
+  const anthropicUsage: Array<Record<string, number>> = [];
   let chatIndex = 0;
   let requestCounter = 0;
 
@@ -213,7 +220,8 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       return;
     }
     const responses = path === "/v1/responses";
-    if (record.method !== "POST" || (path !== "/v1/chat/completions" && !responses)) {
+    const anthropic = path === "/v1/messages";
+    if (record.method !== "POST" || (path !== "/v1/chat/completions" && !responses && !anthropic)) {
       sendJson(res, 404, { error: { message: `test server: no route ${record.method} ${path}` } });
       return;
     }
@@ -222,8 +230,16 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       return;
     }
 
-    // A Responses request is answered from the same replies, read as the chat request it amounts to.
-    const body = responses ? chatBodyOf(record.body) : record.body;
+    if (anthropic) {
+      // What Anthropic always refuses, strict or not.
+      const problem = anthropicProblems(record.body)[0] ?? forgedThinking(record.body);
+      if (problem !== undefined) {
+        sendJson(res, 400, { type: "error", error: { type: "invalid_request_error", message: problem } });
+        return;
+      }
+    }
+    // A Responses or Anthropic request is answered from the same replies, read as the chat request it amounts to.
+    const body = responses ? chatBodyOf(record.body) : anthropic ? chatBodyOfAnthropic(record.body) : record.body;
     const refusal = (responses ? responsesRefusal(options, record.body, issued) : undefined) ?? refusalFor(options, body);
     if (refusal !== undefined) {
       sendJson(res, refusal.status, refusal.body);
@@ -242,7 +258,11 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
     }
     const ctx = { chunkSize: options.chunk_size ?? 4, dialect: options.dialect };
     if (responses && isMessage(reply)) await sendResponse(res, reply, body, index, ctx, issued);
-    else await sendReply(res, reply, body, index, ctx);
+    else if (anthropic && isMessage(reply)) {
+      const usage = cache.usage(record.body);
+      anthropicUsage.push(usage);
+      await sendAnthropic(res, reply, body, index, ctx, usage);
+    } else await sendReply(res, reply, body, index, ctx);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -261,6 +281,10 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
     get responsesRequests() {
       return requests.filter((r) => r.path === "/v1/responses");
     },
+    get anthropicRequests() {
+      return requests.filter((r) => r.path === "/v1/messages");
+    },
+    anthropicUsage,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -311,6 +335,33 @@ function sendResponse(res: ServerResponse, reply: MessageReply, body: ChatBody, 
   for (const item of items) if (typeof item["encrypted_content"] === "string") issued.add(item["encrypted_content"]);
   if (body.stream === true) return streamEvents(res, responseEvents(plan, ctx.chunkSize), [], reply);
   const value = responseObject(plan, finalStatus(plan), items);
+  if (reply.drip_ms || reply.stall_after_chunks !== undefined || reply.reset_mid_body) return sendJsonFaulty(res, value, reply);
+  sendJson(res, 200, value);
+}
+
+/** A reply on Anthropic's Messages API: the message, or its events, with the reply's faults; the prompt counted by the cache. */
+function sendAnthropic(
+  res: ServerResponse,
+  reply: MessageReply,
+  body: ChatBody,
+  index: number,
+  ctx: ReplyContext,
+  prompt: { input_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number },
+): void | Promise<void> {
+  const plain = normalise(reply, index);
+  const output = usageOf(reply, body, renderMessage(plain.content, plain.tool_calls, undefined, undefined)).completion_tokens;
+  const stop = { tool_calls: "tool_use", length: "max_tokens", stop: "end_turn" }[reply.finish_reason ?? ""];
+  const plan = {
+    id: `msg_${index + 1}`,
+    model: modelOf(body),
+    content: plain.content,
+    tool_calls: plain.tool_calls,
+    ...(reply.reasoning !== undefined ? { reasoning: reply.reasoning } : {}),
+    stop_reason: stop ?? (plain.tool_calls.length ? "tool_use" : "end_turn"),
+    usage: { ...prompt, output_tokens: reply.usage?.completion_tokens ?? output },
+  };
+  if (body.stream === true) return streamEvents(res, anthropicEvents(plan, ctx.chunkSize), [], reply);
+  const value = anthropicMessage(plan);
   if (reply.drip_ms || reply.stall_after_chunks !== undefined || reply.reset_mid_body) return sendJsonFaulty(res, value, reply);
   sendJson(res, 200, value);
 }

@@ -29,12 +29,13 @@ export interface ScriptServer {
 
 /**
  * A copy of teams/NAME.yaml (and its side files) whose agents reach `server` as `model: <agent name>`,
- * over Chat Completions or, with `api: "responses"`, the Responses API.
+ * over Chat Completions or, with `api: "responses"`, the Responses API, or with `api: "anthropic"`,
+ * Anthropic's Messages API (`provider: anthropic`).
  */
 export function serverTeam(
   name: string,
   url: string,
-  api: "chat_completions" | "responses" = "chat_completions",
+  api: "chat_completions" | "responses" | "anthropic" = "chat_completions",
 ): { file: string; dir: string; script: string } {
   // teams/ keeps its place beside node_modules, where a team's tools may look (mcp-files' server).
   const root = tempDir(`team-${name}-`);
@@ -49,7 +50,11 @@ export function serverTeam(
   const agents = (doc.get("agents") as { toJSON(): Record<string, unknown> }).toJSON();
   const wired: Record<string, unknown> = {};
   for (const agent of Object.keys(agents)) {
-    wired[`via_${agent}`] = { provider: "openai", model: agent, api, base_url: url, api_key: "sk-resume-test-0123456789", max_retries: 0 };
+    const key = { api_key: "sk-resume-test-0123456789", max_retries: 0 };
+    wired[`via_${agent}`] =
+      api === "anthropic"
+        ? { provider: "anthropic", model: agent, base_url: url.replace(/\/v1$/, ""), ...key }
+        : { provider: "openai", model: agent, api, base_url: url, ...key };
     doc.setIn(["agents", agent, "model"], `via_${agent}`);
   }
   doc.set("models", wired);

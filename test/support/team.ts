@@ -63,6 +63,7 @@ export const OPENAI_MODEL_DEFAULTS = {
   fallback: [],
   attachments: [],
   structured_output: false,
+  cache: false,
   compact_at: 0.8,
 } as const satisfies Partial<import("../../src/config/types.js").OpenAIModelConfig>;
 
