@@ -215,7 +215,16 @@ export type RunEventBody =
       usage: Usage;
       /** Spent against the team's budget, when it has one (docs/budgets.md). */
       budget?: BudgetStatement;
+      /** How the answer was verified, when its agent verifies (plan_and_solve; docs/design/verification.md). */
+      verification?: Verification;
     };
+
+/** An answer's verification: `failed` keeps the answer and says what no check could trace; `strict` runs exit 1 on it. */
+export interface Verification {
+  status: "passed" | "failed";
+  findings: string[];
+  strict?: boolean;
+}
 
 /** Each limit of a budget with what was spent against it. */
 export type BudgetStatement = Partial<
