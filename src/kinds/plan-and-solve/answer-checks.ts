@@ -77,7 +77,7 @@ interface Computed {
 export function figureFindings(answer: string, question: string, recorded: readonly RecordedResult[]): string[] {
   const computed = recorded.flatMap((r) => {
     const quantities = quantitiesIn(`${r.item ?? ""} ${strings(r.arguments).join(" ")}`).map((q) => q.name);
-    return resultNumbers(r.result).map((value) => ({ value, from: r, quantities }));
+    return resultNumbers(r.result, new Set(strings(r.arguments))).map((value) => ({ value, from: r, quantities }));
   });
   const asked = numbersIn(question);
   // The tools compute in the question's length unit (the radius in metres gives an area in m²).
@@ -141,7 +141,7 @@ function labelled(figure: WrittenNumber, shown: string, sources: readonly Comput
   const labelPower = label ? powerOf(label) : undefined;
   const unitPower = figure.unit?.kind === "length" ? figure.unit.power : undefined;
   if (label && labelPower !== undefined && unitPower !== undefined && labelPower !== unitPower)
-    return `${shown} is given as the ${label}, but a ${label} is ${measured(labelPower)}, not ${measured(unitPower)}; correct the unit or the figure`;
+    return `${shown} is given as the ${label}, but the ${label} is ${measured(labelPower)} and ${figure.unit?.text} measures ${measured(unitPower)}; correct the unit or the figure`;
   const own = new Set(sources.flatMap((s) => s.quantities));
   if (label && own.size > 0 && !own.has(label)) {
     const other = j.computed.find((c) => c.quantities.includes(label) && !c.quantities.some((q) => own.has(q)));
@@ -200,14 +200,18 @@ function labelOf(text: string, figure: WrittenNumber, previous: WrittenNumber | 
   return named.filter((q) => !trailing(q)).at(-1)?.name;
 }
 
-/** Every number of a tool's result: JSON numbers, and numbers written in its strings, at most 1,000. */
-function resultNumbers(value: unknown): number[] {
+/**
+ * Every number of a tool's result: JSON numbers, and numbers written in its
+ * strings, at most 1,000; not those of a string that echoes the call's
+ * arguments (the calculator's `expression`: its 5 is an input, not a result).
+ */
+function resultNumbers(value: unknown, echoed: ReadonlySet<string>): number[] {
   const out: number[] = [];
   const stack: unknown[] = [value];
   while (stack.length > 0 && out.length < 1000) {
     const v = stack.pop();
     if (typeof v === "number" && Number.isFinite(v)) out.push(v);
-    else if (typeof v === "string") out.push(...numbersIn(v).map((n) => n.value));
+    else if (typeof v === "string" && !echoed.has(v)) out.push(...numbersIn(v).map((n) => n.value));
     else if (Array.isArray(v)) stack.push(...v);
     else if (typeof v === "object" && v !== null) stack.push(...Object.values(v));
   }
