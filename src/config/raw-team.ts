@@ -400,7 +400,7 @@ export interface RawPlanAndSolveFlowAgent extends RawAgentBase {
   planner: string;
   /** The agent that carries out one step. */
   executor: string;
-  /** The agent that answers with a final response or a new plan after each step (used when enable_replanner is true). */
+  /** The agent that answers with a final response or a new plan after each step (used when enable_replanner is true). Defaults to the planner. */
   replanner?: string;
   /** Ask the replanner after each step; false runs the plan's steps in order and summarises. @default false */
   enable_replanner: boolean;

@@ -153,9 +153,6 @@ export function checkReferences(
       if (isAgent(target)) out.push({ to: target, at: at(key) });
       else report(at(key), `unknown agent '${target}'${didYouMean(target, agentNames)}${declared("agents", agentNames)}`);
     }
-    if (agent.kind === "plan_and_solve_flow" && agent.enable_replanner === true && agent.replanner === undefined) {
-      report(at("enable_replanner"), "enable_replanner is true but no 'replanner' agent is given");
-    }
 
     const workflow = str(agent.workflow);
     if (agent.kind === "sop" && workflow !== undefined) {

@@ -330,11 +330,6 @@ agents:
     expect: ["8:36 /agents/solver/tools/2 'calculator' is listed twice"],
   },
   {
-    name: "replanner-missing",
-    text: `${BASE}  flow:\n    kind: plan_and_solve_flow\n    planner: solver\n    executor: solver\n    enable_replanner: true\n`,
-    expect: ["13:23 /agents/flow/enable_replanner enable_replanner is true but no 'replanner' agent is given"],
-  },
-  {
     name: "http-tool-bad-url",
     text: `${BASE}tools:\n  fetch:\n    http: { url: "ftp://example.com", method: PUT }\n`,
     expect: [
