@@ -15,6 +15,9 @@ import { didYouMean, listNames } from "./suggest.js";
 import { BUILTIN_TOOL_NAMES, holderOf, isBoundToolName, isBuiltinToolName, type TeamNames } from "./tool-names.js";
 import { checkGuardrails, type GuardrailContext } from "./guardrail-refs.js";
 
+/** The kinds that run other agents and call no tool themselves, and the agent that holds the tools instead. */
+const FLOW_WORKERS: Readonly<Record<string, string>> = { plan_and_solve_flow: "executor", plan_solver: "solver" };
+
 /** What the checks learnt that loading and resolving need too. */
 export interface References {
   /** Names of models and tools some agent uses: an unset `${VAR}` elsewhere is harmless. */
@@ -145,6 +148,12 @@ export function checkReferences(
         const candidates = [...toolNames, ...BUILTIN_TOOL_NAMES, ...agentNames.filter((a) => a !== name)];
         report(at("tools", index), `unknown tool '${tool}'${didYouMean(tool, candidates)}: expected a tool under 'tools', a built-in tool or an agent`);
       }
+    }
+
+    // A flow only directs agents; tools given to it would never be offered to a model (docs/flows.md).
+    const worker = FLOW_WORKERS[String(agent.kind)];
+    if (worker !== undefined && strings(agent.tools).length > 0) {
+      report(at("tools"), `a ${String(agent.kind)} calls no tools itself: give them to its ${worker} agent`);
     }
 
     for (const key of AGENT_REFERENCE_KEYS[String(agent.kind)] ?? []) {

@@ -330,6 +330,11 @@ agents:
     expect: ["8:36 /agents/solver/tools/2 'calculator' is listed twice"],
   },
   {
+    name: "tools-on-a-flow",
+    text: `${BASE}  flow:\n    kind: plan_and_solve_flow\n    planner: solver\n    executor: solver\n    tools: [calculator]\n`,
+    expect: ["13:12 /agents/flow/tools a plan_and_solve_flow calls no tools itself: give them to its executor agent"],
+  },
+  {
     name: "http-tool-bad-url",
     text: `${BASE}tools:\n  fetch:\n    http: { url: "ftp://example.com", method: PUT }\n`,
     expect: [
