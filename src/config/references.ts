@@ -170,7 +170,7 @@ export function checkReferences(
       }
     }
 
-    // What the parser module exports is checked when a run loads it (src/kinds/plan-and-solve-flow/parser.ts).
+    // What the parser module exports is checked when it is loaded (src/kinds/plan-and-solve-flow/parser.ts): by `runtime validate`, or a run.
     const parser = agent.kind === "plan_and_solve_flow" ? str(agent.parser) : undefined;
     if (parser !== undefined) checkFile(resolve(dir, parser), at("parser"), "parser module", report, { folder: confined });
 
