@@ -81,6 +81,8 @@ export type RunEventBody =
       error?: string;
       /** The error's code (src/errors.ts); absent in traces of versions before it was added. */
       error_code?: ErrorCode;
+      /** How the step's answer was verified (plan_and_solve; docs/design/verification.md). */
+      verification?: Verification;
       usage: Usage;
     }
   | {
