@@ -25,8 +25,9 @@ export async function loadTeamOrReport(file: string, command: string): Promise<R
  * `loadTeam`, plus the scripts of the team's scripted models: a broken script
  * is a mistake in the configuration (exit 2, located in the script), not a
  * run that fails halfway. The loader itself knows nothing of models.
- * `modules`: import the team's tool modules and check what they export
- * (`runtime validate`; a run imports them only when it needs them).
+ * `modules`: import the team's tool modules and its flows' parser modules
+ * and check what they export (`runtime validate`; a run imports them only
+ * when it needs them).
  */
 export async function loadCheckedTeam(file: string, options: { modules?: boolean } = {}): Promise<ResolvedTeam> {
   const [{ loadTeam }, { problemAt }, { loadScript }] = await Promise.all([
@@ -44,6 +45,15 @@ export async function loadCheckedTeam(file: string, options: { modules?: boolean
         await loadToolModule(tool.module);
       } catch (err) {
         problems.push(problemAt(file, `/tools/${pointerSegment(tool.name)}/module`, describeError(err)));
+      }
+    }
+    const { loadParser } = await import("../kinds/plan-and-solve-flow/parser.js");
+    for (const agent of Object.values(team.agents)) {
+      if (agent.kind !== "plan_and_solve_flow" || agent.parser === undefined) continue;
+      try {
+        await loadParser(agent.parser);
+      } catch (err) {
+        problems.push(await problemAt(file, `/agents/${pointerSegment(agent.name)}/parser`, describeError(err)));
       }
     }
   }

@@ -163,6 +163,11 @@ function report(command: string, opts: ReportOptions, result: RunResult, ndjson:
   }
   if (result.result_type === "answer") {
     if (!ndjson) process.stdout.write(`${result.answer ?? ""}\n`);
+    // An unverified answer is still the answer; `verify: strict` makes it a failed run (docs/design/verification.md).
+    if (result.verification?.status === "failed") {
+      process.stderr.write(`runtime ${command}: the answer is unverified:\n${result.verification.findings.map((f) => `- ${f}`).join("\n")}\n`);
+      if (result.verification.strict) return EXIT.RUN_ERROR;
+    }
     return EXIT.OK;
   }
   if (result.result_type === "paused") {

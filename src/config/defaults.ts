@@ -19,7 +19,7 @@
  * - a2a tool: timeout_ms 120000, headers {}
  * - mcp tool (either server): connect_timeout_ms 30000; stdio server: env {}; http server: headers {}
  * - agent (every kind): description "", max_iteration 30, tools [], approval {}
- * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2, plan "required", verify "checks", max_verify_rounds 2
+ * - plan_and_solve agent: todo_complete_after 3, todo_block_after 2, plan "required", verify "checks", max_verify_rounds 1
  * - plan_and_solve_flow agent: enable_replanner false, max_replan_rounds 30
  * - plan_solver agent: concurrency 4
  * - workflow and workflow step: description ""; workflow task: optional false

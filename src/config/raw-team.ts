@@ -389,11 +389,11 @@ export interface RawPlanAndSolveAgent extends RawAgentBase {
   todo_block_after: number;
   /** Whether a work tool may run before the todo list is written (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed). `required`: while the list is empty, work tools are refused with a reminder to plan (only when the agent has write_todos or create_todo_list). `optional`: tools run with or without a plan. @default "required" */
   plan: "required" | "optional";
-  /** How VERIFYING checks a final answer before accepting it (docs/plan-and-solve.md#verifying). `checks`: figures that misquote or mislabel a recorded tool result, figures no tool backs when an item names a tool never called, and parts the question lists that the answer leaves out send it back (no model call). `model`: the checks, then one verification model call that sees the recorded results and the answer and returns a verdict. `off`: the answer is taken as it is. @default "checks" */
-  verify: "off" | "checks" | "model";
-  /** The model (a name under `models`) of the verification call when `verify: model`. Defaults to the agent's own model. */
+  /** How VERIFYING checks a final answer (docs/design/verification.md). `checks`: every figure is traced to a tool result (or restates the question), units and labels included; what is not traced is a finding, sent back to the model as a question (no model call). `model`: the checks, then one verification model call that sees the question, the plan, the tool results and the findings, and judges what no exact check can (coverage, consistency). `strict`: as `model`, and an answer still unverified after its rounds makes the run exit 1. `off`: the answer is taken as it is. An unverified answer is still the run's answer, with `verification` in `run.finished`. @default "checks" */
+  verify: "off" | "checks" | "model" | "strict";
+  /** The model (a name under `models`) of the verification call when `verify: model` or `strict`. Defaults to the agent's own model. */
   verifier?: string;
-  /** How many times a failed verification sends the work back to SOLVING; the next failure ends the run in error with the verdict. @default 2 */
+  /** How many times an answer's findings go back to the model as questions; an answer with findings after that is the run's answer, marked `verification: failed`. @default 1 */
   max_verify_rounds: number;
 }
 
@@ -404,7 +404,7 @@ export interface RawPlanAndSolveFlowAgent extends RawAgentBase {
   planner: string;
   /** The agent that carries out one step. */
   executor: string;
-  /** The agent that answers with a final response or a new plan after each step (used when enable_replanner is true). */
+  /** The agent that answers with a final response or a new plan after each step (used when enable_replanner is true). Defaults to the planner. */
   replanner?: string;
   /** Ask the replanner after each step; false runs the plan's steps in order and summarises. @default false */
   enable_replanner: boolean;

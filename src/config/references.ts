@@ -15,6 +15,9 @@ import { didYouMean, listNames } from "./suggest.js";
 import { BUILTIN_TOOL_NAMES, holderOf, isBoundToolName, isBuiltinToolName, type TeamNames } from "./tool-names.js";
 import { checkGuardrails, type GuardrailContext } from "./guardrail-refs.js";
 
+/** The kinds that run other agents and call no tool themselves, and the agent that holds the tools instead. */
+const FLOW_WORKERS: Readonly<Record<string, string>> = { plan_and_solve_flow: "executor", plan_solver: "solver" };
+
 /** What the checks learnt that loading and resolving need too. */
 export interface References {
   /** Names of models and tools some agent uses: an unset `${VAR}` elsewhere is harmless. */
@@ -223,14 +226,16 @@ function checkAgentNames(c: TeamIndex, name: string, agent: RawObject): void {
   const { report } = c;
   const at = (...keys: Array<string | number>) => pointer("agents", name, ...keys);
   const out = c.edges.get(name) ?? [];
+  // A flow only directs agents; tools given to it would never be offered to a model (docs/flows.md).
+  const worker = FLOW_WORKERS[String(agent.kind)];
+  if (worker !== undefined && strings(agent.tools).length > 0) {
+    report(at("tools"), `a ${String(agent.kind)} calls no tools itself: give them to its ${worker} agent`);
+  }
   for (const key of AGENT_REFERENCE_KEYS[String(agent.kind)] ?? []) {
     const target = str(agent[key]);
     if (target === undefined) continue;
     if (c.isAgent(target)) out.push({ to: target, at: at(key) });
     else report(at(key), `unknown agent '${target}'${didYouMean(target, c.agentNames)}${declared("agents", c.agentNames)}`);
-  }
-  if (agent.kind === "plan_and_solve_flow" && agent.enable_replanner === true && agent.replanner === undefined) {
-    report(at("enable_replanner"), "enable_replanner is true but no 'replanner' agent is given");
   }
 
   const workflow = str(agent.workflow);
@@ -240,7 +245,7 @@ function checkAgentNames(c: TeamIndex, name: string, agent: RawObject): void {
     }
   }
 
-  // What the parser module exports is checked when a run loads it (src/kinds/plan-and-solve-flow/parser.ts).
+  // What the parser module exports is checked when it is loaded (src/kinds/plan-and-solve-flow/parser.ts): by `runtime validate`, or a run.
   const parser = agent.kind === "plan_and_solve_flow" ? str(agent.parser) : undefined;
   if (parser !== undefined) checkFile(resolve(c.dir, parser), at("parser"), "parser module", report, { folder: c.confined });
 }

@@ -266,7 +266,7 @@ export interface PlanAndSolveAgentConfig extends AgentConfigBase {
   /** Whether work tools wait for a todo list (docs/plan-and-solve.md#planning-comes-first-and-is-reviewed). @default "required" */
   plan: "required" | "optional";
   /** How VERIFYING checks a final answer (docs/plan-and-solve.md#verifying). @default "checks" */
-  verify: "off" | "checks" | "model";
+  verify: "off" | "checks" | "model" | "strict";
   /** The model of the verification call (`verify: model`). @default the agent's model */
   verifier: string;
   /** Failed verifications sent back to SOLVING before the run ends with the verdict. @default 2 */

@@ -377,6 +377,7 @@ async function settle(step: OpenStep, services: StepServices, outcome: Outcome):
     result_type: ended.result_type,
     ...(ended.answer !== undefined ? { answer: ended.answer } : {}),
     ...(ended.error !== undefined ? { error: ended.error } : {}),
+    ...(ended.result_type === "answer" && ended.verification ? { verification: ended.verification } : {}),
     usage: services.usage,
   });
 }

@@ -4,7 +4,7 @@ import { INTERRUPTED, RuntimeError, describeError, type RunError } from "../erro
 import { redactString } from "../redact.js";
 import { EventBus, type EventSink } from "../events/bus.js";
 import { addUsage } from "../events/usage.js";
-import { ZERO_USAGE, type PendingApproval, type RunEvent, type Usage } from "../events/types.js";
+import { ZERO_USAGE, type PendingApproval, type RunEvent, type Usage, type Verification } from "../events/types.js";
 import { createChatClient } from "../models/factory.js";
 import { McpServers } from "../tools/mcp/servers.js";
 import type { ChatClient } from "../models/types.js";
@@ -106,6 +106,8 @@ export interface RunResult {
   guardrail?: Blocked;
   /** Set when the run was cancelled through `signal`. */
   interrupted?: boolean;
+  /** How the answer was verified (docs/design/verification.md). */
+  verification?: Verification;
   usage: Usage;
 }
 
@@ -391,6 +393,7 @@ async function finish(run: Conduct, shared: RunShared, outcome: RunResult): Prom
     ...(outcome.approvals ? { approvals: outcome.approvals } : {}),
     ...(outcome.guardrail ? { guardrail: outcome.guardrail } : {}),
     ...(outcome.interrupted ? { interrupted: true } : {}),
+    ...(masked.result_type === "answer" && masked.verification ? { verification: masked.verification } : {}),
     usage,
   };
 }

@@ -188,7 +188,12 @@ class TerminalLog {
   private runFinished(e: EventOf<"run.finished">): string {
     const p = this.paint;
     const since = this.projection.tree.roots.findLast((r) => r.kind === "resumed")?.at ?? this.projection.tree.started_at;
-    if (e.result_type === "answer") return `${p.green("■ answer")} · ${formatDuration(msBetween(since, e.ts))} · ${tokens(e.usage)}`;
+    if (e.result_type === "answer") {
+      const line = `${p.green("■ answer")} · ${formatDuration(msBetween(since, e.ts))} · ${tokens(e.usage)}`;
+      // An unverified answer is still the answer, shown with what no check could trace (docs/design/verification.md).
+      const findings = e.verification?.status === "failed" ? e.verification.findings : [];
+      return findings.length > 0 ? [`${line} · ${p.yellow("unverified")}`, ...findings.map((f) => p.yellow(`  ? ${clip(f, 300)}`))].join("\n") : line;
+    }
     if (e.result_type === "blocked") return p.red(`⛔ ${clip(e.error ?? "blocked by a guardrail", 300)}`);
     if (e.result_type === "paused") return p.yellow(`⏸ paused: waiting for approval of ${(e.approvals ?? []).map((a) => a.tool).join(", ")}`);
     return p.red(`✗ run failed: ${clip(e.error ?? "", 300)}`);

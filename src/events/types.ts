@@ -85,6 +85,8 @@ export type RunEventBody =
       error?: string;
       /** The error's code (src/errors.ts); absent in traces of versions before it was added. */
       error_code?: ErrorCode;
+      /** How the step's answer was verified (plan_and_solve; docs/design/verification.md). */
+      verification?: Verification;
       usage: Usage;
     }
   | {
@@ -219,7 +221,16 @@ export type RunEventBody =
       usage: Usage;
       /** Spent against the team's budget, when it has one (docs/budgets.md). */
       budget?: BudgetStatement;
+      /** How the answer was verified, when its agent verifies (plan_and_solve; docs/design/verification.md). */
+      verification?: Verification;
     };
+
+/** An answer's verification: `failed` keeps the answer and says what no check could trace; `strict` runs exit 1 on it. */
+export interface Verification {
+  status: "passed" | "failed";
+  findings: string[];
+  strict?: boolean;
+}
 
 /** Each limit of a budget with what was spent against it. */
 export type BudgetStatement = Partial<

@@ -8,7 +8,7 @@
 import type { AnyStateMachine } from "xstate";
 import type { MachineObserver } from "./machine/interpret.js";
 import type { AgentConfig, AgentKind, JsonSchema, ResolvedTeam } from "../config/types.js";
-import type { RunEventBody, EventScope, Usage } from "../events/types.js";
+import type { RunEventBody, EventScope, Usage, Verification } from "../events/types.js";
 import type { ChatMessage, ChatResponse, ResponseFormat, ToolSpec } from "../models/types.js";
 import type { Attachment } from "../models/attachment.js";
 import type { Tool, ToolBox } from "../tools/types.js";
@@ -26,6 +26,8 @@ export interface AgentResult {
   result_type: "answer" | "error";
   answer?: string;
   error?: RunError;
+  /** How the answer was verified, when the kind verifies it (docs/design/verification.md). */
+  verification?: Verification;
   usage: Usage;
 }
 
@@ -33,7 +35,7 @@ export interface AgentResult {
  * How a step ended, as its kind tells it: the engine makes it the step's
  * `AgentResult`, adding the usage it counted (docs/design/engine.md#steps).
  */
-export type Outcome = Pick<AgentResult, "result_type" | "answer" | "error">;
+export type Outcome = Pick<AgentResult, "result_type" | "answer" | "error" | "verification">;
 
 /** What a kind adds to the `llm.response` event of a reply it has understood. */
 export interface ReplyReading {

@@ -93,7 +93,7 @@ describe("lazy loading", () => {
     // Of the CLI's commands, only exec's module: the others are loaded for --help or a mistyped name.
     expect(scripts.filter((url) => url.includes("/dist/cli/commands/")).map((url) => url.replace(/.*\/dist\//, ""))).toEqual(["cli/commands/exec.js"]);
     // A team that lists knowledge_lookup loads its code (and only that).
-    const planned = await scriptsLoadedByCli(["exec", "teams/circle-plan.yaml", "What is the area of a circle of radius 2?"]);
+    const planned = await scriptsLoadedByCli(["exec", "teams/circle-plan.yaml", "What are the area and circumference of a circle with radius 5 meters?"]);
     expect(toolCode(planned.scripts)).toEqual(["tools/builtin/knowledge-lookup.js"]);
     // The react prompt comes precompiled too: the Handlebars runtime, not its compiler.
     expect(scripts.filter((url) => url.includes("node_modules/handlebars/")).map((url) => url.replace(/.*\/node_modules\//, ""))).toEqual([

@@ -77,14 +77,16 @@ describe("src/config/defaults.ts", () => {
     expect(flowReplanner({ planner: "p", replanner: "r" })).toBe("r");
   });
 
-  it("loadTeam resolves a flow's replanner to its planner unless one is named", async () => {
+  it("loadTeam resolves a flow's replanner to its planner unless one is named, with enable_replanner too (docs/flows.md)", async () => {
     const dir = tempDir("runtime-config-defaults-");
     const text = `${BASE}  flow: { kind: plan_and_solve_flow, planner: solver, executor: solver }
+  replanning: { kind: plan_and_solve_flow, planner: solver, executor: solver, enable_replanner: true }
   named: { kind: plan_and_solve_flow, planner: solver, executor: solver, replanner: flow }
 `;
     writeFileSync(join(dir, "script.yaml"), "version: 1\nreplies: []\n");
     const team = await loadTeamFromString(text, join(dir, "team.yaml"), { env: {} });
     expect(team.agents.flow).toMatchObject({ planner: "solver", replanner: "solver" });
     expect(team.agents.named).toMatchObject({ replanner: "flow" });
+    expect(team.agents.replanning).toMatchObject({ enable_replanner: true, replanner: "solver" });
   });
 });

@@ -119,7 +119,7 @@ agents:
       plan: "required",
       verify: "checks",
       verifier: "default",
-      max_verify_rounds: 2,
+      max_verify_rounds: 1,
     });
     expect(team.agents.planner).toMatchObject({ model: "offline", prompt: "Plan. {{current_state}}" });
     expect(team.agents.pipeline).toMatchObject({ kind: "plan_solver", concurrency: 4 });

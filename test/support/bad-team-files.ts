@@ -330,9 +330,9 @@ agents:
     expect: ["8:36 /agents/solver/tools/2 'calculator' is listed twice"],
   },
   {
-    name: "replanner-missing",
-    text: `${BASE}  flow:\n    kind: plan_and_solve_flow\n    planner: solver\n    executor: solver\n    enable_replanner: true\n`,
-    expect: ["13:23 /agents/flow/enable_replanner enable_replanner is true but no 'replanner' agent is given"],
+    name: "tools-on-a-flow",
+    text: `${BASE}  flow:\n    kind: plan_and_solve_flow\n    planner: solver\n    executor: solver\n    tools: [calculator]\n`,
+    expect: ["13:12 /agents/flow/tools a plan_and_solve_flow calls no tools itself: give them to its executor agent"],
   },
   {
     name: "http-tool-bad-url",

@@ -1,6 +1,7 @@
 import { setup } from "xstate";
 import { assign, fromPromise } from "../machine/kit.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
+import type { Verification } from "../../events/types.js";
 import { WRITE_TOOLS } from "./todo-tools.js";
 import type { Outcome } from "../types.js";
 import { codeOf, type RunError, unreachable } from "../../errors.js";
@@ -92,7 +93,7 @@ export const planAndSolveMachine = setup({
     recordResult: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("recordResult")),
     markCompleted: fromPromise<void, { context: PlanAndSolveContext }>(notProvided("markCompleted")),
     validateAnswer: fromPromise<Verdict, { context: PlanAndSolveContext }>(notProvided("validateAnswer")),
-    formatResponse: fromPromise<{ answer?: string }, { context: PlanAndSolveContext }>(notProvided("formatResponse")),
+    formatResponse: fromPromise<{ answer?: string; verification?: Verification }, { context: PlanAndSolveContext }>(notProvided("formatResponse")),
     finalSummary: fromPromise<{ text?: string }, { context: PlanAndSolveContext }>(notProvided("finalSummary")),
   },
   guards: {
@@ -122,10 +123,6 @@ export const planAndSolveMachine = setup({
     nextIsValidate: ({ context }) => context.queue[0]?.name === "validate_plan",
     accepted: ({ event }) => (event as { output?: Verdict }).output?.kind === "accepted",
     answerRejected: ({ event }) => (event as { output?: Verdict }).output?.kind === "rejected",
-    answerFailed: ({ event }) => {
-      const verdict = (event as { output?: Verdict }).output;
-      return verdict?.kind === "rejected" && verdict.final;
-    },
   },
   actions: {
     fail: assign(({ event }) => {
@@ -247,16 +244,7 @@ export const planAndSolveMachine = setup({
                   return { status: verdict.status, ...(verdict.answer ? { answer: verdict.answer } : {}) };
                 }),
               },
-              // Verification failed for good: the run ends with the verdict.
-              {
-                guard: "answerFailed",
-                target: at("FAILED"),
-                // An answer that keeps failing its checks is a reply the run cannot use.
-                actions: assign(({ event }) =>
-                  event.output.kind === "rejected" ? { error: { code: "MODEL_BAD_REPLY" as const, message: event.output.error } } : {},
-                ),
-              },
-              // Verification failed: back to SOLVING with the problems (docs/plan-and-solve.md#verifying).
+              // Findings: back to SOLVING with them as questions (docs/design/verification.md).
               { guard: "answerRejected", target: at("SOLVING.CheckNextTask"), reenter: true },
               ...next(["noteVerdict"]),
             ],
@@ -269,7 +257,10 @@ export const planAndSolveMachine = setup({
             input: ({ context }) => ({ context }),
             onDone: {
               target: at("FINISHED"),
-              actions: assign(({ event }) => (event.output.answer !== undefined ? { answer: event.output.answer } : {})),
+              actions: assign(({ event }) => ({
+                ...(event.output.answer !== undefined ? { answer: event.output.answer } : {}),
+                ...(event.output.verification ? { verification: event.output.verification } : {}),
+              })),
             },
             onError: { target: at("FAILED"), actions: "fail" },
           },
@@ -295,7 +286,9 @@ export const planAndSolveMachine = setup({
     const error: RunError =
       context.error ??
       (context.status === "failure" ? { code: "GAVE_UP", message: context.answer ?? "" } : { code: "MODEL_BAD_REPLY", message: "the model gave no answer" });
-    return failed ? { result_type: "error", error } : { result_type: "answer", answer: context.answer };
+    return failed
+      ? { result_type: "error", error }
+      : { result_type: "answer", answer: context.answer, ...(context.verification ? { verification: context.verification } : {}) };
   },
 });
 

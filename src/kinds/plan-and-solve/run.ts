@@ -1,5 +1,5 @@
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
-import type { RunEventBody } from "../../events/types.js";
+import type { RunEventBody, Verification } from "../../events/types.js";
 import { compileTemplate, defaultTemplate } from "../../prompts/render.js";
 import type { AgentRunner } from "../types.js";
 import { fromPromise } from "../machine/kit.js";
@@ -117,9 +117,9 @@ function bindPlanAndSolve(work: Work) {
           can_retry: context.iteration < context.max_iteration,
         }),
       ),
-      formatResponse: fromPromise<{ answer?: string }, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
+      formatResponse: fromPromise<{ answer?: string; verification?: Verification }, { context: PlanAndSolveContext }>(async ({ input: { context } }) => {
         finish(work, true);
-        if (context.answer) return { answer: context.answer };
+        if (context.answer) return { answer: context.answer, ...(work.verification ? { verification: work.verification } : {}) };
         const summary = await summarize(work, "no_answer");
         return summary.text ? { answer: summary.text } : {};
       }),
@@ -149,7 +149,7 @@ async function coverage(ctx: Parameters<typeof runPlanAndSolve>[0], request: str
   if (ctx.agent.verify === "off") return [];
   const gaps = missingParts(request, items.map((i) => i.content).join("\n"));
   if (gaps.length > 0) return gaps.map((p) => `Coverage: the request asks for the ${p}, which no item mentions`);
-  return ctx.agent.verify === "model" ? reviewCoverage(ctx, request, items) : [];
+  return ctx.agent.verify === "model" || ctx.agent.verify === "strict" ? reviewCoverage(ctx, request, items) : [];
 }
 
 /** The agent's tools, and the team's others (declared tools, built-ins) it cannot call: what validate_plan checks a plan against. */

@@ -1,4 +1,5 @@
 import type { RunError } from "../../errors.js";
+import type { Verification } from "../../events/types.js";
 import type { ChatResponse, ToolCallRequest } from "../../models/types.js";
 import type { ToolOutcome } from "../../tools/types.js";
 
@@ -12,8 +13,8 @@ export type Verdict =
   /** The reply was cut off at the token limit: asked again, without using up the one reminder. */
   | { kind: "retry" }
   | { kind: "invalid" }
-  /** The answer failed verification: back to SOLVING with the problems, or, `final`, the run ends with them. */
-  | { kind: "rejected"; problems: string[]; final: boolean; error: string };
+  /** The answer has findings: back to SOLVING with them as questions (docs/design/verification.md). */
+  | { kind: "rejected"; problems: string[] };
 
 export interface PlanAndSolveInput {
   max_iteration: number;
@@ -35,6 +36,8 @@ export interface PlanAndSolveContext extends PlanAndSolveInput {
   /** `current` is a work tool called before any plan: AnalyzeProblem refuses it instead of asking the model. */
   unplanned: boolean;
   answer?: string;
+  /** How the answer was verified. */
+  verification?: Verification;
   status?: "success" | "failure";
   error?: RunError;
 }

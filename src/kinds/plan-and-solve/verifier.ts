@@ -1,18 +1,19 @@
 /**
  * VERIFYING.ValidateAnswer (docs/design/plan-and-solve-design.md diagram 1: CheckResults "Review
- * Outputs", ValidateAnswer "Verify Calculations"; docs/plan-and-solve.md#verifying):
- * a proposed final answer is checked against what the run recorded before it
- * is accepted. `checks`: the deterministic checks (answer-checks.ts).
- * `model`: those checks, then one model call (the agent's model or its
- * `verifier`) that sees the question, the recorded results and the answer,
- * and answers a structured verdict. Each verification is an `answer.verified`
- * event, so the trace shows it.
+ * Outputs", ValidateAnswer "Verify Calculations"; docs/design/verification.md):
+ * a proposed final answer is checked against what the run recorded. `checks`:
+ * the provenance of its figures (answer-checks.ts). `model` and `strict`:
+ * those findings, then one model call (the agent's model or its `verifier`)
+ * that sees the question, the plan, the tool results and the findings, and
+ * answers a structured verdict on what no exact check judges (coverage of
+ * the question's parts in any language, consistency). Each verification is
+ * an `answer.verified` event, so the trace shows it.
  */
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
 import { parseJsonTolerant } from "../../parse/json.js";
 import type { AgentContext } from "../types.js";
 import type { Usage } from "../../events/types.js";
-import { missingParts, numberProblems, type RecordedResult, unbackedProblems } from "./answer-checks.js";
+import { figureFindings, type RecordedResult } from "./answer-checks.js";
 
 /** What a verification decided. */
 export interface AnswerVerdict {
@@ -36,18 +37,19 @@ const MAX_RESULTS = 30;
 const MAX_RESULT_CHARS = 2000;
 
 const INSTRUCTIONS =
-  "You verify a proposed final answer before it is given to the user. You see the user's question, the results " +
-  "the tools actually returned during the work, and the proposed answer. Check that every figure and claim in the " +
-  "answer agrees with the recorded results and that the answer addresses the question. Do not redo the work and do " +
-  'not judge style. Reply with JSON only: {"verdict": "pass" | "fail", "problems": ["..."]}, where each ' +
-  "problem says what is wrong and what the recorded result says; problems is empty when the verdict is pass.";
+  "You verify a proposed final answer before it is given to the user. You see the user's question, the plan, the " +
+  "results the tools actually returned, the proposed answer and the findings of the exact checks (figures no tool " +
+  "result traces). Check that the answer answers every part of the question (in whatever language it is asked), " +
+  "that its claims agree with the tool results and with each other, and whether each finding is a real error. Do " +
+  'not redo the work and do not judge style. Reply with JSON only: {"verdict": "pass" | "fail", "problems": ["..."]}, ' +
+  "where each problem says what is wrong and what the tool results say; problems is empty when the verdict is pass.";
 
 export interface VerifyRequest {
   question: string;
   answer: string;
   recorded: readonly RecordedResult[];
-  /** Items not completed that name a tool the run never called (TodoLoopContext.unbacked). */
-  unbacked: readonly { index: number; content: string; tool: string }[];
+  /** The plan's items, as the verifier is shown them. */
+  plan: readonly string[];
   /** The recursion the verification belongs to. */
   trace_id: string;
   round: number;
@@ -64,18 +66,21 @@ export async function verifyAnswer(ctx: AgentContext<PlanAndSolveAgentConfig>, r
     );
     return verdict;
   };
-  const problems = [
-    ...unbackedProblems(request.answer, request.question, request.unbacked),
-    ...numberProblems(request.answer, request.question, request.recorded),
-    ...missingParts(request.question, request.answer).map((p) => `the question asks for the ${p}, which the answer does not give`),
-  ];
-  const checked = report("checks", { verdict: problems.length > 0 ? "fail" : "pass", problems });
-  if (checked.verdict === "fail" || mode === "checks") return checked;
-  const { verdict, usage } = await askVerifier(ctx, request);
-  return report("model", verdict, usage);
+  const findings = figureFindings(request.answer, request.question, request.recorded);
+  const checked = report("checks", { verdict: findings.length > 0 ? "fail" : "pass", problems: findings });
+  if (mode === "checks") return checked;
+  const { verdict, usage } = await askVerifier(ctx, request, findings);
+  report("model", verdict, usage);
+  // The model judges what the checks cannot; a finding it does not confirm still stands (it is a question, not a refusal).
+  const problems = [...new Set([...findings, ...(verdict.verdict === "fail" ? verdict.problems : [])])];
+  return { verdict: problems.length > 0 ? "fail" : "pass", problems };
 }
 
-async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: VerifyRequest): Promise<{ verdict: AnswerVerdict; usage: Usage }> {
+async function askVerifier(
+  ctx: AgentContext<PlanAndSolveAgentConfig>,
+  request: VerifyRequest,
+  findings: readonly string[],
+): Promise<{ verdict: AnswerVerdict; usage: Usage }> {
   const results = request.recorded.slice(-MAX_RESULTS).map((r) => ({
     tool: r.tool,
     arguments: r.arguments,
@@ -89,7 +94,11 @@ async function askVerifier(ctx: AgentContext<PlanAndSolveAgentConfig>, request: 
       { role: "system", content: INSTRUCTIONS },
       {
         role: "user",
-        content: JSON.stringify({ question: request.question, recorded_tool_results: results, proposed_answer: request.answer }, null, 1),
+        content: JSON.stringify(
+          { question: request.question, plan: request.plan, recorded_tool_results: results, proposed_answer: request.answer, findings },
+          null,
+          1,
+        ),
       },
     ],
     read: (r) => ({ action_type: "VERIFY", ...(r.content ? { thought: r.content } : {}) }),

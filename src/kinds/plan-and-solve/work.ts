@@ -4,7 +4,7 @@
  * runner binds them to the machine (src/kinds/plan-and-solve/run.ts).
  */
 import type { PlanAndSolveAgentConfig } from "../../config/types.js";
-import type { TodoItem } from "../../events/types.js";
+import type { TodoItem, Verification } from "../../events/types.js";
 import { CUT_OFF_ERROR, isCutOff } from "../cut-off.js";
 import { parseToolArguments } from "../../tools/validate-args.js";
 import { terminated, terminateArguments } from "../terminate.js";
@@ -40,9 +40,11 @@ export interface Work {
   cutOff: boolean;
   /** Successful work-tool results, what VERIFYING checks an answer against. */
   recorded: RecordedResult[];
-  /** Verifications run, and failed, in this step. */
+  /** Verifications run, and sent back, in this step. */
   verifications: number;
   rejections: number;
+  /** The last verification's result: the answer's `verification` (docs/design/verification.md). */
+  verification: Verification | undefined;
 }
 
 /** The note on items still open when an answer is accepted. */
@@ -59,6 +61,7 @@ export function startWork(deps: Pick<Work, "ctx" | "input" | "template" | "todos
     recorded: [],
     verifications: 0,
     rejections: 0,
+    verification: undefined,
   };
 }
 
@@ -221,9 +224,11 @@ function prompt(work: Work, tool_names: string): string {
 }
 
 /**
- * Check a proposed answer; undefined when it passes, else the verdict to go
- * back (or end) with. `answerTo` answers the call or the text in the
- * transcript with the problems.
+ * Check a proposed answer (docs/design/verification.md): undefined when it
+ * passes; with findings, while a round is left, the verdict that sends them
+ * back to the model as questions (`answerTo` answers the call or the text in
+ * the transcript); past the rounds, the answer accepted as the run's answer,
+ * marked unverified with its findings.
  */
 async function check(work: Work, answer: string, can_retry: boolean, answerTo: (message: string) => void): Promise<Verdict | undefined> {
   const { ctx, todos } = work;
@@ -234,22 +239,26 @@ async function check(work: Work, answer: string, can_retry: boolean, answerTo: (
     question: work.input,
     answer,
     recorded: work.recorded,
-    unbacked: todos.unbacked(),
+    plan: todos
+      .render()
+      .split("\n")
+      .filter((line) => line.trim() !== ""),
     trace_id: work.round.trace_id,
     round,
   });
-  if (outcome.verdict !== "fail") return undefined;
+  if (outcome.verdict !== "fail") {
+    work.verification = { status: "passed", findings: [] };
+    return undefined;
+  }
+  work.verification = { status: "failed", findings: outcome.problems, ...(agent.verify === "strict" ? { strict: true } : {}) };
+  if (work.rejections >= agent.max_verify_rounds || !can_retry) return undefined;
   const rejections = ++work.rejections;
-  const final = rejections > agent.max_verify_rounds || !can_retry;
   const list = outcome.problems.map((p) => `- ${p}`).join("\n");
   answerTo(
-    final
-      ? `Verification failed:\n${list}\nNo verification round is left; the run ends with these problems.`
-      : `Verification failed (${rejections} of ${agent.max_verify_rounds} rounds):\n${list}\n` +
-          "Check the recorded tool results, correct the answer (compute again if needed) and finish again with the corrected answer.",
+    `Before this answer is given, please check (${rejections} of ${agent.max_verify_rounds}):\n${list}\n` +
+      "Compute what no tool has computed, or correct the answer from the recorded tool results, then finish again with the answer.",
   );
-  const error = `the answer failed verification (${agent.verify}) ${rejections} time${rejections === 1 ? "" : "s"}: ${outcome.problems.join("; ")}. Last answer: ${answer.slice(0, 500)}`;
-  return { kind: "rejected", problems: outcome.problems, final, error };
+  return { kind: "rejected", problems: outcome.problems };
 }
 
 /** Answer a terminate call with a refusal: the tool never ran, and the events and journal say so. */

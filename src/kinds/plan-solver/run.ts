@@ -70,19 +70,15 @@ function bindPipeline(ctx: AgentContext<PlanSolverConfig>) {
   };
 
   const solve = async ({ objective, tasks }: { objective: string; tasks: string[] }): Promise<Outcome<SolverOutcome[]>> => {
-    // `plan.updated.finished` means "the first N steps are done", so it only
-    // moves when the run of finished tasks at the head of the plan grows.
-    const settled = tasks.map(() => false);
-    let finished = 0;
+    // Each solver that ends adds its task to `plan.updated.done` (1-based, in plan order), as react reports the steps it marked;
+    // `finished` counts them. Tasks run in parallel, so any task may end first.
+    const done: number[] = [];
     const drafts = await mapLimited(tasks, config.concurrency, async (task, index): Promise<SolverOutcome> => {
       if (ctx.signal.aborted) return { task, ok: false, error: INTERRUPTED };
       const result = await ctx.callAgent(config.solver, solverQuery(objective, tasks, index));
-      settled[index] = true;
-      const head = settled.indexOf(false) === -1 ? tasks.length : settled.indexOf(false);
-      if (head > finished) {
-        finished = head;
-        ctx.emit({ type: "plan.updated", steps: tasks, finished });
-      }
+      done.push(index + 1);
+      done.sort((a, b) => a - b);
+      ctx.emit({ type: "plan.updated", steps: tasks, finished: done.length, done: [...done] });
       return result.result_type === "answer" ? { task, ok: true, output: result.answer ?? "" } : { task, ok: false, error: prefixed("", result.error) };
     });
     if (ctx.signal.aborted) return interrupted();

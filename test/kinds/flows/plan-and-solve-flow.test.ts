@@ -4,6 +4,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { executorQuery } from "../../../src/kinds/plan-and-solve-flow/run.js";
 import { TraceStore } from "../../../src/store/sqlite/trace-store.js";
 import { type ChatBody, type OpenAIServer, type Reply, startOpenAIServer } from "../../support/openai-server.js";
+import { runCli } from "../../support/cli.js";
+import { tempDir, writeTeam } from "../../support/team.js";
 import { answer, badRequest, flowAgent, makeTeam, ofType, queryOf, roleOf, runAll, traceDir } from "../../support/flows.js";
 
 let server: OpenAIServer | undefined;
@@ -324,5 +326,29 @@ export function parseAction(text) {
     const flowStates = ofType(events, "state.changed").filter((e) => e.machine === "plan_and_solve_flow");
     expect(flowStates.at(-1)?.to).toBe("FAILED");
     expect(ofType(events, "agent.finished").find((e) => e.agent_id === "flow")).toMatchObject({ error: "interrupted" });
+  });
+});
+
+describe("runtime validate and a flow's parser module", () => {
+  it("imports it and checks its exports, each problem at the flow's parser key", async () => {
+    const files = {
+      "script.yaml": "version: 1\nreplies: []\n",
+      "good.mjs": "export function parsePlan(text) { return { steps: text.split('\\n') }; }",
+      "none.mjs": "export const other = 1;",
+      "thrower.mjs": "throw new Error('boom');",
+    };
+    const teamOf = (parser: string) =>
+      writeTeam(
+        `version: 1\nname: v\nmodels:\n  m: { provider: scripted, script: ./script.yaml }\nagents:\n  a: { kind: react }\n  flow: { kind: plan_and_solve_flow, planner: a, executor: a, parser: ${parser} }\n`,
+        files,
+        tempDir(),
+      );
+    expect(await runCli(["validate", teamOf("./good.mjs")])).toMatchObject({ code: 0, stderr: "" });
+    const none = await runCli(["validate", teamOf("./none.mjs")]);
+    expect(none.code).toBe(2);
+    expect(none.stderr.trim()).toMatch(/team\.yaml:7:\d+ \/agents\/flow\/parser parser module .*none\.mjs: it exports neither parsePlan nor parseAction$/);
+    const thrower = await runCli(["validate", teamOf("./thrower.mjs")]);
+    expect(thrower.code).toBe(2);
+    expect(thrower.stderr.trim()).toMatch(/\/agents\/flow\/parser parser module .*thrower\.mjs cannot be loaded: boom$/);
   });
 });

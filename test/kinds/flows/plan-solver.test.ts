@@ -86,8 +86,11 @@ describe("plan_solver", () => {
     const { result, events } = await runAll(team, { input: "Three things", traceDir: traceDir() });
 
     expect(result).toMatchObject({ result_type: "answer", answer: "two of three done" });
-    // Task 1 finishes last, so "the first N steps are done" only moves once, to 3.
-    expect(ofType(events, "plan.updated").map((e) => e.finished)).toEqual([3]);
+    // Each solver that ends is reported done; task 1 ends last.
+    const updates = ofType(events, "plan.updated");
+    expect(updates.map((e) => e.finished)).toEqual([1, 2, 3]);
+    expect(updates[1]?.done).toEqual([2, 3]);
+    expect(updates.at(-1)?.done).toEqual([1, 2, 3]);
     expect(requestsOf("solver")).toHaveLength(3);
     const aggregated = requestsOf("aggregator").map(queryOf);
     expect(aggregated).toHaveLength(1);

@@ -260,7 +260,7 @@ describe("plan_and_solve, as xstate's actor runs it", () => {
           case "accepted":
             return { kind: "accepted", status: rng.pick(["success", "failure"] as const), ...(rng.chance(0.7) ? { answer: `answer ${n}` } : {}) };
           case "rejected":
-            return { kind: "rejected", problems: ["wrong"], final: rng.chance(0.4), error: `rejected ${n}` };
+            return { kind: "rejected", problems: ["wrong"] };
           case "refused":
             return { kind: "refused" };
           case "retry":
