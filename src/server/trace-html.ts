@@ -2,8 +2,9 @@
  * One run as one self-contained HTML file (`runtime trace TASK_ID --html
  * FILE`, docs/server.md#run-history): the tree and the timeline of the
  * page, drawn by the page's own page/timeline.js inlined, from the run's
- * projection (the compiled src/events/projection.ts and the modules it
- * imports, inlined too) of its events embedded as JSON. No request leaves the file: its Content Security
+ * projection (the compiled src/events/projection.ts, inlined with the other
+ * modules the page loads from src/events/, each in a scope of its own) of its
+ * events embedded as JSON. No request leaves the file: its Content Security
  * Policy allows nothing but its own inline script and styles, and every
  * text from a model, a tool or a user is drawn with textContent.
  */
@@ -19,21 +20,63 @@ function scriptJson(value: unknown): string {
     .replace(/\u2029/g, "\\u2029");
 }
 
-/** An import of a sibling module as tsc writes it: `import { a, b } from "./name.js";`. */
-const SIBLING_IMPORT = /^import \{[^}]*\} from "\.\/[\w-]+\.js";$/gm;
+/** A module's import of a sibling, as tsc writes it: `import { a, b as c } from "./name.js";` (or `import "./name.js";`). */
+const SIBLING_IMPORT = /^import (?:\{([^}]*)\} from )?"\.\/([\w-]+)\.js";$/gm;
+/** A module's export: a declaration (`export function f`, `export class C`, `export const X`) or a list (`export { a, b as c };`). */
+const EXPORT = /^export (?:(?:async )?function\*? ?|class |const |let |var )([\w$]+)|^export \{([^}]*)\};$/gm;
+
+/**
+ * Compiled ES modules (name → source, dependencies first) as one script that
+ * runs them as the page's loader would: each in a function scope of its own,
+ * so their top-level names never meet, given its imports as arguments from
+ * the modules before it (`modules[name]`, the object of a module's exports).
+ * The page and this file thus load the same modules, with no list kept here.
+ */
+function inlineModules(sources: ReadonlyMap<string, string>): string {
+  const scopes = ["const modules = {};"];
+  const done = new Set<string>();
+  for (const [name, source] of sources) {
+    const params: string[] = [];
+    const args: string[] = [];
+    const body = source.replace(SIBLING_IMPORT, (_all, names: string | undefined, from: string) => {
+      if (!done.has(from)) unreachable(`${name}.js imports ./${from}.js, which is not inlined before it`);
+      if (names !== undefined) {
+        params.push(`{ ${names.replace(/\s+as\s+/g, ": ")} }`);
+        args.push(`modules[${JSON.stringify(from)}]`);
+      }
+      return "";
+    });
+    if (/^(?:import|export)\b/m.test(body.replace(EXPORT, ""))) unreachable(`${name}.js imports or exports in a form the offline file cannot inline`);
+    const exported: string[] = [];
+    const code = body.replace(EXPORT, (all, declared: string | undefined, list: string | undefined) => {
+      if (declared !== undefined) {
+        exported.push(declared);
+        return all.slice("export ".length);
+      }
+      for (const item of (list ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)) {
+        const [local = item, as = local] = item.split(/\s+as\s+/);
+        exported.push(as === local ? local : `${as}: ${local}`);
+      }
+      return "";
+    });
+    scopes.push(`modules[${JSON.stringify(name)}] = ((${params.join(", ")}) => {\n${code}\nreturn { ${exported.join(", ")} };\n})(${args.join(", ")});`);
+    done.add(name);
+  }
+  return scopes.join("\n");
+}
 
 export function traceHtml(events: readonly RunEvent[]): string {
   const page = loadPage();
   if (!page) throw new RuntimeError("USAGE", "the page's files (src/server/page) are missing from this installation");
   const taskId = events[0]?.task_id ?? "";
-  // The module's source, inlined. `</script` or `<!--` can only be inside its strings or comments, where
+  // The modules' source, inlined. `</script` or `<!--` can only be inside their strings or comments, where
   // `<\/script` and `<\!--` mean the same and no longer end (or confuse) the element that holds them.
   const inline = (source: string) => source.replace(/<\/script/gi, "<\\/script").replace(/<!--/g, "<\\!--");
-  // One module of all: the projection's modules, dependencies first, each without its imports of the ones before
-  // it (their names are then in scope); the top-level names of these modules and the timeline's do not meet.
-  const projection = [...page.events.values()].map((source) => source.replace(SIBLING_IMPORT, ""));
-  if (projection.some((source) => /^import\b/m.test(source))) unreachable("the projection's modules import more than each other");
-  const scripts = [...projection, page.timeline].map(inline).join("\n");
+  // The page's modules, as it loads them: the runtime's (the projection, the line of an event, what they import) and the timeline.
+  const scripts = inline(inlineModules(new Map([...page.events, ["timeline", page.timeline]])));
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -60,6 +103,8 @@ export function traceHtml(events: readonly RunEvent[]): string {
 <script type="application/json" id="events">${scriptJson(events)}</script>
 <script type="module">
 ${scripts}
+const { project } = modules.projection;
+const { TIMELINE_CSS, barCount, duration, renderTimeline, renderTree, runView } = modules.timeline;
 const events = JSON.parse(document.getElementById("events").textContent);
 const style = document.createElement("style");
 style.textContent = TIMELINE_CSS;
