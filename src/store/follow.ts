@@ -7,12 +7,15 @@
  * every read asks for what comes after the last event given, so nothing is
  * lost or given twice between the backlog and the live events.
  *
- * The followers of one run in a process share their reads: those at the
- * same seq when a commit is heard get one query and the same event objects
- * (so the SSE frame each event makes is built once). Those reads are the
- * only events held here, and only until every follower has taken them: a
- * run waiting on its model held its last read and their frames (~2.4 KB a
- * run, docs/performance.md#runs-waiting-on-a-slow-model) until its next commit.
+ * Reads are pages of at most PAGE events (docs/server.md#slow-readers): a
+ * follower behind the run holds one page while its client takes it, and
+ * reads the next once it has sent it. The followers of one run in a process
+ * share their reads: those on the same page get one query and the same event
+ * objects (so the SSE frame each event makes is built once). Those pages are
+ * the only events held here, and only while a follower is sending them: a
+ * run waiting on its model no longer holds its last read until its next
+ * commit (docs/performance.md#runs-waiting-on-a-slow-model measured ~2.4 KB a
+ * run for it).
  */
 import type { RunEvent } from "../events/types.js";
 import type { RunStore, Watch } from "./runs.js";
