@@ -55,6 +55,7 @@ export class EventStream {
   private readonly ids: "seq" | "run";
   private ended = false;
   private corked = false;
+  private midFrame = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -73,7 +74,7 @@ export class EventStream {
     res.flushHeaders();
     // A frame still waiting is as good as a heartbeat.
     this.heartbeat = setInterval(() => {
-      if (!this.ended && res.writableLength === 0) res.write(": keep-alive\n\n");
+      if (!this.ended && !this.midFrame && res.writableLength === 0) res.write(": keep-alive\n\n");
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
     res.once("close", () => this.stop());
@@ -111,7 +112,14 @@ export class EventStream {
     this.res.end(last);
   }
 
-  /** Write a frame; when the socket holds it back, wait until the client takes it (true) or goes away or stalls (false). */
+  /**
+   * Write a frame; when the socket holds it back, wait until the client takes
+   * it (true) or goes away or stalls (false). A frame longer than a piece is
+   * written a piece at a time, each once the client has taken the one before:
+   * what a client's socket holds of a frame (its own copy of the bytes) is
+   * at most about a piece, however long the event (a run.finished with a
+   * long answer).
+   */
   private async write(text: string): Promise<boolean> {
     if (this.ended) return false;
     if (!this.corked) {
@@ -123,9 +131,17 @@ export class EventStream {
         this.res.uncork();
       });
     }
-    if (this.res.write(text)) return true;
-    await this.drained();
-    return !this.ended;
+    for (let at = 0; at < text.length; ) {
+      const end = pieceEnd(text, at);
+      // No heartbeat between the pieces of a frame: the comment would land inside it.
+      this.midFrame = end < text.length;
+      const taken = this.res.write(at === 0 && end === text.length ? text : text.slice(at, end));
+      at = end;
+      if (!taken) await this.drained();
+      if (this.ended) return false;
+    }
+    this.midFrame = false;
+    return true;
   }
 
   /** Until the response drains or closes; a client that takes no byte for the stall limit is dropped meanwhile. */
@@ -161,6 +177,17 @@ export class EventStream {
     this.ended = true;
     clearInterval(this.heartbeat);
   }
+}
+
+/** The most characters of a frame written at once (docs/server.md#slow-readers). */
+const PIECE = 64 * 1024;
+
+/** Where the piece of `text` from `at` ends: PIECE characters on, never between the halves of a surrogate pair. */
+function pieceEnd(text: string, at: number): number {
+  let end = Math.min(text.length, at + PIECE);
+  const code = text.charCodeAt(end - 1);
+  if (end < text.length && code >= 0xd800 && code <= 0xdbff) end--;
+  return end;
 }
 
 /** An event's SSE frame, built once and shared by every client that follows the run. */

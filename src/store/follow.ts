@@ -7,12 +7,15 @@
  * every read asks for what comes after the last event given, so nothing is
  * lost or given twice between the backlog and the live events.
  *
- * The followers of one run in a process share their reads: those at the
- * same seq when a commit is heard get one query and the same event objects
- * (so the SSE frame each event makes is built once). Those reads are the
- * only events held here, and only until every follower has taken them: a
- * run waiting on its model held its last read and their frames (~2.4 KB a
- * run, docs/performance.md#runs-waiting-on-a-slow-model) until its next commit.
+ * Reads are pages of at most PAGE events (docs/server.md#slow-readers): a
+ * follower behind the run holds one page while its client takes it, and
+ * reads the next once it has sent it. The followers of one run in a process
+ * share their reads: those on the same page get one query and the same event
+ * objects (so the SSE frame each event makes is built once). Those pages are
+ * the only events held here, and only while a follower is sending them: a
+ * run waiting on its model no longer holds its last read until its next
+ * commit (docs/performance.md#runs-waiting-on-a-slow-model measured ~2.4 KB a
+ * run for it).
  */
 import type { RunEvent } from "../events/types.js";
 import type { RunStore, Watch } from "./runs.js";
@@ -35,6 +38,12 @@ export interface Followed {
   live: boolean;
 }
 
+/**
+ * The most events one read of the store gives a follower: what a follower
+ * behind the run holds while its client takes them (docs/server.md#slow-readers).
+ */
+export const PAGE = 256;
+
 const untilFinished = (_seq: number, last: RunEvent | undefined): boolean => last?.type !== "run.finished";
 
 /**
@@ -51,29 +60,39 @@ export async function* follow(runs: RunStore, taskId: string, afterSeq: number, 
     let at = afterSeq;
     let last: RunEvent | undefined;
     let live = false;
+    // `more` said no: the pages stored before it answered (a run's last events, committed as it ended), then the end.
+    let ending = false;
     for (;;) {
       if (signal?.aborted) return;
       const heard = tail.heard;
-      for (const event of await tail.read(at)) {
-        if (event.seq <= at) continue;
-        at = event.seq;
-        last = event;
-        yield { event, live };
-        if (signal?.aborted) return;
-      }
-      // What was stored when the follower began has been given: the rest is live.
-      live = true;
-      if (tail.heard !== heard) continue;
-      if (!(await more(at, last))) {
-        // What was stored before `more` answered (a run's last events, committed as it ended).
-        const rest = (await runs.eventsOfTask(taskId, at)).filter((e) => e.seq > at);
-        if (rest.length === 0) return;
-        for (const event of rest) {
+      const read = ending ? undefined : tail.read(at);
+      let page: RunEvent[];
+      try {
+        page = read ? await read.events : await runs.eventsOfTask(taskId, at, PAGE);
+        // A full page that ends before the follower (a run whose seqs skip some): the page after its seq.
+        if (page.length >= PAGE && page.at(-1)!.seq <= at) page = await runs.eventsOfTask(taskId, at, PAGE);
+        for (const event of page) {
+          if (event.seq <= at) continue;
           at = event.seq;
           last = event;
           yield { event, live };
           if (signal?.aborted) return;
         }
+      } finally {
+        if (read) tail.done(read);
+      }
+      // A full page: more is stored, read once this one is sent.
+      if (page.length >= PAGE) continue;
+      if (ending) {
+        if (page.length === 0) return;
+        ending = false;
+        continue;
+      }
+      // What was stored when the follower began has been given: the rest is live.
+      live = true;
+      if (tail.heard !== heard) continue;
+      if (!(await more(at, last))) {
+        ending = true;
         continue;
       }
       if (tail.heard === heard) await tail.next(signal);
@@ -81,6 +100,15 @@ export async function* follow(runs: RunStore, taskId: string, afterSeq: number, 
   } finally {
     tail.release();
   }
+}
+
+/** A page of a run's events, read once for the followers on it. */
+interface Read {
+  /** The seq the page's events come after: a multiple of PAGE. */
+  start: number;
+  events: Promise<RunEvent[]>;
+  /** The followers sending it. */
+  takers: number;
 }
 
 /** The followers of one run in a process: the store's watch and the reads they share. */
@@ -91,7 +119,7 @@ class Tail {
   heard = 0;
   readonly listening: Promise<Watch>;
   private users = 0;
-  private readonly reads = new Map<number, Promise<RunEvent[]>>();
+  private readonly reads = new Map<number, Read>();
   private wakers = new Set<() => void>();
 
   private constructor(
@@ -113,18 +141,34 @@ class Tail {
     return tail;
   }
 
-  /** The events after `seq`, one query for every follower at `seq` until the next commit is heard. */
-  read(seq: number): Promise<RunEvent[]> {
-    let read = this.reads.get(seq);
+  /**
+   * A page with the events after `seq`: the page of PAGE events that holds
+   * `seq + 1` (pages begin at multiples of PAGE, so followers a few events
+   * apart share theirs), one query for every follower on it until the next
+   * commit is heard. The follower gives it back with `done` once it has sent
+   * it; a page is let go when no follower holds it.
+   */
+  read(seq: number): Read {
+    const start = seq - (seq % PAGE);
+    let read = this.reads.get(start);
     if (!read) {
-      read = this.runs.eventsOfTask(this.taskId, seq);
-      this.reads.set(seq, read);
+      const events = this.runs.eventsOfTask(this.taskId, start, PAGE);
+      read = { start, events, takers: 0 };
+      this.reads.set(start, read);
       const mine = read;
-      read.catch(() => {
-        if (this.reads.get(seq) === mine) this.reads.delete(seq);
-      });
+      events.catch(() => this.forget(mine));
     }
+    read.takers++;
     return read;
+  }
+
+  /** A follower has sent what it took of `read`. */
+  done(read: Read): void {
+    if (--read.takers <= 0) this.forget(read);
+  }
+
+  private forget(read: Read): void {
+    if (this.reads.get(read.start) === read) this.reads.delete(read.start);
   }
 
   /** Until the next commit is heard, or `signal` aborts. */

@@ -85,8 +85,8 @@ export interface RunStore {
   approvalsOf(taskId: string): Promise<Map<string, ApprovalRecord>>;
   /** The highest `seq` stored for a run (0 when none). */
   lastSeq(taskId: string): Promise<number>;
-  /** Every event of one run after `afterSeq` (default 0), in `seq` order. */
-  eventsOfTask(taskId: string, afterSeq?: number): Promise<RunEvent[]>;
+  /** The events of one run after `afterSeq` (default 0), in `seq` order: every one, or the first `limit` (a page, docs/server.md#slow-readers). */
+  eventsOfTask(taskId: string, afterSeq?: number, limit?: number): Promise<RunEvent[]>;
   /** Every event of one recursion, by run then `seq`. */
   eventsOfTrace(traceId: string): Promise<RunEvent[]>;
   run(taskId: string): Promise<RunSummary | undefined>;

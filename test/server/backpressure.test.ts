@@ -31,7 +31,7 @@ models:
 agents:
   solver: { kind: react }
 `);
-  const server = await startServer({ team: await loadTeam(file), traceDir: tempDir("bp-"), port: 0, maxLiveRuns: 4, stallLimitMs: 5_000 });
+  const server = await startServer({ team: await loadTeam(file), traceDir: tempDir("bp-"), port: 0, maxLiveRuns: 4, stallLimitMs: 5_000, rate: 1_000 });
   closers.push(server);
   return { server, model };
 }

@@ -57,6 +57,8 @@ agents:
     traceDir: tempDir("long-"),
     port: 0,
     maxLiveRuns: 64,
+    // 200 followers join at once: more than the default rate's burst (50 a second, 100 at once) would answer 429.
+    rate: 1_000,
     ...(stallLimitMs ? { stallLimitMs } : {}),
   });
   return { answer, server, model, fetch: authedFetch(server.token), openai: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.token, maxRetries: 0 }) };
@@ -140,11 +142,16 @@ describe.each([
     const started = await post(s);
     const taskId = started.headers.get("x-task-id")!;
     // The followers join while the model is still thinking, and take the burst live.
-    const following = Array.from({ length: followers }, () => s.fetch(`${s.server.url}/v1/runs/${taskId}/events`).then((r) => r.text()));
+    const following = Array.from({ length: followers }, () =>
+      s.fetch(`${s.server.url}/v1/runs/${taskId}/events`).then(async (r) => ({ status: r.status, text: await r.text() })),
+    );
     const own = await readSse(started);
     expectWhole(own, s.answer);
     expect(own.filter((e) => e.data.type === "llm.delta").length).toBeGreaterThan(bytes / chunk);
-    for (const text of await Promise.all(following)) expectWholeText(text, s.answer);
+    for (const { status, text } of await Promise.all(following)) {
+      expect(status).toBe(200);
+      expectWholeText(text, s.answer);
+    }
   }, 300_000);
 
   it("reaches the openai client's chat completions stream whole, with finish_reason stop, and ends with [DONE]", async () => {

@@ -98,6 +98,16 @@ describe.each(adapters())("runs on $name", (adapter) => {
     expect(await runs.eventsOfTask("task-b")).toEqual(b);
     expect(await runs.eventsOfTask("task-never")).toEqual([]);
     for (const after of [0, 3, 6, 7, a.length - 1, a.length]) expect(await runs.eventsOfTask("task-a", after)).toEqual(a.filter((e) => e.seq > after));
+    // A page: the first `limit` events after a seq, across the two commits.
+    for (const [after, limit] of [
+      [0, 1],
+      [3, 4],
+      [5, 2],
+      [4, a.length],
+      [a.length - 1, 5],
+      [a.length, 3],
+    ] as const)
+      expect(await runs.eventsOfTask("task-a", after, limit)).toEqual(a.filter((e) => e.seq > after).slice(0, limit));
     expect(await runs.lastSeq("task-a")).toBe(a.length);
     expect(await runs.lastSeq("task-never")).toBe(0);
     const traces = [...new Set(a.map((e) => e.trace_id).filter((t) => t !== undefined))];

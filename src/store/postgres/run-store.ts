@@ -92,11 +92,12 @@ export class PostgresRunStore implements RunStore {
     return rows[0]?.seq ?? 0;
   }
 
-  async eventsOfTask(taskId: string, afterSeq = 0): Promise<RunEvent[]> {
-    const rows = await this.query<{ json: string }>("cannot read events", `SELECT json FROM ${S}.events WHERE task_id = $1 AND seq > $2 ORDER BY seq`, [
-      taskId,
-      afterSeq,
-    ]);
+  async eventsOfTask(taskId: string, afterSeq = 0, limit?: number): Promise<RunEvent[]> {
+    const rows = await this.query<{ json: string }>(
+      "cannot read events",
+      `SELECT json FROM ${S}.events WHERE task_id = $1 AND seq > $2 ORDER BY seq${limit === undefined ? "" : " LIMIT $3"}`,
+      limit === undefined ? [taskId, afterSeq] : [taskId, afterSeq, limit],
+    );
     return rows.map((r) => JSON.parse(r.json) as RunEvent);
   }
 

@@ -21,7 +21,7 @@ export function sqliteRunStore(trace: TraceStore, options: { owned?: boolean } =
     journalOf: async (taskId) => trace.journalOf(taskId),
     approvalsOf: async (taskId) => trace.approvalsOf(taskId),
     lastSeq: async (taskId) => trace.lastSeq(taskId),
-    eventsOfTask: async (taskId, afterSeq = 0) => trace.eventsOfTask(taskId, afterSeq),
+    eventsOfTask: async (taskId, afterSeq = 0, limit) => trace.eventsOfTask(taskId, afterSeq, limit),
     eventsOfTrace: async (traceId) => trace.eventsOfTrace(traceId),
     run: async (taskId) => trace.run(taskId),
     listRuns: async (query = {}) => trace.listRuns(query),

@@ -233,10 +233,19 @@ export class TraceStore {
       .run(taskId, record.key, record.decision, record.reason ?? null, record.ts);
   }
 
-  /** Every event of one run (after `afterSeq`, default 0), in `seq` order. */
-  eventsOfTask(taskId: string, afterSeq = 0): RunEvent[] {
-    const rows = this.db.prepare("SELECT json FROM event_batches WHERE task_id = ? AND last_seq > ? ORDER BY last_seq").all(taskId, afterSeq);
-    return eventsOf(rows, (event) => event.seq > afterSeq);
+  /** The events of one run after `afterSeq` (default 0), in `seq` order: the first `limit` of them when given. */
+  eventsOfTask(taskId: string, afterSeq = 0, limit = Number.POSITIVE_INFINITY): RunEvent[] {
+    const out: RunEvent[] = [];
+    // Batches one at a time, until the page is full: a page of a long run reads only the batches it needs.
+    const rows = this.db.prepare("SELECT json FROM event_batches WHERE task_id = ? AND last_seq > ? ORDER BY last_seq").iterate(taskId, afterSeq);
+    for (const row of rows as Iterable<{ json: string }>) {
+      for (const event of JSON.parse(row.json) as RunEvent[]) {
+        if (out.length >= limit) break;
+        if (event.seq > afterSeq) out.push(event);
+      }
+      if (out.length >= limit) break;
+    }
+    return out;
   }
 
   /** Every event of one recursion, in order. */
